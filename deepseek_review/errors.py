@@ -1,0 +1,128 @@
+"""The one exception tree of deepseek-review, and the exit code of each failure kind.
+
+Every failure the user can cause or meet is a subclass of :class:`ReviewError`. The CLI catches
+``ReviewError`` in exactly one place and exits with the subclass's ``exit_code``; the table
+below is also the README's exit-code table (a test checks they agree).
+
+::
+
+    ReviewError                      1   base; also "internal error" for unexpected failures
+    ├── ConfigError                  2   bad option value or configuration (endpoint, limits, ...)
+    ├── InputError                   3   bad input: context paths, prompt, template, manifest, receipt
+    ├── TruncatedReview              4   the answer is still cut off after the continuations allowed
+    ├── ServerError                  5   the server could not be reached or refused the request
+    ├── BadResponse                  6   the server answered, but not with a usable completion
+    ├── PromptTruncated              7   the server silently kept only part of the prompt
+    ├── SecretsFound                 8   the context holds secrets and the endpoint is not local
+    ├── VerificationFailed           9   a receipt, answer or chain does not check out
+    ├── OutputError                 10   the output could not be written (permissions, disk, clash)
+    ├── BatchIncomplete             11   some batch entries failed or stayed truncated
+    └── Interrupted                130   stopped by SIGINT / SIGTERM; re-running resumes
+
+Messages are one line, say what failed and where, and never contain secrets.
+"""
+
+from __future__ import annotations
+
+
+class ReviewError(Exception):
+    """Base of every failure deepseek-review reports to its user."""
+
+    exit_code: int = 1
+    #: A short hint printed after the message (what to do about it), or "".
+    hint: str = ""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        if hint:
+            self.hint = hint
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else self.__class__.__name__
+
+
+class ConfigError(ReviewError):
+    """A bad option value or configuration: endpoint, limits, template name, ..."""
+
+    exit_code = 2
+
+
+class InputError(ReviewError):
+    """Bad input the user gave us: a context path, prompt, manifest or receipt."""
+
+    exit_code = 3
+
+
+class TruncatedReview(ReviewError):
+    """The answer is still cut off by the token cap after every continuation allowed."""
+
+    exit_code = 4
+
+
+class ServerError(ReviewError):
+    """The server could not be reached, or refused the request (after retries)."""
+
+    exit_code = 5
+
+
+class BadResponse(ReviewError):
+    """The server answered, but not with a completion we can use (after retries)."""
+
+    exit_code = 6
+
+
+class PromptTruncated(ReviewError):
+    """The server silently kept only part of the prompt (Ollama clips at its context length)."""
+
+    exit_code = 7
+
+
+class SecretsFound(ReviewError):
+    """The gathered context holds secrets and is about to leave this machine."""
+
+    exit_code = 8
+
+
+class VerificationFailed(ReviewError):
+    """A receipt, answer file or chain does not check out."""
+
+    exit_code = 9
+
+
+class OutputError(ReviewError):
+    """The answer, receipt or record could not be written."""
+
+    exit_code = 10
+
+
+class BatchIncomplete(ReviewError):
+    """A batch finished with entries that failed or stayed truncated."""
+
+    exit_code = 11
+
+
+class Interrupted(ReviewError):
+    """Stopped by a signal; what was finished is kept and a re-run resumes."""
+
+    exit_code = 130
+
+
+#: Every failure kind with its exit code, in table order (the README and a test use it).
+EXIT_CODES: tuple[tuple[int, type[ReviewError]], ...] = tuple(
+    (cls.exit_code, cls)
+    for cls in (
+        ReviewError,
+        ConfigError,
+        InputError,
+        TruncatedReview,
+        ServerError,
+        BadResponse,
+        PromptTruncated,
+        SecretsFound,
+        VerificationFailed,
+        OutputError,
+        BatchIncomplete,
+        Interrupted,
+    )
+)
