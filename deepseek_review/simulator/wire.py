@@ -1,0 +1,184 @@
+"""Ollama's OpenAI-compatible wire shapes, as the simulator writes them.
+
+Pure functions from a :class:`~deepseek_review.simulator.answer.Plan` to bodies and SSE
+events, plus the fault catalogue, so the HTTP layer only moves bytes. Shapes follow
+shared/notes/ollama-openai-wire.md (Ollama >= 0.32.6, and the older stream framing).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from deepseek_review.simulator.answer import Plan
+
+#: Faults a well-behaved client should retry through.
+TRANSIENT_FAULTS: tuple[str, ...] = (
+    "500",
+    "502",
+    "503",
+    "429",
+    "429-string",
+    "reset",
+    "stall",
+    "malformed",
+    "cut-stream",
+)
+#: Answers a client must refuse as unusable rather than trust.
+GARBAGE_FAULTS: tuple[str, ...] = (
+    "html",
+    "empty",
+    "no-choices",
+    "content-not-string",
+    "content-missing",
+    "negative-usage",
+    "huge",
+)
+ALL_FAULTS: tuple[str, ...] = TRANSIENT_FAULTS + GARBAGE_FAULTS
+
+#: Status served for each fault (0: the connection is cut, no status line or no full body).
+FAULT_STATUS = {"500": 500, "502": 502, "503": 503, "429": 429, "429-string": 429}
+FAULT_STATUS.update({"reset": 0, "html": 502})
+FAULT_MESSAGES = {
+    500: "llama runner process has terminated: signal: killed",
+    502: "bad gateway: upstream connection refused",
+    503: "server busy, please try again.  maximum pending requests exceeded",
+}
+RATE_LIMIT_STRING = (
+    "you (sim) have reached your hourly usage limit, upgrade for higher limits: "
+    "https://ollama.com/upgrade"
+)
+HTML_502 = (
+    b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.27.4</center>\r\n"
+    b"</body>\r\n</html>\r\n"
+)
+HUGE_PADDING_BYTES = 80 * 1024 * 1024
+_ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
+
+
+def dumps(obj: object) -> bytes:
+    """Compact JSON as Go writes it: UTF-8, no spaces (ASCII-escaped if text is not UTF-8)."""
+    try:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, separators=(",", ":")).encode("ascii")
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """The compat layer's OpenAI-shaped error object."""
+    kind = _ERROR_TYPES.get(status, "api_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def usage(plan: Plan) -> dict[str, int]:
+    """Token accounting; completion tokens include reasoning, never the echoed prefill."""
+    completion = plan.completion_tokens
+    return {
+        "prompt_tokens": plan.prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": plan.prompt_tokens + completion,
+    }
+
+
+def completion(
+    plan: Plan, *, model: str, ident: str, with_usage: bool, fault: str | None = None
+) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` body, with a garbage fault applied if asked."""
+    message: dict[str, Any] = {"role": "assistant", "content": plan.text}
+    if plan.reasoning:
+        message["reasoning"] = "".join(plan.reasoning)
+    body: dict[str, Any] = {
+        "id": ident,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_ollama",
+        "choices": [{"index": 0, "message": message, "finish_reason": plan.finish_reason}],
+    }
+    if with_usage or fault == "negative-usage":
+        body["usage"] = usage(plan)
+    if fault is not None:
+        mutate(body, fault)
+    return body
+
+
+def _groups(tokens: tuple[str, ...], size: int) -> list[str]:
+    return ["".join(tokens[i : i + size]) for i in range(0, len(tokens), size)]
+
+
+def stream_chunks(
+    plan: Plan,
+    *,
+    model: str,
+    ident: str,
+    legacy: bool,
+    include_usage: bool,
+    group: int = 8,
+) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects of one stream, in order ([DONE] not included).
+
+    Modern framing: a role chunk first (carrying the first reasoning group, if any), then
+    reasoning and content chunks, then ``delta:{}`` with the finish reason. Legacy framing
+    (before Ollama 0.32.6): role on every chunk, the finish reason on the last one, and a
+    fresh ``created`` per chunk.
+    """
+    created = int(time.time())
+    deltas: list[dict[str, Any]] = [
+        {"content": "", "reasoning": text} for text in _groups(plan.reasoning, group)
+    ]
+    if plan.echo:
+        deltas.append({"content": plan.echo})
+    deltas.extend({"content": text} for text in _groups(plan.content, group))
+
+    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {
+            "id": ident,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()) if legacy else created,
+            "model": model,
+            "system_fingerprint": "fp_ollama",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    if legacy:
+        deltas = deltas or [{"content": ""}]
+        last = len(deltas) - 1
+        chunks = [
+            chunk({"role": "assistant", **delta}, plan.finish_reason if i == last else None)
+            for i, delta in enumerate(deltas)
+        ]
+    else:
+        first: dict[str, Any] = {"role": "assistant", "content": ""}
+        if deltas and "reasoning" in deltas[0]:
+            first.update(deltas.pop(0))
+        chunks = [chunk(first, None), *(chunk(d, None) for d in deltas)]
+        chunks.append(chunk({}, plan.finish_reason))
+    if include_usage:
+        chunks.append({**chunks[-1], "choices": [], "usage": usage(plan)})
+    return chunks
+
+
+def mutate(body: dict[str, Any], fault: str) -> None:
+    """Apply a garbage fault to a completion body or a stream chunk, in place."""
+    if fault == "negative-usage" and "usage" in body:
+        body["usage"]["prompt_tokens"] = -5
+        body["usage"]["total_tokens"] = body["usage"]["completion_tokens"] - 5
+    for choice in body.get("choices", ()):
+        part = choice.get("message", choice.get("delta", {}))
+        if fault == "content-not-string" and "content" in part:
+            part["content"] = 42
+        elif fault == "content-missing":
+            part.pop("content", None)
+    if fault == "no-choices" and "choices" in body:
+        body["choices"] = []
+
+
+def sse(chunk: dict[str, Any]) -> bytes:
+    """One server-sent event, exactly ``data: <compact json>\\n\\n``."""
+    return b"data: " + dumps(chunk) + b"\n\n"
+
+
+SSE_DONE = b"data: [DONE]\n\n"
+SSE_GARBAGE = b'data: {"id":\n\n'
