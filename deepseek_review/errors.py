@@ -8,7 +8,7 @@ below is also the README's exit-code table (a test checks they agree).
 
     ReviewError                      1   base; also "internal error" for unexpected failures
     ├── ConfigError                  2   bad option value or configuration (endpoint, limits, ...)
-    ├── InputError                   3   bad input: context paths, prompt, template, manifest, receipt
+    ├── InputError                   3   bad input: context, prompt, template, manifest, receipt
     ├── TruncatedReview              4   the answer is still cut off after the continuations allowed
     ├── ServerError                  5   the server could not be reached or refused the request
     ├── BadResponse                  6   the server answered, but not with a usable completion

@@ -1,0 +1,181 @@
+"""Finding a review's chain of segments from its receipts: primary → c1 → c2 → ...
+
+Receipts only link backwards (``previous_answer_path``). Walking back from any segment finds the
+primary; walking forward needs the receipts beside each segment, which are indexed once. A
+chain that forks (two continuations of one segment), loops, or points at a segment without a
+receipt is refused with a message naming the segment.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, VerificationFailed
+from .receipts import RECEIPT_SUFFIX, Receipt
+from .repo import resolve_inside
+from .request import RECORD_SCHEMA, sha256_tag
+
+RECORD_SUFFIX = ".request.json"
+
+
+@dataclass(frozen=True)
+class ChainSegment:
+    """A receipt, where it lives, and its request record when there is one."""
+
+    receipt_path: str
+    receipt: Receipt
+    record: dict[str, Any] | None
+
+    @property
+    def answer_path(self) -> str:
+        return self.receipt.answer_path
+
+    @property
+    def finish_reason(self) -> str | None:
+        if self.record is None:
+            return None
+        response = self.record.get("response")
+        fr = response.get("finish_reason") if isinstance(response, dict) else None
+        return fr if isinstance(fr, str) else None
+
+
+def receipt_for(root: Path, user_path: str) -> tuple[Path, str]:
+    """The receipt of ``user_path`` (a receipt, or an answer ``<stem>.md``)."""
+    path, rel = resolve_inside(root, user_path, what="path")
+    if rel.endswith(RECEIPT_SUFFIX):
+        return path, rel
+    if rel.endswith(".md"):
+        stem = rel[: -len(".md")]
+        receipt_rel = stem + RECEIPT_SUFFIX
+        receipt_path, _ = resolve_inside(root, receipt_rel, what="receipt")
+        if not receipt_path.is_file():
+            raise InputError(f"{rel}: no receipt beside it ({receipt_rel})")
+        return receipt_path, receipt_rel
+    raise InputError(f"{rel}: expected a receipt (*{RECEIPT_SUFFIX}) or an answer (*.md)")
+
+
+def load_record(root: Path, receipt_rel: str) -> dict[str, Any] | None:
+    """The request record beside a receipt, None when there is none (other emitters)."""
+    rel = receipt_rel[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX
+    path, _ = resolve_inside(root, rel, what="request record")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"{rel}: cannot read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{rel}: request record is not JSON ({exc})") from None
+    if (
+        not isinstance(data, dict)
+        or data.get("record") != RECORD_SCHEMA
+        or not isinstance(data.get("body"), dict)
+    ):
+        raise InputError(f"{rel}: not a {RECORD_SCHEMA} request record")
+    return data
+
+
+def load_segment(root: Path, receipt_rel: str) -> ChainSegment:
+    path, rel = resolve_inside(root, receipt_rel, what="receipt")
+    receipt = Receipt.load(path, shown=rel)
+    return ChainSegment(receipt_path=rel, receipt=receipt, record=load_record(root, rel))
+
+
+def _receipts_in(root: Path, folder_rel: str) -> list[str]:
+    folder, _ = resolve_inside(root, folder_rel or ".", what="folder")
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.name.endswith(RECEIPT_SUFFIX))
+    except OSError:
+        return []
+    prefix = "" if folder_rel in ("", ".") else folder_rel.rstrip("/") + "/"
+    return [prefix + n for n in names]
+
+
+def _folder(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+
+def find_chain(root: Path, user_path: str) -> list[ChainSegment]:
+    """The whole chain ``user_path`` belongs to, primary first."""
+    _, receipt_rel = receipt_for(root, user_path)
+    start = load_segment(root, receipt_rel)
+    by_answer: dict[str, ChainSegment] = {start.answer_path: start}
+    scanned: set[str] = set()
+
+    def scan(folder: str) -> None:
+        if folder in scanned:
+            return
+        scanned.add(folder)
+        for rel in _receipts_in(root, folder):
+            try:
+                seg = start if rel == start.receipt_path else load_segment(root, rel)
+            except InputError:
+                continue  # an invalid receipt nearby is verify's business, not the chain's
+            by_answer.setdefault(seg.answer_path, seg)
+
+    # Back to the primary.
+    chain = [start]
+    seen = {start.answer_path}
+    while chain[0].receipt.is_continuation:
+        prev_path = chain[0].receipt.previous_answer_path or ""
+        scan(_folder(prev_path))
+        prev = by_answer.get(prev_path)
+        if prev is None:
+            raise InputError(
+                f"{chain[0].receipt_path}: continues {prev_path}, which has no receipt"
+            )
+        if prev.answer_path in seen:
+            raise InputError(f"{prev.receipt_path}: the chain loops back on itself")
+        seen.add(prev.answer_path)
+        chain.insert(0, prev)
+    # Forward to the last segment.
+    while True:
+        scan(_folder(chain[-1].receipt_path))
+        nxt = [
+            s
+            for s in by_answer.values()
+            if s.receipt.is_continuation and s.receipt.previous_answer_path == chain[-1].answer_path
+        ]
+        if not nxt:
+            return chain
+        if len(nxt) > 1:
+            names = ", ".join(sorted(s.receipt_path for s in nxt))
+            raise InputError(f"{chain[-1].answer_path}: continued more than once ({names})")
+        if nxt[0].answer_path in seen:
+            raise InputError(f"{nxt[0].receipt_path}: the chain loops back on itself")
+        seen.add(nxt[0].answer_path)
+        chain.append(nxt[0])
+
+
+def read_answer(root: Path, seg: ChainSegment) -> str:
+    """A segment's answer text, after checking its bytes against the receipt."""
+    try:
+        path, _ = resolve_inside(root, seg.answer_path, what="answer")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise VerificationFailed(f"{seg.answer_path}: answer file is missing") from None
+    except OSError as exc:
+        raise VerificationFailed(
+            f"{seg.answer_path}: cannot read ({exc.strerror or exc})"
+        ) from None
+    except InputError as exc:
+        raise VerificationFailed(f"{seg.receipt_path}: {exc.message}") from None
+    if sha256_tag(data) != seg.receipt.answer_sha256:
+        raise VerificationFailed(
+            f"{seg.answer_path}: does not match answer_sha256 in {seg.receipt_path} "
+            "(the answer was changed after the review)"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise VerificationFailed(f"{seg.answer_path}: not UTF-8") from None
+
+
+def stitched_text(root: Path, chain: list[ChainSegment]) -> str:
+    """The whole answer of a chain, every segment's hash checked first."""
+    return "".join(read_answer(root, s) for s in chain)

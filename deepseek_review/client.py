@@ -1,0 +1,547 @@
+"""Calling an OpenAI-compatible ``/v1/chat/completions`` endpoint, with retries.
+
+The retry policy lives here alone. Retried (exponential backoff with jitter, ``Retry-After``
+honoured up to a cap): connection errors, timeouts, 429, 500, 502, 503, 504, and any answer
+that is not a usable completion (bad JSON, a stream cut before its finish chunk or
+``[DONE]``): such a body is a failed attempt, never an answer. Never retried: other 4xx, which
+get a message saying what to do instead.
+
+Error bodies come as ``{"error": {"message": ...}}`` (OpenAI, Ollama's compat layer) or as
+``{"error": "..."}`` (ollama.com, Ollama's cloud proxy); both are read. The API key is only
+ever placed in the ``Authorization`` header and is scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
+from . import __version__
+from .errors import BadResponse, ConfigError, Interrupted, ServerError
+
+log = logging.getLogger("deepseek_review")
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+#: Called while a stream arrives: (completion pieces so far, seconds since the request).
+ProgressFn = Callable[[int, float], None]
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One completed answer, exactly as the server sent it."""
+
+    content: str
+    reasoning: str | None
+    finish_reason: str | None
+    usage: Usage | None
+    """None when the server reported no usage (some servers never do when streaming)."""
+    message_keys: tuple[str, ...]
+    model: str | None
+    attempts: int
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    backoff_initial: float = 1.0
+    backoff_max: float = 30.0
+    retry_after_cap: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigError(f"--max-attempts must be at least 1, got {self.max_attempts}")
+        if self.backoff_initial < 0 or self.backoff_max < 0 or self.retry_after_cap < 0:
+            raise ConfigError("backoff and Retry-After limits must not be negative")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = 10.0
+    read: float = 600.0
+    """Longest wait for the next bytes: a non-streamed answer arrives whole, so this bounds
+    the whole generation; when streaming it bounds the gap between chunks."""
+
+    def __post_init__(self) -> None:
+        if self.connect <= 0 or self.read <= 0:
+            raise ConfigError("timeouts must be positive")
+
+
+class _Retryable(Exception):
+    """An attempt failed in a way worth another try; carries the final error to raise."""
+
+    def __init__(self, final: ServerError | BadResponse, retry_after: float | None = None):
+        super().__init__(final.message)
+        self.final = final
+        self.retry_after = retry_after
+
+
+class Throttle:
+    """Shared by every job on one endpoint: a 429 slows everyone, not just its own job."""
+
+    def __init__(self, stop: threading.Event | None = None) -> None:
+        self._lock = threading.Lock()
+        self._not_before = 0.0
+        self.stop = stop or threading.Event()
+
+    def penalize(self, seconds: float) -> None:
+        with self._lock:
+            self._not_before = max(self._not_before, time.monotonic() + seconds)
+
+    def wait_turn(self) -> None:
+        while True:
+            with self._lock:
+                delay = self._not_before - time.monotonic()
+            if delay <= 0:
+                return
+            self.sleep(delay)
+
+    def sleep(self, seconds: float) -> None:
+        if self.stop.wait(seconds):
+            raise Interrupted("interrupted while waiting to retry")
+
+
+def parse_retry_after(value: str | None, cap: float) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), capped."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), cap)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_message(body: bytes, content_type: str) -> str:
+    """The server's own words from an error body, whichever shape it has."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, str):
+            return one_line(err)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return one_line(err["message"])
+        if isinstance(data.get("message"), str):
+            return one_line(data["message"])
+    text = body.decode("utf-8", errors="replace")
+    if "html" in content_type.lower() or text.lstrip().startswith("<"):
+        title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+        return "HTML page" + (f" ({one_line(title.group(1), 120)})" if title else "")
+    return one_line(text) if text.strip() else "empty body"
+
+
+def _usage(raw: Any) -> Usage | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError("usage is not an object")
+    values: dict[str, int] = {}
+    for k in ("prompt_tokens", "completion_tokens"):
+        v = raw.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"usage.{k} is {v!r}, not a non-negative integer")
+        values[k] = v
+    total = raw.get("total_tokens", values["prompt_tokens"] + values["completion_tokens"])
+    if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+        raise ValueError(f"usage.total_tokens is {total!r}, not a non-negative integer")
+    return Usage(values["prompt_tokens"], values["completion_tokens"], total)
+
+
+def _text_field(obj: dict[str, Any], *names: str) -> str | None:
+    for n in names:
+        v = obj.get(n)
+        if isinstance(v, str):
+            return v
+    return None
+
+
+@dataclass
+class _StreamState:
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    keys: dict[str, None] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    done: bool = False
+    pieces: int = 0
+    size: int = 0
+
+
+class ChatClient:
+    """One endpoint, one connection pool; safe to share between threads."""
+
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        timeouts: Timeouts | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        throttle: Throttle | None = None,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.url = url
+        self._key = api_key
+        self.policy = policy or RetryPolicy()
+        self.timeouts = timeouts or Timeouts()
+        self.max_response_bytes = max_response_bytes
+        self.throttle = throttle or Throttle()
+        self._own_http = http is None
+        self._http = http or httpx.Client(
+            timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect, pool=None),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
+            follow_redirects=False,
+        )
+
+    def close(self) -> None:
+        if self._own_http:
+            self._http.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "[redacted]") if self._key else text
+
+    def _headers(self, stream: bool) -> dict[str, str]:
+        h = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if stream else "application/json",
+            "User-Agent": f"deepseek-review/{__version__}",
+        }
+        if self._key:
+            h["Authorization"] = f"Bearer {self._key}"
+        return h
+
+    # ------------------------------------------------------------------ public
+
+    def complete(
+        self,
+        body: bytes,
+        *,
+        model: str,
+        stream: bool,
+        progress: ProgressFn | None = None,
+    ) -> Completion:
+        """Send ``body`` (exactly these bytes) until one attempt yields a usable completion."""
+        started = time.monotonic()
+        attempts = 0
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            backoff = min(
+                self.policy.backoff_max,
+                self.policy.backoff_initial * 2 ** (state.attempt_number - 1),
+            )
+            delay = random.uniform(backoff / 2, backoff) if backoff else 0.0
+            if isinstance(exc, _Retryable) and exc.retry_after is not None:
+                delay = max(delay, exc.retry_after)
+            return delay
+
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            delay = state.upcoming_sleep
+            if isinstance(exc, _Retryable) and exc.retry_after is not None:
+                self.throttle.penalize(delay)
+            log.warning(
+                "attempt %d/%d failed: %s; retrying in %.1fs",
+                state.attempt_number,
+                self.policy.max_attempts,
+                exc,
+                delay,
+            )
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.policy.max_attempts),
+            wait=wait,
+            retry=retry_if_exception_type(_Retryable),
+            before_sleep=before_sleep,
+            sleep=self.throttle.sleep,
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    self.throttle.wait_turn()
+                    result = self._attempt(body, model=model, stream=stream, progress=progress)
+                    return Completion(
+                        content=result.content,
+                        reasoning=result.reasoning,
+                        finish_reason=result.finish_reason,
+                        usage=result.usage,
+                        message_keys=result.message_keys,
+                        model=result.model,
+                        attempts=attempts,
+                        elapsed=time.monotonic() - started,
+                    )
+        except _Retryable as exc:
+            final = exc.final
+            suffix = f" (after {attempts} attempt{'s' if attempts != 1 else ''})"
+            raise type(final)(final.message + suffix, hint=final.hint) from None
+        raise AssertionError("unreachable: tenacity returned without an outcome")
+
+    # ------------------------------------------------------------------ one attempt
+
+    def _attempt(
+        self, body: bytes, *, model: str, stream: bool, progress: ProgressFn | None
+    ) -> Completion:
+        t0 = time.monotonic()
+        try:
+            with self._http.stream(
+                "POST", self.url, content=body, headers=self._headers(stream)
+            ) as resp:
+                if resp.status_code != 200:
+                    self._raise_status(resp, model)
+                ctype = resp.headers.get("content-type", "")
+                if stream and "text/event-stream" in ctype:
+                    return self._read_stream(resp, progress, t0)
+                return self._read_json(resp)
+        except httpx.TimeoutException as exc:
+            kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
+            raise _Retryable(
+                ServerError(f"{self.url}: {kind} timeout", hint=self._timeout_hint(kind))
+            ) from None
+        except httpx.TransportError as exc:
+            raise _Retryable(
+                ServerError(
+                    f"cannot reach {self.url}: "
+                    f"{self._scrub(one_line(str(exc)) or type(exc).__name__)}",
+                    hint="is the server running? (ollama serve, or check --endpoint/OLLAMA_HOST)",
+                )
+            ) from None
+
+    def _timeout_hint(self, kind: str) -> str:
+        return "raise --connect-timeout" if kind == "connect" else "raise --read-timeout"
+
+    def _read_limited(self, resp: httpx.Response) -> bytes:
+        chunks, size = [], 0
+        for chunk in resp.iter_bytes():
+            size += len(chunk)
+            if size > self.max_response_bytes:
+                raise _Retryable(
+                    BadResponse(
+                        f"{self.url}: response body over {self.max_response_bytes} bytes; "
+                        "refusing to read more"
+                    )
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _raise_status(self, resp: httpx.Response, model: str) -> None:
+        status = resp.status_code
+        try:
+            raw = self._read_limited(resp)
+        except _Retryable:
+            raw = b""
+        msg = self._scrub(error_message(raw, resp.headers.get("content-type", "")))
+        where = f"{self.url} answered {status}"
+        if status in RETRY_STATUSES:
+            ra = parse_retry_after(resp.headers.get("retry-after"), self.policy.retry_after_cap)
+            hint = "the server is rate-limiting; wait, or lower --jobs" if status == 429 else ""
+            raise _Retryable(ServerError(f"{where}: {msg}", hint=hint), retry_after=ra)
+        if 300 <= status < 400:
+            loc = resp.headers.get("location", "?")
+            raise ServerError(f"{where} (redirect to {loc}); use that URL as --endpoint")
+        if status in (401, 403):
+            raise ServerError(
+                f"{where}: {msg}",
+                hint="set OLLAMA_API_KEY (or --api-key-env) to a valid key for this server",
+            )
+        if status == 404:
+            raise ServerError(
+                f"{where}: {msg}",
+                hint=f"is the model pulled? run `ollama pull {model}`, or check --model "
+                "and the endpoint path",
+            )
+        if status == 413:
+            raise ServerError(f"{where}: request too large", hint="send less context")
+        raise ServerError(
+            f"{where}: {msg}", hint="the server refused the request; check --model and --extra-body"
+        )
+
+    def _read_json(self, resp: httpx.Response) -> Completion:
+        raw = self._read_limited(resp)
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            shown = (
+                "empty body"
+                if not raw.strip()
+                else error_message(raw, resp.headers.get("content-type", ""))
+            )
+            raise _Retryable(BadResponse(f"{self.url}: answer is not JSON ({shown})")) from None
+        try:
+            return _completion_from_json(data)
+        except ValueError as exc:
+            raise _Retryable(BadResponse(f"{self.url}: unusable answer: {exc}")) from None
+
+    def _read_stream(
+        self, resp: httpx.Response, progress: ProgressFn | None, t0: float
+    ) -> Completion:
+        st = _StreamState()
+        for line in _sse_data(resp.iter_lines()):
+            if line == "[DONE]":
+                st.done = True
+                break
+            try:
+                chunk = json.loads(line)
+                _apply_chunk(st, chunk)
+            except ValueError as exc:
+                raise _Retryable(
+                    BadResponse(
+                        f"{self.url}: bad stream chunk: {self._scrub(one_line(str(exc), 200))}"
+                    )
+                ) from None
+            if st.size > self.max_response_bytes:
+                raise _Retryable(
+                    BadResponse(f"{self.url}: streamed answer over {self.max_response_bytes} bytes")
+                )
+            if progress is not None:
+                progress(st.pieces, time.monotonic() - t0)
+        if st.finish_reason is None or not st.done:
+            missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
+            raise _Retryable(BadResponse(f"{self.url}: stream ended without its {missing}"))
+        return Completion(
+            content="".join(st.content),
+            reasoning="".join(st.reasoning) or None,
+            finish_reason=st.finish_reason,
+            usage=st.usage,
+            message_keys=tuple(st.keys),
+            model=st.model,
+            attempts=1,
+            elapsed=time.monotonic() - t0,
+        )
+
+
+def _sse_data(lines: Iterator[str]) -> Iterator[str]:
+    """The ``data:`` payloads of an SSE stream (comments, ``event:`` and blanks skipped)."""
+    for line in lines:
+        if line.startswith("data:"):
+            yield line[5:].strip()
+
+
+def _apply_chunk(st: _StreamState, chunk: Any) -> None:
+    if not isinstance(chunk, dict):
+        raise ValueError("chunk is not an object")
+    if "error" in chunk:
+        err = chunk["error"]
+        msg = err.get("message") if isinstance(err, dict) else err
+        raise ValueError(f"server error mid-stream: {msg}")
+    if isinstance(chunk.get("model"), str):
+        st.model = chunk["model"]
+    if chunk.get("usage") is not None:
+        st.usage = _usage(chunk["usage"])
+    choices = chunk.get("choices")
+    if choices is None:
+        return
+    if not isinstance(choices, list):
+        raise ValueError("choices is not a list")
+    for choice in choices[:1]:
+        if not isinstance(choice, dict):
+            raise ValueError("choice is not an object")
+        delta = choice.get("delta") or {}
+        if not isinstance(delta, dict):
+            raise ValueError("delta is not an object")
+        for k in delta:
+            st.keys.setdefault(k)
+        text = delta.get("content")
+        if text is not None and not isinstance(text, str):
+            raise ValueError("delta.content is not a string")
+        thought = _text_field(delta, "reasoning", "reasoning_content")
+        if text:
+            st.content.append(text)
+            st.size += len(text)
+            st.pieces += 1
+        if thought:
+            st.reasoning.append(thought)
+            st.size += len(thought)
+            st.pieces += 1
+        if choice.get("finish_reason") is not None:
+            fr = choice["finish_reason"]
+            if not isinstance(fr, str):
+                raise ValueError("finish_reason is not a string")
+            st.finish_reason = fr
+
+
+def _completion_from_json(data: Any) -> Completion:
+    if not isinstance(data, dict):
+        raise ValueError("body is not a JSON object")
+    if "error" in data:
+        err = data["error"]
+        msg = err.get("message") if isinstance(err, dict) else err
+        raise ValueError(f"server error: {one_line(str(msg))}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ValueError("no choices")
+    choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise ValueError("choices[0].message is missing")
+    message = choice["message"]
+    if "content" not in message:
+        raise ValueError("message.content is missing")
+    content = message["content"]
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise ValueError(f"message.content is {type(content).__name__}, not a string")
+    fr = choice.get("finish_reason")
+    if fr is not None and not isinstance(fr, str):
+        raise ValueError("finish_reason is not a string")
+    return Completion(
+        content=content,
+        reasoning=_text_field(message, "reasoning", "reasoning_content") or None,
+        finish_reason=fr,
+        usage=_usage(data.get("usage")),
+        message_keys=tuple(str(k) for k in message),
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+        attempts=1,
+        elapsed=0.0,
+    )

@@ -1,0 +1,220 @@
+"""Building the review prompt from a template and the context files, deterministically.
+
+A template (``prompts/<name>.md``) has an optional ``<!-- system -->`` section and a
+``<!-- user -->`` section; text before the first marker is a comment. Placeholders are
+``{{ prompt }}``, ``{{ context }}``, ``{{ file_list }}`` and ``{{ topic }}``; they are
+substituted in one pass, so a prompt or file that contains ``{{ context }}`` stays literal.
+
+Each context file is framed by a heading naming its path and a backtick fence longer than any
+backtick run in the file, so no file content can close its frame or fake another file's.
+
+Messages are kept as *parts*: literal strings and :class:`FileRef` references. The request
+body joins them; the request record keeps the references, so the exact body can be rebuilt
+later from the repository without storing the files twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .context import ContextFile
+from .errors import ConfigError, InputError
+from .resources import prompts_dir
+
+DEFAULT_TEMPLATE = "default"
+CONTINUATION_DIRECTIVE = "continuation"
+PLACEHOLDERS = ("prompt", "context", "file_list", "topic")
+_PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_MARKER_RE = re.compile(r"^<!--\s*(system|user)\s*-->[ \t]*$", re.MULTILINE)
+_BACKTICK_RUN_RE = re.compile(r"`+")
+
+_LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".md": "markdown", ".lean": "lean", ".rs": "rust",
+    ".js": "javascript", ".mjs": "javascript", ".ts": "typescript", ".tsx": "tsx",
+    ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".sh": "bash",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".go": "go",
+    ".java": "java", ".kt": "kotlin", ".tex": "latex", ".rst": "rst", ".txt": "text",
+    ".csv": "csv", ".html": "html", ".css": "css", ".sql": "sql", ".r": "r", ".jl": "julia",
+    ".rb": "ruby", ".swift": "swift", ".cs": "csharp", ".hs": "haskell", ".ml": "ocaml",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A context file's place in a message: its text is read from the repository."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+Part = str | FileRef
+
+
+@dataclass(frozen=True)
+class Message:
+    """A chat message as parts; ``content`` is the joined text that is sent."""
+
+    role: str
+    parts: tuple[Part, ...]
+    content: str
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    """Template name (``default``) or the file it came from."""
+    sha256: str
+    """``sha256:`` of the template file's bytes, kept in the request record."""
+    system: str | None
+    user: str
+
+
+def list_templates() -> list[str]:
+    """Names of the bundled review templates."""
+    return sorted(
+        p.stem
+        for p in prompts_dir().glob("*.md")
+        if "<!-- user -->" in p.read_text(encoding="utf-8")
+    )
+
+
+def parse_template(text: str, name: str) -> Template:
+    digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    markers = list(_MARKER_RE.finditer(text))
+    roles = [m.group(1) for m in markers]
+    if roles not in (["user"], ["system", "user"]):
+        raise ConfigError(
+            f"template {name}: needs a '<!-- user -->' section, optionally after a "
+            "'<!-- system -->' section"
+        )
+    sections: dict[str, str] = {}
+    for i, m in enumerate(markers):
+        end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
+        sections[m.group(1)] = text[m.end() : end].strip("\n")
+    found = [p for s in sections.values() for p in _PLACEHOLDER_RE.findall(s)]
+    unknown = sorted(set(found) - set(PLACEHOLDERS))
+    if unknown:
+        raise ConfigError(f"template {name}: unknown placeholder {{{{ {unknown[0]} }}}}")
+    for required in ("prompt", "context"):
+        if found.count(required) != 1:
+            raise ConfigError(
+                f"template {name}: must use {{{{ {required} }}}} exactly once "
+                f"(found {found.count(required)})"
+            )
+    system = sections.get("system")
+    return Template(name=name, sha256=digest, system=system or None, user=sections["user"])
+
+
+def load_template(name: str | None = None, file: str | Path | None = None) -> Template:
+    """A bundled template by name, or a template file; ``default`` when neither is given."""
+    if name is not None and file is not None:
+        raise ConfigError("--template and --template-file cannot be used together")
+    if file is not None:
+        path = Path(file)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"template file {path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"template file {path}: cannot read ({exc})") from None
+        return parse_template(text, str(path))
+    name = name or DEFAULT_TEMPLATE
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or name == CONTINUATION_DIRECTIVE:
+        raise ConfigError(f"unknown template {name!r}; choose from {', '.join(list_templates())}")
+    path = prompts_dir() / f"{name}.md"
+    if not path.is_file():
+        raise ConfigError(f"unknown template {name!r}; choose from {', '.join(list_templates())}")
+    return parse_template(path.read_text(encoding="utf-8"), name)
+
+
+def continuation_directive() -> str:
+    """The user message that asks a model to continue, for servers without prefill."""
+    return (prompts_dir() / f"{CONTINUATION_DIRECTIVE}.md").read_text(encoding="utf-8").strip()
+
+
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any backtick run in ``text`` (at least three)."""
+    longest = max((len(m) for m in _BACKTICK_RUN_RE.findall(text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _language(path: str) -> str:
+    return _LANGUAGES.get(PurePosixPath(path).suffix.lower(), "")
+
+
+def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
+    """Every file as a heading, an opening fence, its text (a reference) and a closing fence."""
+    parts: list[Part] = []
+    n = len(files)
+    for i, f in enumerate(files, start=1):
+        fence = fence_for(f.text)
+        sep = "" if f.text.endswith("\n") or f.text == "" else "\n"
+        lead = "\n" if i > 1 else ""
+        parts.append(f"{lead}## File {i} of {n}: {f.path}\n\n{fence}{_language(f.path)}\n")
+        parts.append(FileRef(path=f.path, sha256=f.sha256, size=f.size))
+        parts.append(f"{sep}{fence}\n")
+    return parts
+
+
+def file_list(files: Sequence[ContextFile]) -> str:
+    return "\n".join(f"- {f.path} ({f.size} bytes)" for f in files)
+
+
+def _merge(parts: list[Part]) -> tuple[Part, ...]:
+    """Join adjacent literal strings, so records stay small and rendering is canonical."""
+    out: list[Part] = []
+    for p in parts:
+        if isinstance(p, str):
+            if not p:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] = out[-1] + p
+                continue
+        out.append(p)
+    return tuple(out)
+
+
+def _render_section(
+    section: str, values: dict[str, str], context_parts: list[Part]
+) -> tuple[Part, ...]:
+    parts: list[Part] = []
+    pos = 0
+    for m in _PLACEHOLDER_RE.finditer(section):
+        parts.append(section[pos : m.start()])
+        key = m.group(1)
+        if key == "context":
+            parts.extend(context_parts)
+        else:
+            parts.append(values[key])
+        pos = m.end()
+    parts.append(section[pos:])
+    return _merge(parts)
+
+
+def join_parts(parts: Sequence[Part], texts: dict[str, str]) -> str:
+    return "".join(p if isinstance(p, str) else texts[p.path] for p in parts)
+
+
+def render_messages(
+    template: Template, prompt: str, topic: str, files: Sequence[ContextFile]
+) -> list[Message]:
+    """The chat messages of a review: same inputs, same bytes."""
+    if not prompt.strip():
+        raise InputError("the prompt is empty: give --prompt, --prompt-file or text on stdin")
+    if "\x00" in prompt:
+        raise InputError("the prompt holds a NUL byte")
+    values = {"prompt": prompt.strip("\n"), "topic": topic, "file_list": file_list(files)}
+    context_parts = frame_parts(files)
+    texts = {f.path: f.text for f in files}
+    messages: list[Message] = []
+    for role, section in (("system", template.system), ("user", template.user)):
+        if section is None:
+            continue
+        parts = _render_section(section, values, context_parts)
+        messages.append(Message(role=role, parts=parts, content=join_parts(parts, texts)))
+    return messages

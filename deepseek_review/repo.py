@@ -1,0 +1,97 @@
+"""The repository root, and turning user paths into safe repo-relative POSIX paths.
+
+Receipts name files relative to the repository root, so every path the tool reads or writes
+goes through :func:`resolve_inside`, which refuses anything that would land outside the root
+(absolute paths elsewhere, ``..``, symlinks that lead out).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from .errors import ConfigError, InputError
+
+
+def git_executable() -> str | None:
+    return shutil.which("git")
+
+
+def git_toplevel(start: Path) -> Path | None:
+    """The enclosing git work tree of ``start``, or None (not a repo, or git is missing)."""
+    git = git_executable()
+    if git is None:
+        return None
+    try:
+        out = subprocess.run(
+            [git, "rev-parse", "--show-toplevel"],
+            cwd=start,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return Path(out.stdout.strip())
+
+
+def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
+    """``--repo-root``, else the enclosing git work tree, else the current folder."""
+    here = Path.cwd() if cwd is None else cwd
+    if explicit is not None:
+        root = (here / Path(explicit)).resolve()
+        if not root.is_dir():
+            raise ConfigError(f"--repo-root {os.fspath(explicit)!s}: not a folder")
+        return root
+    top = git_toplevel(here)
+    return (top if top is not None else here).resolve()
+
+
+def has_unsafe_chars(rel: str) -> bool:
+    """Control characters (newlines above all) cannot be framed or listed unambiguously."""
+    return any(ord(c) < 32 or ord(c) == 127 for c in rel)
+
+
+def to_relative(root: Path, path: Path) -> str:
+    """``path`` (already resolved, inside ``root``) as a repo-relative POSIX string."""
+    return PurePosixPath(path.relative_to(root).as_posix()).as_posix()
+
+
+def resolve_inside(root: Path, user_path: str, *, what: str = "path") -> tuple[Path, str]:
+    """Resolve ``user_path`` against ``root``; refuse it if it (or a symlink in it) leads out.
+
+    Returns the resolved absolute path and the repo-relative POSIX path *as the user named
+    it* (normalised, symlinks inside the repository kept as named), so receipts show the
+    names people recognise.
+    """
+    if user_path == "" or user_path.strip() == "":
+        raise InputError(f"{what} is empty")
+    if "\x00" in user_path:
+        raise InputError(f"{what} {user_path!r}: contains a NUL byte")
+    raw = Path(user_path)
+    candidate = raw if raw.is_absolute() else root / raw
+    # Normalise lexically first (so "a/../b" is judged as "b"), then resolve symlinks.
+    lexical = Path(os.path.normpath(candidate))
+    resolved = lexical.resolve()
+    try:
+        lexical_rel = lexical.relative_to(root)
+    except ValueError:
+        # An absolute path may reach the root through a symlinked prefix (/tmp -> /private/tmp).
+        try:
+            lexical_rel = resolved.relative_to(root)
+        except ValueError:
+            raise InputError(f"{what} {user_path}: outside the repository root {root}") from None
+    try:
+        resolved.relative_to(root)
+    except ValueError:
+        raise InputError(
+            f"{what} {user_path}: a symlink leads outside the repository root ({resolved})"
+        ) from None
+    rel = lexical_rel.as_posix()
+    if rel in ("", "."):
+        rel = "."
+    return resolved, rel

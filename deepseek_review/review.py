@@ -1,0 +1,416 @@
+"""One review end to end: gather, build, send, write, and continue while cut off.
+
+This is the library's core; the CLI only parses arguments into :class:`ReviewOptions` and
+renders the :class:`ReviewResult`. Nothing is written until a usable answer has arrived, and
+every refusal (bad context, bad endpoint, secrets, a clipped prompt) happens before anything
+is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Timeouts
+from .context import ContextFile, ContextLimits, gather_context
+from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
+from .errors import ConfigError, PromptTruncated
+from .prompt import Template, continuation_directive, load_template, render_messages
+from .repo import find_repo_root, resolve_inside
+from .request import AnswerRef, BodyOptions, PreparedRequest, WireMessage, prepare
+from .segment import Segment, SegmentSpec, write_segment
+from .storage import check_topic, ensure_dir
+from .tokens import estimate_tokens, looks_clipped
+
+log = logging.getLogger("deepseek_review")
+
+DEFAULT_MODEL = "deepseek-v4-flash"
+DEFAULT_OUTPUT_DIR = "reviews"
+DEFAULT_MAX_TOKENS = 8192
+DEFAULT_MAX_CONTINUATIONS = 3
+
+ContinuationStyle = Literal["prefill", "directive"]
+
+#: Per-server fields that make a server continue the final assistant message (prefill).
+#: Ollama and llama.cpp need none; vLLM and DeepSeek's own API need these.
+SERVER_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "ollama": ({}, {}),
+    "llama.cpp": ({}, {}),
+    "vllm": ({"continue_final_message": True, "add_generation_prompt": False}, {}),
+    "deepseek": ({}, {"prefix": True}),
+}
+
+
+@dataclass(frozen=True)
+class ContinuationOptions:
+    max_continuations: int = DEFAULT_MAX_CONTINUATIONS
+    style: ContinuationStyle = "prefill"
+    model: str | None = None
+    max_tokens: int | None = None
+    server: str = "ollama"
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_continuations < 0:
+            raise ConfigError(
+                f"--max-continuations must be 0 or more, got {self.max_continuations}"
+            )
+        if self.style not in ("prefill", "directive"):
+            raise ConfigError(
+                f"--continuation-style must be prefill or directive, not {self.style!r}"
+            )
+        if self.server not in SERVER_PRESETS:
+            raise ConfigError(
+                f"--server must be one of {', '.join(SERVER_PRESETS)}, not {self.server!r}"
+            )
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            raise ConfigError(f"--continuation-max-tokens must be positive, got {self.max_tokens}")
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    """Everything a review needs, as plain values (the CLI and the batch build these)."""
+
+    context: tuple[str, ...]
+    prompt: str
+    topic: str = "review"
+    model: str = DEFAULT_MODEL
+    repo_root: str | None = None
+    output_dir: str = DEFAULT_OUTPUT_DIR
+    template: str | None = None
+    template_file: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    stream: bool = True
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    limits: ContextLimits = field(default_factory=ContextLimits)
+    keep_reasoning: bool = False
+    continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
+    context_window: int | None = None
+    allow_truncated_prompt: bool = False
+    allow_secrets: bool = False
+    endpoint: str | None = None
+    api_key_env: str = DEFAULT_KEY_ENV
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    def body_options(self) -> BodyOptions:
+        return BodyOptions(
+            model=self.model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            stream=self.stream,
+            extra_body=dict(self.extra_body),
+        )
+
+
+@dataclass(frozen=True)
+class ReviewPlan:
+    """A review ready to send: what ``--dry-run`` shows, and what ``run`` sends."""
+
+    root: Path
+    endpoint: Endpoint
+    out_dir: Path
+    template: Template
+    files: tuple[ContextFile, ...]
+    messages: tuple[WireMessage, ...]
+    prepared: PreparedRequest
+    token_estimate: int
+    options: ReviewOptions
+
+    @property
+    def context_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    """A finished (or still truncated) review: its segments in chain order."""
+
+    segments: tuple[Segment, ...]
+    endpoint: str
+    context_files: tuple[str, ...]
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.segments) and self.segments[-1].truncated
+
+    @property
+    def text(self) -> str:
+        """The stitched answer: every segment's text in chain order."""
+        return "".join(s.content for s in self.segments)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(s.usage.total_tokens for s in self.segments)
+
+
+def plan_review(options: ReviewOptions, env: Mapping[str, str] | None = None) -> ReviewPlan:
+    """Check everything and build the exact request, without sending or writing anything."""
+    env = os.environ if env is None else env
+    check_topic(options.topic)
+    if options.context_window is not None and options.context_window <= 0:
+        raise ConfigError(f"--context-window must be positive, got {options.context_window}")
+    body_options = options.body_options()  # validates model, limits, extra body
+    endpoint = resolve_endpoint(options.endpoint, env, key_env=options.api_key_env)
+    root = find_repo_root(options.repo_root)
+    out_dir, _ = resolve_inside(root, options.output_dir, what="--output-dir")
+    template = load_template(options.template, options.template_file)
+    files = gather_context(root, options.context, options.limits)
+    rendered = render_messages(template, options.prompt, options.topic, files)
+    messages = tuple(WireMessage.from_message(m) for m in rendered)
+    prepared = prepare(body_options, messages)
+    estimate = estimate_tokens(m.content for m in messages)
+    if not (options.allow_secrets or endpoint.is_local):
+        from .secretscan import refuse_secrets
+
+        refuse_secrets(files, endpoint=endpoint.url)
+    if options.context_window is not None and estimate > options.context_window:
+        log.warning(
+            "the prompt is about %d tokens, over the declared --context-window %d: the server "
+            "may silently drop part of it",
+            estimate,
+            options.context_window,
+        )
+    return ReviewPlan(
+        root=root,
+        endpoint=endpoint,
+        out_dir=out_dir,
+        template=template,
+        files=tuple(files),
+        messages=messages,
+        prepared=prepared,
+        token_estimate=estimate,
+        options=options,
+    )
+
+
+def check_prompt_kept(completion: Completion, estimate: int, *, allow: bool, url: str) -> None:
+    """Refuse an answer to a prompt the server silently clipped (Ollama does, at num_ctx)."""
+    if completion.usage is None:
+        return
+    kept = completion.usage.prompt_tokens
+    if not looks_clipped(kept, estimate):
+        return
+    msg = (
+        f"{url} kept only {kept} prompt tokens of about {estimate} sent: the server silently "
+        "truncated the prompt"
+    )
+    if allow:
+        log.warning("%s (--allow-truncated-prompt: keeping the answer)", msg)
+        return
+    raise PromptTruncated(
+        msg,
+        hint="raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH=<tokens> "
+        "ollama serve), send less context, or pass --allow-truncated-prompt",
+    )
+
+
+def strip_echo(content: str, so_far: str) -> tuple[str, int]:
+    """Servers such as llama-server repeat the prefilled text first; keep it out."""
+    if so_far and content.startswith(so_far):
+        return content[len(so_far) :], len(so_far)
+    return content, 0
+
+
+@dataclass
+class Chain:
+    """A chain being extended: its base messages and the segments so far."""
+
+    root: Path
+    out_dir: Path
+    topic: str
+    endpoint: Endpoint
+    base_messages: tuple[WireMessage, ...]
+    body: BodyOptions
+    """Options of the primary request (model, temperature, extra body)."""
+    segments: list[Segment]
+    primary_answer_path: str
+
+
+def continue_chain(
+    chain: Chain,
+    options: ContinuationOptions,
+    client: ChatClient,
+    *,
+    allow_truncated_prompt: bool = False,
+    keep_reasoning: bool = False,
+    progress: ProgressFn | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> None:
+    """Send continuation requests while the last segment is cut off, up to the cap."""
+    body_extra, prefill_extra = SERVER_PRESETS[options.server]
+    made = 0
+    while chain.segments[-1].truncated and made < options.max_continuations:
+        made += 1
+        so_far = "".join(s.content for s in chain.segments)
+        refs = tuple(
+            AnswerRef(s.answer_path, s.answer_sha256, len(s.content.encode("utf-8")))
+            for s in chain.segments
+        )
+        if options.style == "prefill":
+            tail = [WireMessage("assistant", refs, so_far, extra=prefill_extra)]
+            extra = {**chain.body.extra_body, **body_extra, **options.extra_body}
+        else:
+            directive = continuation_directive()
+            tail = [
+                WireMessage("assistant", refs, so_far),
+                WireMessage("user", (directive,), directive),
+            ]
+            extra = {**chain.body.extra_body, **options.extra_body}
+        body = BodyOptions(
+            model=options.model or chain.body.model,
+            temperature=chain.body.temperature,
+            max_tokens=options.max_tokens or chain.body.max_tokens,
+            stream=chain.body.stream,
+            extra_body=extra,
+        )
+        messages = (*chain.base_messages, *tail)
+        prepared = prepare(body, messages)
+        estimate = estimate_tokens(m.content for m in messages)
+        index = len(chain.segments)
+        log.info(
+            "continuation %d/%d: %s was cut off at the token cap; asking %s to go on",
+            made,
+            options.max_continuations,
+            chain.segments[-1].answer_path,
+            body.model,
+        )
+        completion = client.complete(
+            prepared.body_bytes, model=body.model, stream=body.stream, progress=progress
+        )
+        check_prompt_kept(completion, estimate, allow=allow_truncated_prompt, url=client.url)
+        content, echoed = strip_echo(completion.content, so_far)
+        if echoed:
+            log.info("the server echoed the %d prefilled characters; kept them out", echoed)
+        ensure_dir(chain.out_dir, shown=chain.out_dir.name)
+        segment = write_segment(
+            SegmentSpec(
+                root=chain.root,
+                out_dir=chain.out_dir,
+                topic=chain.topic,
+                model=body.model,
+                endpoint=chain.endpoint.url,
+                prepared=prepared,
+                completion=completion,
+                content=content,
+                echo_stripped_chars=echoed,
+                prompt_token_estimate=estimate,
+                continuation={
+                    "index": index,
+                    "style": options.style,
+                    "server": options.server,
+                    "primary_answer_path": chain.primary_answer_path,
+                    "previous_answer_path": chain.segments[-1].answer_path,
+                },
+                keep_reasoning=keep_reasoning,
+            ),
+            now(),
+        )
+        chain.segments.append(segment)
+
+
+def send_review(
+    plan: ReviewPlan,
+    client: ChatClient,
+    *,
+    progress: ProgressFn | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ReviewResult:
+    """Send a planned review, write its segments, and continue it while it is cut off."""
+    o = plan.options
+    completion = client.complete(
+        plan.prepared.body_bytes, model=o.model, stream=o.stream, progress=progress
+    )
+    check_prompt_kept(
+        completion, plan.token_estimate, allow=o.allow_truncated_prompt, url=client.url
+    )
+    if completion.usage is None:
+        log.warning(
+            "the server reported no token usage: the receipt holds zeros (marked "
+            "usage_reported=false in the request record), not a count"
+        )
+    ensure_dir(plan.out_dir, shown=o.output_dir)
+    primary = write_segment(
+        SegmentSpec(
+            root=plan.root,
+            out_dir=plan.out_dir,
+            topic=o.topic,
+            model=o.model,
+            endpoint=plan.endpoint.url,
+            prepared=plan.prepared,
+            completion=completion,
+            content=completion.content,
+            context_files=plan.files,
+            template=(plan.template.name, plan.template.sha256),
+            prompt_token_estimate=plan.token_estimate,
+            keep_reasoning=o.keep_reasoning,
+        ),
+        now(),
+    )
+    chain = Chain(
+        root=plan.root,
+        out_dir=plan.out_dir,
+        topic=o.topic,
+        endpoint=plan.endpoint,
+        base_messages=plan.messages,
+        body=o.body_options(),
+        segments=[primary],
+        primary_answer_path=primary.answer_path,
+    )
+    continue_chain(
+        chain,
+        o.continuation,
+        client,
+        allow_truncated_prompt=o.allow_truncated_prompt,
+        keep_reasoning=o.keep_reasoning,
+        progress=progress,
+        now=now,
+    )
+    return ReviewResult(
+        segments=tuple(chain.segments),
+        endpoint=plan.endpoint.url,
+        context_files=tuple(f.path for f in plan.files),
+    )
+
+
+def make_client(endpoint: Endpoint, options: ReviewOptions) -> ChatClient:
+    return ChatClient(
+        endpoint.url, endpoint.api_key, policy=options.retry, timeouts=options.timeouts
+    )
+
+
+def review(
+    options: ReviewOptions,
+    *,
+    env: Mapping[str, str] | None = None,
+    progress: ProgressFn | None = None,
+) -> ReviewResult:
+    """Run one review end to end (the library entry point)."""
+    plan = plan_review(options, env)
+    with make_client(plan.endpoint, options) as client:
+        return send_review(plan, client, progress=progress)
+
+
+def segment_summary(segments: Sequence[Segment]) -> list[dict[str, Any]]:
+    return [
+        {
+            "answer_path": s.answer_path,
+            "receipt_path": s.receipt_path,
+            "record_path": s.record_path,
+            "answer_sha256": s.answer_sha256,
+            "prompt_sha256": s.prompt_sha256,
+            "model": s.model,
+            "usage": s.usage.as_dict(),
+            "usage_reported": s.usage_reported,
+            "finish_reason": s.finish_reason,
+            "attempts": s.attempts,
+            "reasoning_path": s.reasoning_path,
+        }
+        for s in segments
+    ]

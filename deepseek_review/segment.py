@@ -1,0 +1,174 @@
+"""Writing one answer segment: the answer, its request record, then its receipt.
+
+Order matters. The answer is written first (and claims the file name); its hash is taken from
+the bytes read back from disk; then the optional reasoning file, the request record, and the
+receipt last. The receipt is the commit point: a segment without a receipt is unfinished and
+is ignored by ``verify``, ``continue`` and resumed batches (see README, "Crashes").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .client import Completion, Usage
+from .context import ContextFile
+from .errors import OutputError
+from .receipts import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
+from .request import RECORD_SCHEMA, PreparedRequest, sha256_tag
+from .storage import claim_answer, sibling_paths, stem_for, utc_stamp, write_output
+
+ZERO_USAGE = Usage(0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One written answer with its receipt and request record."""
+
+    answer_path: str
+    receipt_path: str
+    record_path: str
+    answer_sha256: str
+    prompt_sha256: str
+    usage: Usage
+    usage_reported: bool
+    finish_reason: str | None
+    model: str
+    reasoning_path: str | None
+    attempts: int
+    content: str
+    """The segment's text (what the answer file holds)."""
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+@dataclass(frozen=True)
+class SegmentSpec:
+    """What to write for one completed request."""
+
+    root: Path
+    out_dir: Path
+    topic: str
+    model: str
+    endpoint: str
+    prepared: PreparedRequest
+    completion: Completion
+    content: str
+    """The segment text: the completion's content, minus an echoed prefill."""
+    echo_stripped_chars: int = 0
+    context_files: tuple[ContextFile, ...] = ()
+    template: tuple[str, str] | None = None
+    prompt_token_estimate: int = 0
+    continuation: dict[str, Any] | None = None
+    keep_reasoning: bool = False
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _message_keys(keys: tuple[str, ...]) -> list[str]:
+    """Unique, non-empty, in order: what the schema's ``message_keys`` allows."""
+    return list(dict.fromkeys(k for k in keys if k))
+
+
+def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
+    c = spec.completion
+    is_cont = spec.continuation is not None
+    stem = stem_for(spec.topic, spec.model, utc_stamp(now), continuation=is_cont)
+    shown_dir = _rel(spec.root, spec.out_dir) if spec.out_dir != spec.root else "."
+    answer = claim_answer(spec.out_dir, stem, spec.content.encode("utf-8"), shown_folder=shown_dir)
+    paths = sibling_paths(answer)
+    answer_rel = _rel(spec.root, answer)
+    try:
+        answer_sha = sha256_tag(answer.read_bytes())
+    except OSError as exc:
+        raise OutputError(f"{answer_rel}: cannot read back ({exc.strerror or exc})") from None
+
+    reasoning_rel = reasoning_sha = None
+    if spec.keep_reasoning and c.reasoning:
+        data = c.reasoning.encode("utf-8")
+        reasoning_rel = _rel(spec.root, paths["reasoning"])
+        write_output(paths["reasoning"], data, shown=reasoning_rel)
+        reasoning_sha = sha256_tag(data)
+
+    usage = c.usage or ZERO_USAGE
+    record: dict[str, Any] = {
+        "record": RECORD_SCHEMA,
+        "tool": f"deepseek-review {__version__}",
+        "kind": "continuation" if is_cont else "primary",
+        "created_at": created_at(now),
+        "answer_path": answer_rel,
+        "receipt_path": _rel(spec.root, paths["receipt"]),
+        "endpoint": spec.endpoint,
+        "prompt_sha256": spec.prepared.prompt_sha256,
+        "prompt_token_estimate": spec.prompt_token_estimate,
+        "body": spec.prepared.record_body,
+        "response": {
+            "finish_reason": c.finish_reason,
+            "usage": c.usage.as_dict() if c.usage else None,
+            "usage_reported": c.usage is not None,
+            "message_keys": list(c.message_keys),
+            "model": c.model,
+            "attempts": c.attempts,
+            "elapsed_seconds": round(c.elapsed, 3),
+            "content_sha256": sha256_tag(c.content.encode("utf-8")),
+            "echo_stripped_chars": spec.echo_stripped_chars,
+            "reasoning_chars": len(c.reasoning or ""),
+            "reasoning_path": reasoning_rel,
+            "reasoning_sha256": reasoning_sha,
+        },
+    }
+    if is_cont:
+        record["continuation"] = spec.continuation
+    else:
+        record["template"] = (
+            {"name": spec.template[0], "sha256": spec.template[1]} if spec.template else None
+        )
+        record["context_files"] = [
+            {"path": f.path, "sha256": f.sha256, "bytes": f.size} for f in spec.context_files
+        ]
+    record_rel = _rel(spec.root, paths["record"])
+    write_output(
+        paths["record"],
+        (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+        shown=record_rel,
+    )
+
+    receipt = Receipt(
+        schema=CONTINUATION if is_cont else PRIMARY,
+        created_at=created_at(now),
+        model=spec.model,
+        endpoint=spec.endpoint,
+        prompt_sha256=spec.prepared.prompt_sha256,
+        answer_sha256=answer_sha,
+        usage=usage.as_dict(),
+        answer_path=answer_rel,
+        context_files=None if is_cont else tuple(f.path for f in spec.context_files),
+        previous_answer_path=spec.continuation["previous_answer_path"]
+        if spec.continuation
+        else None,
+        message_keys=tuple(_message_keys(c.message_keys)) if is_cont else None,
+    )
+    receipt_rel = _rel(spec.root, paths["receipt"])
+    write_output(paths["receipt"], validated_bytes(receipt, shown=receipt_rel), shown=receipt_rel)
+    return Segment(
+        answer_path=answer_rel,
+        receipt_path=receipt_rel,
+        record_path=record_rel,
+        answer_sha256=answer_sha,
+        prompt_sha256=spec.prepared.prompt_sha256,
+        usage=usage,
+        usage_reported=c.usage is not None,
+        finish_reason=c.finish_reason,
+        model=spec.model,
+        reasoning_path=reasoning_rel,
+        attempts=c.attempts,
+        content=spec.content,
+    )

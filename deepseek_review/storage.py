@@ -1,0 +1,155 @@
+"""Writing files so that nothing is ever half-written or overwritten.
+
+Every file goes to a temporary file in the same folder, is fsynced, then *linked* to its final
+name. ``os.link`` fails when the name exists, so an existing answer or receipt can never be
+replaced, even by a concurrent writer; a crash leaves at most a ``.deepseek-review-*.tmp``
+file, never a truncated answer or receipt under its real name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .errors import ConfigError, OutputError
+
+TEMP_PREFIX = ".deepseek-review-"
+TEMP_SUFFIX = ".tmp"
+_TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
+_MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` holding ``data``, atomically; raise FileExistsError if it exists."""
+    folder = path.parent
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            # Filesystems without hard links: fall back to an exclusive rename.
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            if path.exists():
+                raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+            os.rename(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _fsync_dir(folder)
+
+
+def write_output(path: Path, data: bytes, *, shown: str) -> None:
+    """:func:`write_new` with failures as :class:`OutputError` naming ``shown``."""
+    try:
+        write_new(path, data)
+    except FileExistsError:
+        raise OutputError(f"{shown}: already exists; refusing to overwrite it") from None
+    except OSError as exc:
+        raise OutputError(f"{shown}: cannot write ({exc.strerror or exc})") from None
+
+
+def ensure_dir(path: Path, *, shown: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{shown}: cannot create folder ({exc.strerror or exc})") from None
+    if not path.is_dir():
+        raise OutputError(f"{shown}: not a folder")
+
+
+def check_topic(topic: str) -> str:
+    if not _TOPIC_RE.fullmatch(topic):
+        raise ConfigError(
+            f"--topic {topic!r}: use letters, digits, '.', '_' or '-' (at most 120), "
+            "starting with a letter or digit"
+        )
+    return topic
+
+
+def model_slug(model: str) -> str:
+    """The model name as it appears in file names (``deepseek-v3.1:671b`` → ``…-671b``)."""
+    slug = _MODEL_UNSAFE_RE.sub("-", model).strip("-.")
+    return slug or "model"
+
+
+def utc_stamp(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def stem_for(topic: str, model: str, stamp: str, *, continuation: bool) -> str:
+    """``<topic>_deepseek_<model>[_continuation]_<stamp>``, as the seed repository names them."""
+    middle = "_continuation" if continuation else ""
+    return f"{topic}_deepseek_{model_slug(model)}{middle}_{stamp}"
+
+
+def sibling_paths(answer: Path) -> dict[str, Path]:
+    """The files that belong to an answer ``<stem>.md``."""
+    stem = answer.name[: -len(".md")]
+    return {
+        "answer": answer,
+        "receipt": answer.with_name(f"{stem}.receipt.json"),
+        "record": answer.with_name(f"{stem}.request.json"),
+        "reasoning": answer.with_name(f"{stem}.reasoning.md"),
+    }
+
+
+def claim_answer(folder: Path, stem: str, data: bytes, *, shown_folder: str) -> Path:
+    """Write the answer under the first free name ``stem``, ``stem-2``, ...
+
+    The answer is written first and is the claim on the name: a receipt or record already
+    present under a candidate name also makes it taken, so stale files are never mixed in.
+    """
+    for n in range(1, 10_000):
+        name = stem if n == 1 else f"{stem}-{n}"
+        answer = folder / f"{name}.md"
+        siblings = sibling_paths(answer)
+        if any(p.exists() for k, p in siblings.items() if k != "answer"):
+            continue
+        try:
+            write_new(answer, data)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OutputError(
+                f"{shown_folder}/{answer.name}: cannot write ({exc.strerror or exc})"
+            ) from None
+        return answer
+    raise OutputError(f"{shown_folder}: no free file name for {stem}")
+
+
+def stale_temp_files(folder: Path) -> list[Path]:
+    """Temporary files a killed writer left behind (never a real answer or receipt)."""
+    try:
+        return sorted(folder.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"))
+    except OSError:
+        return []

@@ -1,0 +1,30 @@
+"""A local token estimate, good enough to notice a prompt the server silently clipped.
+
+No tokenizer ships with the tool (DeepSeek's is not on PyPI in a small, offline form), so the
+estimate is bytes / 4, which for English prose and code lands within about ±40 % of BPE
+counts. The silent-truncation check only fires when the server reports *less than half* the
+estimate, a gap no tokenizer difference explains but a clipped context (Ollama keeps
+``num_ctx`` tokens, 4096 by default) does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+BYTES_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4
+#: Prompts smaller than this are never judged clipped: chat templates dominate them.
+MIN_TOKENS_TO_JUDGE = 512
+#: Reported prompt tokens below this fraction of the estimate mean the prompt was clipped.
+CLIPPED_RATIO = 0.5
+
+
+def estimate_tokens(texts: Iterable[str]) -> int:
+    total = 0
+    for t in texts:
+        total += -(-len(t.encode("utf-8")) // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD
+    return total
+
+
+def looks_clipped(reported_prompt_tokens: int, estimate: int) -> bool:
+    return estimate >= MIN_TOKENS_TO_JUDGE and reported_prompt_tokens < CLIPPED_RATIO * estimate
