@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,3 +41,98 @@ def make_simulator() -> Iterator[Callable[..., Simulator]]:
     finally:
         for sim in made:
             sim.stop()
+
+
+# --------------------------------------------------------------------------- isolation
+
+_ENV_TO_CLEAR = (
+    "OLLAMA_HOST",
+    "OLLAMA_API_KEY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No test sees the machine's Ollama settings, proxies or git configuration."""
+    for name in _ENV_TO_CLEAR:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` (tests build real repositories, never mock git)."""
+    out = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
+    return out.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A small git work tree (the current folder for the test) with a spec and some code."""
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "docs" / "spec.md").write_text(
+        "# Spec\n\nThe mean of 2, 4 and 9 is 5.\n\n```python\nprint(5)\n```\n", encoding="utf-8"
+    )
+    (root / "src" / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "src" / "pkg" / "mean.py").write_text(
+        "def mean(xs):\n    return sum(xs) / len(xs)\n", encoding="utf-8"
+    )
+    (root / ".gitignore").write_text("*.log\nbuild/\n", encoding="utf-8")
+    git(root, "init", "-q")
+    monkeypatch.chdir(root)
+    return root
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run the CLI in-process, like the console script, and capture its exit code and output."""
+    from deepseek_review.cli import main
+
+    def run(*args: str, stdin: str | None = None) -> CliResult:
+        capsys.readouterr()
+        old_stdin = sys.stdin
+        if stdin is not None:
+            sys.stdin = io.StringIO(stdin)
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.stdin = old_stdin
+        captured = capsys.readouterr()
+        return CliResult(code=code, out=captured.out, err=captured.err)
+
+    return run
+
+
+def files_under(folder: Path) -> list[str]:
+    """Every file below ``folder`` (relative), to assert that nothing was written."""
+    if not folder.exists():
+        return []
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())

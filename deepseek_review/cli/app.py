@@ -1,0 +1,268 @@
+"""The typer application, its shared options and helpers, and the one place errors exit.
+
+Results go to stdout (paths, or one JSON object with ``--json``); status, progress and errors
+go to stderr. Every :class:`~deepseek_review.errors.ReviewError` is caught in :func:`main`
+alone and becomes a one-line message and its exit code; ``--verbose`` adds the traceback.
+Commands live in sibling modules, one per area, and only parse arguments and render results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from .. import __version__
+from ..errors import ConfigError, InputError, Interrupted, ReviewError
+
+log = logging.getLogger("deepseek_review")
+
+app = typer.Typer(
+    name="deepseek-review",
+    help="Ask a DeepSeek model to review repository files, and keep verifiable receipts.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class _State:
+    verbose = False
+    quiet = False
+    secret: str | None = None
+
+
+STATE = _State()
+
+
+class _ScrubFilter(logging.Filter):
+    """Defence in depth: no log line may carry the API key, whatever formatted it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if STATE.secret:
+            msg = record.getMessage()
+            if STATE.secret in msg:
+                record.msg, record.args = msg.replace(STATE.secret, "[redacted]"), None
+        return True
+
+
+def _setup_logging(verbose: bool, quiet: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("deepseek-review: %(message)s"))
+    handler.addFilter(_ScrubFilter())
+    log.handlers[:] = [handler]
+    log.propagate = False
+    log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"deepseek-review {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="More status lines; tracebacks on errors.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Ask a DeepSeek model to review repository files, and keep verifiable receipts.
+
+    Example: deepseek-review run --context docs/spec.md --prompt "Check the arithmetic."
+    """
+    STATE.verbose, STATE.quiet = verbose, quiet
+    _setup_logging(verbose, quiet)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _json_out(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{option}: not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option}: must be a JSON object")
+    return value
+
+
+def _read_prompt(prompt: str | None, prompt_file: Path | None) -> str:
+    if prompt is not None and prompt_file is not None:
+        raise ConfigError("give the prompt once: --prompt or --prompt-file, not both")
+    if prompt is not None:
+        return prompt
+    if prompt_file is not None:
+        try:
+            return prompt_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"--prompt-file {prompt_file}: no such file") from None
+        except UnicodeDecodeError:
+            raise InputError(f"--prompt-file {prompt_file}: not UTF-8") from None
+        except OSError as exc:
+            raise InputError(f"--prompt-file {prompt_file}: cannot read ({exc.strerror})") from None
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("no prompt: give --prompt, --prompt-file, or pipe it on stdin")
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError:
+        raise InputError("the prompt on stdin is not UTF-8") from None
+
+
+class _Progress:
+    """A live 'tokens, tokens/s' line on a TTY; nothing otherwise."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty() and not STATE.quiet
+        self._last = 0.0
+        self._shown = False
+
+    def __call__(self, pieces: int, elapsed: float) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self._last < 0.1:
+            return
+        self._last = now
+        rate = pieces / elapsed if elapsed > 0 else 0.0
+        sys.stderr.write(f"\r  receiving: {pieces} tokens, {rate:.1f} tokens/s ")
+        sys.stderr.flush()
+        self._shown = True
+
+    def done(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self._shown = False
+
+
+# --------------------------------------------------------------------------- shared options
+
+ContextOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--context",
+        "-c",
+        help="A file, folder or glob relative to the repository root (repeatable).",
+    ),
+]
+EndpointOpt = Annotated[
+    str | None,
+    typer.Option(help="Chat-completions URL or base URL (else OLLAMA_HOST, else localhost:11434)."),
+]
+KeyEnvOpt = Annotated[str, typer.Option(help="Environment variable holding the API key.")]
+RepoRootOpt = Annotated[
+    str | None,
+    typer.Option(help="Repository root (default: the enclosing git work tree, else .)."),
+]
+StreamOpt = Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the answer (SSE).")]
+KeepReasoningOpt = Annotated[
+    bool, typer.Option(help="Write the model's reasoning to <stem>.reasoning.md.")
+]
+MaxContOpt = Annotated[int, typer.Option(help="Continuation requests when cut off (0 disables).")]
+ContStyleOpt = Annotated[
+    str,
+    typer.Option(help="prefill (assistant prefill, exact seam) or directive (a user message)."),
+]
+ContModelOpt = Annotated[str | None, typer.Option(help="Model for continuations.")]
+ContMaxTokensOpt = Annotated[int | None, typer.Option(help="Token cap for continuations.")]
+ServerOpt = Annotated[
+    str, typer.Option(help="Server kind, for prefill fields: ollama, llama.cpp, vllm, deepseek.")
+]
+ContExtraOpt = Annotated[
+    str | None, typer.Option(help="Extra JSON body fields for continuation requests only.")
+]
+AllowClippedOpt = Annotated[
+    bool, typer.Option(help="Keep an answer even if the server silently clipped the prompt.")
+]
+AttemptsOpt = Annotated[int, typer.Option(help="Attempts per request (retries + 1).")]
+RetryWaitOpt = Annotated[
+    float,
+    typer.Option(help="First backoff in seconds; doubles per retry (with jitter), up to 30."),
+]
+ConnectTimeoutOpt = Annotated[float, typer.Option(help="Seconds to connect.")]
+ReadTimeoutOpt = Annotated[float, typer.Option(help="Seconds to wait for the next bytes.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+
+
+def _continuation_options(
+    max_continuations: int,
+    style: str,
+    model: str | None,
+    max_tokens: int | None,
+    server: str,
+    extra_body: str | None,
+) -> Any:
+    from ..review import ContinuationOptions
+
+    return ContinuationOptions(
+        max_continuations=max_continuations,
+        style=style,  # type: ignore[arg-type]  # validated by the dataclass
+        model=model,
+        max_tokens=max_tokens,
+        server=server,
+        extra_body=_parse_json_object(extra_body, "--continuation-extra-body"),
+    )
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _fail(exc: ReviewError) -> NoReturn:
+    msg = exc.message
+    if STATE.secret:
+        msg = msg.replace(STATE.secret, "[redacted]")
+    line = f"deepseek-review: error: {msg}"
+    if exc.hint:
+        line += f" ({exc.hint})"
+    sys.stderr.write(line.replace("\n", " ") + "\n")
+    if STATE.verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    sys.exit(exc.exit_code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script: one place maps every failure to its exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="deepseek-review", standalone_mode=False)
+    except ReviewError as exc:
+        _fail(exc)
+    except (KeyboardInterrupt, typer.Abort):
+        _fail(Interrupted("interrupted"))
+    except typer.TyperException as exc:  # usage errors from argument parsing
+        text = exc.format_message().replace("\n", " ")
+        sys.stderr.write(f"deepseek-review: error: {text} (see --help)\n")
+        sys.exit(getattr(exc, "exit_code", 2))
+    except BrokenPipeError:
+        os._exit(0)  # stdout closed early (| head): not an error
+    except Exception as exc:  # a bug: say so, briefly, unless --verbose
+        if STATE.verbose:
+            raise
+        sys.stderr.write(
+            f"deepseek-review: internal error: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''} (run with --verbose for details)\n"
+        )
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
