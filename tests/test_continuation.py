@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ def test_three_continuations_link_each_segment_to_the_one_before(repo, make_simu
     assert len(segs) == 4
     receipts = [receipt(repo, s) for s in segs]
     assert receipts[0]["schema"] == "ollama_deepseek_review_receipt_v1"
-    for prev, cont in zip(receipts, receipts[1:], strict=False):
+    for prev, cont in itertools.pairwise(receipts):
         assert cont["schema"] == "ollama_deepseek_review_continuation_receipt_v1"
         assert cont["previous_answer_path"] == prev["answer_path"]
 

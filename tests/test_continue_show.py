@@ -14,7 +14,10 @@ from deepseek_review.simulator import full_answer
 FIXTURE = Path(__file__).parent / "fixtures" / "research-stack"
 SEED_DIR = "shared-data/artifacts/deepseek_review"
 SEED_PRIMARY = f"{SEED_DIR}/prime_gap_entropy_collapse_deepseek_deepseek-v3.2_20260512T033551Z.md"
-SEED_CONT = f"{SEED_DIR}/prime_gap_entropy_collapse_deepseek_deepseek-v4-flash_continuation_20260512T033849Z.md"
+SEED_CONT = (
+    f"{SEED_DIR}/prime_gap_entropy_collapse_deepseek_deepseek-v4-flash_continuation"
+    "_20260512T033849Z.md"
+)
 
 
 def run_review(cli: Any, sim: Any, *extra: str) -> Any:
