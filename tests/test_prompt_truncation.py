@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import files_under
+from tests.conftest import files_under
 
 
 def big_spec(repo: Path) -> None:
