@@ -222,12 +222,36 @@ class _IgnoreWalker:
             stack.extend(reversed(subdirs))
 
 
+def _is_listable(root: Path, rel: str) -> bool:
+    """Whether a path git (or the walker) listed is a file to read, as git sees files.
+
+    Dropped: entries that are gone from the work tree (deleted but still tracked), nested
+    repositories and submodules (git lists them as ``dir/`` or as a gitlink folder), FIFOs,
+    sockets and devices, and symlinks to folders inside the root. A symlink that leads out
+    is kept, so reading it refuses it by name.
+    """
+    if rel.endswith("/"):
+        return False
+    try:
+        st = os.lstat(root / rel)
+    except OSError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        target = (root / rel).resolve()
+        try:
+            target.relative_to(root)
+        except ValueError:
+            return True
+        return not target.is_dir()
+    return stat.S_ISREG(st.st_mode)
+
+
 def _expand_folder(root: Path, rel: str) -> list[str]:
     if _in_git_work_tree(root):
         listed = _git_ls_files(root, [rel if rel != "." else "."])
         if listed is not None:
-            return listed
-    return sorted(_IgnoreWalker(root).walk(rel))
+            return [p for p in listed if _is_listable(root, p)]
+    return sorted(p for p in _IgnoreWalker(root).walk(rel) if _is_listable(root, p))
 
 
 def _expand_glob(root: Path, pattern: str) -> list[str]:
@@ -237,9 +261,17 @@ def _expand_glob(root: Path, pattern: str) -> list[str]:
     if _in_git_work_tree(root):
         listed = _git_ls_files(root, [f":(glob){pattern}"])
         if listed is not None:
-            return listed
+            return [p for p in listed if _is_listable(root, p)]
     rx = glob_to_regex(pattern)
-    return sorted(p for p in _IgnoreWalker(root).walk("") if rx.match(p))
+    return sorted(p for p in _IgnoreWalker(root).walk("") if rx.match(p) and _is_listable(root, p))
+
+
+def _exists_literally(root: Path, spec: str) -> bool:
+    """A path such as ``app/[id]/page.tsx`` that exists as named is a path, not a glob."""
+    try:
+        return os.path.lexists(root / spec)
+    except (OSError, ValueError):
+        return False
 
 
 def expand_specs(root: Path, specs: Iterable[str]) -> list[tuple[str, bool]]:
@@ -259,7 +291,7 @@ def expand_specs(root: Path, specs: Iterable[str]) -> list[tuple[str, bool]]:
     any_spec = False
     for spec in specs:
         any_spec = True
-        if is_glob(spec):
+        if is_glob(spec) and not _exists_literally(root, spec):
             matches = _expand_glob(root, spec)
             if not matches:
                 raise InputError(
@@ -269,6 +301,8 @@ def expand_specs(root: Path, specs: Iterable[str]) -> list[tuple[str, bool]]:
                 add(rel, False)
             continue
         resolved, rel = resolve_inside(root, spec, what="context path")
+        if _in_git_dir(root, rel) or _in_git_dir(root, resolved):
+            raise InputError(f"context path {spec}: inside .git/ (git's own data, never context)")
         try:
             st = resolved.stat()
         except FileNotFoundError:
@@ -290,6 +324,12 @@ def expand_specs(root: Path, specs: Iterable[str]) -> list[tuple[str, bool]]:
 
 
 # --------------------------------------------------------------------------- reading
+
+
+def _in_git_dir(root: Path, path: str | Path) -> bool:
+    """Whether ``path`` (repo-relative, or absolute inside ``root``) is inside ``.git/``."""
+    rel = Path(path).relative_to(root) if isinstance(path, Path) else Path(path)
+    return bool(rel.parts) and rel.parts[0] == ".git"
 
 
 def _stat_listed(root: Path, rel: str) -> tuple[Path, os.stat_result]:
