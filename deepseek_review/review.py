@@ -150,7 +150,16 @@ class ReviewResult:
         return sum(s.usage.total_tokens for s in self.segments)
 
 
-def plan_review(options: ReviewOptions, env: Mapping[str, str] | None = None) -> ReviewPlan:
+#: Gathers context files (``gather_context``'s signature); a batch passes a caching one.
+GatherFn = Callable[[Path, Sequence[str], ContextLimits], list[ContextFile]]
+
+
+def plan_review(
+    options: ReviewOptions,
+    env: Mapping[str, str] | None = None,
+    *,
+    gather: GatherFn = gather_context,
+) -> ReviewPlan:
     """Check everything and build the exact request, without sending or writing anything."""
     env = os.environ if env is None else env
     check_topic(options.topic)
@@ -161,7 +170,7 @@ def plan_review(options: ReviewOptions, env: Mapping[str, str] | None = None) ->
     root = find_repo_root(options.repo_root)
     out_dir, _ = resolve_inside(root, options.output_dir, what="--output-dir")
     template = load_template(options.template, options.template_file)
-    files = gather_context(root, options.context, options.limits)
+    files = gather(root, options.context, options.limits)
     rendered = render_messages(template, options.prompt, options.topic, files)
     messages = tuple(WireMessage.from_message(m) for m in rendered)
     prepared = prepare(body_options, messages)
