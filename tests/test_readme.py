@@ -1,0 +1,24 @@
+"""The README's promises that can drift from the code are checked against it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from deepseek_review.errors import EXIT_CODES
+
+README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _exit_table() -> dict[int, str]:
+    section = README.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    return {int(code): text for code, text in re.findall(r"^\| (\d+) \| (.+) \|$", section, re.M)}
+
+
+def test_readme_exit_code_table_lists_every_failure_kind_once():
+    assert sorted(_exit_table()) == sorted({0} | {code for code, _ in EXIT_CODES})
+
+
+def test_readme_shows_the_two_setup_commands():
+    assert "make demo" in README
+    assert "make test" in README
