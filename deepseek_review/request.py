@@ -68,6 +68,16 @@ class BodyOptions:
             raise ConfigError(
                 f"--extra-body may not set {clash[0]!r}; use the option for it instead"
             )
+        if "max_completion_tokens" in self.extra_body:
+            raise ConfigError(
+                "--extra-body may not set 'max_completion_tokens': Ollama ignores it (the "
+                "answer would be unbounded); use --max-tokens, sent as max_tokens"
+            )
+        if "stream_options" in self.extra_body and not self.stream:
+            raise ConfigError(
+                "--extra-body 'stream_options' only applies to a streamed request; drop it "
+                "or leave out --no-stream"
+            )
 
 
 @dataclass(frozen=True)
