@@ -75,9 +75,9 @@ def ollama_host_url(value: str) -> str:
     hostport, _, path = hostport.partition("/")
     host, port = _split_host_port(hostport)
     if host is None:
-        host = hostport.strip("[]") if hostport else "127.0.0.1"
+        host = hostport.strip("[]")
         port = default_port
-    if host == "0.0.0.0":  # a bind address: clients reach the server on loopback
+    if host in ("", "0.0.0.0"):  # none (":7000"), or a bind address: clients reach loopback
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
@@ -102,6 +102,11 @@ def _split_host_port(hostport: str) -> tuple[str | None, str | None]:
 
 def chat_url(base_or_full: str, *, what: str = "--endpoint") -> str:
     """Validate a URL and complete it to the chat-completions path."""
+    if "://" not in base_or_full:
+        shown = _safe("http://" + base_or_full.strip().lstrip("/"))
+        raise ConfigError(
+            f"{what} {shown[7:]!r}: not a URL (no http:// or https://); did you mean {shown}?"
+        )
     try:
         parts: SplitResult = urlsplit(base_or_full.strip())
         parts.port  # noqa: B018  (raises ValueError on a bad port)
