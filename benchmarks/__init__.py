@@ -1,0 +1,1 @@
+"""Benchmarks for `make bench`: each bench_<name>.py has run(work: Path) -> BenchResult."""

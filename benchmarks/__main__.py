@@ -1,0 +1,111 @@
+"""`make bench`: run every benchmark and write docs/benchmarks.md.
+
+Usage: python -m benchmarks [NAME ...]   (names: the bench_<name>.py modules; default all)
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchmarks.common import BenchResult
+
+HERE = Path(__file__).resolve().parent
+DOC = HERE.parent / "docs" / "benchmarks.md"
+ORDER = ["review", "batch", "verify", "gather", "memory"]
+
+
+def available() -> list[str]:
+    names = [p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")]
+    return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Written by `make bench` (`python -m benchmarks`) on "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}, "
+        f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs; the whole run took {elapsed:.0f} s.",
+        "",
+        "Every figure is a ratio of two things timed side by side in the same run (interleaved,",
+        "median of several rounds), because this machine is shared and noisy: absolute times",
+        "are shown for context only.",
+        "",
+        "| benchmark | goal | ratio | met | ours | baseline |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r, err in results:
+        if r is None:
+            lines.append(f"| {name} | — | failed | no | — | {err} |")
+            continue
+        lines.append(
+            f"| {r.name} | {r.goal} | {r.ratio:.2f}x | {'yes' if r.met else '**no**'} | "
+            f"{r.ours_seconds:.3f} {r.unit} | {r.baseline_seconds:.3f} {r.unit} ({r.baseline}) |"
+        )
+    for name, r, err in results:
+        lines += ["", f"## {r.name if r else name}", ""]
+        if r is None:
+            lines += ["The benchmark failed:", "", "```", err, "```"]
+            continue
+        lines.append(f"Goal: {r.goal}. Measured ratio: **{r.ratio:.2f}x** against {r.baseline}.")
+        if r.extra:
+            lines.append("")
+            for k, v in r.extra.items():
+                lines.append(f"- {k}: {v:.3f}")
+        if r.notes:
+            lines.append("")
+            lines += [f"- {n}" for n in r.notes]
+        if r.commands:
+            lines += ["", "Commands timed:", "", "```"]
+            lines += r.commands
+            lines.append("```")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    names = argv or available()
+    unknown = sorted(set(names) - set(available()))
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; have: {', '.join(available())}")
+        return 2
+    results: list[tuple[str, BenchResult | None, str]] = []
+    t0 = time.perf_counter()
+    for name in names:
+        print(f"== bench {name}", flush=True)
+        module = importlib.import_module(f"benchmarks.bench_{name}")
+        with tempfile.TemporaryDirectory(prefix=f"dsr-bench-{name}-") as work:
+            try:
+                r: BenchResult = module.run(Path(work))
+            except Exception:
+                err = traceback.format_exc()
+                print(err, file=sys.stderr)
+                results.append((name, None, err.strip().splitlines()[-1]))
+                continue
+        print(
+            f"   {r.name}: ratio {r.ratio:.2f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
+            f"ours {r.ours_seconds:.3f} {r.unit}, baseline {r.baseline_seconds:.3f} {r.unit}",
+            flush=True,
+        )
+        for k, v in r.extra.items():
+            print(f"   {k}: {v:.3f}", flush=True)
+        results.append((name, r, ""))
+    elapsed = time.perf_counter() - t0
+    if not argv:
+        DOC.write_text(render(results, elapsed), encoding="utf-8")
+        print(f"wrote {DOC.relative_to(HERE.parent)}")
+    else:
+        print("(a subset was run: docs/benchmarks.md is only written by a full run)")
+    return 0 if all(r is not None for _, r, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
