@@ -449,6 +449,10 @@ class ChatClient:
         if st.finish_reason is None or not st.done:
             missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
             raise _Retryable(BadResponse(f"{self.url}: stream ended without its {missing}"))
+        if "content" not in st.keys:
+            # Ollama sends "content" (possibly "") at least on the first chunk; a stream that
+            # never carries it is not an answer, however cleanly it ended.
+            raise _Retryable(BadResponse(f"{self.url}: stream carried no message content"))
         return Completion(
             content="".join(st.content),
             reasoning="".join(st.reasoning) or None,

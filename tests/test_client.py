@@ -1,0 +1,556 @@
+"""The client: retries through every transient fault, refuses garbage, reads both wire shapes.
+
+Most tests script the simulator's faults; the few shapes the simulator does not produce
+(400 and 403 answers, SSE comment lines, a stream without ``[DONE]``, an error body echoing
+the request's headers) come from :class:`Stub`, a tiny real HTTP server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepseek_review.client import parse_retry_after
+from deepseek_review.simulator import GARBAGE_FAULTS, TRANSIENT_FAULTS, Simulator
+from tests.conftest import files_under
+
+Cli = Callable[..., Any]
+MakeSim = Callable[..., Simulator]
+FAST = ("--retry-wait", "0.01")
+
+
+# --------------------------------------------------------------------------- a stub server
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+
+
+@dataclass
+class Seen:
+    headers: dict[str, str]
+    body: bytes
+
+
+class Stub:
+    """Answers each POST with the next scripted :class:`Reply` (the last one repeats).
+
+    ``echo_headers`` makes a reply's body a template: ``{headers}`` becomes the request's
+    headers, as a careless proxy's error page might show them.
+    """
+
+    def __init__(self, replies: list[Reply], *, echo_headers: bool = False) -> None:
+        self.replies = list(replies)
+        self.echo_headers = echo_headers
+        self.seen: list[Seen] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                stub.seen.append(Seen(headers, body))
+                reply = stub.replies[min(len(stub.seen), len(stub.replies)) - 1]
+                data = reply.body
+                if stub.echo_headers:
+                    shown = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+                    data = data.replace(b"{headers}", json.dumps(shown)[1:-1].encode())
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,))
+        self._thread.daemon = True
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def make_stub() -> Iterator[Callable[..., Stub]]:
+    made: list[Stub] = []
+
+    def make(replies: list[Reply], **kw: Any) -> Stub:
+        stub = Stub(replies, **kw)
+        made.append(stub)
+        return stub
+
+    yield make
+    for stub in made:
+        stub.stop()
+
+
+def error_json(message: Any) -> bytes:
+    return json.dumps({"error": message}).encode()
+
+
+def sse(*events: Any, done: bool = True, extra: bytes = b"") -> bytes:
+    out = extra
+    for e in events:
+        out += b"data: " + json.dumps(e).encode() + b"\n\n"
+    if done:
+        out += b"data: [DONE]\n\n"
+    return out
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+USAGE_CHUNK = {
+    "choices": [],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def run(cli: Cli, endpoint: str, *args: str) -> Any:
+    return cli(
+        "run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", endpoint, "--json", *FAST, *args
+    )
+
+
+def expected_answer(sim: Simulator, body: bytes) -> dict[str, Any]:
+    """The message the simulator gives for ``body`` when asked directly, without streaming."""
+    req = json.loads(body)
+    req["stream"] = False
+    req.pop("stream_options", None)
+    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
+    try:
+        conn.request(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps(req).encode(),
+            {"Content-Type": "application/json"},
+        )
+        resp = conn.getresponse()
+        data = json.loads(resp.read())
+    finally:
+        conn.close()
+    assert resp.status == 200, data
+    message: dict[str, Any] = data["choices"][0]["message"]
+    return message
+
+
+def answer_text(repo: Path, result: dict[str, Any]) -> str:
+    path: str = result["segments"][0]["answer_path"]
+    return (repo / path).read_text(encoding="utf-8")
+
+
+def assert_nothing_written(repo: Path) -> None:
+    assert files_under(repo / "reviews") == []
+
+
+def one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith("deepseek-review: error:")]
+    assert len(lines) == 1, err
+    assert err.rstrip("\n").endswith(lines[0])
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- transient faults
+
+
+def _sim_for(kind: str, make_simulator: MakeSim) -> tuple[Simulator, tuple[str, ...]]:
+    if kind == "stall":
+        return make_simulator(stall_seconds=5.0), ("--read-timeout", "0.3")
+    if kind == "429":
+        return make_simulator(retry_after=0.05), ()
+    return make_simulator(), ()
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+@pytest.mark.parametrize("kind", TRANSIENT_FAULTS)
+def test_retry_recovers_from_a_transient_fault(repo, make_simulator, cli, kind, stream):
+    sim, extra = _sim_for(kind, make_simulator)
+    sim.script_faults([kind])
+    r = run(cli, sim.base_url, stream, *extra)
+    assert r.code == 0, r.err
+    requests = sim.chat_requests()
+    assert [q.fault for q in requests] == [kind, None]
+    assert r.json()["segments"][0]["attempts"] == 2
+    assert answer_text(repo, r.json()) == expected_answer(sim, requests[1].body)["content"]
+    assert "attempt 1/5 failed" in r.err
+
+
+def test_retry_recovers_after_several_faults_in_a_row(repo, make_simulator, cli):
+    sim = make_simulator()
+    sim.script_faults(["500", "reset", "malformed", "503"])
+    r = run(cli, sim.base_url)
+    assert r.code == 0, r.err
+    assert r.json()["segments"][0]["attempts"] == 5
+    record = json.loads((repo / r.json()["segments"][0]["record_path"]).read_text())
+    assert record["response"]["attempts"] == 5
+
+
+def test_every_retry_sends_the_same_bytes(repo, make_simulator, cli):
+    sim = make_simulator()
+    sim.script_faults(["502", "cut-stream"])
+    assert run(cli, sim.base_url).code == 0
+    bodies = {q.body for q in sim.chat_requests()}
+    assert len(bodies) == 1
+
+
+def test_retry_after_header_is_honoured(repo, make_simulator, cli):
+    sim = make_simulator(retry_after=0.4)
+    sim.script_faults(["429"])
+    started = time.monotonic()
+    r = run(cli, sim.base_url)
+    assert r.code == 0, r.err
+    assert time.monotonic() - started >= 0.4
+    assert "rate limit exceeded" in r.err
+
+
+def test_transient_fault_that_persists_fails_with_exit_5_after_max_attempts(
+    repo, make_simulator, cli
+):
+    sim = make_simulator(fault_rate=1.0, fault_kinds=("503",))
+    r = run(cli, sim.base_url, "--max-attempts", "3")
+    assert r.code == 5
+    assert len(sim.chat_requests()) == 3
+    line = one_error_line(r.err)
+    assert "server busy, please try again" in line
+    assert "after 3 attempts" in line
+    assert_nothing_written(repo)
+
+
+def test_unreachable_server_fails_with_exit_5_saying_so(repo, cli):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = run(cli, f"http://127.0.0.1:{port}", "--max-attempts", "2")
+    assert r.code == 5
+    line = one_error_line(r.err)
+    assert "cannot reach" in line
+    assert "ollama serve" in line
+    assert_nothing_written(repo)
+
+
+def test_read_timeout_is_reported_with_the_option_to_raise(repo, make_simulator, cli):
+    sim = make_simulator(stall_seconds=5.0, fault_rate=1.0, fault_kinds=("stall",))
+    r = run(cli, sim.base_url, "--read-timeout", "0.2", "--max-attempts", "2")
+    assert r.code == 5
+    assert "--read-timeout" in one_error_line(r.err)
+
+
+# --------------------------------------------------------------------------- never retried
+
+
+def test_401_is_not_retried_and_says_to_set_the_key(repo, make_simulator, cli):
+    sim = make_simulator(api_key="the-right-key")
+    r = run(cli, sim.base_url)
+    assert r.code == 5
+    assert len(sim.chat_requests()) == 1
+    line = one_error_line(r.err)
+    assert "401" in line and "unauthorized" in line
+    assert "OLLAMA_API_KEY" in line
+    assert_nothing_written(repo)
+
+
+def test_404_is_not_retried_and_names_the_model_to_pull(repo, make_simulator, cli):
+    sim = make_simulator(models=frozenset({"other-model"}))
+    r = run(cli, sim.base_url, "--model", "deepseek-v4-flash")
+    assert r.code == 5
+    assert len(sim.chat_requests()) == 1
+    line = one_error_line(r.err)
+    assert "404" in line
+    assert "ollama pull deepseek-v4-flash" in line
+    assert_nothing_written(repo)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
+def test_client_error_is_sent_exactly_once(repo, make_stub, cli, status):
+    stub = make_stub([Reply(status, error_json({"message": f"refused with {status}"}))])
+    r = run(cli, stub.base_url)
+    assert r.code == 5
+    assert len(stub.seen) == 1
+    assert f"refused with {status}" in one_error_line(r.err)
+    assert_nothing_written(repo)
+
+
+def test_openai_shaped_error_message_is_shown(repo, make_stub, cli):
+    body = json.dumps(
+        {
+            "error": {
+                "message": 'invalid reasoning value: "x"',
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
+        }
+    )
+    stub = make_stub([Reply(400, body.encode())])
+    r = run(cli, stub.base_url)
+    assert 'invalid reasoning value: "x"' in one_error_line(r.err)
+
+
+def test_string_shaped_error_message_is_shown(repo, make_stub, cli):
+    stub = make_stub([Reply(403, error_json("cloud models are disabled on this server"))])
+    r = run(cli, stub.base_url)
+    assert "cloud models are disabled on this server" in one_error_line(r.err)
+
+
+def test_string_shaped_429_message_is_shown_when_it_persists(repo, make_simulator, cli):
+    sim = make_simulator(fault_rate=1.0, fault_kinds=("429-string",))
+    r = run(cli, sim.base_url, "--max-attempts", "2")
+    assert r.code == 5
+    assert "reached your hourly usage limit" in one_error_line(r.err)
+
+
+def test_html_error_page_is_summarised_by_its_title(repo, make_simulator, cli):
+    sim = make_simulator(fault_rate=1.0, fault_kinds=("html",))
+    r = run(cli, sim.base_url, "--max-attempts", "2")
+    assert r.code == 5
+    line = one_error_line(r.err)
+    assert "502 Bad Gateway" in line
+    assert "<html>" not in line
+
+
+def test_redirect_is_not_followed_and_names_the_target(repo, make_stub, cli):
+    stub = make_stub(
+        [Reply(307, b"", {"Location": "https://elsewhere.example/v1/chat/completions"})]
+    )
+    r = run(cli, stub.base_url)
+    assert r.code == 5
+    assert len(stub.seen) == 1
+    assert "https://elsewhere.example/v1/chat/completions" in one_error_line(r.err)
+
+
+# --------------------------------------------------------------------------- garbage answers
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+@pytest.mark.parametrize("kind", [k for k in GARBAGE_FAULTS if k not in ("html", "huge")])
+def test_garbage_answer_that_persists_fails_with_exit_6_and_writes_nothing(
+    repo, make_simulator, cli, kind, stream
+):
+    sim = make_simulator(fault_rate=1.0, fault_kinds=(kind,))
+    r = run(cli, sim.base_url, stream, "--max-attempts", "3")
+    assert r.code == 6, r.err
+    assert len(sim.chat_requests()) == 3
+    assert "after 3 attempts" in one_error_line(r.err)
+    assert_nothing_written(repo)
+
+
+def test_garbage_answer_once_is_retried_to_success(repo, make_simulator, cli):
+    sim = make_simulator()
+    sim.script_faults(["no-choices", "content-not-string"])
+    r = run(cli, sim.base_url)
+    assert r.code == 0, r.err
+    assert r.json()["segments"][0]["attempts"] == 3
+
+
+def test_huge_answer_is_refused_without_reading_it_all(repo, make_simulator, cli):
+    sim = make_simulator(fault_rate=1.0, fault_kinds=("huge",))
+    r = run(cli, sim.base_url, "--max-attempts", "1")
+    assert r.code == 6
+    assert "bytes" in one_error_line(r.err)
+    assert_nothing_written(repo)
+
+
+def test_stream_without_done_is_a_failed_attempt(repo, make_stub, cli):
+    body = sse(chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), done=False)
+    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    r = run(cli, stub.base_url, "--max-attempts", "2")
+    assert r.code == 6
+    assert len(stub.seen) == 2
+    assert "[DONE]" in one_error_line(r.err)
+    assert_nothing_written(repo)
+
+
+def test_stream_without_finish_chunk_is_a_failed_attempt(repo, make_stub, cli):
+    body = sse(chunk({"role": "assistant", "content": "Hi"}))
+    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    r = run(cli, stub.base_url, "--max-attempts", "2")
+    assert r.code == 6
+    assert "finish chunk" in one_error_line(r.err)
+    assert_nothing_written(repo)
+
+
+def test_error_in_the_middle_of_a_stream_is_a_failed_attempt(repo, make_stub, cli):
+    body = sse(chunk({"role": "assistant", "content": "Hi"}), {"error": "runner crashed"})
+    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    r = run(cli, stub.base_url, "--max-attempts", "2")
+    assert r.code == 6
+    assert "runner crashed" in one_error_line(r.err)
+
+
+def test_stream_with_sse_comments_and_other_fields_is_read(repo, make_stub, cli):
+    body = (
+        b": keep-alive\n\n"
+        b"event: message\nid: 1\nretry: 100\n"
+        b'data:{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}\n\n'
+        b": keep-alive\n\n" + sse(chunk({"content": "lo."}), chunk({}, "stop"), USAGE_CHUNK)
+    )
+    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    r = run(cli, stub.base_url)
+    assert r.code == 0, r.err
+    assert answer_text(repo, r.json()) == "Hello."
+    assert r.json()["usage"] == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+
+
+def test_stream_answered_as_plain_json_is_read(repo, make_stub, cli):
+    body = json.dumps(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Ok."},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    )
+    stub = make_stub([Reply(200, body.encode())])
+    r = run(cli, stub.base_url, "--stream")
+    assert r.code == 0, r.err
+    assert answer_text(repo, r.json()) == "Ok."
+
+
+def test_legacy_stream_framing_is_read(repo, make_simulator, cli):
+    sim = make_simulator(legacy_stream=True)
+    r = run(cli, sim.base_url)
+    assert r.code == 0, r.err
+    assert r.json()["finish_reason"] == "stop"
+    assert (
+        answer_text(repo, r.json()) == expected_answer(sim, sim.chat_requests()[0].body)["content"]
+    )
+
+
+def test_deepseek_reasoning_content_field_is_read_as_reasoning(repo, make_stub, cli):
+    body = sse(
+        chunk({"role": "assistant", "content": "", "reasoning_content": "Hmm."}),
+        chunk({"content": "Done."}),
+        chunk({}, "stop"),
+        USAGE_CHUNK,
+    )
+    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    r = run(cli, stub.base_url, "--keep-reasoning")
+    assert r.code == 0, r.err
+    seg = r.json()["segments"][0]
+    assert (repo / seg["reasoning_path"]).read_text() == "Hmm."
+    assert answer_text(repo, r.json()) == "Done."
+
+
+# --------------------------------------------------------------------------- usage, reasoning
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+def test_usage_is_the_servers_own_count(repo, simulator, cli, stream):
+    r = run(cli, simulator.base_url, stream)
+    assert r.code == 0, r.err
+    usage = r.json()["usage"]
+    receipt = json.loads((repo / r.json()["segments"][0]["receipt_path"]).read_text())
+    assert receipt["usage"] == usage
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    assert r.json()["usage_reported"] is True
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+def test_usage_absent_gives_zeros_a_warning_and_usage_reported_false(
+    repo, make_simulator, cli, stream
+):
+    sim = make_simulator(omit_usage=True)
+    r = run(cli, sim.base_url, stream)
+    assert r.code == 0, r.err
+    data = r.json()
+    seg = data["segments"][0]
+    receipt = json.loads((repo / seg["receipt_path"]).read_text())
+    record = json.loads((repo / seg["record_path"]).read_text())
+    zeros = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert receipt["usage"] == zeros
+    assert data["usage_reported"] is False
+    assert seg["usage_reported"] is False
+    assert record["response"]["usage_reported"] is False
+    assert record["response"]["usage"] is None
+    assert "no token usage" in r.err
+
+
+def test_reasoning_is_not_written_without_keep_reasoning(repo, make_simulator, cli):
+    sim = make_simulator(reasoning_words=12)
+    r = run(cli, sim.base_url)
+    assert r.code == 0, r.err
+    seg = r.json()["segments"][0]
+    assert seg["reasoning_path"] is None
+    assert not [p for p in files_under(repo / "reviews") if p.endswith(".reasoning.md")]
+    expected = expected_answer(sim, sim.chat_requests()[0].body)
+    assert expected["reasoning"] not in answer_text(repo, r.json())
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+def test_reasoning_is_written_to_its_own_file_with_keep_reasoning(
+    repo, make_simulator, cli, stream
+):
+    sim = make_simulator(reasoning_words=12)
+    r = run(cli, sim.base_url, stream, "--keep-reasoning")
+    assert r.code == 0, r.err
+    seg = r.json()["segments"][0]
+    expected = expected_answer(sim, sim.chat_requests()[0].body)
+    assert seg["reasoning_path"].endswith(".reasoning.md")
+    assert (repo / seg["reasoning_path"]).read_text(encoding="utf-8") == expected["reasoning"]
+    assert answer_text(repo, r.json()) == expected["content"]
+    assert seg["reasoning_path"] in r.out
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_retry_after_seconds_are_read_and_capped():
+    assert parse_retry_after("2", cap=120) == 2.0
+    assert parse_retry_after("0.5", cap=120) == 0.5
+    assert parse_retry_after("9999", cap=120) == 120
+    assert parse_retry_after("-3", cap=120) == 0.0
+    assert parse_retry_after(None, cap=120) is None
+    assert parse_retry_after("soon", cap=120) is None
+    assert parse_retry_after("nan", cap=120) is None
+
+
+def test_retry_after_http_date_is_read():
+    from email.utils import formatdate
+
+    value = parse_retry_after(formatdate(time.time() + 30, usegmt=True), cap=120)
+    assert value is not None and 25 <= value <= 31
