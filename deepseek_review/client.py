@@ -427,7 +427,8 @@ class ChatClient:
         self, resp: httpx.Response, progress: ProgressFn | None, t0: float
     ) -> Completion:
         st = _StreamState()
-        for line in _sse_data(resp.iter_lines()):
+        lines = resp.iter_lines()
+        for line in _sse_data(lines):
             if line == "[DONE]":
                 st.done = True
                 break
@@ -449,6 +450,7 @@ class ChatClient:
         if st.finish_reason is None or not st.done:
             missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
             raise _Retryable(BadResponse(f"{self.url}: stream ended without its {missing}"))
+        _read_past_done(lines)
         if "content" not in st.keys:
             # Ollama sends "content" (possibly "") at least on the first chunk; a stream that
             # never carries it is not an answer, however cleanly it ended.
@@ -463,6 +465,18 @@ class ChatClient:
             attempts=1,
             elapsed=time.monotonic() - t0,
         )
+
+
+#: Lines read after ``data: [DONE]`` at most (a server sends none, or a blank one).
+_MAX_LINES_AFTER_DONE = 16
+
+
+def _read_past_done(lines: Iterator[str]) -> None:
+    """Read the body's end after ``[DONE]``: httpx closes a connection whose response was
+    not read to its end (the chunked terminator), so without this no connection is reused."""
+    for n, _ in enumerate(lines):
+        if n >= _MAX_LINES_AFTER_DONE:
+            return
 
 
 def _sse_data(lines: Iterator[str]) -> Iterator[str]:
