@@ -248,7 +248,12 @@ class ChatClient:
         self.close()
 
     def _scrub(self, text: str) -> str:
+        """The text with the key taken out: always *before* any truncation, which could
+        otherwise leave a prefix of the key that no longer matches."""
         return text.replace(self._key, "[redacted]") if self._key else text
+
+    def _scrub_bytes(self, data: bytes) -> bytes:
+        return data.replace(self._key.encode("utf-8"), b"[redacted]") if self._key else data
 
     def _headers(self, stream: bool) -> dict[str, str]:
         h = {
@@ -350,12 +355,9 @@ class ChatClient:
                 ServerError(f"{self.url}: {kind} timeout", hint=self._timeout_hint(kind))
             ) from None
         except httpx.TransportError as exc:
+            why = one_line(self._scrub(str(exc))) or type(exc).__name__
             raise _Retryable(
-                ServerError(
-                    f"cannot reach {self.url}: "
-                    f"{self._scrub(one_line(str(exc)) or type(exc).__name__)}",
-                    hint="is the server running? (ollama serve, or check --endpoint/OLLAMA_HOST)",
-                )
+                ServerError(f"cannot reach {self.url}: {why}", hint=_reach_hint(why))
             ) from None
 
     def _timeout_hint(self, kind: str) -> str:
@@ -381,7 +383,7 @@ class ChatClient:
             raw = self._read_limited(resp)
         except _Retryable:
             raw = b""
-        msg = self._scrub(error_message(raw, resp.headers.get("content-type", "")))
+        msg = error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
         where = f"{self.url} answered {status}"
         if status in RETRY_STATUSES:
             ra = parse_retry_after(resp.headers.get("retry-after"), self.policy.retry_after_cap)
@@ -415,13 +417,14 @@ class ChatClient:
             shown = (
                 "empty body"
                 if not raw.strip()
-                else error_message(raw, resp.headers.get("content-type", ""))
+                else error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
             )
             raise _Retryable(BadResponse(f"{self.url}: answer is not JSON ({shown})")) from None
         try:
             return _completion_from_json(data)
         except ValueError as exc:
-            raise _Retryable(BadResponse(f"{self.url}: unusable answer: {exc}")) from None
+            why = one_line(self._scrub(str(exc)))
+            raise _Retryable(BadResponse(f"{self.url}: unusable answer: {why}")) from None
 
     def _read_stream(
         self, resp: httpx.Response, progress: ProgressFn | None, t0: float
@@ -438,7 +441,7 @@ class ChatClient:
             except ValueError as exc:
                 raise _Retryable(
                     BadResponse(
-                        f"{self.url}: bad stream chunk: {self._scrub(one_line(str(exc), 200))}"
+                        f"{self.url}: bad stream chunk: {one_line(self._scrub(str(exc)), 200)}"
                     )
                 ) from None
             if st.size > self.max_response_bytes:
@@ -465,6 +468,19 @@ class ChatClient:
             attempts=1,
             elapsed=time.monotonic() - t0,
         )
+
+
+_DNS_FAILURE_RE = re.compile(
+    r"name or service not known|nodename nor servname|name resolution|getaddrinfo|"
+    r"no address associated",
+    re.IGNORECASE,
+)
+
+
+def _reach_hint(why: str) -> str:
+    if _DNS_FAILURE_RE.search(why):
+        return "is the host name right? check --endpoint / OLLAMA_HOST"
+    return "is the server running? start it with `ollama serve`, or check --endpoint / OLLAMA_HOST"
 
 
 #: Lines read after ``data: [DONE]`` at most (a server sends none, or a blank one).
@@ -535,7 +551,7 @@ def _completion_from_json(data: Any) -> Completion:
     if "error" in data:
         err = data["error"]
         msg = err.get("message") if isinstance(err, dict) else err
-        raise ValueError(f"server error: {one_line(str(msg))}")
+        raise ValueError(f"server error: {msg}")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise ValueError("no choices")

@@ -71,7 +71,9 @@ class Stub:
                 reply = stub.replies[min(len(stub.seen), len(stub.replies)) - 1]
                 data = reply.body
                 if stub.echo_headers:
-                    shown = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+                    # Authorization first, so no truncation of the message can hide it.
+                    items = sorted(self.headers.items(), key=lambda kv: kv[0] != "Authorization")
+                    shown = "; ".join(f"{k}: {v}" for k, v in items)
                     data = data.replace(b"{headers}", json.dumps(shown)[1:-1].encode())
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
