@@ -168,6 +168,13 @@ def resolve_endpoint(
     key = raw.strip() or None
     if raw and (key is None or "\n" in key or "\r" in key):
         raise ConfigError(f"{key_env} is set but is not a usable key (empty or multi-line)")
+    if key and not all("!" <= c <= "~" for c in key):
+        # An HTTP header carries visible ASCII only; anything else would fail deep inside
+        # the HTTP library, with the key quoted in its message.
+        raise ConfigError(
+            f"{key_env} is set but is not a usable key (it holds spaces, control or non-ASCII "
+            "characters); check how it was copied"
+        )
     ep = Endpoint(url=url, api_key=key, source=source)
     if key and urlsplit(url).scheme == "http" and not ep.is_loopback:
         host = urlsplit(url).hostname

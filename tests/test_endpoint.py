@@ -159,7 +159,9 @@ def test_no_key_means_plain_http_to_a_remote_host_is_fine():
     assert url("http://gpu-box.lan:11434") == "http://gpu-box.lan:11434/v1/chat/completions"
 
 
-@pytest.mark.parametrize("value", ["   ", "line1\nline2"])
+@pytest.mark.parametrize(
+    "value", ["   ", "line1\nline2", "line1-ünïcode", "line1 with space", "line1\x7f"]
+)
 def test_unusable_key_is_refused_without_printing_it(value):
     with pytest.raises(ConfigError, match="OLLAMA_API_KEY") as info:
         resolve_endpoint("https://x.example", {"OLLAMA_API_KEY": value})
@@ -274,3 +276,12 @@ def test_credentials_in_the_endpoint_exit_2(repo, cli):
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", "https://u:hunter2pass@h.invalid")
     assert r.code == 2
     assert "hunter2pass" not in r.err
+
+
+def test_non_ascii_key_exits_2_without_printing_it(repo, simulator, cli, monkeypatch):
+    monkeypatch.setenv("OLLAMA_API_KEY", "sk-planted-ünïcode-key")
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.base_url)
+    assert r.code == 2
+    assert "OLLAMA_API_KEY" in r.err
+    assert "planted" not in r.err + r.out
+    assert simulator.chat_requests() == []
