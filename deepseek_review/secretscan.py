@@ -27,7 +27,9 @@ _ENV_ASSIGNMENT = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 _PLACEHOLDER = re.compile(
-    r"^(?:x+|\*+|changeme|example\w*|placeholder|your\w*|dummy\w*|test\w*)$", re.I
+    r"^(?:x+|\*+|\.+|changeme|change[-_]me|replace[-_]?me|redacted|placeholder|todo|none|null"
+    r"|(?:example|sample|your|my|dummy|fake|test)[\w.-]*)$",
+    re.I,
 )
 
 
