@@ -458,9 +458,13 @@ class ChatClient:
             # Ollama sends "content" (possibly "") at least on the first chunk; a stream that
             # never carries it is not an answer, however cleanly it ended.
             raise _Retryable(BadResponse(f"{self.url}: stream carried no message content"))
+        try:
+            content, reasoning = _join_text(st.content), _join_text(st.reasoning)
+        except ValueError as exc:
+            raise _Retryable(BadResponse(f"{self.url}: unusable answer: {exc}")) from None
         return Completion(
-            content="".join(st.content),
-            reasoning="".join(st.reasoning) or None,
+            content=content,
+            reasoning=reasoning or None,
             finish_reason=st.finish_reason,
             usage=st.usage,
             message_keys=tuple(st.keys),
@@ -468,6 +472,24 @@ class ChatClient:
             attempts=1,
             elapsed=time.monotonic() - t0,
         )
+
+
+def _join_text(pieces: list[str]) -> str:
+    """The pieces as one valid Unicode string.
+
+    JSON ``\\uXXXX`` escapes can encode UTF-16 surrogates; a server that splits a pair across
+    two stream chunks leaves two halves that only make a character once joined. An unpaired
+    half cannot be written as UTF-8 at all, so it makes the answer unusable.
+    """
+    text = "".join(pieces)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        except UnicodeDecodeError:
+            raise ValueError("the text holds an unpaired UTF-16 surrogate (not Unicode)") from None
+    return text
 
 
 _DNS_FAILURE_RE = re.compile(
@@ -566,12 +588,15 @@ def _completion_from_json(data: Any) -> Completion:
         content = ""
     if not isinstance(content, str):
         raise ValueError(f"message.content is {type(content).__name__}, not a string")
+    content = _join_text([content])
+    reasoning = _text_field(message, "reasoning", "reasoning_content")
+    reasoning = _join_text([reasoning]) if reasoning else None
     fr = choice.get("finish_reason")
     if fr is not None and not isinstance(fr, str):
         raise ValueError("finish_reason is not a string")
     return Completion(
         content=content,
-        reasoning=_text_field(message, "reasoning", "reasoning_content") or None,
+        reasoning=reasoning or None,
         finish_reason=fr,
         usage=_usage(data.get("usage")),
         message_keys=tuple(str(k) for k in message),

@@ -477,6 +477,50 @@ def test_deepseek_reasoning_content_field_is_read_as_reasoning(repo, make_stub, 
     assert answer_text(repo, r.json()) == "Done."
 
 
+def test_surrogate_pair_split_across_chunks_is_joined_into_one_character(repo, make_stub, cli):
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"ok \\ud83d"},'
+        b'"finish_reason":null}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"\\ude00 done"},'
+        b'"finish_reason":null}]}\n\n' + sse(chunk({}, "stop"), USAGE_CHUNK)
+    )
+    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    r = run(cli, stub.base_url)
+    assert r.code == 0, r.err
+    assert answer_text(repo, r.json()) == "ok \N{GRINNING FACE} done"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_unpaired_surrogate_in_the_answer_is_a_bad_response(repo, make_stub, cli, stream):
+    if stream:
+        body = sse(chunk({"role": "assistant", "content": "x"}), chunk({}, "stop"))
+        body = body.replace(b'"x"', b'"bad \\ud83d half"')
+        reply = Reply(200, body, content_type="text/event-stream")
+    else:
+        message = {"role": "assistant", "content": "x"}
+        text = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": message}]})
+        reply = Reply(200, text.replace('"x"', '"bad \\ud83d half"').encode())
+    stub = make_stub([reply])
+    r = run(cli, stub.base_url, "--stream" if stream else "--no-stream", "--max-attempts", "2")
+    assert r.code == 6, r.err
+    assert "surrogate" in one_error_line(r.err)
+    assert_nothing_written(repo)
+
+
+def test_max_attempts_below_one_is_refused(repo, simulator, cli):
+    r = run(cli, simulator.base_url, "--max-attempts", "0")
+    assert r.code == 2
+    assert "--max-attempts" in r.err
+    assert simulator.chat_requests() == []
+
+
+@pytest.mark.parametrize("option", ["--read-timeout", "--connect-timeout"])
+def test_non_positive_timeout_is_refused(repo, simulator, cli, option):
+    r = run(cli, simulator.base_url, option, "0")
+    assert r.code == 2
+    assert simulator.chat_requests() == []
+
+
 # --------------------------------------------------------------------------- usage, reasoning
 
 
