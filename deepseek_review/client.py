@@ -14,10 +14,12 @@ ever placed in the ``Authorization`` header and is scrubbed from every message.
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import random
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -210,6 +212,14 @@ class _StreamState:
     size: int = 0
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext | bool:
+    """httpx's default verifying TLS context, built once per process: loading the CA bundle
+    takes ~50 ms, which every client (one per review, per batch endpoint) would pay again."""
+    make = getattr(httpx, "create_ssl_context", None)  # public from httpx 0.28
+    return make() if make is not None else True
+
+
 class ChatClient:
     """One endpoint, one connection pool; safe to share between threads."""
 
@@ -235,6 +245,7 @@ class ChatClient:
             timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect, pool=None),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
             follow_redirects=False,
+            verify=_tls_context(),
         )
 
     def close(self) -> None:
