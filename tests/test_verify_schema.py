@@ -1,0 +1,204 @@
+"""verify's fast paths agree with the reference implementations they stand in for.
+
+- The compiled fastjsonschema validator decides valid/invalid; jsonschema (the authority)
+  words the errors. On valid receipts and many single-field mutations the verdict must be
+  jsonschema's, and the fast validator must never accept what jsonschema rejects.
+- The prompt check hashes the rebuilt request without serialising every file text again; it
+  must give the hash of ``request.rebuild_body``'s bytes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepseek_review import verify as V
+from deepseek_review.receipts import validator
+from deepseek_review.request import canonical_json, rebuild_body, repo_reader, sha256_tag
+
+HERE = Path(__file__).parent
+SEEDS = sorted((HERE / "fixtures" / "research-stack").rglob("*.receipt.json"))
+UNTOUCHED = HERE / "fixtures" / "tampered" / "untouched"
+OURS = sorted(UNTOUCHED.rglob("*.receipt.json"))
+H = "sha256:" + "ab" * 32
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def valid_corpus() -> list[dict[str, Any]]:
+    base = [load(p) for p in SEEDS + OURS]
+    primary = next(r for r in base if "context_files" in r)
+    cont = next(r for r in base if "previous_answer_path" in r)
+    extra: list[dict[str, Any]] = []
+    for field, value in [
+        ("created_at", "2026-05-12T03:35:51Z"),
+        ("created_at", "2026-05-12T03:35:51.123456+02:00"),
+        ("created_at", "2026-05-12t03:35:51z"),
+        ("endpoint", "http://[::1]:11434/v1/chat/completions"),
+        ("endpoint", "https://ollama.com/v1/chat/completions?x=1#frag"),
+        ("endpoint", "urn:example:endpoint"),
+        ("model", "モデル"),
+        ("usage", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}),
+        ("answer_path", "a.md"),
+        ("answer_path", "deep/er/Ωx .md"),
+    ]:
+        for r in (primary, cont):
+            extra.append({**r, field: value})
+    extra.append({**primary, "context_files": ["a", "b/c.py", "d e.lean"]})
+    extra.append({**cont, "message_keys": []})
+    extra.append({k: v for k, v in cont.items() if k != "message_keys"})
+    return base + extra
+
+
+BAD_VALUES: dict[str, list[Any]] = {
+    "schema": [None, "", "ollama_deepseek_review_receipt_v2", 1],
+    "created_at": [None, "", "yesterday", "2026-05-12T03:35:51", "2026-13-12T03:35:51Z",
+                   "2026-05-12 03:35:51+00:00", "2026-02-30T00:00:00Z", 20260512],
+    "model": [None, "", 1, ["m"]],
+    "endpoint": [None, "", "ollama.com/v1", "http://exa mple.com/", "://x", 3],
+    "prompt_sha256": [None, "", H.upper(), H[:-1], H + "0", "sha512:" + "ab" * 32, H[7:], 5],
+    "answer_sha256": [None, "sha256:" + "g" * 64, "SHA256:" + "ab" * 32, "sha256: " + "ab" * 32],
+    "usage": [None, {}, {"prompt_tokens": 1, "completion_tokens": 1},
+              {"prompt_tokens": -1, "completion_tokens": 1, "total_tokens": 0},
+              {"prompt_tokens": 1.5, "completion_tokens": 1, "total_tokens": 2},
+              {"prompt_tokens": "1", "completion_tokens": 1, "total_tokens": 2},
+              {"prompt_tokens": True, "completion_tokens": 1, "total_tokens": 2},
+              {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2, "x": 1}, [1, 2]],
+    "context_files": [None, [], ["a", "a"], ["/etc/passwd"], [""], [1], "a.md", [["a"]]],
+    "answer_path": [None, "", "/abs.md", "a.txt", "a.md.bak", "a.MD", 7, ["a.md"]],
+    "previous_answer_path": [None, "", "/abs.md", "prev.txt", 1],
+    "message_keys": [None, "role", ["role", "role"], [""], [1], {}],
+}  # fmt: skip
+
+
+def mutations() -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for r in valid_corpus()[: len(SEEDS) + len(OURS)]:
+        kind = "primary" if "context_files" in r else "continuation"
+        for key in list(r):
+            out.append((f"{kind} without {key}", {k: v for k, v in r.items() if k != key}))
+        for key, values in BAD_VALUES.items():
+            for value in values:
+                out.append((f"{kind} {key}={value!r}", {**r, key: value}))
+        out.append((f"{kind} with an extra key", {**r, "extra": 1}))
+        other = (
+            "ollama_deepseek_review_continuation_receipt_v1"
+            if kind == "primary"
+            else ("ollama_deepseek_review_receipt_v1")
+        )
+        out.append((f"{kind} claiming the other kind", {**r, "schema": other}))
+    out += [("a list", []), ("a string", "receipt"), ("null", None), ("a number", 1), ("{}", {})]
+    return out
+
+
+def jsonschema_valid(data: Any) -> bool:
+    return validator().is_valid(data)
+
+
+@pytest.mark.parametrize("receipt", valid_corpus(), ids=lambda r: str(r.get("answer_path")))
+def test_fast_validator_accepts_every_valid_receipt(receipt: dict[str, Any]) -> None:
+    assert jsonschema_valid(receipt)
+    assert V.fast_valid(receipt)
+    assert V.schema_problems(receipt) == []
+
+
+def test_mutation_corpus_is_mostly_invalid() -> None:
+    cases = mutations()
+    invalid = [name for name, data in cases if not jsonschema_valid(data)]
+    assert len(cases) > 300 and len(invalid) > 0.9 * len(cases)
+
+
+@pytest.mark.parametrize(("name", "data"), mutations(), ids=[n for n, _ in mutations()])
+def test_verdict_on_a_mutation_is_jsonschemas(name: str, data: Any) -> None:
+    valid = jsonschema_valid(copy.deepcopy(data))
+    if V.fast_valid(data):
+        assert valid, f"the fast validator accepted what jsonschema rejects: {name}"
+    problems = V.schema_problems(data)
+    assert (problems == []) == valid, (name, problems)
+    if not valid:
+        assert all(p.startswith("$") for p in problems)
+
+
+def test_trailing_newline_in_a_hash_is_judged_as_jsonschema_judges_it() -> None:
+    # Python's "$" matches before a final newline (jsonschema accepts); fastjsonschema's "\Z"
+    # does not: the fast validator then refers the receipt to jsonschema, which decides.
+    receipt = {**load(OURS[0]), "answer_sha256": H + "\n"}
+    assert jsonschema_valid(receipt) and not V.fast_valid(receipt)
+    assert V.schema_problems(receipt) == []
+
+
+# --------------------------------------------------------------------------- the prompt
+
+
+def records(root: Path) -> list[dict[str, Any]]:
+    return [load(p) for p in sorted(root.rglob("*.request.json"))]
+
+
+def test_fast_prompt_hash_is_the_hash_of_rebuild_body() -> None:
+    v = V.Verifier(UNTOUCHED)
+    for record in records(UNTOUCHED):
+        rebuilt = rebuild_body(record["body"], repo_reader(UNTOUCHED))
+        assert rebuilt.body_bytes is not None
+        assert v._fast_digest(record["body"]) == sha256_tag(rebuilt.body_bytes)
+        assert sha256_tag(rebuilt.body_bytes) == record["prompt_sha256"]
+
+
+def test_placeholder_look_alike_in_a_record_is_still_rebuilt_exactly(
+    cli: Any, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(UNTOUCHED, root)
+    record_path = next(
+        p for p in sorted(root.rglob("*.request.json")) if "continuation" not in p.name
+    )
+    record = load(record_path)
+    # In the body's frame, where the placeholders go: inside a text, and a whole value.
+    record["body"]["messages"][0]["content"] += "\x00deepseek-review-content-0\x00 \\u0000"
+    digest = sha256_tag(rebuild_body(record["body"], repo_reader(root)).body_bytes or b"")
+    assert V.Verifier(root)._fast_digest(record["body"]) == digest
+    record["body"]["x-extra"] = "\x00deepseek-review-content-0\x00"
+    digest = sha256_tag(rebuild_body(record["body"], repo_reader(root)).body_bytes or b"")
+    assert V.Verifier(root)._fast_digest(record["body"]) is None
+    record["prompt_sha256"] = digest
+    record_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    receipt_path = record_path.with_name(record_path.name.replace(".request.json", ".receipt.json"))
+    receipt = load(receipt_path)
+    receipt["prompt_sha256"] = digest
+    receipt_path.write_text(json.dumps(receipt, indent=2), encoding="utf-8")
+    result = cli("verify", "--repo-root", str(root), "--json", str(receipt_path))
+    assert result.code == 0, result.err
+    assert result.json()["receipts"][0]["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "plain", 'q"uote', "back\\slash", "\n\r\t", "\x00\x01\x1f\x7f", "\b\f", "é中😀",
+     "\u2028\u2029", 'mixed "a\\b"\n\tend\x1b[0m', "x" * 10_000 + "\n"],
+)  # fmt: skip
+def test_escaping_bytes_matches_json_escaping(text: str) -> None:
+    assert V._escape_utf8(text.encode("utf-8")) == json.dumps(text, ensure_ascii=False)[
+        1:-1
+    ].encode("utf-8")
+
+
+def test_escaping_refuses_what_is_not_utf8() -> None:
+    assert V._escape_utf8(b"\xff\xfe") is None
+
+
+def test_canonical_encoder_matches_request_canonical_json() -> None:
+    obj = {"b": [1, 2.5, None, True], "a": {"z": "é\n", "y": "\u2028"}, "c": "\x00"}
+    assert V._CANONICAL.encode(obj).encode("utf-8") == canonical_json(obj)
+
+
+def test_default_folder_is_where_run_writes() -> None:
+    from deepseek_review.review import DEFAULT_OUTPUT_DIR
+
+    assert V.DEFAULT_FOLDER == DEFAULT_OUTPUT_DIR
