@@ -1,0 +1,821 @@
+"""``batch``: many reviews from a manifest, in parallel, resumable, shardable, honestly reported.
+
+Every entry does exactly what ``run`` does (the same plan, request, files and continuations);
+the batch adds scheduling around it:
+
+* the manifest is checked and planned first (:mod:`.manifest`): one problem anywhere and
+  nothing is sent or written;
+* ``jobs`` reviews run at once on one shared HTTP client per endpoint (one connection pool)
+  with one :class:`~deepseek_review.client.Throttle` per endpoint, so a 429 slows every job
+  sending there;
+* resume: an entry whose chain already exists (a primary receipt with the planned
+  ``prompt_sha256``, endpoint and topic, and its request record) is ``skipped`` without a
+  request; a chain left cut off is continued, never restarted. An answer without a receipt is
+  not a finished review: it is listed in the report's ``orphans`` and the review is redone;
+* a ``stop`` event (the CLI sets it on SIGINT/SIGTERM), ``fail_fast`` and
+  ``max_total_tokens`` stop *starting* work; what is in flight finishes and is written.
+
+The outcome is a :class:`BatchReport`: one record per entry of the shard, never fabricated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from .chain import RECORD_SUFFIX, ChainSegment, load_segment, read_answer
+from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Throttle, Timeouts, Usage
+from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
+from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
+from .receipts import RECEIPT_SUFFIX, validator
+from .review import Chain, continue_chain, send_review
+from .segment import Segment
+from .storage import TEMP_PREFIX, TEMP_SUFFIX, stale_temp_files
+
+log = logging.getLogger("deepseek_review")
+
+Status = Literal["ok", "skipped", "truncated", "failed", "pending"]
+STATUSES: tuple[Status, ...] = ("ok", "skipped", "truncated", "failed", "pending")
+Action = Literal["new", "continue", "skip"]
+#: Temporary files older than this are left-overs of a killed writer and are removed.
+STALE_TEMP_SECONDS = 60.0
+REPORT_SCHEMA = "deepseek_review_batch_report_v1"
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """A batch run, as plain values (the CLI builds this from its flags)."""
+
+    manifest: str
+    format: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    """Flags given to ``batch`` (entry keys): between the entry and ``[defaults]``."""
+    repo_root: str | None = None
+    shard: str | None = None
+    """``K/N`` (0-based K): run only the entries whose topic hashes to shard K of N."""
+    jobs: int = 4
+    fail_fast: bool = False
+    max_total_tokens: int | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1:
+            raise ConfigError(f"--jobs must be at least 1, got {self.jobs}")
+        if self.max_total_tokens is not None and self.max_total_tokens <= 0:
+            raise ConfigError(f"--max-total-tokens must be positive, got {self.max_total_tokens}")
+        if self.shard is not None:
+            Shard.parse(self.shard)
+
+
+@dataclass
+class EntryReport:
+    """What happened to one entry. Paths and usage come from receipts that exist, only."""
+
+    topic: str
+    index: int
+    status: Status
+    answer_paths: list[str] = field(default_factory=list)
+    receipt_paths: list[str] = field(default_factory=list)
+    usage: dict[str, int] | None = None
+    """Summed over the chain's receipts (all of them, also those of earlier runs)."""
+    attempts: int = 0
+    """HTTP requests this run made for the entry (retries included)."""
+    error: str | None = None
+    new_segments: int = 0
+    """Segments (receipts) this run wrote for the entry."""
+    new_tokens: int = 0
+    """Tokens of the receipts this run wrote for the entry."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "index": self.index,
+            "status": self.status,
+            "answer_paths": list(self.answer_paths),
+            "receipt_paths": list(self.receipt_paths),
+            "usage": dict(self.usage) if self.usage is not None else None,
+            "attempts": self.attempts,
+            "new_segments": self.new_segments,
+            "error": self.error,
+        }
+
+
+@dataclass
+class BatchReport:
+    manifest: str
+    entries: list[EntryReport]
+    orphans: list[str] = field(default_factory=list)
+    total_tokens: int = 0
+    """Tokens of the receipts written by this run (what ``--max-total-tokens`` counts)."""
+    stopped: str | None = None
+    """Why work stopped early: ``interrupted``, ``budget`` or ``fail-fast``; None if not."""
+    shard: str | None = None
+    entries_in_manifest: int = 0
+    elapsed: float = 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(e.status for e in self.entries)
+        return {s: c.get(s, 0) for s in STATUSES}
+
+    @property
+    def complete(self) -> bool:
+        return all(e.status in ("ok", "skipped") for e in self.entries)
+
+    @property
+    def status(self) -> str:
+        return "complete" if self.complete else "incomplete"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "report": REPORT_SCHEMA,
+            "status": self.status,
+            "counts": self.counts,
+            "total_tokens": self.total_tokens,
+            "stopped": self.stopped,
+            "manifest": self.manifest,
+            "shard": self.shard,
+            "entries_in_manifest": self.entries_in_manifest,
+            "elapsed_seconds": round(self.elapsed, 3),
+            "orphans": list(self.orphans),
+            "entries": [e.as_json() for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class Work:
+    """One entry of the shard and what the batch will do with it."""
+
+    planned: PlannedEntry
+    action: Action
+    existing: tuple[ChainSegment, ...] = ()
+    """The chain already on disk (``skip`` and ``continue``)."""
+
+    @property
+    def topic(self) -> str:
+        return self.planned.topic
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    planned: PlannedManifest
+    work: tuple[Work, ...]
+    orphans: tuple[str, ...]
+    removed_temp_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot of the batch, carried by every event."""
+
+    total: int
+    counts: Mapping[str, int]
+    in_flight: int
+    tokens: int
+    elapsed: float
+
+    @property
+    def finished(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True)
+class BatchEvent:
+    """``start`` / ``done`` of an entry, ``halt`` (no new work, and why), or ``tick``."""
+
+    kind: Literal["start", "done", "halt", "tick"]
+    progress: Progress
+    entry: EntryReport | None = None
+    topic: str | None = None
+    action: Action | None = None
+    message: str = ""
+
+
+EventFn = Callable[[BatchEvent], None]
+
+
+# --------------------------------------------------------------------------- the run's threads
+
+_local = threading.local()
+
+
+def current_topic() -> str | None:
+    """The topic the calling batch worker thread is reviewing (for log prefixes), or None."""
+    topic = getattr(_local, "topic", None)
+    return topic if isinstance(topic, str) else None
+
+
+def _count_request(request: httpx.Request) -> None:
+    _local.requests = getattr(_local, "requests", 0) + 1
+
+
+class _NotStarted(Exception):
+    """The review's first request was never sent (the batch stopped starting work)."""
+
+
+class _RequestSlots:
+    """At most ``jobs`` requests in flight across the batch; the gate for new reviews.
+
+    A review *starts* when its first request gets a slot: that is where budget, fail-fast and
+    interrupts stop new work. Writing an answer holds no slot, so while one review's files
+    are written the next request is already on its way and the server stays busy.
+    """
+
+    def __init__(self, jobs: int, stop: threading.Event, may_start: Callable[[], bool]) -> None:
+        self._sem = threading.Semaphore(jobs)
+        self._stop = stop
+        self._may_start = may_start
+
+    def acquire(self) -> None:
+        first = getattr(_local, "first_request", False)
+        while not self._sem.acquire(timeout=0.1):
+            if self._stop.is_set():
+                raise _NotStarted() if first else Interrupted("interrupted before sending")
+        if first:
+            _local.first_request = False
+            if not self._may_start():
+                self._sem.release()
+                raise _NotStarted()
+        elif self._stop.is_set():
+            self._sem.release()
+            raise Interrupted("interrupted before sending")
+
+    def release(self) -> None:
+        self._sem.release()
+
+
+class _BatchClient(ChatClient):
+    """A shared client whose requests each take one of the batch's request slots."""
+
+    slots: _RequestSlots | None = None
+    on_usage: Callable[[int], None] | None = None
+    """Told the tokens of each answer as it arrives, before its slot is given back."""
+    on_failure: Callable[[], None] | None = None
+    """Told of a request that failed for good, before its slot is given back."""
+
+    def complete(
+        self,
+        body: bytes,
+        *,
+        model: str,
+        stream: bool,
+        progress: ProgressFn | None = None,
+    ) -> Completion:
+        if self.slots is None:
+            return super().complete(body, model=model, stream=stream, progress=progress)
+        self.slots.acquire()
+        try:
+            completion = super().complete(body, model=model, stream=stream, progress=progress)
+            if self.on_usage is not None and completion.usage is not None:
+                self.on_usage(completion.usage.total_tokens)
+            return completion
+        except ReviewError as exc:
+            if self.on_failure is not None and not isinstance(exc, Interrupted):
+                self.on_failure()
+            raise
+        finally:
+            self.slots.release()
+
+
+# --------------------------------------------------------------------------- resume index
+
+
+@dataclass
+class _FolderIndex:
+    primaries: dict[tuple[str, str], list[ChainSegment]] = field(default_factory=dict)
+    children: dict[str, list[ChainSegment]] = field(default_factory=dict)
+    orphans: list[str] = field(default_factory=list)
+
+
+def _topic_of(answer_path: str) -> str:
+    return answer_path.rsplit("/", 1)[-1].split("_deepseek_", 1)[0]
+
+
+def index_folder(root: Path, folder: Path) -> _FolderIndex:
+    """Every receipt in ``folder`` (loaded once per batch run), and its orphan answers."""
+    idx = _FolderIndex()
+    try:
+        names = set(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return idx
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot list ({exc.strerror or exc})") from None
+    rel_dir = folder.relative_to(root).as_posix()
+    prefix = "" if rel_dir in ("", ".") else rel_dir + "/"
+    for name in sorted(names):
+        if name.endswith(RECEIPT_SUFFIX):
+            try:
+                seg = load_segment(root, prefix + name)
+            except InputError as exc:
+                log.warning("%s: ignored for resuming (%s)", prefix + name, exc.message)
+                continue
+            if seg.receipt.is_continuation:
+                prev = seg.receipt.previous_answer_path or ""
+                idx.children.setdefault(prev, []).append(seg)
+            else:
+                key = (seg.receipt.prompt_sha256, seg.receipt.endpoint)
+                idx.primaries.setdefault(key, []).append(seg)
+        elif name.endswith(".md") and not name.endswith(".reasoning.md") and "_deepseek_" in name:
+            stem = name[: -len(".md")]
+            if stem + RECEIPT_SUFFIX not in names:
+                for sibling in (name, stem + RECORD_SUFFIX, stem + ".reasoning.md"):
+                    if sibling in names:
+                        idx.orphans.append(prefix + sibling)
+    return idx
+
+
+def _walk(idx: _FolderIndex, primary: ChainSegment) -> list[ChainSegment] | None:
+    """The chain from ``primary`` forward; None if it forks or loops (not ours to guess)."""
+    chain = [primary]
+    seen = {primary.answer_path}
+    while True:
+        nxt = idx.children.get(chain[-1].answer_path, [])
+        if not nxt:
+            return chain
+        if len(nxt) > 1 or nxt[0].answer_path in seen:
+            log.warning("%s: its chain forks or loops; not resuming from it", primary.receipt_path)
+            return None
+        seen.add(nxt[0].answer_path)
+        chain.append(nxt[0])
+
+
+def existing_chain(
+    idx: _FolderIndex, root: Path, planned: PlannedEntry
+) -> list[ChainSegment] | None:
+    """The chain of an earlier run of exactly this request, if one exists.
+
+    A primary counts when its receipt's ``prompt_sha256`` and endpoint equal the plan's, its
+    file name carries the entry's topic, its request record exists, and every answer file of
+    its chain is there. A complete chain is preferred, then the longest, then the newest.
+    """
+    plan = planned.plan
+    key = (plan.prepared.prompt_sha256, plan.endpoint.url)
+    chains = []
+    for primary in idx.primaries.get(key, []):
+        if primary.record is None or _topic_of(primary.answer_path) != planned.topic:
+            continue
+        chain = _walk(idx, primary)
+        if chain is None:
+            continue
+        if not all((root / s.answer_path).is_file() for s in chain):
+            log.warning("%s: an answer of its chain is missing; not resuming from it", primary)
+            continue
+        chains.append(chain)
+    if not chains:
+        return None
+    return max(
+        chains,
+        key=lambda c: (c[-1].finish_reason != "length", len(c), c[0].receipt.created_at),
+    )
+
+
+def remove_stale_temp_files(folder: Path, older_than: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove ``.deepseek-review-*.tmp`` left by a killed writer (only old ones)."""
+    removed = []
+    cutoff = time.time() - older_than
+    for path in stale_temp_files(folder):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def prepare_batch(
+    options: BatchOptions, *, env: Mapping[str, str] | None = None, clean: bool = True
+) -> PreparedBatch:
+    """Check and plan the manifest, index what earlier runs left, and decide each entry.
+
+    Raises :class:`~deepseek_review.manifest.ManifestError` (nothing sent, nothing written)
+    when the manifest has problems. ``clean`` removes stale temporary files of killed runs.
+    """
+    planned = plan_manifest(
+        Path(options.manifest),
+        fmt=options.format,
+        overrides=options.overrides,
+        shard=Shard.parse(options.shard) if options.shard else None,
+        repo_root=options.repo_root,
+        retry=options.retry,
+        timeouts=options.timeouts,
+        env=env,
+    )
+    folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
+    removed: list[str] = []
+    if clean:
+        for folder in folders:
+            for path in remove_stale_temp_files(folder):
+                removed.append(path.relative_to(planned.root).as_posix())
+    indexes = {folder: index_folder(planned.root, folder) for folder in folders}
+    work = []
+    for p in planned.entries:
+        chain = existing_chain(indexes[p.plan.out_dir], planned.root, p)
+        if chain is None:
+            work.append(Work(p, "new"))
+        elif chain[-1].finish_reason == "length":
+            work.append(Work(p, "continue", tuple(chain)))
+        else:
+            work.append(Work(p, "skip", tuple(chain)))
+    orphans = [o for idx in indexes.values() for o in idx.orphans]
+    return PreparedBatch(planned, tuple(work), tuple(orphans), tuple(removed))
+
+
+# --------------------------------------------------------------------------- running
+
+
+def segment_from(root: Path, cs: ChainSegment) -> Segment:
+    """A segment already on disk, as the chain-extending code wants it (answer hash checked)."""
+    r = cs.receipt
+    response = cs.record.get("response") if cs.record else None
+    reported = response.get("usage_reported") if isinstance(response, dict) else None
+    return Segment(
+        answer_path=r.answer_path,
+        receipt_path=cs.receipt_path,
+        record_path=cs.receipt_path[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX,
+        answer_sha256=r.answer_sha256,
+        prompt_sha256=r.prompt_sha256,
+        usage=Usage(**r.usage),
+        usage_reported=reported is not False,
+        finish_reason=cs.finish_reason,
+        model=r.model,
+        reasoning_path=None,
+        attempts=0,
+        content=read_answer(root, cs),
+    )
+
+
+def _usage_sum(usages: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
+    if not usages:
+        return None
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {k: sum(int(u.get(k, 0)) for u in usages) for k in keys}
+
+
+def _one_line(exc: ReviewError) -> str:
+    text = exc.message + (f" ({exc.hint})" if exc.hint else "")
+    return " ".join(text.split())
+
+
+class _Runner:
+    def __init__(
+        self,
+        prepared: PreparedBatch,
+        options: BatchOptions,
+        stop: threading.Event,
+        on_event: EventFn | None,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.prepared = prepared
+        self.options = options
+        self.root = prepared.planned.root
+        self.stop = stop
+        self.on_event = on_event
+        self.now = now
+        self.lock = threading.Lock()
+        self.events: queue.Queue[BatchEvent] = queue.Queue()
+        self.halt = threading.Event()
+        self.halt_reason: str | None = None
+        self.tokens = 0
+        """Tokens of the receipts written by this run."""
+        self.received = 0
+        """Tokens of the answers received by this run (each gets its receipt right after)."""
+        self.counts: Counter[str] = Counter()
+        self.in_flight = 0
+        self.started = time.monotonic()
+        self.http = httpx.Client(
+            timeout=httpx.Timeout(options.timeouts.read, connect=options.timeouts.connect),
+            limits=httpx.Limits(
+                max_connections=max(64, options.jobs),
+                max_keepalive_connections=max(64, options.jobs),
+            ),
+            follow_redirects=False,
+            event_hooks={"request": [_count_request]},
+        )
+        self.slots = _RequestSlots(options.jobs, stop, self._may_start)
+        self.throttles: dict[str, Throttle] = {}
+        self.clients: dict[tuple[str, str | None], _BatchClient] = {}
+        for w in prepared.work:
+            ep = w.planned.plan.endpoint
+            throttle = self.throttles.setdefault(ep.url, Throttle(stop))
+            if (ep.url, ep.api_key) not in self.clients:
+                self.clients[(ep.url, ep.api_key)] = _BatchClient(
+                    ep.url,
+                    ep.api_key,
+                    policy=options.retry,
+                    timeouts=options.timeouts,
+                    throttle=throttle,
+                    http=self.http,
+                )
+                self.clients[(ep.url, ep.api_key)].slots = self.slots
+                self.clients[(ep.url, ep.api_key)].on_usage = self._received
+                self.clients[(ep.url, ep.api_key)].on_failure = self._request_failed
+
+    # -- bookkeeping (any thread) --------------------------------------------------------
+
+    def _snapshot(self) -> Progress:
+        return Progress(
+            total=len(self.prepared.work),
+            counts={s: self.counts.get(s, 0) for s in STATUSES},
+            in_flight=self.in_flight,
+            tokens=self.tokens,
+            elapsed=time.monotonic() - self.started,
+        )
+
+    def _emit(self, kind: Any, **kw: Any) -> None:
+        with self.lock:
+            snap = self._snapshot()
+        self.events.put(BatchEvent(kind=kind, progress=snap, **kw))
+
+    def _halt(self, reason: str, message: str) -> None:
+        with self.lock:
+            if self.halt.is_set():
+                return
+            self.halt_reason = reason
+            self.halt.set()
+        self._emit("halt", message=message)
+
+    def _check_halts(self) -> None:
+        if self.stop.is_set():
+            self._halt(
+                "interrupted",
+                "interrupted: starting no new reviews; the ones in flight finish and are written",
+            )
+        budget = self.options.max_total_tokens
+        used = max(self.tokens, self.received)
+        if budget is not None and used >= budget:
+            self._halt(
+                "budget",
+                f"token budget reached: this run's answers used {used} tokens "
+                f"(--max-total-tokens {budget}); starting no new reviews",
+            )
+
+    def _request_failed(self) -> None:
+        if self.options.fail_fast:
+            topic = current_topic()
+            self._halt("fail-fast", f"{topic} failed: --fail-fast, starting no new reviews")
+
+    def _received(self, tokens: int) -> None:
+        with self.lock:
+            self.received += tokens
+        self._check_halts()
+
+    def _may_start(self) -> bool:
+        """Called as a review's first request gets its slot: start it, unless halted."""
+        self._check_halts()
+        with self.lock:
+            if self.halt.is_set():
+                return False
+            self.in_flight += 1
+        _local.started = True
+        self._emit("start", topic=current_topic(), action=getattr(_local, "action", None))
+        return True
+
+    def _finish(self, report: EntryReport, *, started: bool) -> EntryReport:
+        with self.lock:
+            if started:
+                self.in_flight -= 1
+            self.counts[report.status] += 1
+            self.tokens += report.new_tokens
+        self._emit("done", entry=report, topic=report.topic)
+        if report.status == "failed" and self.options.fail_fast:
+            self._halt("fail-fast", f"{report.topic} failed: --fail-fast, starting no new reviews")
+        self._check_halts()
+        return report
+
+    # -- one entry (a worker thread) -----------------------------------------------------
+
+    def _not_started(self, work: Work) -> EntryReport:
+        reason = {
+            "interrupted": "not started: interrupted",
+            "budget": "not started: --max-total-tokens reached",
+            "fail-fast": "not started: --fail-fast after a failure",
+        }.get(self.halt_reason or "", "not started")
+        existing = work.existing
+        return EntryReport(
+            topic=work.topic,
+            index=work.planned.entry.index,
+            status="pending",
+            answer_paths=[s.answer_path for s in existing],
+            receipt_paths=[s.receipt_path for s in existing],
+            usage=_usage_sum([s.receipt.usage for s in existing]),
+            error=reason,
+        )
+
+    def run_one(self, work: Work) -> EntryReport:
+        """One entry, in a worker thread; it starts when its first request gets a slot."""
+        if self.halt.is_set():
+            return self._finish(self._not_started(work), started=False)
+        _local.topic, _local.action = work.topic, work.action
+        _local.requests, _local.started, _local.first_request = 0, False, True
+        try:
+            report = self._review(work)
+        finally:
+            attempts = int(getattr(_local, "requests", 0))
+            started = bool(getattr(_local, "started", False))
+            _local.topic = _local.action = None
+            _local.first_request = False
+        report.attempts = attempts
+        return self._finish(report, started=started)
+
+    def _review(self, work: Work) -> EntryReport:
+        plan = work.planned.plan
+        o = plan.options
+        client = self.clients[(plan.endpoint.url, plan.endpoint.api_key)]
+        segments: list[Segment] = []
+        old = 0
+        status: Status
+        error: str | None = None
+        try:
+            if work.action == "continue":
+                segments.extend(segment_from(self.root, cs) for cs in work.existing)
+                old = len(segments)
+            else:
+                primary_only = replace(o, continuation=replace(o.continuation, max_continuations=0))
+                first = send_review(replace(plan, options=primary_only), client, now=self.now)
+                segments.extend(first.segments)
+            chain = Chain(
+                root=plan.root,
+                out_dir=plan.out_dir,
+                topic=o.topic,
+                endpoint=plan.endpoint,
+                base_messages=plan.messages,
+                body=o.body_options(),
+                segments=segments,
+                primary_answer_path=segments[0].answer_path,
+            )
+            cap = o.continuation.max_continuations
+            left = cap - (len(segments) - 1)
+            if left > 0:
+                continue_chain(
+                    chain,
+                    replace(o.continuation, max_continuations=left),
+                    client,
+                    allow_truncated_prompt=o.allow_truncated_prompt,
+                    keep_reasoning=o.keep_reasoning,
+                    now=self.now,
+                )
+            if segments[-1].truncated:
+                status = "truncated"
+                error = (
+                    f"still cut off at the token cap after {len(segments) - 1} "
+                    f"continuation(s) (max_continuations {cap}); raise max_continuations or "
+                    "max_tokens and run the batch again to continue it"
+                )
+            else:
+                status = "ok"
+        except _NotStarted:
+            return self._not_started(work)
+        except Interrupted as exc:
+            status, error = "pending", f"interrupted: {exc.message}"
+        except ReviewError as exc:
+            status, error = "failed", _one_line(exc)
+        except Exception as exc:  # a bug must not lose the rest of the batch's report
+            log.debug("internal error in %s", work.topic, exc_info=True)
+            status, error = "failed", f"internal error: {type(exc).__name__}: {exc}"
+        new = segments[old:]
+        return EntryReport(
+            topic=work.topic,
+            index=work.planned.entry.index,
+            status=status,
+            answer_paths=[s.answer_path for s in segments],
+            receipt_paths=[s.receipt_path for s in segments],
+            usage=_usage_sum([s.usage.as_dict() for s in segments]),
+            error=error,
+            new_segments=len(new),
+            new_tokens=sum(s.usage.total_tokens for s in new),
+        )
+
+    # -- the main thread -----------------------------------------------------------------
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if self.on_event is not None:
+                self.on_event(event)
+
+    def run(self) -> BatchReport:
+        results: dict[int, EntryReport] = {}
+        todo: list[tuple[int, Work]] = []
+        for i, w in enumerate(self.prepared.work):
+            if w.action == "skip":
+                report = EntryReport(
+                    topic=w.topic,
+                    index=w.planned.entry.index,
+                    status="skipped",
+                    answer_paths=[s.answer_path for s in w.existing],
+                    receipt_paths=[s.receipt_path for s in w.existing],
+                    usage=_usage_sum([s.receipt.usage for s in w.existing]),
+                )
+                results[i] = self._finish(report, started=False)
+            else:
+                todo.append((i, w))
+        self._drain()
+        last_tick = time.monotonic()
+        try:
+            # Twice as many workers as request slots: while some write their files, the next
+            # requests are already waiting for a slot, so the endpoint never idles on us.
+            workers = 2 * self.options.jobs
+            with ThreadPoolExecutor(workers, thread_name_prefix="batch") as pool:
+                futures = {pool.submit(self.run_one, w): i for i, w in todo}
+                # Compile the receipt schema while the first requests are out, rather than
+                # in every worker at its first receipt (or before anything is sent).
+                validator()
+                waiting = set(futures)
+                while waiting:
+                    done, waiting = wait(waiting, timeout=0.1, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        results[futures[f]] = f.result()
+                    self._check_halts()
+                    if time.monotonic() - last_tick >= 1.0:
+                        last_tick = time.monotonic()
+                        self._emit("tick")
+                    self._drain()
+        finally:
+            self.http.close()
+        self._drain()
+        planned = self.prepared.planned
+        return BatchReport(
+            manifest=planned.manifest.shown,
+            entries=[results[i] for i in range(len(self.prepared.work))],
+            orphans=list(self.prepared.orphans),
+            total_tokens=self.tokens,
+            stopped=self.halt_reason,
+            shard=str(planned.shard) if planned.shard else None,
+            entries_in_manifest=planned.total_entries,
+            elapsed=time.monotonic() - self.started,
+        )
+
+
+def execute_batch(
+    prepared: PreparedBatch,
+    options: BatchOptions,
+    *,
+    stop: threading.Event | None = None,
+    on_event: EventFn | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> BatchReport:
+    """Run a prepared batch. ``on_event`` is called in the calling thread only."""
+    runner = _Runner(prepared, options, stop or threading.Event(), on_event, now)
+    return runner.run()
+
+
+def run_batch(
+    options: BatchOptions,
+    *,
+    env: Mapping[str, str] | None = None,
+    stop: threading.Event | None = None,
+    on_event: EventFn | None = None,
+) -> BatchReport:
+    """Check, plan and run a whole batch (the library entry point)."""
+    prepared = prepare_batch(options, env=env)
+    return execute_batch(prepared, options, stop=stop, on_event=on_event)
+
+
+# --------------------------------------------------------------------------- the report file
+
+
+def write_report(report: BatchReport, path: Path) -> None:
+    """Write the report atomically (temp + fsync + rename): it may replace an older one."""
+    data = (json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    folder = path.parent if str(path.parent) else Path(".")
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(f"--report {path}: cannot write ({exc.strerror or exc})") from None
+    with contextlib.suppress(OSError):
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)

@@ -1,0 +1,438 @@
+"""``batch``: run a manifest of reviews in parallel; resumable, shardable, honestly reported."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any, TextIO
+
+import typer
+
+from ..errors import BatchIncomplete, Interrupted
+from .app import (
+    STATE,
+    AttemptsOpt,
+    ConnectTimeoutOpt,
+    EndpointOpt,
+    JsonOpt,
+    ReadTimeoutOpt,
+    RepoRootOpt,
+    RetryWaitOpt,
+    _json_out,
+    app,
+    log,
+)
+
+
+@app.command()
+def batch(
+    manifest: Annotated[
+        Path, typer.Argument(help="The manifest: reviews.toml, or JSON Lines (.jsonl/.ndjson).")
+    ],
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Reviews sent at the same time.")] = 4,
+    shard: Annotated[
+        str | None,
+        typer.Option(help="K/N: run only shard K (0-based) of N, split by a hash of the topic."),
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Write the JSON report to this file (replaced if there).")
+    ] = None,
+    as_json: JsonOpt = False,
+    fail_fast: Annotated[
+        bool, typer.Option(help="Start no new review after the first failure.")
+    ] = False,
+    max_total_tokens: Annotated[
+        int | None,
+        typer.Option(help="Start no new review once this run's receipts used this many tokens."),
+    ] = None,
+    manifest_format: Annotated[
+        str | None,
+        typer.Option("--format", help="toml or jsonl (default: from the file's extension)."),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(help="Check and plan every entry, show what would be done; send nothing."),
+    ] = False,
+    repo_root: RepoRootOpt = None,
+    endpoint: EndpointOpt = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(help="Environment variable holding the API key.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model for entries that name none.")] = None,
+    output_dir: Annotated[
+        str | None, typer.Option(help="Output folder (relative to the repository root).")
+    ] = None,
+    template: Annotated[str | None, typer.Option(help="Bundled template name.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Completion token cap.")] = None,
+    max_continuations: Annotated[
+        int | None, typer.Option(help="Continuation requests when cut off.")
+    ] = None,
+    stream: Annotated[
+        bool | None, typer.Option("--stream/--no-stream", help="Stream answers (SSE).")
+    ] = None,
+    server: Annotated[
+        str | None, typer.Option(help="Server kind for prefill: ollama, llama.cpp, vllm, deepseek.")
+    ] = None,
+    max_attempts: AttemptsOpt = 5,
+    retry_wait: RetryWaitOpt = 1.0,
+    connect_timeout: ConnectTimeoutOpt = 10.0,
+    read_timeout: ReadTimeoutOpt = 600.0,
+) -> None:
+    """Run every review of a manifest, N at a time; re-running resumes; --shard splits it.
+
+    Flags given here apply to every entry that does not set the key itself (entry > flags >
+    [defaults]). Exit 0 only if every entry is ok or skipped; 11 if any failed, stayed
+    truncated or was not started; 3 for a bad manifest (nothing sent); 130 when interrupted.
+
+    Example: deepseek-review batch reviews.toml --jobs 8 --report batch-report.json
+    """
+    from ..batch import BatchOptions, execute_batch, prepare_batch, remove_stale_temp_files
+    from ..client import RetryPolicy, Timeouts
+    from ..manifest import ManifestError
+
+    given = {
+        "endpoint": endpoint,
+        "api_key_env": api_key_env,
+        "model": model,
+        "output_dir": output_dir,
+        "template": template,
+        "max_tokens": max_tokens,
+        "max_continuations": max_continuations,
+        "stream": stream,
+        "server": server,
+    }
+    options = BatchOptions(
+        manifest=str(manifest),
+        format=manifest_format,
+        overrides={k: v for k, v in given.items() if v is not None},
+        repo_root=repo_root,
+        shard=shard,
+        jobs=jobs,
+        fail_fast=fail_fast,
+        max_total_tokens=max_total_tokens,
+        retry=RetryPolicy(max_attempts=max_attempts, backoff_initial=retry_wait),
+        timeouts=Timeouts(connect=connect_timeout, read=read_timeout),
+    )
+    try:
+        prepared = prepare_batch(options, clean=not dry_run)
+    except ManifestError as exc:
+        for line in exc.lines():
+            sys.stderr.write(f"deepseek-review: {line}\n")
+        sys.stderr.flush()
+        raise
+    keys = [w.planned.plan.endpoint.api_key for w in prepared.work]
+    STATE.secret = next((k for k in keys if k), None)
+    for path in prepared.removed_temp_files:
+        log.info("removed %s (a temporary file left by a killed run)", path)
+    if report is not None and not dry_run:
+        remove_stale_temp_files(report.parent if str(report.parent) else Path("."))
+    if dry_run:
+        _render_dry_run(prepared, as_json)
+        return
+    _log_start(prepared, jobs)
+
+    stop = threading.Event()
+    progress = _BatchProgress(sys.stderr, enabled=not STATE.quiet)
+    restore = _install_signal_handlers(stop)
+    try:
+        with progress.attached():
+            result = execute_batch(prepared, options, stop=stop, on_event=progress)
+    finally:
+        restore()
+    if report is not None:
+        from ..batch import write_report
+
+        write_report(result, report)
+    if as_json:
+        _json_out(result.as_json())
+    _log_summary(result, report)
+    counts = result.counts
+    summary = ", ".join(f"{counts[s]} {s}" for s in counts)
+    where = f"; see {report}" if report is not None else ""
+    if result.stopped == "interrupted":
+        raise Interrupted(
+            f"batch interrupted ({summary}){where}",
+            hint="run the same command again to resume",
+        )
+    if not result.complete:
+        raise BatchIncomplete(
+            f"batch incomplete ({summary}){where}",
+            hint="run the same command again to retry what failed and continue what is cut off",
+        )
+
+
+# --------------------------------------------------------------------------- signals
+
+
+def _install_signal_handlers(stop: threading.Event) -> Any:
+    """First SIGINT/SIGTERM: stop starting work. Second: exit at once (writes are atomic)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if stop.is_set():
+            sys.stderr.write(
+                f"\ndeepseek-review: {name} again: exiting now (no file is half-written; "
+                "run the same command again to resume)\n"
+            )
+            sys.stderr.flush()
+            os._exit(Interrupted.exit_code)
+        stop.set()
+        log.warning(
+            "%s: starting no new reviews; waiting for the ones in flight to be written "
+            "(%s again to exit now)",
+            name,
+            name,
+        )
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+    return restore
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def _fmt_seconds(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class _BarStream:
+    """Stands in for stderr in the log handler: clears the bar, writes, redraws it."""
+
+    def __init__(self, owner: _BatchProgress) -> None:
+        self.owner = owner
+
+    def write(self, text: str) -> int:
+        with self.owner.lock:
+            self.owner._clear()
+            self.owner.out.write(text)
+            self.owner._draw()
+        return len(text)
+
+    def flush(self) -> None:
+        self.owner.out.flush()
+
+
+class _TopicFilter(logging.Filter):
+    """Prefixes log lines from a batch worker with the entry's topic."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from ..batch import current_topic
+
+        topic = current_topic()
+        if topic and not getattr(record, "_batch_topic", False):
+            record.msg = f"{topic}: {record.msg}"
+            record._batch_topic = True
+        return True
+
+
+class _BatchProgress:
+    """A redrawn status line on a TTY; one line per event otherwise."""
+
+    def __init__(self, out: TextIO, *, enabled: bool) -> None:
+        self.out = out
+        self.enabled = enabled
+        self.tty = enabled and out.isatty()
+        self.lock = threading.RLock()
+        self.line = ""
+        self.shown = False
+        self.last_draw = 0.0
+
+    # -- log handler plumbing
+    def attached(self) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def cm() -> Any:
+            handlers = [h for h in log.handlers if isinstance(h, logging.StreamHandler)]
+            topic_filter = _TopicFilter()
+            swapped: list[tuple[logging.StreamHandler[Any], Any]] = []
+            for h in handlers:
+                h.addFilter(topic_filter)
+                if self.tty:
+                    swapped.append((h, h.setStream(_BarStream(self))))
+            try:
+                yield self
+            finally:
+                with self.lock:
+                    self._clear()
+                for h, old in swapped:
+                    h.setStream(old)
+                for h in handlers:
+                    h.removeFilter(topic_filter)
+
+        return cm()
+
+    def _clear(self) -> None:
+        if self.shown:
+            self.out.write("\r\x1b[K")
+            self.shown = False
+
+    def _draw(self) -> None:
+        if self.tty and self.line:
+            self.out.write(self.line)
+            self.out.flush()
+            self.shown = True
+
+    # -- events
+    def __call__(self, event: Any) -> None:
+        from ..batch import BatchEvent
+
+        assert isinstance(event, BatchEvent)
+        if not self.enabled:
+            return
+        p = event.progress
+        if event.kind == "halt":
+            log.warning("%s", event.message)
+        elif event.kind == "start" and not self.tty:
+            action = " (continuing its chain)" if event.action == "continue" else ""
+            log.info("[%d/%d] start %s%s", p.finished, p.total, event.topic, action)
+        elif event.kind == "done" and event.entry is not None:
+            self._done_line(event.entry, p)
+        if self.tty:
+            now = time.monotonic()
+            if event.kind != "tick" and now - self.last_draw < 0.05 and p.finished < p.total:
+                return
+            self.last_draw = now
+            with self.lock:
+                self._clear()
+                self.line = self._bar(p)
+                self._draw()
+
+    def _done_line(self, e: Any, p: Any) -> None:
+        where = f"[{p.finished}/{p.total}] {e.status} {e.topic}"
+        if e.status in ("failed", "truncated") or (e.status == "pending" and e.error):
+            if e.status == "pending" and e.error.startswith("not started"):
+                return
+            log.warning("%s: %s", where, e.error)
+            return
+        if self.tty:
+            return
+        tokens = (e.usage or {}).get("total_tokens", 0)
+        segs = len(e.receipt_paths)
+        detail = f"{segs} segment{'s' if segs != 1 else ''}, {tokens} tokens"
+        if e.status != "skipped":
+            detail += f", {e.attempts} request{'s' if e.attempts != 1 else ''}"
+        log.info("%s (%s)", where, detail)
+
+    def _bar(self, p: Any) -> str:
+        c = p.counts
+        done = c["ok"] + c["skipped"]
+        ran = p.finished - c["skipped"]
+        remaining = p.total - p.finished
+        if remaining == 0:
+            eta = "done"
+        elif ran > 0:
+            eta = "ETA " + _fmt_seconds(p.elapsed / ran * remaining)
+        else:
+            eta = "ETA --"
+        width = 20
+        filled = int(width * p.finished / p.total) if p.total else width
+        bar = "#" * filled + "-" * (width - filled)
+        parts = [
+            f"[{bar}] {p.finished}/{p.total}",
+            f"{done} done ({c['skipped']} skipped)",
+            f"{c['failed']} failed",
+        ]
+        if c["truncated"]:
+            parts.append(f"{c['truncated']} truncated")
+        if c["pending"]:
+            parts.append(f"{c['pending']} not started")
+        parts += [f"{p.in_flight} in flight", f"{p.tokens} tokens", eta]
+        return "  ".join(parts)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _log_start(prepared: Any, jobs: int) -> None:
+    work = prepared.work
+    new = sum(1 for w in work if w.action == "new")
+    cont = sum(1 for w in work if w.action == "continue")
+    skip = sum(1 for w in work if w.action == "skip")
+    shard = prepared.planned.shard
+    of = f" (shard {shard} of {prepared.planned.total_entries} entries)" if shard else ""
+    log.info(
+        "batch: %d reviews%s: %d to run, %d to continue, %d already done; %d at a time",
+        len(work),
+        of,
+        new,
+        cont,
+        skip,
+        jobs,
+    )
+    if prepared.orphans:
+        log.warning(
+            "%d orphan file(s) from an interrupted run (an answer without its receipt, not a "
+            "finished review; safe to delete), e.g. %s; all are listed in the report",
+            len(prepared.orphans),
+            prepared.orphans[0],
+        )
+
+
+def _log_summary(result: Any, report: Path | None) -> None:
+    counts = result.counts
+    summary = ", ".join(f"{counts[s]} {s}" for s in counts)
+    saved = f"; report: {report}" if report is not None else ""
+    line = (
+        f"batch {result.status}: {summary}; {result.total_tokens} tokens in "
+        f"{result.elapsed:.1f}s{saved}"
+    )
+    if result.complete:
+        log.info("%s", line)
+    else:
+        log.warning("%s", line)
+
+
+def _render_dry_run(prepared: Any, as_json: bool) -> None:
+    rows = []
+    for w in prepared.work:
+        plan = w.planned.plan
+        rows.append(
+            {
+                "topic": w.topic,
+                "action": w.action,
+                "endpoint": plan.endpoint.url,
+                "model": plan.options.model,
+                "output_dir": plan.options.output_dir,
+                "prompt_sha256": plan.prepared.prompt_sha256,
+                "context_files": len(plan.files),
+                "context_bytes": plan.context_bytes,
+                "token_estimate": plan.token_estimate,
+                "existing_receipts": [s.receipt_path for s in w.existing],
+            }
+        )
+    if as_json:
+        _json_out(
+            {
+                "dry_run": True,
+                "shard": str(prepared.planned.shard) if prepared.planned.shard else None,
+                "entries_in_manifest": prepared.planned.total_entries,
+                "orphans": list(prepared.orphans),
+                "entries": rows,
+            }
+        )
+        return
+    out = sys.stdout
+    for r in rows:
+        out.write(
+            f"{r['action']:<9} {r['topic']}  ({r['context_files']} files, "
+            f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})\n"
+        )
+    out.flush()
+    log.info("dry run: %d entries checked; nothing was sent and nothing was written", len(rows))
