@@ -71,80 +71,48 @@ def test_hint_is_kept_apart_from_the_message():
 PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n"
 
 
-def _failures(repo: Path, make_simulator: MakeSim) -> dict[str, tuple[int, list[str]]]:
-    """Each failing command with the exit code it must give."""
-    ok = make_simulator()
-    garbage = make_simulator(fault_rate=1.0, fault_kinds=("no-choices",))
-    down = make_simulator(fault_rate=1.0, fault_kinds=("503",))
-    short = make_simulator(answer_words=400)
-    clipping = make_simulator(context_window=600)
+#: case: (exit code, simulator knobs or None for no simulator, context, extra arguments)
+_FAILURES: dict[str, tuple[int, dict[str, Any] | None, str, tuple[str, ...]]] = {
+    "unknown-option": (2, None, "", ("--no-such-option",)),
+    "bad-template": (2, None, "docs/spec.md", ("--template", "nope")),
+    "bad-extra-body": (2, None, "docs/spec.md", ("--extra-body", "{")),
+    "bad-endpoint": (2, None, "docs/spec.md", ("--endpoint", "ftp://x")),
+    "bad-topic": (2, None, "docs/spec.md", ("--topic", "a/b")),
+    "missing-context": (3, {}, "docs/none.md", ()),
+    "binary-context": (3, {}, "docs/bin.md", ()),
+    "outside-context": (3, {}, "/etc/hostname", ()),
+    "truncated": (
+        4,
+        {"answer_words": 400},
+        "docs/spec.md",
+        ("--max-tokens", "20", "--max-continuations", "0"),
+    ),
+    "server-down": (5, {"fault_rate": 1.0, "fault_kinds": ("503",)}, "docs/spec.md", ()),
+    "garbage": (6, {"fault_rate": 1.0, "fault_kinds": ("no-choices",)}, "docs/spec.md", ()),
+    "prompt-clipped": (7, {"context_window": 600}, "docs/big.md", ()),
+    "secrets": (8, None, "docs/leak.md", ("--endpoint", "https://example.invalid")),
+    "output-blocked": (10, {}, "docs/spec.md", ("--output-dir", "docs/spec.md")),
+}
+CASES = list(_FAILURES)
+
+
+def _failure(repo: Path, make_simulator: MakeSim, case: str) -> tuple[int, list[str]]:
+    """The failing command of ``case`` and the exit code it must give."""
+    code, knobs, context, extra = _FAILURES[case]
     (repo / "docs" / "big.md").write_text("All work and no play. " * 400)
     (repo / "docs" / "leak.md").write_text(PRIVATE_KEY)
     (repo / "docs" / "bin.md").write_bytes(b"\x00\x01")
-    base = ["run", "-p", "x", "--retry-wait", "0.01", "--max-attempts", "1"]
-    return {
-        "unknown-option": (2, ["run", "--no-such-option"]),
-        "bad-template": (2, [*base, "-c", "docs/spec.md", "--template", "nope"]),
-        "bad-extra-body": (2, [*base, "-c", "docs/spec.md", "--extra-body", "{"]),
-        "bad-endpoint": (2, [*base, "-c", "docs/spec.md", "--endpoint", "ftp://x"]),
-        "bad-topic": (2, [*base, "-c", "docs/spec.md", "--topic", "a/b"]),
-        "missing-context": (3, [*base, "-c", "docs/none.md", "--endpoint", ok.base_url]),
-        "binary-context": (3, [*base, "-c", "docs/bin.md", "--endpoint", ok.base_url]),
-        "outside-context": (3, [*base, "-c", "/etc/hostname", "--endpoint", ok.base_url]),
-        "truncated": (
-            4,
-            [
-                *base,
-                "-c",
-                "docs/spec.md",
-                "--endpoint",
-                short.base_url,
-                "--max-tokens",
-                "20",
-                "--max-continuations",
-                "0",
-            ],
-        ),
-        "server-down": (5, [*base, "-c", "docs/spec.md", "--endpoint", down.base_url]),
-        "garbage": (6, [*base, "-c", "docs/spec.md", "--endpoint", garbage.base_url]),
-        "prompt-clipped": (7, [*base, "-c", "docs/big.md", "--endpoint", clipping.base_url]),
-        "secrets": (8, [*base, "-c", "docs/leak.md", "--endpoint", "https://example.invalid"]),
-        "output-blocked": (
-            10,
-            [
-                *base,
-                "-c",
-                "docs/spec.md",
-                "--endpoint",
-                ok.base_url,
-                "--output-dir",
-                "docs/spec.md",
-            ],
-        ),
-    }
-
-
-CASES = [
-    "unknown-option",
-    "bad-template",
-    "bad-extra-body",
-    "bad-endpoint",
-    "bad-topic",
-    "missing-context",
-    "binary-context",
-    "outside-context",
-    "truncated",
-    "server-down",
-    "garbage",
-    "prompt-clipped",
-    "secrets",
-    "output-blocked",
-]
+    args = ["run", "-p", "x", "--retry-wait", "0.01", "--max-attempts", "1"]
+    if context:
+        args += ["-c", context]
+    if knobs is not None:
+        args += ["--endpoint", make_simulator(**knobs).base_url]
+    return code, [*args, *extra]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_failure_gives_its_exit_code_and_one_quiet_stderr_line(repo, make_simulator, cli, case):
-    code, args = _failures(repo, make_simulator)[case]
+    code, args = _failure(repo, make_simulator, case)
     r = cli("--quiet", *args)
     assert r.code == code, r.err
     lines = r.err.splitlines()
@@ -155,7 +123,7 @@ def test_failure_gives_its_exit_code_and_one_quiet_stderr_line(repo, make_simula
 
 @pytest.mark.parametrize("case", CASES)
 def test_failure_without_quiet_ends_with_its_one_error_line(repo, make_simulator, cli, case):
-    code, args = _failures(repo, make_simulator)[case]
+    code, args = _failure(repo, make_simulator, case)
     r = cli(*args)
     assert r.code == code, r.err
     errors_shown = [ln for ln in r.err.splitlines() if ln.startswith("deepseek-review: error:")]
