@@ -161,11 +161,6 @@ def test_unexpected_exception_with_verbose_shows_the_traceback(repo, cli, monkey
         cli("--verbose", "run", "-p", "x", "-c", "docs/spec.md")
 
 
-@pytest.mark.xfail(
-    reason="cli/app.py main(): typer's _main turns KeyboardInterrupt into Exit(130), returned as "
-    "a plain code, so Ctrl-C exits 130 with no message",
-    strict=True,
-)
 def test_interrupt_exits_130_with_one_line(repo, cli, monkeypatch):
     def interrupted(*a: Any, **kw: Any) -> Any:
         raise KeyboardInterrupt
@@ -221,11 +216,6 @@ class _ClosedPipe(io.TextIOBase):
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 
-@pytest.mark.xfail(
-    reason="cli/app.py main(): typer's _main catches OSError EPIPE itself and exits 1, so the "
-    "`except BrokenPipeError: os._exit(0)` branch meant for `| head` is never reached",
-    strict=True,
-)
 def test_stdout_closed_early_is_not_an_error(repo, cli, monkeypatch):
     monkeypatch.setattr(os, "_exit", lambda code: sys.exit(code))
     monkeypatch.setattr(sys, "stdout", _ClosedPipe())

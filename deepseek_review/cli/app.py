@@ -8,6 +8,7 @@ Commands live in sibling modules, one per area, and only parse arguments and ren
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -15,7 +16,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TextIO
 
 import typer
 
@@ -241,10 +242,54 @@ def _fail(exc: ReviewError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+class _StdoutClosed(BaseException):
+    """Raised past typer (which turns EPIPE into exit 1) when stdout's reader went away."""
+
+
+class _PipeGuard(io.TextIOBase):
+    """stdout, except that a closed pipe (``| head``) ends the command quietly."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, s: str) -> int:
+        try:
+            return self._inner.write(s)
+        except BrokenPipeError:
+            raise _StdoutClosed from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise _StdoutClosed from None
+
+    def isatty(self) -> bool:
+        return self._inner.isatty()
+
+    def fileno(self) -> int:
+        return self._inner.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._inner, "encoding", "utf-8")
+
+
+def _stdout_closed() -> NoReturn:
+    try:  # later flushes (at exit) must not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except (OSError, ValueError):
+        pass
+    os._exit(0)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script: one place maps every failure to its exit code."""
     args = sys.argv[1:] if argv is None else argv
     command = typer.main.get_command(app)
+    real_stdout = sys.stdout
+    sys.stdout = _PipeGuard(real_stdout)
     try:
         code = command.main(args=args, prog_name="deepseek-review", standalone_mode=False)
     except ReviewError as exc:
@@ -255,8 +300,8 @@ def main(argv: list[str] | None = None) -> None:
         text = exc.format_message().replace("\n", " ")
         sys.stderr.write(f"deepseek-review: error: {text} (see --help)\n")
         sys.exit(getattr(exc, "exit_code", 2))
-    except BrokenPipeError:
-        os._exit(0)  # stdout closed early (| head): not an error
+    except _StdoutClosed:
+        _stdout_closed()
     except Exception as exc:  # a bug: say so, briefly, unless --verbose
         if STATE.verbose:
             raise
@@ -265,4 +310,8 @@ def main(argv: list[str] | None = None) -> None:
             f"{str(exc).splitlines()[0] if str(exc) else ''} (run with --verbose for details)\n"
         )
         sys.exit(1)
+    finally:
+        sys.stdout = real_stdout
+    if code == 130:  # typer turns Ctrl-C into a bare exit code 130
+        _fail(Interrupted("interrupted"))
     sys.exit(code if isinstance(code, int) else 0)
