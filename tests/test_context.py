@@ -442,6 +442,13 @@ def test_file_name_with_a_newline_found_in_a_folder_is_refused(repo, simulator, 
     assert_refused(r, simulator, repo, "two\\nlines.md")
 
 
+def test_file_name_that_is_not_utf8_found_in_a_folder_is_refused(repo, simulator, cli):
+    with open(os.fsencode(repo / "docs") + b"/caf\xe9.md", "wb") as fh:
+        fh.write(b"text\n")
+    r = run_against(cli, simulator, "-c", "docs")
+    assert_refused(r, simulator, repo, "caf", "not valid UTF-8")
+
+
 def test_no_context_at_all_is_refused(repo, simulator, cli):
     r = run_against(cli, simulator)
     assert r.code != 0
