@@ -1,0 +1,34 @@
+"""``config``: the effective settings and where each came from."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .app import JsonOpt, RepoRootOpt, _json_out, app
+
+
+@app.command()
+def config(repo_root: RepoRootOpt = None, as_json: JsonOpt = False) -> None:
+    """Show every setting's effective value and its source (flag, env, config file, default).
+
+    Example: deepseek-review config --json
+    """
+    from ..config import KEYS, resolve
+    from ..endpoint import resolve_endpoint
+    from ..repo import find_repo_root
+
+    root = find_repo_root(repo_root)
+    settings = resolve(root)
+    endpoint = resolve_endpoint(settings["endpoint"], os.environ, key_env=settings["api_key_env"])
+    data = settings.as_dict()
+    data["endpoint"]["resolved"] = endpoint.url
+    if as_json:
+        _json_out({"repo_root": str(root), "settings": data})
+        return
+    width = max(len(k) for k in KEYS)
+    out = sys.stdout
+    out.write(f"repository root: {root}\n")
+    for name, s in settings.items.items():
+        value = endpoint.url if name == "endpoint" else s.value
+        out.write(f"{name:<{width}}  {value!s:<44}  {s.source}\n")

@@ -1,0 +1,166 @@
+"""Settings: flags > environment > config file > defaults, and where each value came from.
+
+The config file is the repository's ``.deepseek-review.toml`` (top-level keys) or the
+``[tool.deepseek-review]`` table of its ``pyproject.toml``; having settings in both is refused,
+so there is never a question of which one won. Environment variables are
+``DEEPSEEK_REVIEW_<KEY>`` (upper case), plus ``OLLAMA_HOST`` for the endpoint, read by the
+endpoint rules themselves. ``deepseek-review config`` shows every effective value and its source.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+CONFIG_FILE = ".deepseek-review.toml"
+PYPROJECT_TABLE = "deepseek-review"
+ENV_PREFIX = "DEEPSEEK_REVIEW_"
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key("model", str, "deepseek-v4-flash", "model name as the server knows it"),
+        Key("endpoint", str, None, "chat-completions URL or base URL (else OLLAMA_HOST)"),
+        Key("output_dir", str, "reviews", "output folder, relative to the repository root"),
+        Key("template", str, "default", "bundled template name"),
+        Key("temperature", float, 0.0, "sampling temperature (always sent)"),
+        Key("max_tokens", int, 8192, "completion token cap"),
+        Key("max_continuations", int, 3, "continuations when cut off (0 disables)"),
+        Key("continuation_style", str, "prefill", "prefill or directive"),
+        Key("continuation_model", str, None, "model for continuations"),
+        Key("continuation_max_tokens", int, None, "token cap for continuations"),
+        Key("server", str, "ollama", "ollama, llama.cpp, vllm or deepseek"),
+        Key("stream", bool, True, "stream answers (SSE)"),
+        Key("max_file_bytes", int, 200_000, "refuse a context file larger than this"),
+        Key("max_context_bytes", int, 400_000, "refuse a context larger than this"),
+        Key("context_window", int, None, "the model's context window, for a pre-flight warning"),
+        Key("api_key_env", str, "OLLAMA_API_KEY", "environment variable holding the API key"),
+        Key("max_attempts", int, 5, "attempts per request"),
+        Key("connect_timeout", float, 10.0, "seconds to connect"),
+        Key("read_timeout", float, 600.0, "seconds to wait for the next bytes"),
+        Key("jobs", int, 4, "concurrent reviews in a batch"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: Any
+    source: str
+    """``flag``, ``env DEEPSEEK_REVIEW_X``, ``config <file>`` or ``default``."""
+
+
+def _coerce(key: Key, raw: Any, where: str) -> Any:
+    """A config-file value (already typed by TOML) or an environment string, as ``key.type``."""
+    if isinstance(raw, str) and key.type is not str:
+        text = raw.strip()
+        try:
+            if key.type is bool:
+                if text.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if text.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(text)
+            return key.type(text)
+        except ValueError:
+            raise ConfigError(
+                f"{where}: {key.name} must be {key.type.__name__}, got {raw!r}"
+            ) from None
+    if key.type is float and isinstance(raw, int) and not isinstance(raw, bool):
+        return float(raw)
+    if not isinstance(raw, key.type) or (key.type is int and isinstance(raw, bool)):
+        raise ConfigError(
+            f"{where}: {key.name} must be {key.type.__name__}, got {type(raw).__name__}"
+        )
+    return raw
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+
+
+def load_file(root: Path) -> tuple[dict[str, Any], str | None]:
+    """The config file's settings (validated) and its name, or ({}, None)."""
+    own = root / CONFIG_FILE
+    pyproject = root / "pyproject.toml"
+    found: list[tuple[dict[str, Any], str]] = []
+    if own.is_file():
+        found.append((_read_toml(own), CONFIG_FILE))
+    if pyproject.is_file():
+        table = _read_toml(pyproject).get("tool", {}).get(PYPROJECT_TABLE)
+        if table is not None:
+            if not isinstance(table, dict):
+                raise ConfigError(f"pyproject.toml: [tool.{PYPROJECT_TABLE}] must be a table")
+            found.append((table, f"pyproject.toml [tool.{PYPROJECT_TABLE}]"))
+    if not found:
+        return {}, None
+    if len(found) > 1:
+        raise ConfigError(
+            f"settings in both {CONFIG_FILE} and pyproject.toml [tool.{PYPROJECT_TABLE}]; keep one"
+        )
+    data, name = found[0]
+    values: dict[str, Any] = {}
+    for k, v in data.items():
+        key = KEYS.get(k.replace("-", "_"))
+        if key is None:
+            raise ConfigError(f"{name}: unknown setting {k!r} (see `deepseek-review config`)")
+        values[key.name] = _coerce(key, v, name)
+    return values, name
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting's effective value and source."""
+
+    items: dict[str, Setting]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.items[name].value
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {k: {"value": s.value, "source": s.source} for k, s in self.items.items()}
+
+
+def resolve(
+    root: Path, flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Effective settings. ``flags`` holds only options given on the command line (not None)."""
+    import os
+
+    flags = flags or {}
+    env = os.environ if env is None else env
+    file_values, file_name = load_file(root)
+    items: dict[str, Setting] = {}
+    for name, key in KEYS.items():
+        env_name = ENV_PREFIX + name.upper()
+        if flags.get(name) is not None:
+            items[name] = Setting(name, flags[name], "flag")
+        elif env.get(env_name, "").strip():
+            items[name] = Setting(name, _coerce(key, env[env_name], env_name), f"env {env_name}")
+        elif name == "endpoint" and env.get("OLLAMA_HOST", "").strip():
+            items[name] = Setting(name, None, "env OLLAMA_HOST")
+        elif name in file_values:
+            items[name] = Setting(name, file_values[name], f"config {file_name}")
+        else:
+            items[name] = Setting(name, key.default, "default")
+    return Settings(items)
