@@ -160,6 +160,8 @@ _OK = {
     "prompt": CheckResult("prompt", "ok", "request rebuilt byte for byte"),
 }
 
+_OK_BY_VALUE = {(c.name, c.status, c.detail): c for c in _OK.values()}
+
 # --------------------------------------------------------------------------- schema
 
 
@@ -298,11 +300,12 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOC
 _FAST_PATHS = os.sep == "/" and _NOFOLLOW != 0
 
 
+_UNCLEAN = re.compile(r"(?:^|/)(?:\.\.?)?(?:/|$)|\x00")
+
+
 def _clean(rel: str) -> bool:
     """A plain relative POSIX path (no ``.``, ``..``, empty part, leading ``/`` or NUL)."""
-    if not rel or rel[0] == "/" or "\x00" in rel:
-        return False
-    return all(part not in ("", ".", "..") for part in rel.split("/"))
+    return _UNCLEAN.search(rel) is None
 
 
 def _read_fd(path: str, nofollow: bool) -> bytes:
@@ -868,18 +871,21 @@ class Verifier:
         contents: list[list[bytes]] = []
         for m in messages:
             content = m.get("content") if isinstance(m, dict) else None
-            if not isinstance(content, dict):
+            if isinstance(content, str):  # plain text (a system prompt): escaped once per run
+                pieces = [self._escaped_literal(content)]
+            elif isinstance(content, dict):
+                parts = content.get("$parts")
+                if not isinstance(parts, list) or len(content) != 1:
+                    return None
+                pieces = []
+                for p in parts:
+                    piece = self._escaped_literal(p) if isinstance(p, str) else self._escaped_ref(p)
+                    if piece is None:
+                        return None
+                    pieces.append(piece)
+            else:
                 skeleton.append(m)
                 continue
-            parts = content.get("$parts")
-            if not isinstance(parts, list) or len(content) != 1:
-                return None
-            pieces = []
-            for p in parts:
-                piece = self._escaped_literal(p) if isinstance(p, str) else self._escaped_ref(p)
-                if piece is None:
-                    return None
-                pieces.append(piece)
             skeleton.append({**m, "content": _PLACEHOLDERS[len(contents)]})
             contents.append(pieces)
             if len(contents) >= len(_PLACEHOLDERS):
@@ -888,21 +894,18 @@ class Verifier:
             frame = _CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")
         except (TypeError, ValueError):
             return None
-        h = hashlib.sha256()
+        chunks: list[bytes] = []
         pos = 0
         for i, pieces in enumerate(contents):
             marker = _MARKERS[i]
             at = frame.find(marker, pos)
             if at < 0 or frame.count(marker) != 1:
                 return None  # a placeholder look-alike in the record: let the slow path judge
-            h.update(frame[pos:at])
-            h.update(b'"')
-            for piece in pieces:
-                h.update(piece)
-            h.update(b'"')
-            pos = at + len(marker)
-        h.update(frame[pos:])
-        return "sha256:" + h.hexdigest()
+            chunks.append(frame[pos : at + 1])  # up to and with the opening quote
+            chunks += pieces
+            pos = at + len(marker) - 1  # from the closing quote on
+        chunks.append(frame[pos:])
+        return "sha256:" + hashlib.sha256(b"".join(chunks)).hexdigest()
 
     def _escaped_literal(self, text: str) -> bytes:
         got = self._escaped_text.get(text)
@@ -1114,7 +1117,9 @@ def _parallel(root: Path, strict: bool, receipts: list[str], jobs: int) -> list[
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             return [
-                _Local(rel, data, problems, [CheckResult(*c) for c in checks])
+                _Local(
+                    rel, data, problems, [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
+                )
                 for part in pool.imap(_work, chunks)
                 for rel, data, problems, checks in part
             ]

@@ -626,3 +626,26 @@ def test_worker_processes_give_the_same_report(cli: Any, repo: Path, simulator: 
         reports.append(json.loads(out.stdout))
     assert reports[0] == reports[1]
     assert reports[0]["counts"] == {"receipts": 6, "ok": 0, "warn": 6, "fail": 0}
+
+
+# --------------------------------------------------------------------------- integrations
+
+REPO = Path(__file__).parent.parent
+
+
+def test_pre_commit_hook_runs_verify_on_the_whole_output_folder() -> None:
+    yaml = pytest.importorskip("yaml")
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    (hook,) = hooks
+    assert hook["id"] == "deepseek-review-verify"
+    assert hook["entry"] == "deepseek-review verify"
+    assert hook["language"] == "python"
+    assert (hook["pass_filenames"], hook["always_run"]) == (False, True)
+
+
+def test_docs_show_the_hook_and_the_exit_codes() -> None:
+    doc = (REPO / "docs" / "verify.md").read_text(encoding="utf-8")
+    assert "id: deepseek-review-verify" in doc
+    assert "deepseek-review verify --strict" in doc
+    for code, name in (("0", ""), ("9", "VerificationFailed"), ("3", "InputError"), ("2", "")):
+        assert f"| {code} |" in doc and name in doc

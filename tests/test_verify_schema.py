@@ -202,3 +202,21 @@ def test_default_folder_is_where_run_writes() -> None:
     from deepseek_review.review import DEFAULT_OUTPUT_DIR
 
     assert V.DEFAULT_FOLDER == DEFAULT_OUTPUT_DIR
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["a", "a/b.md", "a/.b", "a/...", "..a/b", "", "/a", "a//b", "a/", "./a", "a/./b", "a/../b",
+     "..", ".", "a/b/.", "a\x00b"],
+)  # fmt: skip
+def test_clean_paths_are_exactly_those_resolve_inside_keeps_as_named(
+    rel: str, tmp_path: Path
+) -> None:
+    from deepseek_review.errors import InputError
+    from deepseek_review.repo import resolve_inside
+
+    try:
+        kept = resolve_inside(tmp_path, rel)[1] == rel
+    except InputError:
+        kept = False
+    assert V._clean(rel) == (kept and not {".", ".."} & set(rel.split("/")))
