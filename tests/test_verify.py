@@ -511,11 +511,17 @@ def test_default_folder_is_reviews(cli: Any, repo: Path, simulator: Any) -> None
 
 
 def test_configured_output_dir_is_the_default_folder(cli: Any, repo: Path, simulator: Any) -> None:
-    pytest.importorskip("deepseek_review.config")
     (repo / ".deepseek-review.toml").write_text('output_dir = "out/reviews"\n', encoding="utf-8")
     receipts = review(cli, simulator, "--output-dir", "out/reviews")
     result = verify(cli)
     assert sorted(by_path(result)) == sorted(receipts)
+
+
+def test_bad_config_file_is_a_usage_error(cli: Any, repo: Path) -> None:
+    (repo / ".deepseek-review.toml").write_text("output_dir = [", encoding="utf-8")
+    result = cli("verify")
+    assert result.code == 2
+    assert "not valid TOML" in result.err and len(result.err.splitlines()) == 1
 
 
 def test_no_default_folder_means_nothing_to_verify(cli: Any, repo: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -17,14 +16,10 @@ if TYPE_CHECKING:
 
 
 def _default_folder(root: Path) -> str:
-    """Where ``run`` writes: the configured ``output_dir`` (settings, when present)."""
-    from ..verify import DEFAULT_FOLDER
+    """Where ``run`` writes: the configured ``output_dir`` (flags, environment, config file)."""
+    from ..config import resolve
 
-    try:  # the settings module may land after this command; then run's default holds
-        config = importlib.import_module("deepseek_review.config")
-    except ImportError:
-        return DEFAULT_FOLDER
-    return str(config.resolve(root)["output_dir"])
+    return str(resolve(root)["output_dir"])
 
 
 def _line(r: ReceiptReport) -> str:
@@ -100,7 +95,7 @@ def verify(
     from ..verify import verify as run_verify
 
     root = find_repo_root(repo_root)
-    default = DEFAULT_FOLDER if paths else _default_folder(root)
+    default = DEFAULT_FOLDER if paths else _default_folder(root)  # a bad config file: exit 2
     report = run_verify(paths or [], root=root, strict=strict, jobs=jobs, default_folder=default)
     _render(report, as_json)
     if not report.ok:
