@@ -38,6 +38,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -1101,6 +1102,7 @@ def default_jobs(receipts: int) -> int:
     if (
         receipts < POOL_MIN_RECEIPTS
         or (cpus or 1) < 2
+        or not sys.platform.startswith("linux")  # fork is only safe to rely on there
         or "fork" not in multiprocessing.get_all_start_methods()
         or threading.active_count() > 1  # forking a threaded process can deadlock
     ):

@@ -418,6 +418,17 @@ def test_symlinked_folder_leading_outside_is_never_read(
     assert not [p for p in opened if str(outside.parent) in p]
 
 
+def test_receipt_symlink_leading_outside_is_never_read(
+    cli: Any, repo: Path, outside: Path, opened: list[str]
+) -> None:
+    (repo / "reviews").mkdir()
+    (repo / "reviews" / "x.receipt.json").symlink_to(outside)
+    r = by_path(verify(cli))["reviews/x.receipt.json"]
+    assert r["failed"] == ["schema"]
+    assert "a symlink leads outside the repository root" in check(r, "schema")["detail"]
+    assert not [p for p in opened if str(outside) in p]
+
+
 def test_context_file_outside_the_root_fails_context(
     cli: Any, repo: Path, outside: Path, opened: list[str]
 ) -> None:
