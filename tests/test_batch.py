@@ -326,6 +326,45 @@ def test_failed_entry_has_an_error_and_no_receipt(repo, make_simulator, cli):
     assert "batch incomplete" in r.err
 
 
+def test_a_failed_continuation_lists_only_the_segments_really_written(repo, make_simulator, cli):
+    sim = make_simulator(answer_words=60)
+    sim.script_faults([None, "500"])
+    manifest(repo, ["long"], defaults={"max_tokens": 25})
+    r = batch(cli, sim, "--max-attempts", "1")
+    assert r.code == 11
+    (entry,) = r.json()["entries"]
+    assert entry["status"] == "failed"
+    assert "answered 500" in entry["error"]
+    (receipt,) = entry["receipt_paths"]
+    written = json.loads((repo / receipt).read_text())
+    assert entry["usage"] == written["usage"]
+    assert entry["attempts"] == 2 and entry["new_segments"] == 1
+    # The next run continues that chain rather than starting over.
+    r = batch(cli, sim)
+    (entry,) = r.json()["entries"]
+    assert entry["status"] == "ok" and entry["receipt_paths"][0] == receipt
+
+
+def test_jsonl_manifest_runs_like_toml(repo, simulator, cli):
+    lines = [
+        {"defaults": {"max_tokens": 300}},
+        {"topic": "a", "prompt": "Check a.", "context": "docs/spec.md"},
+        {"topic": "b", "prompt": "Check b.", "context": ["src/pkg/*.py"]},
+    ]
+    (repo / "jobs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    r = cli("batch", "jobs.jsonl", "--endpoint", simulator.base_url, "--json")
+    assert r.code == 0, r.err
+    assert statuses(r) == {"a": "ok", "b": "ok"}
+    assert all(json.loads(q.body)["max_tokens"] == 300 for q in simulator.chat_requests())
+
+
+def test_missing_report_folder_is_refused_before_sending(repo, simulator, cli):
+    manifest(repo, ["a"])
+    r = batch(cli, simulator, "--report", "no/such/folder/report.json")
+    assert r.code == 10
+    assert simulator.chat_requests() == []
+
+
 def test_report_file_is_replaced_by_the_next_run(repo, simulator, cli):
     manifest(repo, ["a"])
     assert batch(cli, simulator, "--report", "report.json").code == 0

@@ -14,7 +14,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from ..errors import BatchIncomplete, Interrupted
+from ..errors import BatchIncomplete, Interrupted, OutputError
 from .app import (
     STATE,
     AttemptsOpt,
@@ -131,7 +131,9 @@ def batch(
     for path in prepared.removed_temp_files:
         log.info("removed %s (a temporary file left by a killed run)", path)
     if report is not None and not dry_run:
-        remove_stale_temp_files(report.parent if str(report.parent) else Path("."))
+        if not report.parent.is_dir():
+            raise OutputError(f"--report {report}: folder {report.parent} does not exist")
+        remove_stale_temp_files(report.parent)
     if dry_run:
         _render_dry_run(prepared, as_json)
         return
@@ -378,8 +380,8 @@ def _log_start(prepared: Any, jobs: int) -> None:
     )
     if prepared.orphans:
         log.warning(
-            "%d orphan file(s) from an interrupted run (an answer without its receipt, not a "
-            "finished review; safe to delete), e.g. %s; all are listed in the report",
+            "%d orphan file(s) from an interrupted run (an answer without its receipt: not a "
+            "finished review, so it is done again), e.g. %s; all are listed in the report",
             len(prepared.orphans),
             prepared.orphans[0],
         )
