@@ -186,3 +186,5 @@ if __name__ == "__main__":
         f"{r.name}: ours {r.ours_seconds:.3f}s, sha256sum {r.baseline_seconds:.3f}s, "
         f"ratio {r.ratio:.2f}x ({'met' if r.met else 'MISSED'} {r.goal})"
     )
+    for note in r.notes:
+        print(f"  - {note}")

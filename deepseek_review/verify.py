@@ -411,6 +411,10 @@ class RepoFiles:
         data = self.read(rel, what, keep=keep)
         return data if isinstance(data, Problem) else self.digest(rel, data)
 
+    def known_file(self, rel: str) -> None:
+        """Record that ``rel`` was found a regular file inside the root (by a worker)."""
+        self._kinds[rel] = None
+
     def file_problem(self, rel: str, what: str = "path") -> Problem | None:
         """None when ``rel`` is a regular file inside the root (not read, only looked at)."""
         if rel in self._reads:
@@ -628,6 +632,8 @@ class Verifier:
         self._receipts[done.rel] = r = _Receipt(done.rel, done.data, done.problems)
         if r.data is not None:
             self._by_answer.setdefault(r.data["answer_path"], []).append(done.rel)
+            if done.checks[1] is _OK["answer"]:  # the worker read it: a file inside the root
+                self.files.known_file(r.data["answer_path"])
 
     def finish(self, done: _Local) -> ReceiptReport:
         """Add the ``chain`` check, which needs the index of every receipt."""
@@ -1115,6 +1121,7 @@ def _parallel(root: Path, strict: bool, receipts: list[str], jobs: int) -> list[
 
     global _worker_args
     chunks = [receipts[i : i + _CHUNK] for i in range(0, len(receipts), _CHUNK)]
+    fast_validators()  # compiled once, here: the workers inherit it
     _worker_args = (root, strict)
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
