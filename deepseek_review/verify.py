@@ -39,15 +39,14 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from .chain import RECORD_SUFFIX
 from .errors import InputError
-from .receipts import CONTINUATION, PRIMARY, RECEIPT_SUFFIX
+from .receipts import CONTINUATION, PRIMARY, RECEIPT_SUFFIX, fast_validators, schema_problems
 from .repo import resolve_inside
 from .request import RECORD_SCHEMA, rebuild_body, sha256_tag
 
@@ -164,83 +163,6 @@ _OK = {
 _OK_BY_VALUE = {(c.name, c.status, c.detail): c for c in _OK.values()}
 
 # --------------------------------------------------------------------------- schema
-
-
-@lru_cache(maxsize=8192)
-def _is_date_time(value: str) -> bool:
-    # jsonschema's own "date-time" check (format-nongpl): RFC 3339 after upper-casing.
-    from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
-
-    return bool(validate_rfc3339(value.upper()))
-
-
-@lru_cache(maxsize=1024)
-def _is_uri(value: str) -> bool:
-    # jsonschema prefers rfc3987 when it is installed, else rfc3986-validator: so do we.
-    try:
-        import rfc3987  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
-
-        return bool(validate_rfc3986(value, rule="URI"))
-    try:
-        rfc3987.parse(value, rule="URI")
-    except ValueError:
-        return False
-    return True
-
-
-@cache
-def fast_validators() -> dict[str, Callable[[Any], Any]]:
-    """The schema compiled once per process with fastjsonschema, one function per receipt kind.
-
-    The schema's top level is ``oneOf`` over the two kinds, told apart by the ``schema``
-    ``const``, so a receipt is valid exactly when the branch its ``schema`` names accepts it;
-    running only that branch spares an exception per receipt. ``tests/test_verify_schema.py``
-    proves this agrees with jsonschema on valid receipts and many single-field mutations.
-    """
-    import fastjsonschema
-
-    from .resources import schema_path
-
-    schema = json.loads(schema_path().read_text(encoding="utf-8"))
-    formats = {"date-time": _is_date_time, "uri": _is_uri}
-    out = {}
-    for kind, branch in ((PRIMARY, "primaryReceipt"), (CONTINUATION, "continuationReceipt")):
-        sub = {"$id": schema["$id"], "$defs": schema["$defs"], "$ref": f"#/$defs/{branch}"}
-        out[kind] = fastjsonschema.compile(sub, formats=formats)
-    return out
-
-
-def fast_valid(data: Any) -> bool:
-    """True when the compiled validator accepts ``data`` (a decision, never a message)."""
-    import fastjsonschema
-
-    if not isinstance(data, dict):
-        return False
-    kind = data.get("schema")
-    fn = fast_validators().get(kind) if isinstance(kind, str) else None
-    if fn is None:
-        return False
-    try:
-        fn(data)
-    except fastjsonschema.JsonSchemaException:
-        return False
-    return True
-
-
-def schema_problems(data: Any) -> list[str]:
-    """Empty when valid; else jsonschema's messages (the authority), ``<json path>: <msg>``."""
-    if fast_valid(data):
-        return []
-    from .receipts import schema_errors
-
-    problems = schema_errors(data)
-    if problems and isinstance(data, dict) and data.get("schema") not in (PRIMARY, CONTINUATION):
-        # jsonschema can only say "not valid under any of the given schemas" and quote it all.
-        what = repr(data["schema"]) if "schema" in data else "missing"
-        return [f"$.schema: {what}, not {PRIMARY} or {CONTINUATION}"]
-    return [p if len(p) <= 300 else p[:297] + "..." for p in problems]
 
 
 class _DuplicateKey(ValueError):

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from deepseek_review import receipts as R
 from deepseek_review import verify as V
 from deepseek_review.receipts import validator
 from deepseek_review.request import canonical_json, rebuild_body, repo_reader, sha256_tag
@@ -106,8 +107,8 @@ def jsonschema_valid(data: Any) -> bool:
 @pytest.mark.parametrize("receipt", valid_corpus(), ids=lambda r: str(r.get("answer_path")))
 def test_fast_validator_accepts_every_valid_receipt(receipt: dict[str, Any]) -> None:
     assert jsonschema_valid(receipt)
-    assert V.fast_valid(receipt)
-    assert V.schema_problems(receipt) == []
+    assert R.fast_valid(receipt)
+    assert R.schema_problems(receipt) == []
 
 
 def test_mutation_corpus_is_mostly_invalid() -> None:
@@ -119,9 +120,9 @@ def test_mutation_corpus_is_mostly_invalid() -> None:
 @pytest.mark.parametrize(("name", "data"), mutations(), ids=[n for n, _ in mutations()])
 def test_verdict_on_a_mutation_is_jsonschemas(name: str, data: Any) -> None:
     valid = jsonschema_valid(copy.deepcopy(data))
-    if V.fast_valid(data):
+    if R.fast_valid(data):
         assert valid, f"the fast validator accepted what jsonschema rejects: {name}"
-    problems = V.schema_problems(data)
+    problems = R.schema_problems(data)
     assert (problems == []) == valid, (name, problems)
     if not valid:
         assert all(p.startswith("$") for p in problems)
@@ -131,8 +132,8 @@ def test_trailing_newline_in_a_hash_is_judged_as_jsonschema_judges_it() -> None:
     # Python's "$" matches before a final newline (jsonschema accepts); fastjsonschema's "\Z"
     # does not: the fast validator then refers the receipt to jsonschema, which decides.
     receipt = {**load(OURS[0]), "answer_sha256": H + "\n"}
-    assert jsonschema_valid(receipt) and not V.fast_valid(receipt)
-    assert V.schema_problems(receipt) == []
+    assert jsonschema_valid(receipt) and not R.fast_valid(receipt)
+    assert R.schema_problems(receipt) == []
 
 
 # --------------------------------------------------------------------------- the prompt
