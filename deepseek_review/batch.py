@@ -51,7 +51,7 @@ from .client import (
 )
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
-from .receipts import RECEIPT_SUFFIX, validator
+from .receipts import RECEIPT_SUFFIX, fast_validators
 from .review import Chain, continue_chain, send_review
 from .segment import Segment
 from .storage import TEMP_PREFIX, TEMP_SUFFIX, stale_temp_files
@@ -755,7 +755,7 @@ class _Runner:
                 futures = {pool.submit(self.run_one, w): i for i, w in todo}
                 # Compile the receipt schema while the first requests are out, rather than
                 # in every worker at its first receipt (or before anything is sent).
-                validator()
+                fast_validators()
                 waiting = set(futures)
                 while waiting:
                     done, waiting = wait(waiting, timeout=0.1, return_when=FIRST_COMPLETED)
