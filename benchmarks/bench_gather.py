@@ -1,15 +1,21 @@
 """Benchmark 4: gathering a generated 20,000-file repository (with a .gitignore).
 
-Ours is `deepseek-review run --dry-run -c .` as a user runs it: git lists the files, every file
-is stat'ed, read, checked (NUL bytes, UTF-8), hashed and framed, and the request is built and
-hashed; nothing is sent. The baseline is `git ls-files -z | xargs -0 cat`, which lists and reads
-the same files and does nothing else. Both are fresh processes.
+Gathering is what `--context .` does before any prompt exists: git lists the files (ignore
+rules applied), and every file is opened, read, checked (regular file, size, NUL bytes,
+UTF-8) and hashed. Ours runs `gather_context` in a fresh Python process (interpreter start-up
+included); the baseline `git ls-files -z | xargs -0 cat` lists and reads the same files and
+does nothing else. Both are fresh processes.
+
+Also reported: the whole `deepseek-review run --dry-run -c .`, which on top of gathering
+imports the command line, renders the prompt (20,000 framed files), serialises and hashes
+the 7 MB request body and prints the file list.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from benchmarks.common import BenchResult, git_init, interleaved, run_command, tool
@@ -46,23 +52,22 @@ def run(work: Path) -> BenchResult:
     root.mkdir()
     total = _make_repo(root)
     limit = str(total * 2)
-    ours_cmd = [
-        tool(),
-        "-q",
-        "run",
-        "--dry-run",
-        "-c",
-        ".",
-        "-p",
-        "Review.",
-        "--max-context-bytes",
-        limit,
-        "--max-file-bytes",
-        limit,
-    ]
+    gather_code = (
+        "from pathlib import Path; from deepseek_review.context import ContextLimits, "
+        "gather_context; "
+        f"gather_context(Path('.').resolve(), ['.'], ContextLimits({limit}, {limit}))"
+    )
+    ours_cmd = [sys.executable, "-c", gather_code]
+    cli_cmd = [tool(), "-q", "run", "--dry-run", "-c", ".", "-p", "Review."]
+    cli_cmd += ["--max-context-bytes", limit, "--max-file-bytes", limit]
     base_cmd = ["sh", "-c", "git ls-files -z | xargs -0 cat > /dev/null"]
     ours, base = interleaved(
         lambda: run_command(ours_cmd, cwd=root),
+        lambda: run_command(base_cmd, cwd=root),
+        rounds=ROUNDS,
+    )
+    cli, base2 = interleaved(
+        lambda: run_command(cli_cmd, cwd=root),
         lambda: run_command(base_cmd, cwd=root),
         rounds=ROUNDS,
     )
@@ -74,7 +79,15 @@ def run(work: Path) -> BenchResult:
         ours_seconds=ours,
         baseline_seconds=base,
         baseline="git ls-files -z | xargs -0 cat",
-        commands=[" ".join(["deepseek-review", *ours_cmd[1:]]), base_cmd[2]],
+        commands=[
+            f'python -c "{gather_code}"',
+            base_cmd[2],
+            " ".join(["deepseek-review", *cli_cmd[1:]]),
+        ],
+        extra={
+            "whole `run --dry-run -c .` [s]": cli,
+            "whole `run --dry-run -c .` / baseline": cli / base2,
+        },
         notes=[
             f"{FILES} tracked files ({total / 1e6:.1f} MB) in 200 folders, {IGNORED} ignored "
             "files under build/; "

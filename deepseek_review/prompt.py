@@ -16,10 +16,11 @@ later from the repository without storing the files twice.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .context import ContextFile
 from .errors import ConfigError, InputError
@@ -139,12 +140,14 @@ def continuation_directive() -> str:
 
 def fence_for(text: str) -> str:
     """A backtick fence longer than any backtick run in ``text`` (at least three)."""
+    if "```" not in text:  # the common case, without scanning every run
+        return "```"
     longest = max((len(m) for m in _BACKTICK_RUN_RE.findall(text)), default=0)
     return "`" * max(3, longest + 1)
 
 
 def _language(path: str) -> str:
-    return _LANGUAGES.get(PurePosixPath(path).suffix.lower(), "")
+    return _LANGUAGES.get(posixpath.splitext(path)[1].lower(), "")
 
 
 def frame_parts(files: Sequence[ContextFile]) -> list[Part]:

@@ -8,6 +8,7 @@ goes through :func:`resolve_inside`, which refuses anything that would land outs
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
@@ -51,9 +52,12 @@ def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | N
     return (top if top is not None else here).resolve()
 
 
+_UNSAFE_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def has_unsafe_chars(rel: str) -> bool:
     """Control characters (newlines above all) cannot be framed or listed unambiguously."""
-    return any(ord(c) < 32 or ord(c) == 127 for c in rel)
+    return _UNSAFE_RE.search(rel) is not None
 
 
 def to_relative(root: Path, path: Path) -> str:
