@@ -17,17 +17,19 @@ import typer
 from ..errors import BatchIncomplete, Interrupted, OutputError
 from .app import (
     STATE,
-    AttemptsOpt,
-    ConnectTimeoutOpt,
     EndpointOpt,
     JsonOpt,
-    ReadTimeoutOpt,
     RepoRootOpt,
     RetryWaitOpt,
     _json_out,
     app,
     log,
 )
+
+# The batch's own client settings (one shared client per endpoint, so not per entry).
+AttemptsOpt = Annotated[int, typer.Option(help="Attempts per request (retries + 1).")]
+ConnectTimeoutOpt = Annotated[float, typer.Option(help="Seconds to connect.")]
+ReadTimeoutOpt = Annotated[float, typer.Option(help="Seconds to wait for the next bytes.")]
 
 
 @app.command()
