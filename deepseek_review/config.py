@@ -164,3 +164,22 @@ def resolve(
         else:
             items[name] = Setting(name, key.default, "default")
     return Settings(items)
+
+
+#: Settings that are also review options (a batch entry may set them); the others (jobs,
+#: attempts, timeouts) belong to a whole run.
+REVIEW_KEYS = frozenset(KEYS) - {"jobs", "max_attempts", "connect_timeout", "read_timeout"}
+
+
+def configured_review_values(root: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Review options set by the environment or the config file (not the built-in defaults).
+
+    A batch puts these below its manifest's ``[defaults]``: the manifest is more specific
+    than the repository's configuration.
+    """
+    settings = resolve(root, env=env)
+    return {
+        name: s.value
+        for name, s in settings.items.items()
+        if name in REVIEW_KEYS and s.source != "default" and s.value is not None
+    }

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .client import RetryPolicy, Timeouts
+from .config import configured_review_values
 from .context import ContextFile, ContextLimits, gather_context
 from .errors import ConfigError, InputError, ReviewError
 from .repo import find_repo_root
@@ -546,10 +547,14 @@ def _manifest_words(message: str) -> str:
 
 
 def merged_values(
-    manifest: Manifest, entry: Entry, overrides: Mapping[str, Any] | None = None
+    manifest: Manifest,
+    entry: Entry,
+    overrides: Mapping[str, Any] | None = None,
+    base: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Entry > ``batch`` flags > ``[defaults]``; built-in defaults fill the rest later."""
-    return {**manifest.defaults, **(overrides or {}), **entry.values}
+    """Entry > ``batch`` flags > ``[defaults]`` > ``base`` (environment and config file);
+    built-in defaults fill the rest later."""
+    return {**(base or {}), **manifest.defaults, **(overrides or {}), **entry.values}
 
 
 def _from_manifest_folder(manifest: Manifest, value: str) -> str:
@@ -588,13 +593,14 @@ def entry_options(
     entry: Entry,
     *,
     overrides: Mapping[str, Any] | None = None,
+    base: Mapping[str, Any] | None = None,
     repo_root: str | None = None,
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
     prompt_files: _PromptFiles | None = None,
 ) -> ReviewOptions:
     """The entry as :class:`ReviewOptions` (what ``run`` would build from the same flags)."""
-    v = merged_values(manifest, entry, overrides)
+    v = merged_values(manifest, entry, overrides, base)
     if "prompt_file" in v:
         path = Path(_from_manifest_folder(manifest, v["prompt_file"]))
         prompt = (prompt_files or _PromptFiles()).read(path, v["prompt_file"])
@@ -728,6 +734,7 @@ def plan_manifest(
             raise ConfigError(f"batch override {key}: {why or 'not allowed'}")
     manifest, problems = read_manifest(path, fmt)
     root = find_repo_root(repo_root)
+    base = configured_review_values(root, env)
     selected = [e for e in manifest.entries if shard is None or shard.holds(e.topic)]
     planned: list[PlannedEntry] = []
     # Problems with the file or [defaults] would make every plan's complaint misleading.
@@ -740,6 +747,7 @@ def plan_manifest(
                     manifest,
                     entry,
                     overrides=overrides,
+                    base=base,
                     repo_root=str(root),
                     retry=retry,
                     timeouts=timeouts,

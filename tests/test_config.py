@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +109,57 @@ def test_config_command_reports_a_bad_config_with_exit_2(repo, cli):
     r = cli("config")
     assert r.code == 2
     assert "jobs must be int" in r.err
+
+
+def run_dry(cli: Any, *extra: str) -> Any:
+    return cli("run", "-c", "docs/spec.md", "-p", "Check.", "--dry-run", "--json", *extra)
+
+
+def test_run_takes_model_and_endpoint_from_the_config_file(repo, cli):
+    write(repo, ".deepseek-review.toml", 'model = "m-cfg"\nendpoint = "http://127.0.0.1:9/v1"\n')
+    data = run_dry(cli).json()
+    assert data["model"] == "m-cfg"
+    assert data["endpoint"] == "http://127.0.0.1:9/v1/chat/completions"
+
+
+def test_run_flag_beats_environment_beats_config(repo, cli, monkeypatch):
+    write(repo, ".deepseek-review.toml", 'model = "m-cfg"\n')
+    monkeypatch.setenv("DEEPSEEK_REVIEW_MODEL", "m-env")
+    assert run_dry(cli).json()["model"] == "m-env"
+    assert run_dry(cli, "--model", "m-flag").json()["model"] == "m-flag"
+
+
+def test_run_writes_into_the_configured_output_folder(repo, simulator, cli):
+    write(repo, "pyproject.toml", '[tool.deepseek-review]\noutput_dir = "out/reviews"\n')
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", simulator.base_url, "--json")
+    assert r.code == 0, r.err
+    assert r.json()["segments"][0]["answer_path"].startswith("out/reviews/")
+
+
+def test_configured_template_is_used_unless_a_template_file_is_given(repo, cli):
+    write(repo, ".deepseek-review.toml", 'template = "spec-review"\n')
+    assert run_dry(cli).json()["template"] == "spec-review"
+    (repo / "t.md").write_text("<!-- user -->\n{{ prompt }}\n{{ context }}\n", encoding="utf-8")
+    assert run_dry(cli, "--template-file", "t.md").json()["template"] == "t.md"
+
+
+def test_configured_limits_apply_to_context(repo, cli):
+    write(repo, ".deepseek-review.toml", "max_file_bytes = 10\n")
+    r = run_dry(cli)
+    assert r.code == 3
+    assert "over --max-file-bytes 10" in r.err
+
+
+def batch_models(cli: Any, manifest: str) -> dict[str, str]:
+    r = cli("batch", manifest, "--dry-run", "--json")
+    assert r.code == 0, r.err
+    return {e["topic"]: e["model"] for e in r.json()["entries"]}
+
+
+def test_batch_uses_the_config_below_the_manifest_defaults(repo, cli):
+    write(repo, ".deepseek-review.toml", 'model = "m-cfg"\n')
+    entry = '[[review]]\ntopic = "{t}"\nprompt = "x"\ncontext = "docs/spec.md"\n'
+    write(repo, "a.toml", entry.format(t="one"))
+    write(repo, "b.toml", '[defaults]\nmodel = "m-defaults"\n' + entry.format(t="two"))
+    assert batch_models(cli, "a.toml") == {"one": "m-cfg"}
+    assert batch_models(cli, "b.toml") == {"two": "m-defaults"}

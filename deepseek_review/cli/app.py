@@ -167,28 +167,47 @@ ContextOpt = Annotated[
         help="A file, folder or glob relative to the repository root (repeatable).",
     ),
 ]
+# Options a config file or the environment may set default to None here: None means "not
+# given on the command line", and `settings()` fills in environment > config file > default.
 EndpointOpt = Annotated[
     str | None,
     typer.Option(help="Chat-completions URL or base URL (else OLLAMA_HOST, else localhost:11434)."),
 ]
-KeyEnvOpt = Annotated[str, typer.Option(help="Environment variable holding the API key.")]
+KeyEnvOpt = Annotated[
+    str | None,
+    typer.Option(help="Environment variable holding the API key (default: OLLAMA_API_KEY)."),
+]
 RepoRootOpt = Annotated[
     str | None,
     typer.Option(help="Repository root (default: the enclosing git work tree, else .)."),
 ]
-StreamOpt = Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the answer (SSE).")]
+StreamOpt = Annotated[
+    bool | None, typer.Option("--stream/--no-stream", help="Stream the answer (default: on).")
+]
 KeepReasoningOpt = Annotated[
     bool, typer.Option(help="Write the model's reasoning to <stem>.reasoning.md.")
 ]
-MaxContOpt = Annotated[int, typer.Option(help="Continuation requests when cut off (0 disables).")]
-ContStyleOpt = Annotated[
-    str,
-    typer.Option(help="prefill (assistant prefill, exact seam) or directive (a user message)."),
+MaxContOpt = Annotated[
+    int | None,
+    typer.Option(help="Continuation requests when cut off; 0 disables (default: 3)."),
 ]
-ContModelOpt = Annotated[str | None, typer.Option(help="Model for continuations.")]
-ContMaxTokensOpt = Annotated[int | None, typer.Option(help="Token cap for continuations.")]
+ContStyleOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="prefill (assistant prefill, exact seam; the default) or directive (a user message)."
+    ),
+]
+ContModelOpt = Annotated[
+    str | None, typer.Option(help="Model for continuations (default: the review's).")
+]
+ContMaxTokensOpt = Annotated[
+    int | None, typer.Option(help="Token cap for continuations (default: the review's).")
+]
 ServerOpt = Annotated[
-    str, typer.Option(help="Server kind, for prefill fields: ollama, llama.cpp, vllm, deepseek.")
+    str | None,
+    typer.Option(
+        help="Server kind for prefill fields: ollama (default), llama.cpp, vllm, deepseek."
+    ),
 ]
 ContExtraOpt = Annotated[
     str | None, typer.Option(help="Extra JSON body fields for continuation requests only.")
@@ -196,14 +215,27 @@ ContExtraOpt = Annotated[
 AllowClippedOpt = Annotated[
     bool, typer.Option(help="Keep an answer even if the server silently clipped the prompt.")
 ]
-AttemptsOpt = Annotated[int, typer.Option(help="Attempts per request (retries + 1).")]
+AttemptsOpt = Annotated[
+    int | None, typer.Option(help="Attempts per request, retries included (default: 5).")
+]
 RetryWaitOpt = Annotated[
     float,
     typer.Option(help="First backoff in seconds; doubles per retry (with jitter), up to 30."),
 ]
-ConnectTimeoutOpt = Annotated[float, typer.Option(help="Seconds to connect.")]
-ReadTimeoutOpt = Annotated[float, typer.Option(help="Seconds to wait for the next bytes.")]
+ConnectTimeoutOpt = Annotated[float | None, typer.Option(help="Seconds to connect (default: 10).")]
+ReadTimeoutOpt = Annotated[
+    float | None, typer.Option(help="Seconds to wait for the next bytes (default: 600).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+
+
+def settings(repo_root: str | None, **flags: Any) -> tuple[Path, Any]:
+    """The repository root and the effective settings (flags > env > config > defaults)."""
+    from ..config import resolve
+    from ..repo import find_repo_root
+
+    root = find_repo_root(repo_root)
+    return root, resolve(root, {k: v for k, v in flags.items() if v is not None})
 
 
 def _continuation_options(
@@ -213,7 +245,7 @@ def _continuation_options(
     max_tokens: int | None,
     server: str,
     extra_body: str | None,
-) -> Any:
+) -> Any:  # -> review.ContinuationOptions (imported lazily: keep --help fast)
     from ..review import ContinuationOptions
 
     return ContinuationOptions(

@@ -17,19 +17,18 @@ import typer
 from ..errors import BatchIncomplete, Interrupted, OutputError
 from .app import (
     STATE,
+    AttemptsOpt,
+    ConnectTimeoutOpt,
     EndpointOpt,
     JsonOpt,
+    ReadTimeoutOpt,
     RepoRootOpt,
     RetryWaitOpt,
     _json_out,
     app,
     log,
+    settings,
 )
-
-# The batch's own client settings (one shared client per endpoint, so not per entry).
-AttemptsOpt = Annotated[int, typer.Option(help="Attempts per request (retries + 1).")]
-ConnectTimeoutOpt = Annotated[float, typer.Option(help="Seconds to connect.")]
-ReadTimeoutOpt = Annotated[float, typer.Option(help="Seconds to wait for the next bytes.")]
 
 
 @app.command()
@@ -37,7 +36,9 @@ def batch(
     manifest: Annotated[
         Path, typer.Argument(help="The manifest: reviews.toml, or JSON Lines (.jsonl/.ndjson).")
     ],
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Reviews sent at the same time.")] = 4,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Reviews sent at the same time (default: 4).")
+    ] = None,
     shard: Annotated[
         str | None,
         typer.Option(help="K/N: run only shard K (0-based) of N, split by a hash of the topic."),
@@ -81,16 +82,17 @@ def batch(
     server: Annotated[
         str | None, typer.Option(help="Server kind for prefill: ollama, llama.cpp, vllm, deepseek.")
     ] = None,
-    max_attempts: AttemptsOpt = 5,
+    max_attempts: AttemptsOpt = None,
     retry_wait: RetryWaitOpt = 1.0,
-    connect_timeout: ConnectTimeoutOpt = 10.0,
-    read_timeout: ReadTimeoutOpt = 600.0,
+    connect_timeout: ConnectTimeoutOpt = None,
+    read_timeout: ReadTimeoutOpt = None,
 ) -> None:
     """Run every review of a manifest, N at a time; re-running resumes; --shard splits it.
 
     Flags given here apply to every entry that does not set the key itself (entry > flags >
-    [defaults]). Exit 0 only if every entry is ok or skipped; 11 if any failed, stayed
-    truncated or was not started; 3 for a bad manifest (nothing sent); 130 when interrupted.
+    [defaults] > environment > config file > built-in defaults). Exit 0 only if every entry
+    is ok or skipped; 11 if any failed, stayed truncated or was not started; 3 for a bad
+    manifest (nothing sent); 130 when interrupted.
 
     Example: deepseek-review batch reviews.toml --jobs 8 --report batch-report.json
     """
@@ -109,17 +111,24 @@ def batch(
         "stream": stream,
         "server": server,
     }
+    root, cfg = settings(
+        repo_root,
+        jobs=jobs,
+        max_attempts=max_attempts,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+    )
     options = BatchOptions(
         manifest=str(manifest),
         format=manifest_format,
         overrides={k: v for k, v in given.items() if v is not None},
-        repo_root=repo_root,
+        repo_root=str(root),
         shard=shard,
-        jobs=jobs,
+        jobs=cfg["jobs"],
         fail_fast=fail_fast,
         max_total_tokens=max_total_tokens,
-        retry=RetryPolicy(max_attempts=max_attempts, backoff_initial=retry_wait),
-        timeouts=Timeouts(connect=connect_timeout, read=read_timeout),
+        retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
+        timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
     )
     try:
         prepared = prepare_batch(options, clean=not dry_run)
@@ -139,7 +148,7 @@ def batch(
     if dry_run:
         _render_dry_run(prepared, as_json)
         return
-    _log_start(prepared, jobs)
+    _log_start(prepared, options.jobs)
 
     stop = threading.Event()
     progress = _BatchProgress(sys.stderr, enabled=not STATE.quiet)

@@ -36,6 +36,7 @@ from .app import (
     _read_prompt,
     app,
     log,
+    settings,
 )
 
 
@@ -52,41 +53,44 @@ def run(
         str, typer.Option(help="Names the output files: <topic>_deepseek_<model>_<stamp>.")
     ] = "review",
     model: Annotated[
-        str, typer.Option(help="Model name as the server knows it.")
-    ] = "deepseek-v4-flash",
+        str | None,
+        typer.Option(help="Model name as the server knows it (default: deepseek-v4-flash)."),
+    ] = None,
     endpoint: EndpointOpt = None,
-    api_key_env: KeyEnvOpt = "OLLAMA_API_KEY",
+    api_key_env: KeyEnvOpt = None,
     repo_root: RepoRootOpt = None,
     output_dir: Annotated[
-        str, typer.Option(help="Output folder, relative to the repository root.")
-    ] = "reviews",
+        str | None,
+        typer.Option(help="Output folder, relative to the repository root (default: reviews)."),
+    ] = None,
     template: Annotated[
-        str | None, typer.Option(help="Bundled template: default, spec-review, code-review.")
+        str | None,
+        typer.Option(help="Bundled template: default (the default), spec-review, code-review."),
     ] = None,
     template_file: Annotated[str | None, typer.Option(help="A template file of your own.")] = None,
     temperature: Annotated[
-        float, typer.Option(help="Always sent (Ollama forces 1.0 when absent).")
-    ] = 0.0,
+        float | None, typer.Option(help="Always sent; Ollama forces 1.0 when absent (default: 0).")
+    ] = None,
     max_tokens: Annotated[
-        int, typer.Option(help="Completion token cap (sent as max_tokens).")
-    ] = 8192,
-    stream: StreamOpt = True,
+        int | None, typer.Option(help="Completion token cap, sent as max_tokens (default: 8192).")
+    ] = None,
+    stream: StreamOpt = None,
     extra_body: Annotated[
         str | None,
         typer.Option(help='Extra JSON body fields, e.g. \'{"reasoning_effort":"none"}\'.'),
     ] = None,
     max_file_bytes: Annotated[
-        int, typer.Option(help="Refuse a context file larger than this.")
-    ] = 200_000,
+        int | None, typer.Option(help="Refuse a context file larger than this (default: 200000).")
+    ] = None,
     max_context_bytes: Annotated[
-        int, typer.Option(help="Refuse a context larger than this in total.")
-    ] = 400_000,
+        int | None, typer.Option(help="Refuse a larger context in total (default: 400000).")
+    ] = None,
     keep_reasoning: KeepReasoningOpt = False,
-    max_continuations: MaxContOpt = 3,
-    continuation_style: ContStyleOpt = "prefill",
+    max_continuations: MaxContOpt = None,
+    continuation_style: ContStyleOpt = None,
     continuation_model: ContModelOpt = None,
     continuation_max_tokens: ContMaxTokensOpt = None,
-    server: ServerOpt = "ollama",
+    server: ServerOpt = None,
     continuation_extra_body: ContExtraOpt = None,
     context_window: Annotated[
         int | None, typer.Option(help="The model's context window; warn before sending more.")
@@ -96,10 +100,10 @@ def run(
         bool,
         typer.Option(help="Send context that looks like it holds secrets to a remote endpoint."),
     ] = False,
-    max_attempts: AttemptsOpt = 5,
+    max_attempts: AttemptsOpt = None,
     retry_wait: RetryWaitOpt = 1.0,
-    connect_timeout: ConnectTimeoutOpt = 10.0,
-    read_timeout: ReadTimeoutOpt = 600.0,
+    connect_timeout: ConnectTimeoutOpt = None,
+    read_timeout: ReadTimeoutOpt = None,
     dry_run: Annotated[
         bool, typer.Option(help="Show what would be sent; send and write nothing.")
     ] = False,
@@ -113,36 +117,61 @@ def run(
     from ..context import ContextLimits
     from ..review import ReviewOptions, make_client, plan_review, send_review
 
+    root, cfg = settings(
+        repo_root,
+        model=model,
+        endpoint=endpoint,
+        api_key_env=api_key_env,
+        output_dir=output_dir,
+        template=template,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        stream=stream,
+        max_file_bytes=max_file_bytes,
+        max_context_bytes=max_context_bytes,
+        max_continuations=max_continuations,
+        continuation_style=continuation_style,
+        continuation_model=continuation_model,
+        continuation_max_tokens=continuation_max_tokens,
+        server=server,
+        context_window=context_window,
+        max_attempts=max_attempts,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+    )
     options = ReviewOptions(
         context=tuple(context),
         prompt=_read_prompt(prompt, prompt_file),
         topic=topic,
-        model=model,
-        repo_root=repo_root,
-        output_dir=output_dir,
-        template=template,
+        model=cfg["model"],
+        repo_root=str(root),
+        output_dir=cfg["output_dir"],
+        # A template file given on the command line replaces the configured template name.
+        template=template if template_file else cfg["template"],
         template_file=template_file,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        stream=stream,
+        temperature=cfg["temperature"],
+        max_tokens=cfg["max_tokens"],
+        stream=cfg["stream"],
         extra_body=_parse_json_object(extra_body, "--extra-body"),
-        limits=ContextLimits(max_file_bytes=max_file_bytes, max_context_bytes=max_context_bytes),
+        limits=ContextLimits(
+            max_file_bytes=cfg["max_file_bytes"], max_context_bytes=cfg["max_context_bytes"]
+        ),
         keep_reasoning=keep_reasoning,
         continuation=_continuation_options(
-            max_continuations,
-            continuation_style,
-            continuation_model,
-            continuation_max_tokens,
-            server,
+            cfg["max_continuations"],
+            cfg["continuation_style"],
+            cfg["continuation_model"],
+            cfg["continuation_max_tokens"],
+            cfg["server"],
             continuation_extra_body,
         ),
-        context_window=context_window,
+        context_window=cfg["context_window"],
         allow_truncated_prompt=allow_truncated_prompt,
         allow_secrets=allow_secrets,
-        endpoint=endpoint,
-        api_key_env=api_key_env,
-        retry=RetryPolicy(max_attempts=max_attempts, backoff_initial=retry_wait),
-        timeouts=Timeouts(connect=connect_timeout, read=read_timeout),
+        endpoint=cfg["endpoint"],
+        api_key_env=cfg["api_key_env"],
+        retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
+        timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
     )
     plan = plan_review(options)
     STATE.secret = plan.endpoint.api_key
@@ -255,24 +284,24 @@ def continue_(
     endpoint: Annotated[
         str | None, typer.Option(help="Send to this URL instead of the one in the receipt.")
     ] = None,
-    api_key_env: KeyEnvOpt = "OLLAMA_API_KEY",
+    api_key_env: KeyEnvOpt = None,
     repo_root: RepoRootOpt = None,
-    stream: StreamOpt = True,
-    max_continuations: MaxContOpt = 3,
-    continuation_style: ContStyleOpt = "prefill",
+    stream: StreamOpt = None,
+    max_continuations: MaxContOpt = None,
+    continuation_style: ContStyleOpt = None,
     continuation_model: ContModelOpt = None,
     continuation_max_tokens: ContMaxTokensOpt = None,
-    server: ServerOpt = "ollama",
+    server: ServerOpt = None,
     continuation_extra_body: ContExtraOpt = None,
     allow_truncated_prompt: AllowClippedOpt = False,
     keep_reasoning: KeepReasoningOpt = False,
     force: Annotated[
         bool, typer.Option(help="Continue even if the last segment ended normally.")
     ] = False,
-    max_attempts: AttemptsOpt = 5,
+    max_attempts: AttemptsOpt = None,
     retry_wait: RetryWaitOpt = 1.0,
-    connect_timeout: ConnectTimeoutOpt = 10.0,
-    read_timeout: ReadTimeoutOpt = 600.0,
+    connect_timeout: ConnectTimeoutOpt = None,
+    read_timeout: ReadTimeoutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue a truncated review from the last segment of its chain.
@@ -282,26 +311,41 @@ def continue_(
     from ..client import RetryPolicy, Timeouts
     from ..resume import ContinueOptions, continue_existing
 
-    options = ContinueOptions(
-        path=path,
-        repo_root=repo_root,
-        endpoint=endpoint,
+    # The endpoint is the receipt's unless --endpoint says otherwise: a continuation goes
+    # back to the server that wrote the chain, so the configured endpoint is not consulted.
+    root, cfg = settings(
+        repo_root,
         api_key_env=api_key_env,
         stream=stream,
-        max_tokens=continuation_max_tokens,
+        max_continuations=max_continuations,
+        continuation_style=continuation_style,
+        continuation_model=continuation_model,
+        continuation_max_tokens=continuation_max_tokens,
+        server=server,
+        max_attempts=max_attempts,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+    )
+    options = ContinueOptions(
+        path=path,
+        repo_root=str(root),
+        endpoint=endpoint,
+        api_key_env=cfg["api_key_env"],
+        stream=cfg["stream"],
+        max_tokens=cfg["continuation_max_tokens"],
         continuation=_continuation_options(
-            max_continuations,
-            continuation_style,
-            continuation_model,
-            continuation_max_tokens,
-            server,
+            cfg["max_continuations"],
+            cfg["continuation_style"],
+            cfg["continuation_model"],
+            cfg["continuation_max_tokens"],
+            cfg["server"],
             continuation_extra_body,
         ),
         allow_truncated_prompt=allow_truncated_prompt,
         keep_reasoning=keep_reasoning,
         force=force,
-        retry=RetryPolicy(max_attempts=max_attempts, backoff_initial=retry_wait),
-        timeouts=Timeouts(connect=connect_timeout, read=read_timeout),
+        retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
+        timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
     )
     progress = _Progress()
     try:
@@ -309,7 +353,7 @@ def continue_(
     finally:
         progress.done()
     _render_result(outcome.result, as_json)
-    _raise_if_truncated(outcome.result, max_continuations)
+    _raise_if_truncated(outcome.result, options.continuation.max_continuations)
 
 
 @app.command()

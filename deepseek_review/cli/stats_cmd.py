@@ -1,0 +1,54 @@
+"""``stats``: tokens and review counts per model and per month, from the receipts."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .app import JsonOpt, RepoRootOpt, _json_out, app, log, settings
+
+
+@app.command()
+def stats(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Receipts or folders (searched recursively). Default: the output folder.",
+            show_default=False,
+        ),
+    ] = None,
+    repo_root: RepoRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Count reviews, segments and tokens per model and per month, read from the receipts.
+
+    Example: deepseek-review stats reviews --json
+    """
+    from ..stats import collect_stats
+
+    root, cfg = settings(repo_root)
+    result = collect_stats(root, paths or (), default_folder=cfg["output_dir"])
+    if result.invalid:
+        log.warning(
+            "%d receipt(s) do not validate and are not counted (run `deepseek-review verify`)",
+            len(result.invalid),
+        )
+    if as_json:
+        _json_out(result.to_json())
+        return
+    out = sys.stdout
+    head = f"{'model':<28} {'month':<8} {'reviews':>8} {'segments':>9} {'prompt':>10} "
+    out.write(head + f"{'completion':>11} {'total':>11}\n")
+    rows = sorted(result.by_model_month.items())
+    for (model, month), t in rows:
+        out.write(
+            f"{model:<28} {month:<8} {t.reviews:>8} {t.segments:>9} {t.prompt_tokens:>10} "
+            f"{t.completion_tokens:>11} {t.total_tokens:>11}\n"
+        )
+    t = result.total
+    out.write(
+        f"{'total':<28} {'':<8} {t.reviews:>8} {t.segments:>9} {t.prompt_tokens:>10} "
+        f"{t.completion_tokens:>11} {t.total_tokens:>11}\n"
+    )
