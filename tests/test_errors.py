@@ -221,3 +221,15 @@ def test_stdout_closed_early_is_not_an_error(repo, cli, monkeypatch):
     monkeypatch.setattr(sys, "stdout", _ClosedPipe())
     r = cli("run", "--dry-run", "--json", "-p", "x", "-c", "docs/spec.md")
     assert r.code == 0
+
+
+def test_verbose_after_the_command_shows_the_traceback(repo, cli):
+    r = cli("run", "-p", "x", "-c", "docs/none.md", "--verbose")
+    assert r.code == 3
+    assert "Traceback" in r.err
+
+
+def test_quiet_after_the_command_silences_status_lines(repo, cli):
+    r = cli("run", "-p", "x", "-c", "docs/spec.md", "--dry-run", "-q")
+    assert r.code == 0
+    assert r.err == ""

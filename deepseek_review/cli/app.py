@@ -71,6 +71,37 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _set_verbose(value: bool) -> None:
+    if value:
+        STATE.verbose = True
+        _setup_logging(STATE.verbose, STATE.quiet)
+
+
+def _set_quiet(value: bool) -> None:
+    if value:
+        STATE.quiet = True
+        _setup_logging(STATE.verbose, STATE.quiet)
+
+
+# The same two flags on every command, so `deepseek-review run ... -v` works too.
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        callback=_set_verbose,
+        expose_value=False,
+        help="More status lines; tracebacks on errors.",
+    ),
+]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", callback=_set_quiet, expose_value=False, help="Only warnings and errors."
+    ),
+]
+
+
 @app.callback()
 def _root(
     verbose: Annotated[

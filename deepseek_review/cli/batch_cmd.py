@@ -21,9 +21,11 @@ from .app import (
     ConnectTimeoutOpt,
     EndpointOpt,
     JsonOpt,
+    QuietOpt,
     ReadTimeoutOpt,
     RepoRootOpt,
     RetryWaitOpt,
+    VerboseOpt,
     _json_out,
     app,
     log,
@@ -86,6 +88,8 @@ def batch(
     retry_wait: RetryWaitOpt = 1.0,
     connect_timeout: ConnectTimeoutOpt = None,
     read_timeout: ReadTimeoutOpt = None,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run every review of a manifest, N at a time; re-running resumes; --shard splits it.
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import sys
 
-from .app import JsonOpt, RepoRootOpt, _json_out, app
+from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, app
 
 
 @app.command()
-def config(repo_root: RepoRootOpt = None, as_json: JsonOpt = False) -> None:
+def config(
+    repo_root: RepoRootOpt = None,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
     """Show every setting's effective value and its source (flag, env, config file, default).
 
     Example: deepseek-review config --json

@@ -24,11 +24,13 @@ from .app import (
     KeepReasoningOpt,
     KeyEnvOpt,
     MaxContOpt,
+    QuietOpt,
     ReadTimeoutOpt,
     RepoRootOpt,
     RetryWaitOpt,
     ServerOpt,
     StreamOpt,
+    VerboseOpt,
     _continuation_options,
     _json_out,
     _parse_json_object,
@@ -108,6 +110,8 @@ def run(
         bool, typer.Option(help="Show what would be sent; send and write nothing.")
     ] = False,
     as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run one review: gather context, send it, write the answer, receipt and request record.
 
@@ -303,6 +307,8 @@ def continue_(
     connect_timeout: ConnectTimeoutOpt = None,
     read_timeout: ReadTimeoutOpt = None,
     as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Continue a truncated review from the last segment of its chain.
 
@@ -360,6 +366,8 @@ def continue_(
 def show(
     path: Annotated[str, typer.Argument(help="A receipt or answer file of the chain.")],
     repo_root: RepoRootOpt = None,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Print a chain's whole stitched answer, after checking every segment's hash.
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .app import JsonOpt, RepoRootOpt, _json_out, app, log, settings
+from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, app, log, settings
 
 
 @app.command()
@@ -21,6 +21,8 @@ def stats(
     ] = None,
     repo_root: RepoRootOpt = None,
     as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Count reviews, segments and tokens per model and per month, read from the receipts.
 

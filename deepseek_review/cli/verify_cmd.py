@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VerificationFailed
-from .app import STATE, JsonOpt, RepoRootOpt, _json_out, app
+from .app import STATE, JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, app
 
 if TYPE_CHECKING:
     from ..verify import ReceiptReport, VerifyReport
@@ -83,6 +83,8 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Check receipts: schema, answer hash, chain, context files, and the exact prompt.
 
