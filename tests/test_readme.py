@@ -22,3 +22,19 @@ def test_readme_exit_code_table_lists_every_failure_kind_once():
 def test_readme_shows_the_two_setup_commands():
     assert "make demo" in README
     assert "make test" in README
+
+
+def test_readme_copies_of_help_equal_the_real_output():
+    import scripts.readme_help as readme_help
+
+    blocks = list(readme_help.BLOCK.finditer(README))
+    assert len(blocks) >= 8
+    for m in blocks:
+        assert m.group("body") == readme_help.help_text(m.group("args")), m.group("args")
+
+
+def test_every_command_help_ends_with_an_example():
+    import scripts.readme_help as readme_help
+
+    for command in ("run", "continue", "show", "verify", "batch", "config", "stats"):
+        assert "\n  Example: deepseek-review " + command in readme_help.help_text(command)

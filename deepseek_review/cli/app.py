@@ -115,6 +115,7 @@ def _root(
 ) -> None:
     """Ask a DeepSeek model to review repository files, and keep verifiable receipts.
 
+    \b
     Example: deepseek-review run --context docs/spec.md --prompt "Check the arithmetic."
     """
     STATE.verbose, STATE.quiet = verbose, quiet

@@ -98,6 +98,7 @@ def batch(
     is ok or skipped; 11 if any failed, stayed truncated or was not started; 3 for a bad
     manifest (nothing sent); 130 when interrupted.
 
+    \b
     Example: deepseek-review batch reviews.toml --jobs 8 --report batch-report.json
     """
     from ..batch import BatchOptions, execute_batch, prepare_batch, remove_stale_temp_files

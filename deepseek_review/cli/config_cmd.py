@@ -17,6 +17,7 @@ def config(
 ) -> None:
     """Show every setting's effective value and its source (flag, env, config file, default).
 
+    \b
     Example: deepseek-review config --json
     """
     from ..config import KEYS, resolve

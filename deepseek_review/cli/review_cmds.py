@@ -115,6 +115,7 @@ def run(
 ) -> None:
     """Run one review: gather context, send it, write the answer, receipt and request record.
 
+    \b
     Example: deepseek-review run -c docs/spec.md -c 'src/**/*.py' -p "Check the sums." --topic spec
     """
     from ..client import RetryPolicy, Timeouts
@@ -312,6 +313,7 @@ def continue_(
 ) -> None:
     """Continue a truncated review from the last segment of its chain.
 
+    \b
     Example: deepseek-review continue reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md
     """
     from ..client import RetryPolicy, Timeouts
@@ -371,6 +373,7 @@ def show(
 ) -> None:
     """Print a chain's whole stitched answer, after checking every segment's hash.
 
+    \b
     Example: deepseek-review show reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md
     """
     from ..chain import find_chain, stitched_text

@@ -26,6 +26,7 @@ def stats(
 ) -> None:
     """Count reviews, segments and tokens per model and per month, read from the receipts.
 
+    \b
     Example: deepseek-review stats reviews --json
     """
     from ..stats import collect_stats

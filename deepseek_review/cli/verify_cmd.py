@@ -90,6 +90,8 @@ def verify(
 
     Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
     3 when a PATH does not exist, 2 on a usage error.
+
+    \b
     Example: deepseek-review verify --strict reviews
     """
     from ..repo import find_repo_root
