@@ -221,3 +221,37 @@ def test_clean_paths_are_exactly_those_resolve_inside_keeps_as_named(
     except InputError:
         kept = False
     assert V._clean(rel) == (kept and not {".", ".."} & set(rel.split("/")))
+
+
+def test_the_shipped_compiled_schema_matches_the_bundled_schema():
+    import hashlib
+
+    from deepseek_review import _compiled_schema
+    from deepseek_review.resources import schema_path
+
+    assert hashlib.sha256(schema_path().read_bytes()).hexdigest() == _compiled_schema.SCHEMA_SHA256
+
+
+def test_the_shipped_compiled_schema_is_what_the_generator_writes_today():
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).parent.parent / "scripts" / "compile_receipt_schema.py"
+    spec = importlib.util.spec_from_file_location("compile_receipt_schema", script)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.OUT.read_text(encoding="utf-8") == module.generate()
+
+
+def test_receipt_checks_in_a_run_never_import_jsonschema_or_fastjsonschema():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from deepseek_review.receipts import fast_valid; "
+        "fast_valid({'schema': 'x'}); "
+        "print('jsonschema' in sys.modules, 'fastjsonschema' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
