@@ -54,7 +54,7 @@ from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .receipts import RECEIPT_SUFFIX, fast_validators
 from .review import Chain, continue_chain, send_review
 from .segment import Segment
-from .storage import TEMP_PREFIX, TEMP_SUFFIX, stale_temp_files
+from .storage import CRASH_AT, TEMP_PREFIX, TEMP_SUFFIX, crash_point, stale_temp_files
 
 log = logging.getLogger("deepseek_review")
 
@@ -819,6 +819,9 @@ def write_report(report: BatchReport, path: Path) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
+            if CRASH_AT:  # the crash tests' hook (storage.CRASH_AT): half the report written
+                view = view[os.write(fd, view[: len(view) // 2]) :]
+                crash_point("mid-report-write")
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)

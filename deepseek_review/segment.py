@@ -3,7 +3,9 @@
 Order matters. The answer is written first (and claims the file name); its hash is taken from
 the bytes read back from disk; then the optional reasoning file, the request record, and the
 receipt last. The receipt is the commit point: a segment without a receipt is unfinished and
-is ignored by ``verify``, ``continue`` and resumed batches (see README, "Crashes").
+is ignored by ``verify``, ``continue`` and resumed batches (see docs/batch.md, "Crashes").
+The ``if CRASH_AT`` lines are the crash tests' hook (:data:`.storage.CRASH_AT`); unset, they
+cost one test each.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from .context import ContextFile
 from .errors import OutputError
 from .receipts import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
 from .request import RECORD_SCHEMA, PreparedRequest, sha256_tag
-from .storage import claim_answer, sibling_paths, stem_for, utc_stamp, write_output
+from .storage import (
+    CRASH_AT,
+    claim_answer,
+    crash_point,
+    sibling_paths,
+    stem_for,
+    utc_stamp,
+    write_output,
+)
 
 ZERO_USAGE = Usage(0, 0, 0)
 
@@ -84,6 +94,8 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
     stem = stem_for(spec.topic, spec.model, utc_stamp(now), continuation=is_cont)
     shown_dir = _rel(spec.root, spec.out_dir) if spec.out_dir != spec.root else "."
     answer = claim_answer(spec.out_dir, stem, spec.content.encode("utf-8"), shown_folder=shown_dir)
+    if CRASH_AT:
+        crash_point("after-answer")
     paths = sibling_paths(answer)
     answer_rel = _rel(spec.root, answer)
     try:
@@ -140,6 +152,8 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
         shown=record_rel,
     )
+    if CRASH_AT:
+        crash_point("after-record")
 
     receipt = Receipt(
         schema=CONTINUATION if is_cont else PRIMARY,
@@ -158,6 +172,8 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
     )
     receipt_rel = _rel(spec.root, paths["receipt"])
     write_output(paths["receipt"], validated_bytes(receipt, shown=receipt_rel), shown=receipt_rel)
+    if CRASH_AT:
+        crash_point("after-receipt")
     return Segment(
         answer_path=answer_rel,
         receipt_path=receipt_rel,

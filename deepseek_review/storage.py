@@ -13,6 +13,9 @@ import errno
 import os
 import re
 import secrets
+import signal
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +25,55 @@ TEMP_PREFIX = ".deepseek-review-"
 TEMP_SUFFIX = ".tmp"
 _TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 _MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+# --------------------------------------------------------------------------- test hook
+
+#: Where a crash test may kill the process (``DEEPSEEK_REVIEW_CRASH_AT``): half of a temporary
+#: file written; a temporary file written, before fsync and link; a segment's answer linked,
+#: before its request record; the record written, before the receipt; the receipt written;
+#: half of the batch report's temporary file written.
+CRASH_POINTS = (
+    "mid-temp-write",
+    "after-temp-write",
+    "after-answer",
+    "after-record",
+    "after-receipt",
+    "mid-report-write",
+)
+
+
+def _crash_at(value: str | None) -> tuple[str, int] | None:
+    if not value:
+        return None
+    point, _, n = value.partition(":")
+    if point not in CRASH_POINTS or not (n or "1").isdigit() or int(n or "1") < 1:
+        raise ValueError(
+            f"DEEPSEEK_REVIEW_CRASH_AT={value!r}: expected <point>[:<n>], n >= 1, point one "
+            f"of {', '.join(CRASH_POINTS)}"
+        )
+    return point, int(n or "1")
+
+
+#: TEST HOOK, for the crash suite only (tests/test_crashes.py):
+#: ``DEEPSEEK_REVIEW_CRASH_AT=<point>:<n>`` makes the process SIGKILL itself the n-th time it
+#: reaches ``<point>`` (one of :data:`CRASH_POINTS`), so the tests can land a kill inside the
+#: write windows deterministically. Read once, at import; when unset this is None and every
+#: call site is a single ``if CRASH_AT`` test.
+CRASH_AT = _crash_at(os.environ.get("DEEPSEEK_REVIEW_CRASH_AT"))
+_crash_lock = threading.Lock()
+_crash_seen = 0
+
+
+def crash_point(point: str) -> None:
+    """TEST HOOK: SIGKILL this process at the n-th occurrence of ``point`` (see CRASH_AT)."""
+    global _crash_seen
+    if CRASH_AT is None or CRASH_AT[0] != point:
+        return
+    with _crash_lock:
+        _crash_seen += 1
+        if _crash_seen == CRASH_AT[1]:
+            os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+            time.sleep(60)  # SIGKILL is not handled: nothing after this line runs
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -45,9 +97,16 @@ def write_new(path: Path, data: bytes) -> None:
     try:
         try:
             view = memoryview(data)
+            if CRASH_AT:
+                half = len(view) // 2
+                while len(view) > half:
+                    view = view[os.write(fd, view[: len(view) - half]) :]
+                crash_point("mid-temp-write")
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
+            if CRASH_AT:
+                crash_point("after-temp-write")
             os.fsync(fd)
         finally:
             os.close(fd)
