@@ -73,6 +73,14 @@ class BodyOptions:
                 "--extra-body may not set 'max_completion_tokens': Ollama ignores it (the "
                 "answer would be unbounded); use --max-tokens, sent as max_tokens"
             )
+        try:  # Python's JSON reader takes NaN and Infinity; the body must be real JSON
+            canonical_json(dict(self.extra_body))
+        except ValueError:
+            raise ConfigError(
+                "--extra-body: NaN or Infinity is not JSON (no server can read it)"
+            ) from None
+        except TypeError as exc:
+            raise ConfigError(f"--extra-body: not JSON ({exc})") from None
         if "stream_options" in self.extra_body and not self.stream:
             raise ConfigError(
                 "--extra-body 'stream_options' only applies to a streamed request; drop it "
