@@ -17,6 +17,7 @@ import email.utils
 import functools
 import json
 import logging
+import math
 import random
 import re
 import ssl
@@ -80,8 +81,13 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ConfigError(f"--max-attempts must be at least 1, got {self.max_attempts}")
-        if self.backoff_initial < 0 or self.backoff_max < 0 or self.retry_after_cap < 0:
-            raise ConfigError("backoff and Retry-After limits must not be negative")
+        for name, value in (
+            ("--retry-wait", self.backoff_initial),
+            ("the longest backoff", self.backoff_max),
+            ("the Retry-After cap", self.retry_after_cap),
+        ):
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name} must be 0 or more seconds, got {value:g}")
 
 
 @dataclass(frozen=True)
@@ -92,8 +98,9 @@ class Timeouts:
     the whole generation; when streaming it bounds the gap between chunks."""
 
     def __post_init__(self) -> None:
-        if self.connect <= 0 or self.read <= 0:
-            raise ConfigError("timeouts must be positive")
+        for name, value in (("--connect-timeout", self.connect), ("--read-timeout", self.read)):
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value:g}")
 
 
 class _Retryable(Exception):
