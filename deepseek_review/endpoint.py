@@ -24,6 +24,8 @@ from .errors import ConfigError
 CHAT_PATH = "/v1/chat/completions"
 DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_KEY_ENV = "OLLAMA_API_KEY"
+_UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f]")
+_ENV_NAME_RE = re.compile(r"[^=\x00]+")
 _SECRET_QUERY_RE = re.compile(r"key|token|secret|passw|auth|sig|credential", re.IGNORECASE)
 
 
@@ -107,6 +109,13 @@ def chat_url(base_or_full: str, *, what: str = "--endpoint") -> str:
         raise ConfigError(
             f"{what} {shown[7:]!r}: not a URL (no http:// or https://); did you mean {shown}?"
         )
+    if _UNSAFE_URL_CHARS.search(base_or_full.strip()):
+        # urlsplit silently drops tabs and newlines: "http://exam\nple.com" would become
+        # another host, and the URL goes into every receipt. Refuse instead.
+        escaped = base_or_full.strip().encode("unicode_escape").decode("ascii")
+        raise ConfigError(
+            f"{what} '{_safe(escaped)}': malformed URL (a space or control character in it)"
+        )
     try:
         parts: SplitResult = urlsplit(base_or_full.strip())
         parts.port  # noqa: B018  (raises ValueError on a bad port)
@@ -164,6 +173,8 @@ def resolve_endpoint(
         )
     else:
         url, source = chat_url(DEFAULT_HOST), "default"
+    if not _ENV_NAME_RE.fullmatch(key_env) or not key_env.strip():
+        raise ConfigError(f"--api-key-env {key_env!r}: not an environment variable name")
     raw = env.get(key_env, "")
     key = raw.strip() or None
     if raw and (key is None or "\n" in key or "\r" in key):
