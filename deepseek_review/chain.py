@@ -123,6 +123,8 @@ def find_chain(root: Path, user_path: str) -> list[ChainSegment]:
     seen = {start.answer_path}
     while chain[0].receipt.is_continuation:
         prev_path = chain[0].receipt.previous_answer_path or ""
+        # Refused by name before its folder is looked at (a receipt may be hostile).
+        resolve_inside(root, prev_path, what=f"{chain[0].receipt_path}: previous_answer_path")
         scan(_folder(prev_path))
         prev = by_answer.get(prev_path)
         if prev is None:
