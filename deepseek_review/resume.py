@@ -19,7 +19,7 @@ from typing import Any
 from .chain import ChainSegment, find_chain, read_answer
 from .client import ChatClient, ProgressFn, RetryPolicy, Timeouts, Usage
 from .endpoint import DEFAULT_KEY_ENV, resolve_endpoint
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .prompt import FileRef, Part
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
@@ -61,35 +61,69 @@ class ContinueOutcome:
     already_complete: bool = False
 
 
-def _parts_from_record(content: Any) -> tuple[Part | AnswerRef, ...]:
+def _parts_from_record(content: Any, where: str) -> tuple[Part | AnswerRef, ...]:
+    """A recorded message content as parts; :class:`InputError` naming ``where`` if malformed."""
     if isinstance(content, str):
         return (content,)
+    parts = content.get("$parts") if isinstance(content, dict) else None
+    if not isinstance(parts, list):
+        raise InputError(f"{where}: a message content is neither text nor $parts")
     out: list[Part | AnswerRef] = []
-    for p in content["$parts"]:
+    for p in parts:
         if isinstance(p, str):
             out.append(p)
-        elif "$file" in p:
-            r = p["$file"]
-            out.append(FileRef(r["path"], r["sha256"], r["bytes"]))
-        else:
-            r = p["$answer"]
-            out.append(AnswerRef(r["path"], r["sha256"], r["bytes"]))
+            continue
+        kind, ref = next(iter(p.items())) if isinstance(p, dict) and len(p) == 1 else ("", None)
+        if (
+            kind not in ("$file", "$answer")
+            or not isinstance(ref, dict)
+            or not isinstance(ref.get("path"), str)
+            or not isinstance(ref.get("sha256"), str)
+            or not isinstance(ref.get("bytes"), int)
+            or isinstance(ref.get("bytes"), bool)
+        ):
+            raise InputError(f"{where}: a part is neither text nor a $file/$answer reference")
+        make = FileRef if kind == "$file" else AnswerRef
+        out.append(make(ref["path"], ref["sha256"], ref["bytes"]))
     return tuple(out)
 
 
-def base_messages_from_record(root: Path, record: dict[str, Any]) -> tuple[WireMessage, ...]:
-    """The primary request's messages, rebuilt exactly; refused if a context file changed."""
+def _record_messages(record: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    messages = record["body"].get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InputError(f"{where}: request record: body has no messages list")
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise InputError(f"{where}: request record: a message is not an object with a role")
+    return messages
+
+
+def base_messages_from_record(
+    root: Path, record: dict[str, Any], *, where: str = "request record"
+) -> tuple[WireMessage, ...]:
+    """The primary request's messages, rebuilt exactly; refused if a context file changed.
+
+    ``where`` names the record in errors. A reference outside the repository root is refused
+    without being read (a record may be hostile).
+    """
     read = repo_reader(root)
     messages = []
     changed: list[str] = []
     missing: list[str] = []
-    for m in record["body"]["messages"]:
-        parts = _parts_from_record(m["content"])
+    for m in _record_messages(record, where):
+        parts = _parts_from_record(m.get("content"), where)
         texts = []
         for p in parts:
             if isinstance(p, str):
                 texts.append(p)
                 continue
+            try:
+                resolve_inside(root, p.path, what="reference")
+            except InputError:
+                raise InputError(
+                    f"{where}: references {p.path} (outside the repository root); "
+                    "refusing to read it"
+                ) from None
             data = read(p.path)
             if data is None:
                 missing.append(p.path)
@@ -109,16 +143,32 @@ def base_messages_from_record(root: Path, record: dict[str, Any]) -> tuple[WireM
     return tuple(messages)
 
 
-def _body_from_record(record: dict[str, Any], stream: bool, max_tokens: int | None) -> BodyOptions:
+def _body_from_record(
+    record: dict[str, Any], stream: bool, max_tokens: int | None, *, where: str = "request record"
+) -> BodyOptions:
     body = record["body"]
     extra = {k: v for k, v in body.items() if k not in CORE_FIELDS and k != "stream_options"}
-    return BodyOptions(
-        model=body["model"],
-        temperature=float(body.get("temperature", 0.0)),
-        max_tokens=max_tokens or int(body.get("max_tokens", DEFAULT_MAX_TOKENS)),
-        stream=stream,
-        extra_body=extra,
-    )
+    model = body.get("model")
+    temperature = body.get("temperature", 0.0)
+    recorded_max = body.get("max_tokens", DEFAULT_MAX_TOKENS)
+    for name, value, ok in (
+        ("model", model, isinstance(model, str)),
+        ("temperature", temperature, isinstance(temperature, int | float)),
+        ("max_tokens", recorded_max, isinstance(recorded_max, int)),
+    ):
+        if not ok or isinstance(value, bool):
+            raise InputError(f"{where}: request record: body.{name} is {value!r}")
+    assert isinstance(model, str)
+    try:
+        return BodyOptions(
+            model=model,
+            temperature=float(temperature),
+            max_tokens=max_tokens or recorded_max,
+            stream=stream,
+            extra_body=extra,
+        )
+    except ConfigError as exc:  # the record's values (the user's were checked before)
+        raise InputError(f"{where}: request record: {exc.message}") from None
 
 
 def _topic(answer_path: str) -> str:
@@ -183,8 +233,9 @@ def continue_existing(
         options.endpoint or last.receipt.endpoint, env, key_env=options.api_key_env
     )
     if primary.record is not None:
-        base = base_messages_from_record(root, primary.record)
-        body = _body_from_record(primary.record, options.stream, options.max_tokens)
+        where = primary.receipt_path[: -len(".receipt.json")] + ".request.json"
+        base = base_messages_from_record(root, primary.record, where=where)
+        body = _body_from_record(primary.record, options.stream, options.max_tokens, where=where)
     else:
         log.warning(
             "%s has no request record (written by another tool): continuing from the "
