@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import InputError, VerificationFailed
 from .receipts import RECEIPT_SUFFIX, Receipt
-from .repo import resolve_inside
+from .repo import read_regular_file, resolve_inside
 from .request import RECORD_SCHEMA, sha256_tag
 
 RECORD_SUFFIX = ".request.json"
@@ -62,7 +62,7 @@ def load_record(root: Path, receipt_rel: str) -> dict[str, Any] | None:
     rel = receipt_rel[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX
     path, _ = resolve_inside(root, rel, what="request record")
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -158,7 +158,7 @@ def read_answer(root: Path, seg: ChainSegment) -> str:
     """A segment's answer text, after checking its bytes against the receipt."""
     try:
         path, _ = resolve_inside(root, seg.answer_path, what="answer")
-        data = path.read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         raise VerificationFailed(f"{seg.answer_path}: answer file is missing") from None
     except OSError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, OutputError
+from .repo import read_regular_file
 from .resources import schema_path
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ class Receipt:
     def load(cls, path: Path, *, shown: str | None = None) -> Receipt:
         shown = shown or str(path)
         try:
-            raw = path.read_bytes()
+            raw = read_regular_file(path)
         except FileNotFoundError:
             raise InputError(f"{shown}: no such receipt") from None
         except OSError as exc:
