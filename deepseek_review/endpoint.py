@@ -162,10 +162,14 @@ def resolve_endpoint(
     env: Mapping[str, str],
     *,
     key_env: str = DEFAULT_KEY_ENV,
+    what: str = "--endpoint",
 ) -> Endpoint:
-    """The endpoint and key for a run, refusing combinations that would leak the key."""
+    """The endpoint and key for a run, refusing combinations that would leak the key.
+
+    ``what`` names where ``endpoint`` came from in errors (a receipt's field, say).
+    """
     if endpoint:
-        url, source = chat_url(endpoint), "--endpoint"
+        url, source = chat_url(endpoint, what=what), "--endpoint"
     elif env.get("OLLAMA_HOST", "").strip():
         url, source = (
             chat_url(ollama_host_url(env["OLLAMA_HOST"]), what="OLLAMA_HOST"),

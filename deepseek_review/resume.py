@@ -224,14 +224,17 @@ def continue_existing(
             had_record=primary.record is not None,
             already_complete=True,
         )
+    endpoint = resolve_endpoint(
+        options.endpoint or last.receipt.endpoint,
+        env,
+        key_env=options.api_key_env,
+        what="--endpoint" if options.endpoint else f"{last.receipt_path}: endpoint",
+    )
     if last.finish_reason is None:
         log.info(
             "%s has no request record: its finish reason is unknown; continuing as asked",
             last.answer_path,
         )
-    endpoint = resolve_endpoint(
-        options.endpoint or last.receipt.endpoint, env, key_env=options.api_key_env
-    )
     if primary.record is not None:
         where = primary.receipt_path[: -len(".receipt.json")] + ".request.json"
         base = base_messages_from_record(root, primary.record, where=where)
