@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from deepseek_review import storage
 from deepseek_review.simulator import RecordedRequest
 from deepseek_review.storage import CRASH_POINTS
 from tests.reliability import (
@@ -335,3 +336,13 @@ def test_twenty_random_kills_never_lose_or_repeat_a_finished_review(repo, tmp_pa
     )
     assert counts["kills"] == 20
     assert set(counts["kills_by_point"]) == {IN_FLIGHT, *CRASH_POINTS}
+
+
+def test_the_crash_hook_is_off_unless_set_and_refuses_unknown_points():
+    assert storage.CRASH_AT is None  # unset: every call site is one falsy test
+    assert storage._crash_at("") is None
+    assert storage._crash_at("after-record") == ("after-record", 1)
+    assert storage._crash_at("mid-temp-write:7") == ("mid-temp-write", 7)
+    for bad in ("after-lunch:1", "after-answer:0", "after-answer:x"):
+        with pytest.raises(ValueError, match="DEEPSEEK_REVIEW_CRASH_AT"):
+            storage._crash_at(bad)
