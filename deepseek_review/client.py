@@ -366,12 +366,14 @@ class ChatClient:
         self, body: bytes, *, model: str, stream: bool, progress: ProgressFn | None
     ) -> Completion:
         t0 = time.monotonic()
+        answered = False
         try:
             with self._http.stream(
                 "POST", self.url, content=body, headers=self._headers(stream)
             ) as resp:
                 if resp.status_code != 200:
                     self._raise_status(resp, model)
+                answered = True
                 ctype = resp.headers.get("content-type", "")
                 if stream and "text/event-stream" in ctype:
                     return self._read_stream(resp, progress, t0)
@@ -383,6 +385,10 @@ class ChatClient:
             ) from None
         except httpx.TransportError as exc:
             why = one_line(self._scrub(str(exc))) or type(exc).__name__
+            if answered:  # reached, and it said 200: the answer itself broke off
+                raise _Retryable(
+                    BadResponse(f"{self.url}: the answer broke off before its end ({why})")
+                ) from None
             raise _Retryable(
                 ServerError(f"cannot reach {self.url}: {why}", hint=_reach_hint(why))
             ) from None
