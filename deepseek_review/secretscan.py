@@ -33,6 +33,9 @@ _PLACEHOLDER = re.compile(
 )
 
 
+_ENV_KIND = ".env-style secret assignment"
+
+
 @dataclass(frozen=True)
 class Finding:
     path: str
@@ -44,7 +47,7 @@ def _env_findings(f: ContextFile) -> Iterable[Finding]:
     for n, line in enumerate(f.text.splitlines(), start=1):
         m = _ENV_ASSIGNMENT.match(line)
         if m and not _PLACEHOLDER.match(m.group("value")):
-            yield Finding(f.path, n, ".env-style secret assignment")
+            yield Finding(f.path, n, _ENV_KIND)
 
 
 def _detect_secrets_findings(files: Sequence[ContextFile]) -> Iterable[Finding]:
@@ -63,11 +66,23 @@ def _detect_secrets_findings(files: Sequence[ContextFile]) -> Iterable[Finding]:
 
 
 def scan_files(files: Sequence[ContextFile]) -> list[Finding]:
-    found = {*_detect_secrets_findings(files)}
-    for f in files:
-        found.update(_env_findings(f))
+    """One finding per line that holds a secret, in context order.
+
+    Where the ``.env`` rule and a detect-secrets plugin both fire on one line (e.g.
+    ``aws_access_key_id = AKIA...``), the plugin's more specific kind names it.
+    """
+    best: dict[tuple[str, int], Finding] = {}
+    env = (x for f in files for x in _env_findings(f))
+    for finding in (*_detect_secrets_findings(files), *env):
+        where = (finding.path, finding.line)
+        if where not in best or _rank(finding) < _rank(best[where]):
+            best[where] = finding
     order = {f.path: i for i, f in enumerate(files)}
-    return sorted(found, key=lambda x: (order[x.path], x.line, x.kind))
+    return sorted(best.values(), key=lambda x: (order[x.path], x.line))
+
+
+def _rank(finding: Finding) -> tuple[bool, str]:
+    return (finding.kind == _ENV_KIND, finding.kind)
 
 
 def refuse_secrets(files: Sequence[ContextFile], *, endpoint: str) -> None:
