@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .chain import ChainSegment, find_chain, read_answer
 from .client import ChatClient, ProgressFn, RetryPolicy, Timeouts, Usage
-from .endpoint import DEFAULT_KEY_ENV, resolve_endpoint
+from .context import ContextFile
+from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
 from .errors import ConfigError, InputError
 from .prompt import FileRef, Part
 from .repo import find_repo_root, resolve_inside
@@ -49,6 +51,8 @@ class ContinueOptions:
     keep_reasoning: bool = False
     force: bool = False
     """Continue even when the last segment's record says it ended normally."""
+    allow_secrets: bool = False
+    """Send context that looks like it holds secrets to an endpoint that is not loopback."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
 
@@ -106,8 +110,16 @@ def base_messages_from_record(
     ``where`` names the record in errors. A reference outside the repository root is refused
     without being read (a record may be hostile).
     """
+    return _rebuild_base(root, record, where)[0]
+
+
+def _rebuild_base(
+    root: Path, record: dict[str, Any], where: str
+) -> tuple[tuple[WireMessage, ...], list[ContextFile]]:
+    """:func:`base_messages_from_record`, plus the context files it put back in (in order)."""
     read = repo_reader(root)
     messages = []
+    files: dict[str, ContextFile] = {}
     changed: list[str] = []
     missing: list[str] = []
     for m in _record_messages(record, where):
@@ -130,7 +142,13 @@ def base_messages_from_record(
             elif sha256_tag(data) != p.sha256:
                 changed.append(p.path)
             else:
-                texts.append(data.decode("utf-8"))
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InputError(f"{where}: references {p.path}, which is not UTF-8") from None
+                texts.append(text)
+                if isinstance(p, FileRef):
+                    files.setdefault(p.path, ContextFile(p.path, text, p.sha256, len(data)))
         extra = {k: v for k, v in m.items() if k not in ("role", "content")}
         messages.append(WireMessage(m["role"], parts, "".join(texts), extra=extra))
     if changed or missing:
@@ -140,7 +158,7 @@ def base_messages_from_record(
             f"cannot continue: context file {what}: {names} (the continuation would not "
             "continue the same conversation; run a new review instead)"
         )
-    return tuple(messages)
+    return tuple(messages), list(files.values())
 
 
 def _body_from_record(
@@ -197,6 +215,38 @@ def _as_segment(root: Path, seg: ChainSegment, assume_truncated: bool) -> Segmen
     )
 
 
+def _same_url(a: str, b: str) -> bool:
+    """Equal up to default ports and host-name case (``https://h`` is ``https://h:443``)."""
+
+    def norm(url: str) -> tuple[str, str, int | None, str, str]:
+        p = urlsplit(url)
+        port = p.port or {"http": 80, "https": 443}.get(p.scheme)
+        return p.scheme, (p.hostname or "").lower(), port, p.path.rstrip("/"), p.query
+
+    return norm(a) == norm(b)
+
+
+def _refuse_key_to_receipt_endpoint(
+    endpoint: Endpoint, env: Mapping[str, str], key_env: str, receipt: str
+) -> None:
+    """A receipt does not choose where the API key goes: a host off this machine named only
+    by a receipt (which anyone with write access to the repository can edit) gets the key
+    only when the user names it too (``--endpoint``, or ``OLLAMA_HOST``)."""
+    if endpoint.api_key is None or endpoint.is_loopback:
+        return
+    try:
+        configured = resolve_endpoint(None, env, key_env=key_env).url
+    except ConfigError:
+        configured = None
+    if configured is not None and _same_url(endpoint.url, configured):
+        return
+    raise ConfigError(
+        f"{receipt} names {endpoint.url} as its endpoint: {key_env} is not sent to a host "
+        "that only a receipt names",
+        hint=f"to continue there, pass --endpoint {endpoint.url}",
+    )
+
+
 def continue_existing(
     options: ContinueOptions,
     *,
@@ -235,10 +285,16 @@ def continue_existing(
             "%s has no request record: its finish reason is unknown; continuing as asked",
             last.answer_path,
         )
+    if options.endpoint is None:
+        _refuse_key_to_receipt_endpoint(endpoint, env, options.api_key_env, last.receipt_path)
     if primary.record is not None:
         where = primary.receipt_path[: -len(".receipt.json")] + ".request.json"
-        base = base_messages_from_record(root, primary.record, where=where)
+        base, files = _rebuild_base(root, primary.record, where)
         body = _body_from_record(primary.record, options.stream, options.max_tokens, where=where)
+        if not (options.allow_secrets or endpoint.is_local):
+            from .secretscan import refuse_secrets
+
+            refuse_secrets(files, endpoint=endpoint.url)
     else:
         log.warning(
             "%s has no request record (written by another tool): continuing from the "
