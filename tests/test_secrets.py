@@ -1,0 +1,676 @@
+"""Secrets: the API key never leaves the Authorization header, and context bound off this
+machine is scanned for secrets first.
+
+A distinctive key (``sk-planted-<random hex>``) is planted in ``OLLAMA_API_KEY`` and every
+command is run with it, succeeding and failing, with and without ``--verbose``. Then stdout,
+stderr, every file under the test's folder (answers, receipts, request records, reasoning files,
+batch reports, temporary files, the repository's ``.git``) and every log record (as emitted,
+before any handler's filter) are searched for the key and for every 8-character piece of its
+random part. The simulator checks the key, and the test checks it arrived as
+``Authorization: Bearer <key>``, so the search is not vacuous.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import string
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from deepseek_review.endpoint import Endpoint
+from deepseek_review.simulator import Simulator
+from tests.conftest import files_under
+
+Cli = Callable[..., Any]
+MakeSim = Callable[..., Simulator]
+FAST = ("--retry-wait", "0.01")
+REMOTE = "https://deepseek-review.invalid"
+VERBOSITY = [pytest.param((), id="plain"), pytest.param(("--verbose",), id="verbose")]
+
+
+# --------------------------------------------------------------------------- the planted key
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> str:
+    planted = "sk-planted-" + secrets.token_hex(16)
+    monkeypatch.setenv("OLLAMA_API_KEY", planted)
+    return planted
+
+
+@dataclass
+class Evidence:
+    """Everything the tool said or wrote while a test ran."""
+
+    outputs: list[tuple[str, str]] = field(default_factory=list)
+    records: list[logging.LogRecord] = field(default_factory=list)
+
+
+@pytest.fixture
+def evidence(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> Evidence:
+    """Every log record as it is emitted, before any handler or filter sees it: the tool's
+    own (which do not propagate to caplog) and, at DEBUG, the HTTP libraries'."""
+    ev = Evidence()
+    caplog.set_level(logging.DEBUG)
+    real = logging.Logger.handle
+
+    def handle(self: logging.Logger, record: logging.LogRecord) -> None:
+        ev.records.append(record)
+        real(self, record)
+
+    monkeypatch.setattr(logging.Logger, "handle", handle)
+    return ev
+
+
+@pytest.fixture
+def run_cli(cli: Cli, evidence: Evidence) -> Cli:
+    """The ``cli`` fixture, keeping every stdout and stderr for the search."""
+
+    def run(*args: str, stdin: str | None = None) -> Any:
+        r = cli(*args, stdin=stdin)
+        evidence.outputs.append((f"stdout of {args}", r.out))
+        evidence.outputs.append((f"stderr of {args}", r.err))
+        return r
+
+    return run
+
+
+_DIGEST = re.compile(r"[0-9a-f]{40,}")
+
+
+def _found(key: str, text: str) -> str | None:
+    """The planted key or a piece of it in ``text``, or None.
+
+    Pieces are 8 characters of the key's random part; a piece inside a long hex run (a
+    sha256) is a coincidence of one in ~4 billion per position, not a leak, and is skipped.
+    """
+    if key in text:
+        return key
+    rand = key.removeprefix("sk-planted-")
+    text = _DIGEST.sub("<digest>", text)
+    for i in range(len(rand) - 7):
+        if rand[i : i + 8] in text:
+            return rand[i : i + 8]
+    return None
+
+
+def assert_key_nowhere(key: str, evidence: Evidence, folder: Path) -> int:
+    """Search every output, log record and file below ``folder``; the number of files."""
+    for where, text in evidence.outputs:
+        hit = _found(key, text)
+        assert hit is None, f"{hit!r} in {where}:\n{text}"
+    formatter = logging.Formatter("%(message)s")
+    for record in evidence.records:
+        text = formatter.format(record) + repr(record.args) + repr(record.msg)
+        hit = _found(key, text)
+        assert hit is None, f"{hit!r} in a log record: {text}"
+    files = [folder / rel for rel in files_under(folder)]
+    for path in files:
+        hit = _found(key, path.read_bytes().decode("latin-1"))
+        assert hit is None, f"{hit!r} in {path}"
+    return len(files)
+
+
+def assert_sent_as_bearer(key: str, sim: Simulator) -> int:
+    requests = sim.chat_requests()
+    assert requests, "nothing reached the simulator: the search would prove nothing"
+    for r in requests:
+        assert r.headers.get("authorization") == f"Bearer {key}"
+        assert key not in r.body.decode("utf-8")
+    return len(requests)
+
+
+@dataclass
+class Sent:
+    urls: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
+    """Records every request and fails it as unreachable: nothing leaves the machine."""
+    sent = Sent()
+
+    def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
+        sent.urls.append(str(request.url))
+        raise httpx.ConnectError("blocked by the test", request=request)
+
+    monkeypatch.setattr(httpx.Client, "send", send)
+    return sent
+
+
+class EchoStub:
+    """A careless server: every reply quotes the request's Authorization header."""
+
+    def __init__(self, status: int, template: str, content_type: str) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                auth = self.headers.get("Authorization", "")
+                body = template.replace("{auth}", auth).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def echo_stub() -> Iterator[Callable[[int, str, str], EchoStub]]:
+    made: list[EchoStub] = []
+
+    def make(status: int, template: str, content_type: str = "application/json") -> EchoStub:
+        stub = EchoStub(status, template, content_type)
+        made.append(stub)
+        return stub
+
+    yield make
+    for stub in made:
+        stub.stop()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --------------------------------------------------------------------------- the key
+
+
+@pytest.mark.parametrize("verbose", VERBOSITY)
+def test_key_is_in_no_output_file_or_log_of_any_successful_command(
+    repo: Path,
+    tmp_path: Path,
+    make_simulator: MakeSim,
+    run_cli: Cli,
+    evidence: Evidence,
+    key: str,
+    verbose: tuple[str, ...],
+) -> None:
+    sim = make_simulator(api_key=key, answer_words=150, reasoning_words=12)
+    v = verbose
+    review = ("-c", "docs/spec.md", "-c", "src", "-p", "Check the mean.", "--endpoint")
+    # run: a primary and one continuation, still cut off (4), with reasoning kept
+    r = run_cli(*v, "run", *review, sim.base_url, "--max-tokens", "40", "--max-continuations",
+                "1", "--keep-reasoning", "--topic", "chain", "--json", *FAST)  # fmt: skip
+    assert r.code == 4, r.err
+    last = r.json()["segments"][-1]["answer_path"]
+    # run without --json, to completion
+    r = run_cli(*v, "run", *review, sim.base_url, "--max-tokens", "60", "--topic", "plain", *FAST)
+    assert r.code == 0, r.err
+    r = run_cli(*v, "run", *review, sim.base_url, "--dry-run", "--json")
+    assert r.code == 0, r.err
+    # continue the cut-off chain, then show it whole
+    r = run_cli(*v, "continue", last, "--endpoint", sim.base_url, "--keep-reasoning", "--json",
+                "--max-continuations", "20", *FAST)  # fmt: skip
+    assert r.code == 0, r.err
+    r = run_cli(*v, "continue", last, "--endpoint", sim.base_url)  # complete: nothing to do
+    assert r.code == 0, r.err
+    r = run_cli(*v, "show", last)
+    assert r.code == 0 and r.out, r.err
+    r = run_cli(*v, "verify", "--json")
+    assert r.code == 0, r.err
+    r = run_cli(*v, "verify")
+    assert r.code == 0, r.err
+    # batch, with a report file and --json
+    (repo / "out").mkdir()
+    entries = "".join(
+        f'[[review]]\ntopic = "b{i}"\nprompt = "Check {i}."\ncontext = "docs/spec.md"\n\n'
+        for i in range(3)
+    )
+    (repo / "reviews.toml").write_text("[defaults]\nmax_tokens = 50\n\n" + entries)
+    r = run_cli(*v, "batch", "reviews.toml", "--endpoint", sim.base_url, "--report",
+                "out/report.json", "--json", *FAST)  # fmt: skip
+    assert r.code == 0, r.err
+    r = run_cli(*v, "batch", "reviews.toml", "--endpoint", sim.base_url)  # resumed: all skipped
+    assert r.code == 0, r.err
+    r = run_cli(*v, "config", "--json")
+    assert r.code == 0, r.err
+
+    assert assert_sent_as_bearer(key, sim) >= 8
+    assert any(p.endswith(".reasoning.md") for p in files_under(repo))
+    assert (repo / "out" / "report.json").is_file()
+    assert assert_key_nowhere(key, evidence, tmp_path) > 20
+    names = {r.name for r in evidence.records}
+    assert {"deepseek_review", "httpcore.http11"} <= names, "the log search would prove little"
+
+
+#: A failing command: (simulator knobs, or a stub's (status, body template, content type), or
+#: "refused" for a closed port), the extra arguments, and the exit code.
+_FAILURES: dict[str, tuple[Any, tuple[str, ...], int]] = {
+    "401-wrong-key": ({"api_key": "sk-some-other-key"}, (), 5),
+    "500": ({"fault_rate": 1.0, "fault_kinds": ("500",)}, ("--max-attempts", "2"), 5),
+    "429-string": ({"fault_rate": 1.0, "fault_kinds": ("429-string",), "retry_after": 0}, (), 5),
+    "reset": ({"fault_rate": 1.0, "fault_kinds": ("reset",)}, ("--max-attempts", "2"), 5),
+    "html": ({"fault_rate": 1.0, "fault_kinds": ("html",)}, (), 5),
+    "no-choices": ({"fault_rate": 1.0, "fault_kinds": ("no-choices",)}, ("--no-stream",), 6),
+    "content-not-string": ({"fault_rate": 1.0, "fault_kinds": ("content-not-string",)}, (), 6),
+    "malformed": ({"fault_rate": 1.0, "fault_kinds": ("malformed",)}, (), 6),
+    "cut-stream": ({"fault_rate": 1.0, "fault_kinds": ("cut-stream",)}, (), 6),
+    "connection-refused": ("refused", (), 5),
+    "error-body-quotes-the-key": (
+        (502, '{"error": "bad gateway; you sent {auth}"}', "json"),
+        (),
+        5,
+    ),
+    "401-quotes-the-key": ((401, '{"error": {"message": "invalid key {auth}"}}', "json"), (), 5),
+    "html-page-quotes-the-key": ((200, "<html><title>{auth}</title></html>", "html"), (), 6),
+    "not-json-quotes-the-key": ((200, "upstream said: {auth}", "text"), ("--no-stream",), 6),
+    "stream-error-quotes-the-key": (
+        (200, 'data: {"error": "token {auth} revoked"}\n\ndata: [DONE]\n\n', "sse"),
+        (),
+        6,
+    ),
+    "long-error-quotes-the-key-at-the-cut": (
+        (500, '{"error": "' + "x" * 280 + ' {auth} and more"}', "json"),
+        (),
+        5,
+    ),
+}
+_CTYPES = {"json": "application/json", "html": "text/html", "text": "text/plain",
+           "sse": "text/event-stream"}  # fmt: skip
+
+
+@pytest.mark.parametrize("verbose", VERBOSITY)
+@pytest.mark.parametrize("failure", list(_FAILURES))
+def test_key_is_in_no_output_or_log_of_a_failing_command(
+    repo: Path,
+    tmp_path: Path,
+    make_simulator: MakeSim,
+    echo_stub: Callable[..., EchoStub],
+    run_cli: Cli,
+    evidence: Evidence,
+    key: str,
+    failure: str,
+    verbose: tuple[str, ...],
+) -> None:
+    server, extra, code = _FAILURES[failure]
+    sim = None
+    if server == "refused":
+        url = f"http://127.0.0.1:{_closed_port()}"
+    elif isinstance(server, tuple):
+        status, template, ctype = server
+        url = echo_stub(status, template, _CTYPES[ctype]).base_url
+    else:
+        sim = make_simulator(**{"api_key": key, **server})
+        url = sim.base_url
+    base = ("-c", "docs/spec.md", "-p", "Check.", "--endpoint", url, "--max-attempts", "1")
+    r = run_cli(*verbose, "run", *base, *FAST, *extra)
+    assert r.code == code, r.err
+    r = run_cli(*verbose, "run", *base, *FAST, *extra, "--json")
+    assert r.code == code, r.err
+    if verbose:
+        assert "Traceback" in r.err
+    (repo / "reviews.toml").write_text(
+        '[[review]]\ntopic = "b"\nprompt = "Check."\ncontext = "docs/spec.md"\n'
+    )
+    r = run_cli(*verbose, "batch", "reviews.toml", "--endpoint", url, "--max-attempts", "1",
+                "--report", "report.json", "--json", *FAST)  # fmt: skip
+    assert r.code == 11, r.err
+    assert json.loads((repo / "report.json").read_text())["entries"][0]["error"]
+
+    if sim is not None:
+        assert_sent_as_bearer(key, sim)
+    assert_key_nowhere(key, evidence, tmp_path)
+
+
+@pytest.mark.parametrize("verbose", VERBOSITY)
+def test_key_is_in_no_output_of_a_failing_continue(
+    repo: Path,
+    tmp_path: Path,
+    make_simulator: MakeSim,
+    run_cli: Cli,
+    evidence: Evidence,
+    key: str,
+    verbose: tuple[str, ...],
+) -> None:
+    good = make_simulator(api_key=key, answer_words=150)
+    r = run_cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", good.base_url,
+                "--max-tokens", "30", "--max-continuations", "0", "--json")  # fmt: skip
+    assert r.code == 4, r.err
+    answer = r.json()["segments"][0]["answer_path"]
+    for bad in (
+        make_simulator(api_key="sk-not-this-one"),
+        make_simulator(api_key=key, fault_rate=1.0, fault_kinds=("500",)),
+        make_simulator(api_key=key, fault_rate=1.0, fault_kinds=("content-missing",)),
+    ):
+        r = run_cli(*verbose, "continue", answer, "--endpoint", bad.base_url,
+                    "--max-attempts", "1", "--json")  # fmt: skip
+        assert r.code in (5, 6), r.err
+    assert_sent_as_bearer(key, good)
+    assert_key_nowhere(key, evidence, tmp_path)
+
+
+def test_receipt_naming_a_remote_endpoint_does_not_get_the_key(
+    repo: Path,
+    make_simulator: MakeSim,
+    run_cli: Cli,
+    key: str,
+    offline_after: Callable[[], Sent],
+) -> None:
+    """Anyone who can edit a receipt could otherwise send your key wherever they like."""
+    chain = _local_chain(repo, make_simulator, run_cli, key)
+    offline = offline_after()
+    receipt_path = repo / chain["receipt_path"]
+    receipt = json.loads(receipt_path.read_text())
+    receipt["endpoint"] = f"{REMOTE}/v1/chat/completions"
+    receipt_path.write_text(json.dumps(receipt, indent=2))
+    r = run_cli("continue", chain["answer_path"])
+    assert r.code == 2, r.err
+    assert r.err.splitlines()[-1].startswith(
+        f"deepseek-review: error: {chain['receipt_path']} names {REMOTE}/v1/chat/completions"
+    )
+    assert f"pass --endpoint {REMOTE}/v1/chat/completions" in r.err
+    assert offline.urls == []
+
+
+def test_receipt_endpoint_that_is_the_configured_one_gets_the_key(
+    repo: Path,
+    make_simulator: MakeSim,
+    run_cli: Cli,
+    key: str,
+    offline_after: Callable[[], Sent],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chain = _local_chain(repo, make_simulator, run_cli, key)
+    offline = offline_after()
+    receipt_path = repo / chain["receipt_path"]
+    receipt = json.loads(receipt_path.read_text())
+    receipt["endpoint"] = f"{REMOTE}/v1/chat/completions"
+    receipt_path.write_text(json.dumps(receipt, indent=2))
+    monkeypatch.setenv("OLLAMA_HOST", REMOTE)
+    r = run_cli("continue", chain["answer_path"], "--max-attempts", "1")
+    assert r.code == 5, r.err
+    assert "blocked by the test" in r.err
+    assert offline.urls == [f"{REMOTE}/v1/chat/completions"]
+
+
+def _local_chain(repo: Path, make_simulator: MakeSim, run_cli: Cli, key: str) -> dict[str, Any]:
+    sim = make_simulator(api_key=key, answer_words=150)
+    r = run_cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", sim.base_url,
+                "--max-tokens", "30", "--max-continuations", "0", "--json")  # fmt: skip
+    assert r.code == 4, r.err
+    segment: dict[str, Any] = r.json()["segments"][0]
+    return segment
+
+
+# --------------------------------------------------------------------------- the secret scan
+
+
+def _rand(alphabet: str, n: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+# Built at run time, so no secret-looking literal sits in this repository.
+_UPPER_DIGITS = string.ascii_uppercase + string.digits
+_ALNUM = string.ascii_letters + string.digits
+_RSA_BODY = _rand(_ALNUM, 64)
+_AWS_ID = "AKIA" + _rand(_UPPER_DIGITS, 16)
+_GH_TOKEN = "ghp_" + _rand(_ALNUM, 36)
+_DB_PASSWORD = _rand(_ALNUM, 14)
+#: kind: (path, text, line of the finding, what the finding is called, the secret itself)
+SECRET_FILES: dict[str, tuple[str, str, int, str, str]] = {
+    "private-key": (
+        "deploy/id_rsa.txt",
+        "deploy key follows\n\n-----BEGIN RSA " + "PRIVATE KEY-----\n" + _RSA_BODY + "\n",
+        3,
+        "Private Key",
+        _RSA_BODY,
+    ),
+    "aws-key": (
+        "config/aws.ini",
+        "[default]\nregion = eu-west-1\naws_access_key_id = " + _AWS_ID + "\n",
+        3,
+        "AWS Access Key",
+        _AWS_ID,
+    ),
+    "github-token": (
+        "scripts/release.sh",
+        "#!/bin/sh\n# publish\nGH=" + _GH_TOKEN + "\ngh release create\n",
+        3,
+        "GitHub Token",
+        _GH_TOKEN,
+    ),
+    "dotenv-password": (
+        "app/.env",
+        "DEBUG=false\nDB_HOST=db.internal\nDB_PASSWORD=" + _DB_PASSWORD + "\n",
+        3,
+        ".env-style secret assignment",
+        _DB_PASSWORD,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(SECRET_FILES))
+def test_secret_in_context_bound_off_the_machine_is_refused_naming_file_and_line(
+    repo: Path, cli: Cli, offline: Sent, kind: str
+) -> None:
+    path, text, line, finding, secret = SECRET_FILES[kind]
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(text)
+    before = files_under(repo)
+    r = cli("run", "-c", "docs/spec.md", "-c", path, "-p", "Check.", "--endpoint", REMOTE)
+    assert r.code == 8, r.err
+    assert r.err.splitlines() == [r.err.splitlines()[0]]
+    assert r.err.startswith(f"deepseek-review: error: {path}:{line}: looks like a secret")
+    assert finding in r.err
+    assert secret[-10:] not in r.err  # never the secret itself
+    assert offline.urls == []
+    assert files_under(repo) == before
+
+
+def test_every_secret_is_counted_and_the_first_is_named(
+    repo: Path, cli: Cli, offline: Sent
+) -> None:
+    specs = []
+    for path, text, *_ in SECRET_FILES.values():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+        specs += ["-c", path]
+    r = cli("run", *specs, "-p", "Check.", "--endpoint", REMOTE, "--dry-run")
+    assert r.code == 8, r.err
+    assert "deploy/id_rsa.txt:3: looks like a secret (Private Key) and 3 more" in r.err
+    assert offline.urls == []
+
+
+def test_allow_secrets_skips_the_scan(repo: Path, cli: Cli, offline: Sent) -> None:
+    path, text, *_ = SECRET_FILES["dotenv-password"]
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(text)
+    r = cli("run", "-c", path, "-p", "Check.", "--endpoint", REMOTE, "--allow-secrets",
+            "--max-attempts", "1")  # fmt: skip
+    assert r.code == 5, r.err  # it got as far as sending, which the test blocks
+    assert "blocked by the test" in r.err
+    assert offline.urls == [f"{REMOTE}/v1/chat/completions"]
+
+
+def test_context_for_a_loopback_endpoint_is_not_scanned(
+    repo: Path, simulator: Simulator, cli: Cli
+) -> None:
+    for path, text, *_ in SECRET_FILES.values():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    r = cli("run", "-c", "deploy", "-c", "config", "-c", "scripts", "-c", "app/.env",
+            "-p", "Check.", "--endpoint", simulator.base_url)  # fmt: skip
+    assert r.code == 0, r.err
+    assert len(simulator.chat_requests()) == 1
+
+
+@pytest.mark.parametrize(
+    "url", ["http://localhost:11434", "http://127.0.0.5:8080", "http://[::1]:11434"]
+)
+def test_every_loopback_address_counts_as_local(url: str) -> None:
+    assert Endpoint(url=url).is_local
+
+
+@pytest.mark.parametrize("url", [REMOTE, "http://10.0.0.2:11434", "http://localhost.evil.com"])
+def test_other_hosts_are_not_local(url: str) -> None:
+    assert not Endpoint(url=url).is_local
+
+
+HARMLESS = """\
+# Hashes, ids and secrets read from elsewhere: nothing here is a secret.
+import os
+import uuid
+
+RECEIPT = "sha256:3f0c2b6a1d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a"
+COMMIT = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+RUN_ID = "123e4567-e89b-12d3-a456-426614174000"
+REQUEST_ID = uuid.UUID("c9bf9e57-1685-4c89-bafb-ff5af830be8a")
+
+password = os.environ["DB_PASSWORD"]
+api_key = os.getenv("API_KEY")
+token = None
+SECRET_KEY = settings.get("secret_key")
+"""
+
+HARMLESS_ENV = """\
+# .env.example
+DB_PASSWORD=${DB_PASSWORD}
+API_KEY=$API_KEY
+SECRET_TOKEN=changeme
+AWS_SECRET_ACCESS_KEY=
+export GITHUB_TOKEN="${{ secrets.GITHUB_TOKEN }}"
+DB_HOST=localhost
+"""
+
+HARMLESS_LOCK = """\
+[[package]]
+name = "httpx"
+version = "0.28.1"
+files = [
+    {file = "httpx-0.28.1-py3-none-any.whl",
+     hash = "sha256:d909fcccc110f8c7faf814ca82a9a4d816bc5a6dbfea25d6591d6985b8ba59ad"},
+]
+"""
+
+
+def test_hashes_uuids_and_secrets_read_from_the_environment_are_not_flagged(
+    repo: Path, cli: Cli, offline: Sent
+) -> None:
+    (repo / "src" / "settings.py").write_text(HARMLESS)
+    (repo / ".env.example").write_text(HARMLESS_ENV)
+    (repo / "poetry.lock").write_text(HARMLESS_LOCK)
+    r = cli("run", "-c", "src/settings.py", "-c", ".env.example", "-c", "poetry.lock",
+            "-p", "Check.", "--endpoint", REMOTE, "--max-attempts", "1")  # fmt: skip
+    assert r.code == 5, r.err  # not 8: it was sent (and the test blocked it)
+    assert offline.urls
+
+
+def test_receipts_and_records_as_context_are_not_flagged(
+    repo: Path, simulator: Simulator, cli: Cli, offline_after: Callable[[], Sent]
+) -> None:
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", simulator.base_url,
+            "--max-tokens", "30", "--max-continuations", "1")  # fmt: skip
+    assert r.code in (0, 4), r.err
+    sent = offline_after()
+    r = cli("run", "-c", "reviews", "-p", "Check.", "--endpoint", REMOTE, "--max-attempts", "1")
+    assert r.code == 5, r.err  # not 8: receipts and records are hashes and paths
+    assert sent.urls
+
+
+def test_continuing_off_the_machine_scans_the_context_again(
+    repo: Path, make_simulator: MakeSim, run_cli: Cli, offline_after: Callable[[], Sent]
+) -> None:
+    """A chain made against a local server, continued against a remote one."""
+    path, text, line, *_ = SECRET_FILES["github-token"]
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(text)
+    sim = make_simulator(answer_words=150)
+    r = run_cli("run", "-c", path, "-p", "Check.", "--endpoint", sim.base_url,
+                "--max-tokens", "30", "--max-continuations", "0", "--json")  # fmt: skip
+    assert r.code == 4, r.err
+    answer = r.json()["segments"][0]["answer_path"]
+    sent = offline_after()
+    before = files_under(repo)
+    r = run_cli("continue", answer, "--endpoint", REMOTE)
+    assert r.code == 8, r.err
+    assert f"{path}:{line}: looks like a secret" in r.err
+    assert sent.urls == []
+    assert files_under(repo) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="`continue` has no --allow-secrets option (resume.ContinueOptions.allow_secrets "
+    "exists; cli/review_cmds.continue_ does not pass it)",
+)
+def test_continue_with_allow_secrets_skips_the_scan(
+    repo: Path, make_simulator: MakeSim, run_cli: Cli, offline_after: Callable[[], Sent]
+) -> None:
+    path, text, *_ = SECRET_FILES["github-token"]
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(text)
+    sim = make_simulator(answer_words=150)
+    r = run_cli("run", "-c", path, "-p", "Check.", "--endpoint", sim.base_url,
+                "--max-tokens", "30", "--max-continuations", "0", "--json")  # fmt: skip
+    answer = r.json()["segments"][0]["answer_path"]
+    sent = offline_after()
+    r = run_cli("continue", answer, "--endpoint", REMOTE, "--allow-secrets", "--max-attempts", "1")
+    assert r.code == 5, r.err
+    assert sent.urls == [f"{REMOTE}/v1/chat/completions"]
+
+
+def test_batch_bound_off_the_machine_refuses_secrets_naming_entry_file_and_line(
+    repo: Path, cli: Cli, offline: Sent
+) -> None:
+    path, text, line, *_ = SECRET_FILES["aws-key"]
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(text)
+    (repo / "reviews.toml").write_text(
+        f'[[review]]\ntopic = "aws"\nprompt = "Check."\ncontext = "{path}"\n'
+    )
+    before = files_under(repo)
+    r = cli("batch", "reviews.toml", "--endpoint", REMOTE)
+    assert r.code == 3, r.err  # a manifest problem (docs/batch.md); nothing sent or written
+    assert f"{path}:{line}: looks like a secret" in r.err.splitlines()[-1]
+    assert offline.urls == []
+    assert files_under(repo) == before
+
+
+@pytest.fixture
+def offline_after(monkeypatch: pytest.MonkeyPatch) -> Callable[[], Sent]:
+    """Like ``offline``, switched on in the middle of a test (after a local run)."""
+
+    def switch_on() -> Sent:
+        sent = Sent()
+
+        def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
+            sent.urls.append(str(request.url))
+            raise httpx.ConnectError("blocked by the test", request=request)
+
+        monkeypatch.setattr(httpx.Client, "send", send)
+        return sent
+
+    return switch_on
