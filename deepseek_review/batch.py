@@ -52,6 +52,7 @@ from .client import (
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .receipts import RECEIPT_SUFFIX, fast_validators
+from .repo import resolve_inside
 from .review import Chain, continue_chain, send_review
 from .segment import Segment
 from .storage import CRASH_AT, TEMP_PREFIX, TEMP_SUFFIX, crash_point, stale_temp_files
@@ -364,6 +365,16 @@ def _walk(idx: _FolderIndex, primary: ChainSegment) -> list[ChainSegment] | None
         chain.append(nxt[0])
 
 
+def _answer_inside(root: Path, answer_path: str) -> bool:
+    """A receipt's answer is taken as done only if it is a file inside the repository: a
+    hostile or stale receipt must not make a batch skip a review (or read outside the root)."""
+    try:
+        path, _ = resolve_inside(root, answer_path, what="answer_path")
+    except InputError:
+        return False
+    return path.is_file()
+
+
 def existing_chain(
     idx: _FolderIndex, root: Path, planned: PlannedEntry
 ) -> list[ChainSegment] | None:
@@ -382,8 +393,12 @@ def existing_chain(
         chain = _walk(idx, primary)
         if chain is None:
             continue
-        if not all((root / s.answer_path).is_file() for s in chain):
-            log.warning("%s: an answer of its chain is missing; not resuming from it", primary)
+        if not all(_answer_inside(root, s.answer_path) for s in chain):
+            log.warning(
+                "%s: an answer of its chain is missing or outside the repository; not "
+                "resuming from it",
+                primary.receipt_path,
+            )
             continue
         chains.append(chain)
     if not chains:

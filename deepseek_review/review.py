@@ -19,10 +19,10 @@ from typing import Any, Literal
 from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, gather_context
 from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
-from .errors import ConfigError, PromptTruncated
+from .errors import ConfigError, InputError, PromptTruncated
 from .prompt import Template, continuation_directive, load_template, render_messages
 from .repo import find_repo_root, resolve_inside
-from .request import AnswerRef, BodyOptions, PreparedRequest, WireMessage, prepare
+from .request import CORE_FIELDS, AnswerRef, BodyOptions, PreparedRequest, WireMessage, prepare
 from .segment import Segment, SegmentSpec, write_segment
 from .storage import check_topic, ensure_dir
 from .tokens import estimate_tokens, looks_clipped
@@ -67,6 +67,11 @@ class ContinuationOptions:
         if self.server not in SERVER_PRESETS:
             raise ConfigError(
                 f"--server must be one of {', '.join(SERVER_PRESETS)}, not {self.server!r}"
+            )
+        clash = sorted(CORE_FIELDS & set(self.extra_body))
+        if clash:
+            raise ConfigError(
+                f"--continuation-extra-body may not set {clash[0]!r}; it is part of every request"
             )
         if self.max_tokens is not None and self.max_tokens <= 0:
             raise ConfigError(f"--continuation-max-tokens must be positive, got {self.max_tokens}")
@@ -171,6 +176,12 @@ def plan_review(
     out_dir, _ = resolve_inside(root, options.output_dir, what="--output-dir")
     template = load_template(options.template, options.template_file)
     files = gather(root, options.context, options.limits)
+    prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
+    if prompt_bytes > options.limits.max_context_bytes:
+        raise InputError(
+            f"the prompt is {prompt_bytes} bytes, over --max-context-bytes "
+            f"{options.limits.max_context_bytes}"
+        )
     rendered = render_messages(template, options.prompt, options.topic, files)
     messages = tuple(WireMessage.from_message(m) for m in rendered)
     prepared = prepare(body_options, messages)
@@ -178,7 +189,9 @@ def plan_review(
     if not (options.allow_secrets or endpoint.is_local):
         from .secretscan import refuse_secrets
 
-        refuse_secrets(files, endpoint=endpoint.url)
+        # The prompt leaves the machine too: scan it as if it were one more file.
+        prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
+        refuse_secrets([prompt_file, *files], endpoint=endpoint.url)
     if options.context_window is not None and estimate > options.context_window:
         log.warning(
             "the prompt is about %d tokens, over the declared --context-window %d: the server "

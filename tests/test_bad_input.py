@@ -240,6 +240,19 @@ def spec(*args: str, prompt: str = "Check the mean.") -> list[str]:
 # ----------------------------------------------------------------- run: context paths
 
 
+@case("run/prompt-file-endless", 3, "--prompt-file /dev/zero: over --max-context-bytes 1000")
+def _(w: World) -> list[str]:
+    return [
+        "run",
+        "-c",
+        "docs/spec.md",
+        "--prompt-file",
+        "/dev/zero",
+        "--max-context-bytes",
+        "1000",
+    ]
+
+
 @case("run/path-absolute-elsewhere", 3, lambda w: f"context path {w.secret}: outside")
 def _(w: World) -> list[str]:
     return run("-c", str(w.secret))
@@ -411,9 +424,7 @@ def _(w: World) -> list[str]:
 @case(
     "run/prompt-huge",
     3,
-    "the prompt is 5000000 bytes, over --max-file-bytes 200000",
-    xfail="a 5 MB prompt is sent as is: no limit applies to the prompt (review.plan_review "
-    "checks only context files against --max-file-bytes/--max-context-bytes)",
+    "the prompt is 5000000 bytes, over --max-context-bytes 400000",
 )
 def _(w: World) -> list[str]:
     return spec("--endpoint", w.sim(), prompt="x" * 5_000_000)
@@ -664,9 +675,6 @@ def _(w: World) -> list[str]:
     "run/continuation-extra-body-overrides-messages",
     2,
     "--continuation-extra-body may not set 'messages'",
-    xfail="accepted at start; refused only when the first continuation is built, after the "
-    "primary answer, record and receipt were written (review.ContinuationOptions does not "
-    "check extra_body against request.CORE_FIELDS)",
 )
 def _(w: World) -> list[str]:
     return spec(
@@ -1337,12 +1345,6 @@ def test_the_table_is_large_and_spans_every_command() -> None:
 # --------------------------------------------------------------------------- outside the table
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="batch resumes from a receipt whose answer_path lies outside the root: the entry is "
-    "'skipped' and reported with that path (batch.existing_chain checks only "
-    "(root / answer_path).is_file(), not that the path stays inside the root)",
-)
 def test_batch_does_not_take_a_receipt_naming_an_answer_outside_the_root_as_done(
     world: World, watch: Watch
 ) -> None:

@@ -621,11 +621,6 @@ def test_continuing_off_the_machine_scans_the_context_again(
     assert files_under(repo) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`continue` has no --allow-secrets option (resume.ContinueOptions.allow_secrets "
-    "exists; cli/review_cmds.continue_ does not pass it)",
-)
 def test_continue_with_allow_secrets_skips_the_scan(
     repo: Path, make_simulator: MakeSim, run_cli: Cli, offline_after: Callable[[], Sent]
 ) -> None:
@@ -674,3 +669,32 @@ def offline_after(monkeypatch: pytest.MonkeyPatch) -> Callable[[], Sent]:
         return sent
 
     return switch_on
+
+
+def test_a_secret_in_the_prompt_itself_is_refused_for_a_remote_endpoint(
+    repo: Path, cli: Cli, offline: Sent
+) -> None:
+    prompt = "Check this config:\nDB_PASSWORD=hunter2hunter2\n"
+    r = cli("run", "-c", "docs/spec.md", "-p", prompt, "--endpoint", REMOTE)
+    assert r.code == 8, r.err
+    assert "<prompt>:2: looks like a secret" in r.err
+    assert "hunter2" not in r.err
+    assert offline.urls == []
+
+
+def test_the_continue_hint_names_a_remote_endpoint_explicitly(repo: Path, cli: Cli) -> None:
+    from types import SimpleNamespace
+
+    from deepseek_review.cli.review_cmds import _raise_if_truncated
+    from deepseek_review.errors import TruncatedReview
+
+    result = SimpleNamespace(
+        truncated=True,
+        endpoint="https://ollama.com/v1/chat/completions",
+        segments=[SimpleNamespace(answer_path="reviews/x.md")],
+    )
+    with pytest.raises(TruncatedReview) as exc:
+        _raise_if_truncated(result, 3)
+    assert exc.value.hint.endswith(
+        "deepseek-review continue reviews/x.md --endpoint https://ollama.com/v1/chat/completions"
+    )

@@ -142,14 +142,20 @@ def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     return value
 
 
-def _read_prompt(prompt: str | None, prompt_file: Path | None) -> str:
+def _read_prompt(prompt: str | None, prompt_file: Path | None, limit: int) -> str:
+    """The prompt from its one source, read no further than ``limit`` bytes (plus one, so
+    that ``plan_review`` can refuse a longer one): ``/dev/zero`` must not fill the memory."""
     if prompt is not None and prompt_file is not None:
         raise ConfigError("give the prompt once: --prompt or --prompt-file, not both")
     if prompt is not None:
         return prompt
     if prompt_file is not None:
         try:
-            return prompt_file.read_text(encoding="utf-8")
+            with prompt_file.open("rb") as fh:
+                data = fh.read(limit + 1)
+            if len(data) > limit:
+                raise InputError(f"--prompt-file {prompt_file}: over --max-context-bytes {limit}")
+            return data.decode("utf-8")
         except FileNotFoundError:
             raise InputError(f"--prompt-file {prompt_file}: no such file") from None
         except UnicodeDecodeError:
@@ -159,9 +165,12 @@ def _read_prompt(prompt: str | None, prompt_file: Path | None) -> str:
     if sys.stdin is None or sys.stdin.isatty():
         raise InputError("no prompt: give --prompt, --prompt-file, or pipe it on stdin")
     try:
-        return sys.stdin.read()
+        text = sys.stdin.read(limit + 1)
     except UnicodeDecodeError:
         raise InputError("the prompt on stdin is not UTF-8") from None
+    if len(text) > limit:
+        raise InputError(f"the prompt on stdin is over --max-context-bytes {limit}")
+    return text
 
 
 class _Progress:

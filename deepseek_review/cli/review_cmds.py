@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -146,7 +147,7 @@ def run(
     )
     options = ReviewOptions(
         context=tuple(context),
-        prompt=_read_prompt(prompt, prompt_file),
+        prompt=_read_prompt(prompt, prompt_file, cfg["max_context_bytes"]),
         topic=topic,
         model=cfg["model"],
         repo_root=str(root),
@@ -202,11 +203,19 @@ def run(
 
 
 def _raise_if_truncated(result: Any, cap: int) -> None:
+    from urllib.parse import urlsplit
+
+    from ..endpoint import is_loopback_host
+
     if result.truncated:
         last = result.segments[-1].answer_path
+        command = f"deepseek-review continue {last}"
+        if not is_loopback_host(urlsplit(result.endpoint).hostname or ""):
+            # `continue` sends the key only where it is told to, never where a receipt says.
+            command += f" --endpoint {result.endpoint}"
         raise TruncatedReview(
             f"the review is still truncated after {cap} continuation(s); last segment: {last}",
-            hint=f"continue it with: deepseek-review continue {last}",
+            hint=f"continue it with: {command}",
         )
 
 
@@ -299,6 +308,10 @@ def continue_(
     server: ServerOpt = None,
     continuation_extra_body: ContExtraOpt = None,
     allow_truncated_prompt: AllowClippedOpt = False,
+    allow_secrets: Annotated[
+        bool,
+        typer.Option(help="Send context that looks like it holds secrets to a remote endpoint."),
+    ] = False,
     keep_reasoning: KeepReasoningOpt = False,
     force: Annotated[
         bool, typer.Option(help="Continue even if the last segment ended normally.")
@@ -350,11 +363,13 @@ def continue_(
             continuation_extra_body,
         ),
         allow_truncated_prompt=allow_truncated_prompt,
+        allow_secrets=allow_secrets,
         keep_reasoning=keep_reasoning,
         force=force,
         retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
         timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
     )
+    STATE.secret = os.environ.get(options.api_key_env, "").strip() or None
     progress = _Progress()
     try:
         outcome = continue_existing(options, progress=progress)
