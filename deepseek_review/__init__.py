@@ -1,3 +1,67 @@
-"""deepseek-review: ask a DeepSeek model to review repository files, with verifiable receipts."""
+"""deepseek-review: ask a DeepSeek model to review repository files, with verifiable receipts.
+
+The library API is :func:`review`, :func:`verify` and :func:`run_batch` (see
+:mod:`deepseek_review.api`); they return dataclasses and raise :class:`ReviewError`
+subclasses. Names are imported on first use, so ``import deepseek_review`` stays cheap for
+the command line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .api import review, run_batch, verify
+    from .batch import BatchOptions, BatchReport, EntryReport
+    from .errors import ReviewError
+    from .pipeline import ContinuationOptions, ReviewOptions, ReviewResult
+    from .segment import Segment
+    from .verification import CheckResult, ReceiptReport, VerifyReport
+
+_LAZY = {
+    "review": "api",
+    "verify": "api",
+    "run_batch": "api",
+    "ReviewOptions": "pipeline",
+    "ContinuationOptions": "pipeline",
+    "ReviewResult": "pipeline",
+    "Segment": "segment",
+    "VerifyReport": "verification",
+    "ReceiptReport": "verification",
+    "CheckResult": "verification",
+    "BatchOptions": "batch",
+    "BatchReport": "batch",
+    "EntryReport": "batch",
+    "ReviewError": "errors",
+}
+
+__all__ = [
+    "BatchOptions",
+    "BatchReport",
+    "CheckResult",
+    "ContinuationOptions",
+    "EntryReport",
+    "ReceiptReport",
+    "ReviewError",
+    "ReviewOptions",
+    "ReviewResult",
+    "Segment",
+    "VerifyReport",
+    "__version__",
+    "review",
+    "run_batch",
+    "verify",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deepseek_review' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .batch import BatchReport, EventFn
     from .client import ProgressFn
-    from .review import ReviewOptions, ReviewResult
-    from .verify import VerifyReport
+    from .pipeline import ReviewOptions, ReviewResult
+    from .verification import VerifyReport
 
 
 def review(
@@ -42,13 +42,13 @@ def review(
 ) -> ReviewResult:
     """Run one review end to end (``deepseek-review run``).
 
-    Pass a :class:`~deepseek_review.review.ReviewOptions`, or its fields as keywords
+    Pass a :class:`~deepseek_review.pipeline.ReviewOptions`, or its fields as keywords
     (``context``, ``prompt``, ``topic``, ``model``, ``endpoint``, ``max_tokens``, ...), or both
     (keywords replace the options' fields). ``env`` replaces ``os.environ`` for
     ``OLLAMA_HOST`` and the API key.
     """
-    from .review import ReviewOptions
-    from .review import review as _review
+    from .pipeline import ReviewOptions
+    from .pipeline import review as _review
 
     if options is None:
         if "context" in fields and isinstance(fields["context"], str):
@@ -76,7 +76,7 @@ def verify(
     """
     from .config import resolve
     from .repo import find_repo_root
-    from .verify import verify as _verify
+    from .verification import verify as _verify
 
     repo = find_repo_root(root)
     default = str(resolve(repo)["output_dir"])

@@ -31,7 +31,7 @@ from .config import configured_review_values
 from .context import ContextFile, ContextLimits, gather_context
 from .errors import ConfigError, InputError, ReviewError
 from .repo import find_repo_root
-from .review import ContinuationOptions, GatherFn, ReviewOptions, ReviewPlan, plan_review
+from .pipeline import ContinuationOptions, GatherFn, ReviewOptions, ReviewPlan, plan_review
 from .storage import check_topic
 
 FORMATS = ("toml", "jsonl")

@@ -26,7 +26,7 @@ from .prompt import FileRef, Part
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
 from .resources import prompts_dir
-from .review import (
+from .pipeline import (
     DEFAULT_MAX_TOKENS,
     Chain,
     ContinuationOptions,

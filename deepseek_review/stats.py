@@ -16,7 +16,7 @@ from typing import Any
 from .errors import InputError
 from .receipts import PRIMARY, fast_valid
 from .repo import resolve_inside
-from .verify import DEFAULT_FOLDER, discover, parse_receipt
+from .verification import DEFAULT_FOLDER, discover, parse_receipt
 
 _TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 

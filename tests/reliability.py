@@ -35,7 +35,7 @@ from deepseek_review.request import rebuild_body, repo_reader, sha256_tag
 from deepseek_review.simulator import RecordedRequest, full_answer
 from deepseek_review.simulator.answer import key_digest
 from deepseek_review.storage import TEMP_PREFIX, TEMP_SUFFIX
-from deepseek_review.verify import verify
+from deepseek_review.verification import verify
 
 OUT = "reviews"
 MANIFEST = "reviews.toml"

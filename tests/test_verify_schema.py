@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 
 from deepseek_review import receipts as R
-from deepseek_review import verify as V
+from deepseek_review import verification as V
 from deepseek_review.receipts import validator
 from deepseek_review.request import canonical_json, rebuild_body, repo_reader, sha256_tag
+from deepseek_review.verification import checks as VC
+from deepseek_review.verification import files as VF
+from deepseek_review.verification import rebuild as VR
 
 HERE = Path(__file__).parent
 SEEDS = sorted((HERE / "fixtures" / "research-stack").rglob("*.receipt.json"))
@@ -144,7 +147,7 @@ def records(root: Path) -> list[dict[str, Any]]:
 
 
 def test_fast_prompt_hash_is_the_hash_of_rebuild_body() -> None:
-    v = V.Verifier(UNTOUCHED)
+    v = VC.Verifier(UNTOUCHED)
     for record in records(UNTOUCHED):
         rebuilt = rebuild_body(record["body"], repo_reader(UNTOUCHED))
         assert rebuilt.body_bytes is not None
@@ -164,10 +167,10 @@ def test_placeholder_look_alike_in_a_record_is_still_rebuilt_exactly(
     # In the body's frame, where the placeholders go: inside a text, and a whole value.
     record["body"]["messages"][0]["content"] += "\x00deepseek-review-content-0\x00 \\u0000"
     digest = sha256_tag(rebuild_body(record["body"], repo_reader(root)).body_bytes or b"")
-    assert V.Verifier(root)._fast_digest(record["body"]) == digest
+    assert VC.Verifier(root)._fast_digest(record["body"]) == digest
     record["body"]["x-extra"] = "\x00deepseek-review-content-0\x00"
     digest = sha256_tag(rebuild_body(record["body"], repo_reader(root)).body_bytes or b"")
-    assert V.Verifier(root)._fast_digest(record["body"]) is None
+    assert VC.Verifier(root)._fast_digest(record["body"]) is None
     record["prompt_sha256"] = digest
     record_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
     receipt_path = record_path.with_name(record_path.name.replace(".request.json", ".receipt.json"))
@@ -185,22 +188,22 @@ def test_placeholder_look_alike_in_a_record_is_still_rebuilt_exactly(
      "\u2028\u2029", 'mixed "a\\b"\n\tend\x1b[0m', "x" * 10_000 + "\n"],
 )  # fmt: skip
 def test_escaping_bytes_matches_json_escaping(text: str) -> None:
-    assert V._escape_utf8(text.encode("utf-8")) == json.dumps(text, ensure_ascii=False)[
+    assert VR._escape_utf8(text.encode("utf-8")) == json.dumps(text, ensure_ascii=False)[
         1:-1
     ].encode("utf-8")
 
 
 def test_escaping_refuses_what_is_not_utf8() -> None:
-    assert V._escape_utf8(b"\xff\xfe") is None
+    assert VR._escape_utf8(b"\xff\xfe") is None
 
 
 def test_canonical_encoder_matches_request_canonical_json() -> None:
     obj = {"b": [1, 2.5, None, True], "a": {"z": "é\n", "y": "\u2028"}, "c": "\x00"}
-    assert V._CANONICAL.encode(obj).encode("utf-8") == canonical_json(obj)
+    assert VF._CANONICAL.encode(obj).encode("utf-8") == canonical_json(obj)
 
 
 def test_default_folder_is_where_run_writes() -> None:
-    from deepseek_review.review import DEFAULT_OUTPUT_DIR
+    from deepseek_review.pipeline import DEFAULT_OUTPUT_DIR
 
     assert V.DEFAULT_FOLDER == DEFAULT_OUTPUT_DIR
 
@@ -220,7 +223,7 @@ def test_clean_paths_are_exactly_those_resolve_inside_keeps_as_named(
         kept = resolve_inside(tmp_path, rel)[1] == rel
     except InputError:
         kept = False
-    assert V._clean(rel) == (kept and not {".", ".."} & set(rel.split("/")))
+    assert VF._clean(rel) == (kept and not {".", ".."} & set(rel.split("/")))
 
 
 def test_the_shipped_compiled_schema_matches_the_bundled_schema():

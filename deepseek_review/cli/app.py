@@ -287,7 +287,7 @@ def _continuation_options(
     server: str,
     extra_body: str | None,
 ) -> Any:  # -> review.ContinuationOptions (imported lazily: keep --help fast)
-    from ..review import ContinuationOptions
+    from ..pipeline import ContinuationOptions
 
     return ContinuationOptions(
         max_continuations=max_continuations,

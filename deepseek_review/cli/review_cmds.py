@@ -121,7 +121,7 @@ def run(
     """
     from ..client import RetryPolicy, Timeouts
     from ..context import ContextLimits
-    from ..review import ReviewOptions, make_client, plan_review, send_review
+    from ..pipeline import ReviewOptions, make_client, plan_review, send_review
 
     root, cfg = settings(
         repo_root,
@@ -220,7 +220,7 @@ def _raise_if_truncated(result: Any, cap: int) -> None:
 
 
 def _render_plan(plan: Any, as_json: bool) -> None:
-    from ..review import ReviewPlan
+    from ..pipeline import ReviewPlan
 
     assert isinstance(plan, ReviewPlan)
     info = {
@@ -254,7 +254,7 @@ def _render_plan(plan: Any, as_json: bool) -> None:
 
 
 def _render_result(result: Any, as_json: bool) -> None:
-    from ..review import ReviewResult, segment_summary
+    from ..pipeline import ReviewResult, segment_summary
 
     assert isinstance(result, ReviewResult)
     if as_json:

@@ -12,7 +12,7 @@ from ..errors import VerificationFailed
 from .app import STATE, JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, app
 
 if TYPE_CHECKING:
-    from ..verify import ReceiptReport, VerifyReport
+    from ..verification import ReceiptReport, VerifyReport
 
 
 def _default_folder(root: Path) -> str:
@@ -95,8 +95,8 @@ def verify(
     Example: deepseek-review verify --strict reviews
     """
     from ..repo import find_repo_root
-    from ..verify import DEFAULT_FOLDER
-    from ..verify import verify as run_verify
+    from ..verification import DEFAULT_FOLDER
+    from ..verification import verify as run_verify
 
     root = find_repo_root(repo_root)
     default = DEFAULT_FOLDER if paths else _default_folder(root)  # a bad config file: exit 2

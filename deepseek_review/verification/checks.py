@@ -1,0 +1,515 @@
+"""The five checks of one receipt (``Verifier``) and the record agreement rules."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..chain import RECORD_SUFFIX
+from ..errors import InputError
+from ..receipts import CONTINUATION, PRIMARY, RECEIPT_SUFFIX, schema_problems
+from ..repo import resolve_inside
+from ..request import RECORD_SCHEMA, rebuild_body, sha256_tag
+from .files import _CANONICAL, _RECORD_DECODER, Problem, RepoFiles, parse_receipt
+from .rebuild import _MARKERS, _PLACEHOLDERS, _as_bytes, _escape, _escape_utf8, _references, _rehash
+from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus
+
+# --------------------------------------------------------------------------- checking
+
+
+@dataclass
+class _Receipt:
+    """A receipt as loaded: its data when it passed ``schema``, else the problems."""
+
+    rel: str
+    data: dict[str, Any] | None
+    problems: list[str]
+
+    @property
+    def continuation(self) -> bool:
+        return self.data is not None and self.data["schema"] == CONTINUATION
+
+
+#: What the chain check needs of a receipt (all a worker process sends back of it).
+_CHAIN_KEYS = ("schema", "answer_path", "previous_answer_path", "context_files")
+
+
+@dataclass
+class _Local:
+    """A receipt after the checks that need no other receipt (picklable, for workers)."""
+
+    rel: str
+    data: dict[str, Any] | None
+    """The receipt's ``_CHAIN_KEYS``; None when it failed ``schema``."""
+    problems: list[str]
+    checks: list[CheckResult]
+
+
+def _join(items: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+class Verifier:
+    """One verification run: its caches (files, receipts, chain index) live as long as it."""
+
+    def __init__(self, root: Path, *, strict: bool = False) -> None:
+        self.root = root
+        self.strict = strict
+        self.files = RepoFiles(root)
+        self._receipts: dict[str, _Receipt] = {}
+        self._by_answer: dict[str, list[str]] = {}
+        self._scanned: set[str] = set()
+        self._chain_memo: dict[str, str | None] = {}
+        self._continued: set[str] = set()
+        """Answers some valid continuation goes on from."""
+        self._escaped: dict[str, bytes | None] = {}
+        self._escaped_text: dict[str, bytes] = {}
+
+    # -- loading and indexing
+
+    def load(self, rel: str) -> _Receipt:
+        got = self._receipts.get(rel)
+        if got is not None:
+            return got
+        raw = self.files.read_once(rel, what="receipt")
+        if isinstance(raw, Problem):
+            got = _Receipt(rel, None, [f"cannot read the receipt: {raw.detail}"])
+        else:
+            data, problem = parse_receipt(raw)
+            if problem is not None:
+                got = _Receipt(rel, None, [problem])
+            else:
+                problems = schema_problems(data)
+                got = _Receipt(rel, None if problems else data, problems)
+        self._receipts[rel] = got
+        if got.data is not None:
+            self._by_answer.setdefault(got.data["answer_path"], []).append(rel)
+            if got.data["schema"] == CONTINUATION:
+                self._continued.add(got.data["previous_answer_path"])
+        return got
+
+    def index(self, receipts: Sequence[str], scanned: set[str]) -> None:
+        """Load ``receipts``; ``scanned``: folders whose every receipt is among them."""
+        for rel in receipts:
+            self.load(rel)
+        self._scanned |= scanned
+
+    def mark_scanned(self, folders: set[str]) -> None:
+        self._scanned |= folders
+
+    def _owners(self, answer: str) -> list[str]:
+        """The valid receipts claiming ``answer``; its folder is scanned once on a miss."""
+        folder = answer.rpartition("/")[0]
+        if answer not in self._by_answer and folder not in self._scanned:
+            self._scanned.add(folder)
+            try:
+                base, rel_folder = resolve_inside(self.root, folder or ".", what="folder")
+                names = sorted(n for n in os.listdir(base) if n.endswith(RECEIPT_SUFFIX))
+            except (InputError, OSError):
+                names = []
+            prefix = "" if rel_folder in ("", ".") else rel_folder + "/"
+            for name in names:
+                self.load(prefix + name)
+        return self._by_answer.get(answer, [])
+
+    # -- one receipt
+
+    def check(self, rel: str) -> ReceiptReport:
+        """Every check of one receipt (the index must hold the receipts verified with it)."""
+        return self.finish(self.local(rel))
+
+    def local(self, rel: str) -> _Local:
+        """The checks that need no other receipt: schema, answer, context, prompt."""
+        r = self.load(rel)
+        if r.data is None:
+            detail = "; ".join(r.problems[:5])
+            if len(r.problems) > 5:
+                detail += f" (+{len(r.problems) - 5} more)"
+            return _Local(rel, None, r.problems, [CheckResult("schema", "fail", detail)])
+        d = r.data
+        checks = [
+            _OK[d["schema"]],
+            self._answer(d),
+            self._context(d),
+            self._prompt(rel, d, self._record(rel)),
+        ]
+        return _Local(rel, {k: d[k] for k in _CHAIN_KEYS if k in d}, [], checks)
+
+    def adopt(self, done: _Local) -> None:
+        """Index a receipt that another process loaded and checked (see :func:`verify`)."""
+        self._receipts[done.rel] = r = _Receipt(done.rel, done.data, done.problems)
+        if r.data is not None:
+            self._by_answer.setdefault(r.data["answer_path"], []).append(done.rel)
+            if done.checks[1] is _OK["answer"]:  # the worker read it: a file inside the root
+                self.files.known_file(r.data["answer_path"])
+
+    def finish(self, done: _Local) -> ReceiptReport:
+        """Add the ``chain`` check, which needs the index of every receipt."""
+        d = done.data
+        if d is None:
+            skipped = [CheckResult(n, "skip", "not checked: schema failed") for n in CHECKS[1:]]
+            return ReceiptReport(done.rel, "fail", [*done.checks, *skipped])
+        schema, answer, context, prompt = done.checks
+        checks = [schema, answer, self._chain(done.rel, d), context, prompt]
+        status: ReceiptStatus = "ok"
+        if any(c.status == "fail" for c in checks):
+            status = "fail"
+        elif any(c.status == "warn" for c in checks):
+            status = "warn"
+        kind: Literal["primary", "continuation"] = (
+            "continuation" if d["schema"] == CONTINUATION else "primary"
+        )
+        return ReceiptReport(done.rel, status, checks, kind, d["answer_path"])
+
+    def _soft(self, name: str, detail: str) -> CheckResult:
+        """A missing or changed context file: a warning, a failure under ``strict``."""
+        return CheckResult(name, "fail" if self.strict else "warn", detail)
+
+    def _answer(self, d: dict[str, Any]) -> CheckResult:
+        path = d["answer_path"]
+        # Keep the bytes only of answers that a continuation goes on from: its record
+        # references them (and every earlier segment), so its rebuild needs them.
+        digest = self.files.hash(path, what="answer_path", keep=path in self._continued)
+        if isinstance(digest, Problem):
+            if digest.kind == "outside":
+                return CheckResult("answer", "fail", f"{digest.detail} (not read)")
+            return CheckResult("answer", "fail", f"answer file {digest.detail}")
+        if digest != d["answer_sha256"]:
+            return CheckResult(
+                "answer",
+                "fail",
+                f"{path} hashes to {digest}, not answer_sha256 (changed after the review)",
+            )
+        return _OK["answer"]
+
+    def _chain(self, rel: str, d: dict[str, Any]) -> CheckResult:
+        problems: list[str] = []
+        answer = d["answer_path"]
+        others = [o for o in self._owners(answer) if o != rel]
+        if others:
+            problems.append(f"{answer} is also claimed by {_join(others)}")
+        if d["schema"] == PRIMARY:
+            if not d.get("context_files"):
+                problems.append("a primary receipt must name its context files")
+            if "previous_answer_path" in d:
+                problems.append("a primary receipt has no previous_answer_path")
+        else:
+            if "context_files" in d:
+                problems.append("a continuation receipt names no context files")
+            prev = d["previous_answer_path"]
+            if prev == answer:
+                problems.append("it continues itself")
+            else:
+                problem = self._link(prev)
+                if problem is None:
+                    problem = self._back_to_primary(prev)
+                if problem is not None:
+                    problems.append(problem)
+        if problems:
+            return CheckResult("chain", "fail", "; ".join(problems))
+        return _OK["chain-primary" if d["schema"] == PRIMARY else "chain"]
+
+    def _link(self, prev: str) -> str | None:
+        """Why ``prev`` (an answer some continuation continues) is not a sound link."""
+        missing = self.files.file_problem(prev, what="previous_answer_path")
+        if missing is not None:
+            if missing.kind == "outside":
+                return f"previous_answer_path: {missing.detail}"
+            return f"previous answer {missing.detail}"
+        owners = self._owners(prev)
+        if not owners:
+            return f"previous answer {prev} is not covered by any valid receipt"
+        if len(owners) > 1:
+            return f"previous answer {prev} is claimed by {len(owners)} receipts ({_join(owners)})"
+        return None
+
+    def _back_to_primary(self, start: str) -> str | None:
+        """Walk back from ``start`` to a primary: None, or where the chain breaks or loops.
+
+        Memoised per answer, so 10,000 segments of one long chain cost one walk.
+        """
+        walked: list[str] = []
+        seen: set[str] = set()
+        cur = start
+        result: str | None
+        while True:
+            if cur in self._chain_memo:
+                result = self._chain_memo[cur]
+                break
+            if cur in seen:
+                result = f"the chain loops back on itself at {cur}"
+                break
+            walked.append(cur)
+            seen.add(cur)
+            if cur != start:
+                result = self._link(cur)
+                if result is not None:
+                    result = f"the chain is broken further back: {result}"
+                    break
+            owner = self.load(self._owners(cur)[0])
+            assert owner.data is not None  # owners are valid receipts
+            if owner.data["schema"] == PRIMARY:
+                result = None
+                break
+            cur = owner.data["previous_answer_path"]
+        for answer in walked:
+            self._chain_memo[answer] = result
+        return result
+
+    def _context(self, d: dict[str, Any]) -> CheckResult:
+        if d["schema"] == CONTINUATION:
+            return _OK["context-continuation"]
+        outside: list[str] = []
+        missing: list[str] = []
+        for path in d["context_files"]:
+            problem = self.files.file_problem(path, what="context file")
+            if problem is None:
+                continue
+            (outside if problem.kind == "outside" else missing).append(path)
+        total = len(d["context_files"])
+        if outside:
+            more = f"; {len(missing)} missing: {_join(missing)}" if missing else ""
+            return CheckResult(
+                "context", "fail", f"outside the repository root (not read): {_join(outside)}{more}"
+            )
+        if missing:
+            return self._soft("context", f"{len(missing)} of {total} missing: {_join(missing)}")
+        return CheckResult("context", "ok", f"{total} present")
+
+    # -- the request record
+
+    def _record(self, rel: str) -> dict[str, Any] | str | None:
+        """The request record beside the receipt: its data, a problem, or None if absent."""
+        record_rel = rel[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX
+        raw = self.files.read_once(record_rel, what="request record")
+        if isinstance(raw, Problem):
+            return None if raw.kind == "missing" else f"request record {raw.detail}"
+        try:
+            data = _RECORD_DECODER.decode(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            return f"request record {record_rel} is not JSON ({exc})"
+        if (
+            not isinstance(data, dict)
+            or data.get("record") != RECORD_SCHEMA
+            or not isinstance(data.get("body"), dict)
+        ):
+            return f"{record_rel} is not a {RECORD_SCHEMA} request record"
+        return data
+
+    def _prompt(
+        self, rel: str, d: dict[str, Any], record: dict[str, Any] | str | None
+    ) -> CheckResult:
+        if record is None:
+            return CheckResult("prompt", "info", "not re-checkable: no request record")
+        if isinstance(record, str):
+            return CheckResult("prompt", "fail", record)
+        disagree = _disagreements(rel, d, record)
+        if disagree:
+            return CheckResult(
+                "prompt", "fail", f"the request record disagrees with the receipt on {disagree}"
+            )
+        return self._rebuild(d, record)
+
+    def _rebuild(self, d: dict[str, Any], record: dict[str, Any]) -> CheckResult:
+        if self._fast_digest(record["body"]) == d["prompt_sha256"]:
+            return _OK["prompt"]
+        # Anything else is decided (and explained) by request.rebuild_body, the reference.
+        refs = _references(record["body"])
+        outside: list[str] = []
+
+        def read(path: str) -> bytes | None:
+            data = self.files.read(path, what="reference")
+            if isinstance(data, Problem):
+                if data.kind == "outside":
+                    outside.append(path)
+                return None
+            return data
+
+        try:
+            rebuilt = rebuild_body(record["body"], read)
+        except InputError as exc:
+            return CheckResult("prompt", "fail", exc.message)
+        if outside:
+            return CheckResult(
+                "prompt",
+                "fail",
+                f"the request record names files outside the repository root (not read): "
+                f"{_join(outside)}",
+            )
+        if rebuilt.body_bytes is not None:
+            digest = sha256_tag(rebuilt.body_bytes)
+            if digest == d["prompt_sha256"]:
+                return _OK["prompt"]
+            return CheckResult(
+                "prompt",
+                "fail",
+                f"the rebuilt request hashes to {digest}, not prompt_sha256 "
+                "(the request record was altered)",
+            )
+        answers = [p for p in rebuilt.changed + rebuilt.missing if refs.get(p) == "$answer"]
+        if answers:
+            what = [f"{p} ({'changed' if p in rebuilt.changed else 'missing'})" for p in answers]
+            return CheckResult(
+                "prompt", "fail", f"an earlier answer segment it continued: {_join(what)}"
+            )
+        if rebuilt.missing:
+            return self._soft(
+                "prompt",
+                f"cannot rebuild the request: context file missing: {_join(rebuilt.missing)}",
+            )
+        if self._record_hashes_wrong(record, rebuilt.changed, d["prompt_sha256"]):
+            return CheckResult(
+                "prompt",
+                "fail",
+                f"the request record's hash of {_join(rebuilt.changed)} is wrong (the file is "
+                "as it was; the record was altered)",
+            )
+        return self._soft(
+            "prompt", f"context file changed since the review: {_join(rebuilt.changed)}"
+        )
+
+    def _fast_digest(self, body: dict[str, Any]) -> str | None:
+        """The hash of the rebuilt request when every reference is intact, else None.
+
+        The same bytes as ``canonical_json`` of the rebuilt body (what
+        :func:`request.rebuild_body` returns), without re-serialising file texts for every
+        receipt: JSON string escaping is per character, so a message's content is the
+        concatenation of its parts' escaped forms, each escaped once per run. The body is
+        serialised with a placeholder per such content, and the hash is fed the pieces. Only
+        a match counts: any other outcome goes to ``rebuild_body``, so this path can make
+        verify faster, never more lenient (equal hashes mean the exact bytes were rebuilt).
+        """
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return None
+        skeleton: list[Any] = []
+        contents: list[list[bytes]] = []
+        for m in messages:
+            content = m.get("content") if isinstance(m, dict) else None
+            if isinstance(content, str):  # plain text (a system prompt): escaped once per run
+                pieces = [self._escaped_literal(content)]
+            elif isinstance(content, dict):
+                parts = content.get("$parts")
+                if not isinstance(parts, list) or len(content) != 1:
+                    return None
+                pieces = []
+                for p in parts:
+                    piece = self._escaped_literal(p) if isinstance(p, str) else self._escaped_ref(p)
+                    if piece is None:
+                        return None
+                    pieces.append(piece)
+            else:
+                skeleton.append(m)
+                continue
+            skeleton.append({**m, "content": _PLACEHOLDERS[len(contents)]})
+            contents.append(pieces)
+            if len(contents) >= len(_PLACEHOLDERS):
+                return None
+        try:
+            frame = _CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")
+        except (TypeError, ValueError):
+            return None
+        chunks: list[bytes] = []
+        pos = 0
+        for i, pieces in enumerate(contents):
+            marker = _MARKERS[i]
+            at = frame.find(marker, pos)
+            if at < 0 or frame.count(marker) != 1:
+                return None  # a placeholder look-alike in the record: let the slow path judge
+            chunks.append(frame[pos : at + 1])  # up to and with the opening quote
+            chunks += pieces
+            pos = at + len(marker) - 1  # from the closing quote on
+        chunks.append(frame[pos:])
+        return "sha256:" + hashlib.sha256(b"".join(chunks)).hexdigest()
+
+    def _escaped_literal(self, text: str) -> bytes:
+        got = self._escaped_text.get(text)
+        if got is None:
+            got = self._escaped_text[text] = _escape(text)
+        return got
+
+    def _escaped_ref(self, p: Any) -> bytes | None:
+        """A reference's file text, JSON-escaped, if it still hashes as the record says."""
+        if not isinstance(p, dict) or len(p) != 1:
+            return None
+        ((kind, ref),) = p.items()
+        if kind not in ("$file", "$answer") or not isinstance(ref, dict):
+            return None
+        path = ref.get("path")
+        if not isinstance(path, str):
+            return None
+        digest = self.files.hash(path, what="reference")
+        if digest != ref.get("sha256"):
+            return None
+        if path not in self._escaped:
+            data = self.files.read(path, what="reference")
+            self._escaped[path] = _escape_utf8(data) if isinstance(data, bytes) else None
+        return self._escaped[path]
+
+    def _record_hashes_wrong(self, record: dict[str, Any], changed: list[str], want: str) -> bool:
+        """Does the request, built from the files as they are, hash to ``prompt_sha256``?"""
+        current = {}
+        for path in changed:
+            data = self.files.read(path)
+            if not isinstance(data, bytes):
+                return False
+            current[path] = self.files.digest(path, data)
+        body = _rehash(record["body"], current)
+        try:
+            rebuilt = rebuild_body(body, lambda p: _as_bytes(self.files.read(p)))
+        except InputError:
+            return False
+        return rebuilt.body_bytes is not None and sha256_tag(rebuilt.body_bytes) == want
+
+
+#: Stand-ins for message contents while the body's frame is serialised (see _fast_digest).
+def _disagreements(rel: str, d: dict[str, Any], record: dict[str, Any]) -> str:
+    """The fields on which a request record and its receipt disagree, comma-separated.
+
+    ``prompt_sha256`` and ``answer_path`` must be in the record; the rest is compared where
+    the record has it (so older records still check what they can).
+    """
+    bad = []
+    for key in ("prompt_sha256", "answer_path"):
+        if record.get(key) != d[key]:
+            bad.append(key)
+    is_cont = d["schema"] == CONTINUATION
+    raw_response = record.get("response")
+    response: dict[str, Any] = raw_response if isinstance(raw_response, dict) else {}
+    body = record["body"]
+    expected: list[tuple[str, Any, Any]] = [
+        ("receipt_path", record.get("receipt_path"), rel),
+        ("kind", record.get("kind"), "continuation" if is_cont else "primary"),
+        ("created_at", record.get("created_at"), d["created_at"]),
+        ("endpoint", record.get("endpoint"), d["endpoint"]),
+        ("model", body.get("model"), d["model"]),
+    ]
+    if "usage" in response:
+        usage = response["usage"]
+        if usage is None:
+            usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        expected.append(("usage", usage, d["usage"]))
+    if is_cont:
+        if isinstance(response.get("message_keys"), list):
+            keys = list(dict.fromkeys(k for k in response["message_keys"] if k))
+            expected.append(("message_keys", keys, d.get("message_keys")))
+        cont = record.get("continuation")
+        if isinstance(cont, dict) and "previous_answer_path" in cont:
+            expected.append(
+                ("previous_answer_path", cont["previous_answer_path"], d["previous_answer_path"])
+            )
+    elif isinstance(record.get("context_files"), list):
+        paths = [f.get("path") if isinstance(f, dict) else None for f in record["context_files"]]
+        expected.append(("context_files", paths, d["context_files"]))
+    for name, got, want in expected:
+        if got is not None and got != want:
+            bad.append(name)
+    return ", ".join(bad)
+
+
+#: Below this many receipts a pool costs more than it saves.

@@ -1,0 +1,75 @@
+"""Finding the receipts a PATH names: receipts, answers, folders searched recursively."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..errors import InputError
+from ..receipts import RECEIPT_SUFFIX
+from ..repo import resolve_inside
+from .reports import DEFAULT_FOLDER
+
+# --------------------------------------------------------------------------- discovery
+
+
+def _walk(top: str) -> Iterator[str]:
+    """Receipt files below ``top`` (absolute), as paths relative to it; symlinked folders
+    are not entered (they could lead out of the repository, or loop)."""
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(os.path.join(top, rel_dir) if rel_dir else top) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+            if e.name.endswith(RECEIPT_SUFFIX):
+                if not e.is_dir(follow_symlinks=False):
+                    yield rel
+            elif e.is_dir(follow_symlinks=False) and e.name != ".git":
+                stack.append(rel)
+
+
+def discover(
+    root: Path, paths: Sequence[str], default_folder: str = DEFAULT_FOLDER
+) -> tuple[list[str], list[str], set[str]]:
+    """Receipts named by ``paths`` (receipts, answers, folders; repo-relative or absolute).
+
+    Returns the receipts (sorted, unique), the PATHs as repo-relative strings, and the
+    folders whose receipts are all listed (so the chain index need not scan them again).
+    Raises :class:`InputError` for a PATH that does not exist or is outside the root. With
+    no PATH, the default folder is searched, and its absence means no receipts.
+    """
+    found: set[str] = set()
+    shown: list[str] = []
+    scanned: set[str] = set()
+    for user_path in paths or [default_folder]:
+        path, rel = resolve_inside(root, user_path, what="PATH")
+        shown.append(rel)
+        if path.is_dir():
+            prefix = "" if rel == "." else rel + "/"
+            for sub in _walk(str(path)):
+                found.add(prefix + sub)
+                scanned.add((prefix + sub).rpartition("/")[0])
+            scanned.add("" if rel == "." else rel)
+        elif path.is_file() or (path.exists() and not path.is_dir()):
+            found.add(_receipt_of(root, rel))
+        elif paths:
+            raise InputError(f"{user_path}: no such file or folder")
+    return sorted(found), shown, scanned
+
+
+def _receipt_of(root: Path, rel: str) -> str:
+    if rel.endswith(RECEIPT_SUFFIX):
+        return rel
+    if rel.endswith(".md"):
+        receipt = rel[: -len(".md")] + RECEIPT_SUFFIX
+        receipt_path, _ = resolve_inside(root, receipt, what="receipt")
+        if not receipt_path.is_file():
+            raise InputError(f"{rel}: no receipt beside it ({receipt})")
+        return receipt
+    raise InputError(f"{rel}: expected a receipt (*{RECEIPT_SUFFIX}), an answer (*.md) or a folder")

@@ -1,0 +1,120 @@
+"""What verify reports: a result per check, per receipt, per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..receipts import CONTINUATION, PRIMARY
+
+#: The check names, in the order they run and are reported.
+CHECKS = ("schema", "answer", "chain", "context", "prompt")
+
+#: What ``verify`` searches without a PATH: ``run``'s default output folder
+#: (``pipeline.DEFAULT_OUTPUT_DIR``; not imported, to keep the HTTP client out of verify).
+DEFAULT_FOLDER = "reviews"
+
+REPORT_SCHEMA = "deepseek_review_verify_report_v1"
+
+CheckStatus = Literal["ok", "warn", "fail", "info", "skip"]
+ReceiptStatus = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check of one receipt. ``info`` and ``skip`` never fail a receipt."""
+
+    name: str
+    status: CheckStatus
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ReceiptReport:
+    receipt_path: str
+    status: ReceiptStatus
+    checks: list[CheckResult]
+    kind: Literal["primary", "continuation"] | None = None
+    """None when the receipt failed ``schema``."""
+    answer_path: str | None = None
+
+    @property
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if c.status == "fail"]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [c.name for c in self.checks if c.status == "warn"]
+
+    def check(self, name: str) -> CheckResult:
+        return next(c for c in self.checks if c.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "receipt_path": self.receipt_path,
+            "status": self.status,
+            "kind": self.kind,
+            "answer_path": self.answer_path,
+            "failed": self.failed,
+            "warnings": self.warnings,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    root: str
+    strict: bool
+    receipts: list[ReceiptReport]
+    searched: list[str] = field(default_factory=list)
+    """The PATHs as given (or the default folder), repo-relative."""
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status != "fail" for r in self.receipts)
+
+    def count(self, status: ReceiptStatus) -> int:
+        return sum(1 for r in self.receipts if r.status == status)
+
+    @property
+    def failed_checks(self) -> dict[str, int]:
+        """How many receipts failed each check (check order)."""
+        counts = dict.fromkeys(CHECKS, 0)
+        for r in self.receipts:
+            for name in r.failed:
+                counts[name] += 1
+        return {k: v for k, v in counts.items() if v}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "report": REPORT_SCHEMA,
+            "root": self.root,
+            "strict": self.strict,
+            "searched": self.searched,
+            "ok": self.ok,
+            "counts": {
+                "receipts": len(self.receipts),
+                "ok": self.count("ok"),
+                "warn": self.count("warn"),
+                "fail": self.count("fail"),
+            },
+            "failed_checks": self.failed_checks,
+            "receipts": [r.to_json() for r in self.receipts],
+        }
+
+
+#: The passing results, made once (a run makes tens of thousands of them).
+_OK = {
+    PRIMARY: CheckResult("schema", "ok", PRIMARY),
+    CONTINUATION: CheckResult("schema", "ok", CONTINUATION),
+    "answer": CheckResult("answer", "ok", "hash matches"),
+    "chain": CheckResult("chain", "ok", "leads back to its primary"),
+    "chain-primary": CheckResult("chain", "ok", "primary"),
+    "context-continuation": CheckResult("context", "ok", "continuation: none of its own"),
+    "prompt": CheckResult("prompt", "ok", "request rebuilt byte for byte"),
+}
+
+_OK_BY_VALUE = {(c.name, c.status, c.detail): c for c in _OK.values()}
