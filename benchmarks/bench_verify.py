@@ -65,7 +65,7 @@ class _Client:
 
 def make_corpus(root: Path, receipts: int = RECEIPTS) -> int:
     """Write ``receipts`` receipts (with answers and records) under ``root/reviews``."""
-    from deepseek_review.review import ReviewOptions, plan_review
+    from deepseek_review.pipeline import ReviewOptions, plan_review
 
     logging.getLogger("deepseek_review").setLevel(logging.ERROR)
     root.mkdir(parents=True, exist_ok=True)
@@ -94,7 +94,7 @@ def make_corpus(root: Path, receipts: int = RECEIPTS) -> int:
 
 
 def _write_reviews(plans: list[Any], client: _Client, now: datetime, receipts: int) -> int:
-    from deepseek_review.review import ContinuationOptions, send_review
+    from deepseek_review.pipeline import ContinuationOptions, send_review
 
     made = i = 0
     while made < receipts:

@@ -51,9 +51,9 @@ from .client import (
 )
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
+from .pipeline import Chain, continue_chain, send_review
 from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import resolve_inside
-from .pipeline import Chain, continue_chain, send_review
 from .segment import Segment
 from .storage import CRASH_AT, TEMP_PREFIX, TEMP_SUFFIX, crash_point, stale_temp_files
 

@@ -30,8 +30,8 @@ from .client import RetryPolicy, Timeouts
 from .config import configured_review_values
 from .context import ContextFile, ContextLimits, gather_context
 from .errors import ConfigError, InputError, ReviewError
-from .repo import find_repo_root
 from .pipeline import ContinuationOptions, GatherFn, ReviewOptions, ReviewPlan, plan_review
+from .repo import find_repo_root
 from .storage import check_topic
 
 FORMATS = ("toml", "jsonl")

@@ -22,10 +22,6 @@ from .client import ChatClient, ProgressFn, RetryPolicy, Timeouts, Usage
 from .context import ContextFile
 from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
 from .errors import ConfigError, InputError
-from .prompt import FileRef, Part
-from .repo import find_repo_root, resolve_inside
-from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
-from .resources import prompts_dir
 from .pipeline import (
     DEFAULT_MAX_TOKENS,
     Chain,
@@ -33,6 +29,10 @@ from .pipeline import (
     ReviewResult,
     continue_chain,
 )
+from .prompt import FileRef, Part
+from .repo import find_repo_root, resolve_inside
+from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
+from .resources import prompts_dir
 from .segment import Segment
 
 log = logging.getLogger("deepseek_review")
