@@ -100,58 +100,84 @@ def _folder(rel: str) -> str:
     return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
+class _Index:
+    """Which receipts claim which answer, and which continue it: read lazily, per folder.
+
+    Only the two path fields of each receipt are read here (a cheap JSON parse), so a folder
+    of thousands of receipts costs milliseconds; the receipts that end up in the chain are
+    then loaded and validated in full. A receipt that is not JSON is skipped here: it claims
+    nothing (``verify`` reports it).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.owners: dict[str, list[str]] = {}
+        self.children: dict[str, list[str]] = {}
+        self._scanned: set[str] = set()
+
+    def scan(self, folder: str) -> None:
+        if folder in self._scanned:
+            return
+        self._scanned.add(folder)
+        for rel in _receipts_in(self.root, folder):
+            try:
+                data = json.loads(read_regular_file(self.root / rel))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict):
+                continue
+            answer, previous = data.get("answer_path"), data.get("previous_answer_path")
+            if isinstance(answer, str):
+                self.owners.setdefault(answer, []).append(rel)
+            if isinstance(previous, str):
+                self.children.setdefault(previous, []).append(rel)
+
+
+def _one(rels: list[str], what: str) -> str | None:
+    if len(rels) > 1:
+        raise InputError(f"{what} ({', '.join(sorted(rels))})")
+    return rels[0] if rels else None
+
+
 def find_chain(root: Path, user_path: str) -> list[ChainSegment]:
-    """The whole chain ``user_path`` belongs to, primary first."""
+    """The whole chain ``user_path`` belongs to, primary first, every segment validated."""
     _, receipt_rel = receipt_for(root, user_path)
     start = load_segment(root, receipt_rel)
-    by_answer: dict[str, ChainSegment] = {start.answer_path: start}
-    scanned: set[str] = set()
-
-    def scan(folder: str) -> None:
-        if folder in scanned:
-            return
-        scanned.add(folder)
-        for rel in _receipts_in(root, folder):
-            try:
-                seg = start if rel == start.receipt_path else load_segment(root, rel)
-            except InputError:
-                continue  # an invalid receipt nearby is verify's business, not the chain's
-            by_answer.setdefault(seg.answer_path, seg)
-
-    # Back to the primary.
+    index = _Index(root)
     chain = [start]
     seen = {start.answer_path}
+    # Back to the primary.
     while chain[0].receipt.is_continuation:
         prev_path = chain[0].receipt.previous_answer_path or ""
         # Refused by name before its folder is looked at (a receipt may be hostile).
         resolve_inside(root, prev_path, what=f"{chain[0].receipt_path}: previous_answer_path")
-        scan(_folder(prev_path))
-        prev = by_answer.get(prev_path)
-        if prev is None:
+        index.scan(_folder(prev_path))
+        rel = _one(
+            index.owners.get(prev_path, []), f"{prev_path}: claimed by more than one receipt"
+        )
+        if rel is None:
             raise InputError(
                 f"{chain[0].receipt_path}: continues {prev_path}, which has no receipt"
             )
+        prev = load_segment(root, rel)
         if prev.answer_path in seen:
             raise InputError(f"{prev.receipt_path}: the chain loops back on itself")
         seen.add(prev.answer_path)
         chain.insert(0, prev)
     # Forward to the last segment.
     while True:
-        scan(_folder(chain[-1].receipt_path))
-        nxt = [
-            s
-            for s in by_answer.values()
-            if s.receipt.is_continuation and s.receipt.previous_answer_path == chain[-1].answer_path
+        index.scan(_folder(chain[-1].receipt_path))
+        rels = [
+            r for r in index.children.get(chain[-1].answer_path, []) if r != chain[-1].receipt_path
         ]
-        if not nxt:
+        rel = _one(rels, f"{chain[-1].answer_path}: continued more than once")
+        if rel is None:
             return chain
-        if len(nxt) > 1:
-            names = ", ".join(sorted(s.receipt_path for s in nxt))
-            raise InputError(f"{chain[-1].answer_path}: continued more than once ({names})")
-        if nxt[0].answer_path in seen:
-            raise InputError(f"{nxt[0].receipt_path}: the chain loops back on itself")
-        seen.add(nxt[0].answer_path)
-        chain.append(nxt[0])
+        nxt = load_segment(root, rel)
+        if nxt.answer_path in seen:
+            raise InputError(f"{nxt.receipt_path}: the chain loops back on itself")
+        seen.add(nxt.answer_path)
+        chain.append(nxt)
 
 
 def read_answer(root: Path, seg: ChainSegment) -> str:

@@ -187,3 +187,30 @@ def test_show_refuses_a_chain_with_a_missing_previous_receipt(seed_root, cli):
     r = cli("show", SEED_CONT, "--repo-root", str(seed_root))
     assert r.code == 3
     assert "has no receipt" in r.err
+
+
+def test_show_refuses_a_chain_whose_continuation_receipt_is_not_valid(repo, make_simulator, cli):
+    sim = make_simulator(answer_words=60)
+    segs = run_review(cli, sim, "--max-tokens", "20").json()["segments"]
+    receipt = repo / segs[1]["receipt_path"]
+    data = json.loads(receipt.read_text(encoding="utf-8"))
+    data["usage"]["total_tokens"] = -1
+    receipt.write_text(json.dumps(data), encoding="utf-8")
+    r = cli("show", segs[0]["answer_path"])
+    assert r.code == 3
+    assert segs[1]["receipt_path"] in r.err
+    assert r.out == ""
+
+
+def test_show_finds_its_chain_among_unrelated_receipts(repo, make_simulator, cli):
+    sim = make_simulator(answer_words=40)
+    segs = run_review(cli, sim, "--max-tokens", "20").json()["segments"]
+    folder = repo / "reviews"
+    sample = (folder / Path(segs[0]["receipt_path"]).name).read_text(encoding="utf-8")
+    for i in range(50):  # unrelated receipts (and one that is not JSON) in the same folder
+        other = sample.replace("reviews/", f"reviews/other{i}_")
+        (folder / f"other{i}.receipt.json").write_text(other, encoding="utf-8")
+    (folder / "broken.receipt.json").write_text("{not json", encoding="utf-8")
+    r = cli("show", segs[0]["answer_path"])
+    assert r.code == 0, r.err
+    assert r.out == "".join(read(repo, s["answer_path"]) for s in segs)
