@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import httpx
 
-from .chain import RECORD_SUFFIX, ChainSegment, load_segment, read_answer
+from .chain import RECORD_SUFFIX, ChainSegment, load_segment
 from .client import (
     ChatClient,
     Completion,
@@ -46,7 +46,6 @@ from .client import (
     RetryPolicy,
     Throttle,
     Timeouts,
-    Usage,
     _tls_context,
 )
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
@@ -54,6 +53,7 @@ from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .pipeline import Chain, continue_chain, send_review
 from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import resolve_inside
+from .resume import segment_from
 from .segment import Segment
 from .storage import CRASH_AT, TEMP_PREFIX, TEMP_SUFFIX, crash_point, stale_temp_files
 
@@ -468,27 +468,6 @@ def prepare_batch(
 # --------------------------------------------------------------------------- running
 
 
-def segment_from(root: Path, cs: ChainSegment) -> Segment:
-    """A segment already on disk, as the chain-extending code wants it (answer hash checked)."""
-    r = cs.receipt
-    response = cs.record.get("response") if cs.record else None
-    reported = response.get("usage_reported") if isinstance(response, dict) else None
-    return Segment(
-        answer_path=r.answer_path,
-        receipt_path=cs.receipt_path,
-        record_path=cs.receipt_path[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX,
-        answer_sha256=r.answer_sha256,
-        prompt_sha256=r.prompt_sha256,
-        usage=Usage(**r.usage),
-        usage_reported=reported is not False,
-        finish_reason=cs.finish_reason,
-        model=r.model,
-        reasoning_path=None,
-        attempts=0,
-        content=read_answer(root, cs),
-    )
-
-
 def _usage_sum(usages: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
     if not usages:
         return None
@@ -681,16 +660,7 @@ class _Runner:
                 primary_only = replace(o, continuation=replace(o.continuation, max_continuations=0))
                 first = send_review(replace(plan, options=primary_only), client, now=self.now)
                 segments.extend(first.segments)
-            chain = Chain(
-                root=plan.root,
-                out_dir=plan.out_dir,
-                topic=o.topic,
-                endpoint=plan.endpoint,
-                base_messages=plan.messages,
-                body=o.body_options(),
-                segments=segments,
-                primary_answer_path=segments[0].answer_path,
-            )
+            chain = Chain.from_plan(plan, segments)
             cap = o.continuation.max_continuations
             left = cap - (len(segments) - 1)
             if left > 0:

@@ -19,14 +19,13 @@ import hashlib
 import os
 import re
 import stat
-import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from .errors import ConfigError, InputError
-from .repo import git_executable, has_unsafe_chars, resolve_inside
+from .repo import git_output, has_unsafe_chars, resolve_inside
 
 #: Sized for a 128k-token model: ~4 bytes a token leaves about 28k tokens for the template
 #: and the answer.
@@ -77,51 +76,19 @@ def is_glob(spec: str) -> bool:
 
 def _git_ls_files(root: Path, pathspecs: Sequence[str]) -> list[str] | None:
     """Paths git would consider part of the tree under ``pathspecs``, or None without git."""
-    git = git_executable()
-    if git is None:
+    out = git_output(
+        root,
+        *("-c", "core.quotePath=false", "ls-files", "-z", "--cached", "--others"),
+        *("--exclude-standard", "--", *pathspecs),
+    )
+    if out is None:
         return None
-    try:
-        out = subprocess.run(
-            [
-                git,
-                "-c",
-                "core.quotePath=false",
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-                "--",
-                *pathspecs,
-            ],
-            cwd=root,
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
-        return None
-    if out.returncode != 0:
-        return None
-    names = {os.fsdecode(n) for n in out.stdout.split(b"\0") if n}
-    return sorted(names)
+    return sorted({os.fsdecode(n) for n in out.split(b"\0") if n})
 
 
 @cache
 def _in_git_work_tree(root: Path) -> bool:
-    git = git_executable()
-    if git is None:
-        return False
-    try:
-        out = subprocess.run(
-            [git, "rev-parse", "--is-inside-work-tree"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return False
-    return out.returncode == 0 and out.stdout.strip() == "true"
+    return git_output(root, "rev-parse", "--is-inside-work-tree") == b"true\n"
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:

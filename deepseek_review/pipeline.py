@@ -254,6 +254,20 @@ class Chain:
     segments: list[Segment]
     primary_answer_path: str
 
+    @classmethod
+    def from_plan(cls, plan: ReviewPlan, segments: list[Segment]) -> Chain:
+        """The chain of a planned review whose first segments are ``segments``."""
+        return cls(
+            root=plan.root,
+            out_dir=plan.out_dir,
+            topic=plan.options.topic,
+            endpoint=plan.endpoint,
+            base_messages=plan.messages,
+            body=plan.options.body_options(),
+            segments=segments,
+            primary_answer_path=segments[0].answer_path,
+        )
+
 
 def continue_chain(
     chain: Chain,
@@ -375,16 +389,7 @@ def send_review(
         ),
         now(),
     )
-    chain = Chain(
-        root=plan.root,
-        out_dir=plan.out_dir,
-        topic=o.topic,
-        endpoint=plan.endpoint,
-        base_messages=plan.messages,
-        body=o.body_options(),
-        segments=[primary],
-        primary_answer_path=primary.answer_path,
-    )
+    chain = Chain.from_plan(plan, [primary])
     continue_chain(
         chain,
         o.continuation,

@@ -22,24 +22,23 @@ def git_executable() -> str | None:
     return shutil.which("git")
 
 
-def git_toplevel(start: Path) -> Path | None:
-    """The enclosing git work tree of ``start``, or None (not a repo, or git is missing)."""
+def git_output(cwd: Path, *args: str) -> bytes | None:
+    """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails."""
     git = git_executable()
     if git is None:
         return None
     try:
-        out = subprocess.run(
-            [git, "rev-parse", "--show-toplevel"],
-            cwd=start,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        out = subprocess.run([git, *args], cwd=cwd, capture_output=True, check=False)
     except OSError:
         return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    return Path(out.stdout.strip())
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_toplevel(start: Path) -> Path | None:
+    """The enclosing git work tree of ``start``, or None (not a repo, or git is missing)."""
+    out = git_output(start, "rev-parse", "--show-toplevel")
+    top = os.fsdecode(out).strip() if out is not None else ""
+    return Path(top) if top else None
 
 
 def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:

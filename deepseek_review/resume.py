@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .chain import ChainSegment, find_chain, read_answer
+from .chain import RECORD_SUFFIX, ChainSegment, find_chain, read_answer
 from .client import ChatClient, ProgressFn, RetryPolicy, Timeouts, Usage
 from .context import ContextFile
 from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
@@ -30,6 +30,7 @@ from .pipeline import (
     continue_chain,
 )
 from .prompt import FileRef, Part
+from .receipts import RECEIPT_SUFFIX
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
 from .resources import prompts_dir
@@ -195,23 +196,28 @@ def _topic(answer_path: str) -> str:
     return topic if topic and topic != name else "review"
 
 
-def _as_segment(root: Path, seg: ChainSegment, assume_truncated: bool) -> Segment:
-    text = read_answer(root, seg)
-    r = seg.receipt
-    finish = seg.finish_reason or ("length" if assume_truncated else None)
+def segment_from(root: Path, cs: ChainSegment, *, assume_truncated: bool = False) -> Segment:
+    """A segment already on disk, as the chain-extending code wants it (answer hash checked).
+
+    Its finish reason comes from its request record; without one (other emitters) it is
+    unknown, and taken as ``length`` when ``assume_truncated`` (the user asked to continue).
+    """
+    r = cs.receipt
+    response = cs.record.get("response") if cs.record else None
+    reported = response.get("usage_reported") if isinstance(response, dict) else None
     return Segment(
         answer_path=r.answer_path,
-        receipt_path=seg.receipt_path,
-        record_path=seg.receipt_path.replace(".receipt.json", ".request.json"),
+        receipt_path=cs.receipt_path,
+        record_path=cs.receipt_path[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX,
         answer_sha256=r.answer_sha256,
         prompt_sha256=r.prompt_sha256,
         usage=Usage(**r.usage),
-        usage_reported=True,
-        finish_reason=finish,
+        usage_reported=reported is not False,
+        finish_reason=cs.finish_reason or ("length" if assume_truncated else None),
         model=r.model,
         reasoning_path=None,
         attempts=0,
-        content=text,
+        content=read_answer(root, cs),
     )
 
 
@@ -259,7 +265,7 @@ def continue_existing(
     chain_segs = find_chain(root, options.path)
     last = chain_segs[-1]
     primary = chain_segs[0]
-    segments = [_as_segment(root, s, s is last) for s in chain_segs]
+    segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]
     if last.finish_reason is not None and last.finish_reason != "length" and not options.force:
         log.info(
             "%s ended with finish_reason %r: the review is complete, nothing to continue",
