@@ -136,3 +136,9 @@ def files_under(folder: Path) -> list[str]:
     if not folder.exists():
         return []
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def run_review(cli: Callable[..., CliResult], sim: Any, *extra: str) -> CliResult:
+    """``run`` on the repo fixture's spec against ``sim``, fast retries, ``--json``."""
+    args = ["run", "-c", "docs/spec.md", "-p", "Check the mean.", "--endpoint", sim.base_url]
+    return cli(*args, "--retry-wait", "0.01", "--json", *extra)

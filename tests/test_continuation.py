@@ -13,25 +13,10 @@ from jsonschema import Draft202012Validator
 from deepseek_review.request import canonical_json, rebuild_body, repo_reader, sha256_tag
 from deepseek_review.resources import schema_path
 from deepseek_review.simulator import full_answer
+from tests.conftest import run_review
 
 SCHEMA = json.loads(schema_path().read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def run_review(cli: Any, sim: Any, *extra: str) -> Any:
-    return cli(
-        "run",
-        "-c",
-        "docs/spec.md",
-        "-p",
-        "Check the mean.",
-        "--endpoint",
-        sim.base_url,
-        "--retry-wait",
-        "0.01",
-        "--json",
-        *extra,
-    )
 
 
 def segments(result: Any) -> list[dict[str, Any]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from deepseek_review.simulator import full_answer
+from tests.conftest import run_review
 
 FIXTURE = Path(__file__).parent / "fixtures" / "research-stack"
 SEED_DIR = "shared-data/artifacts/deepseek_review"
@@ -18,22 +18,6 @@ SEED_CONT = (
     f"{SEED_DIR}/prime_gap_entropy_collapse_deepseek_deepseek-v4-flash_continuation"
     "_20260512T033849Z.md"
 )
-
-
-def run_review(cli: Any, sim: Any, *extra: str) -> Any:
-    return cli(
-        "run",
-        "-c",
-        "docs/spec.md",
-        "-p",
-        "Check the mean.",
-        "--endpoint",
-        sim.base_url,
-        "--retry-wait",
-        "0.01",
-        "--json",
-        *extra,
-    )
 
 
 def read(root: Path, rel: str) -> str:
