@@ -71,7 +71,17 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
     return "\n".join(lines) + "\n"
 
 
+def _compile_package() -> None:
+    """Byte-compile the package, as `pip install` does for a wheel: an editable checkout run
+    with PYTHONDONTWRITEBYTECODE=1 (as on this machine) would otherwise recompile every module
+    of ours in every process and time that instead of the tool."""
+    import compileall
+
+    compileall.compile_dir(str(HERE.parent / "deepseek_review"), quiet=1)
+
+
 def main(argv: list[str]) -> int:
+    _compile_package()
     names = argv or available()
     unknown = sorted(set(names) - set(available()))
     if unknown:
