@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -123,6 +123,7 @@ class ReviewPlan:
     out_dir: Path
     template: Template
     files: tuple[ContextFile, ...]
+    """The context files' paths, hashes and sizes; their texts are in ``messages`` only."""
     messages: tuple[WireMessage, ...]
     prepared: PreparedRequest
     token_estimate: int
@@ -182,16 +183,20 @@ def plan_review(
             f"the prompt is {prompt_bytes} bytes, over --max-context-bytes "
             f"{options.limits.max_context_bytes}"
         )
-    rendered = render_messages(template, options.prompt, options.topic, files)
-    messages = tuple(WireMessage.from_message(m) for m in rendered)
-    prepared = prepare(body_options, messages)
-    estimate = estimate_tokens(m.content for m in messages)
     if not (options.allow_secrets or endpoint.is_local):
         from .secretscan import refuse_secrets
 
         # The prompt leaves the machine too: scan it as if it were one more file.
         prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
         refuse_secrets([prompt_file, *files], endpoint=endpoint.url)
+    rendered = render_messages(template, options.prompt, options.topic, files)
+    # From here the texts live on in the messages only; the plan keeps what the record needs
+    # (path, hash, size), so a large context is not held twice while the body is built.
+    files = [replace(f, text="") for f in files]
+    messages = tuple(WireMessage.from_message(m) for m in rendered)
+    del rendered
+    prepared = prepare(body_options, messages)
+    estimate = estimate_tokens(m.content for m in messages)
     if options.context_window is not None and estimate > options.context_window:
         log.warning(
             "the prompt is about %d tokens, over the declared --context-window %d: the server "

@@ -22,7 +22,8 @@ CLIPPED_RATIO = 0.5
 def estimate_tokens(texts: Iterable[str]) -> int:
     total = 0
     for t in texts:
-        total += -(-len(t.encode("utf-8")) // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD
+        size = len(t) if t.isascii() else len(t.encode("utf-8"))  # no 5 MB copy for ASCII
+        total += -(-size // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD
     return total
 
 

@@ -294,10 +294,21 @@ def test_context_is_relative_to_the_repository_root_not_the_manifest(repo):
     assert [f.path for f in entry.plan.files] == ["docs/spec.md"]
 
 
-def test_entries_sharing_context_share_the_bytes_read(repo):
+def test_entries_sharing_context_share_the_bytes_read(repo, monkeypatch):
+    from deepseek_review import context
+
+    reads: list[str] = []
+    real = context.read_context_file
+
+    def counting(root, rel, **kw):
+        reads.append(rel)
+        return real(root, rel, **kw)
+
+    monkeypatch.setattr(context, "read_context_file", counting)
     path = write(repo / "r.toml", toml_entry("a") + toml_entry("b"))
     a, b = plan_manifest(path).entries
-    assert a.plan.files[0] is b.plan.files[0]
+    assert reads.count(a.plan.files[0].path) == 1
+    assert a.plan.files[0].sha256 == b.plan.files[0].sha256
 
 
 # --------------------------------------------------------------------------- shards
