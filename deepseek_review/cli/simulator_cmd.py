@@ -19,4 +19,4 @@ def simulator(ctx: typer.Context) -> None:
     """
     from ..simulator import serve
 
-    raise typer.Exit(serve(list(ctx.args)))
+    raise typer.Exit(serve(list(ctx.args), prog="deepseek-review simulator"))
