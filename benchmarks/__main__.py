@@ -47,10 +47,15 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
         if r is None:
             lines.append(f"| {name} | — | failed | no | — | {err} |")
             continue
-        lines.append(
-            f"| {r.name} | {r.goal} | {r.ratio:.2f}x | {'yes' if r.met else '**no**'} | "
-            f"{r.ours_seconds:.3f} {r.unit} | {r.baseline_seconds:.3f} {r.unit} ({r.baseline}) |"
-        )
+        cells = [
+            r.name,
+            r.goal,
+            f"{r.ratio:.2f}x",
+            "yes" if r.met else "**no**",
+            f"{r.ours_seconds:.3f} {r.unit}",
+            f"{r.baseline_seconds:.3f} {r.unit} ({r.baseline})",
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     for name, r, err in results:
         lines += ["", f"## {r.name if r else name}", ""]
         if r is None:
