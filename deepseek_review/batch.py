@@ -20,12 +20,10 @@ The outcome is a :class:`BatchReport`: one record per entry of the shard, never 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import queue
-import secrets
 import threading
 import time
 from collections import Counter
@@ -55,7 +53,7 @@ from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import resolve_inside
 from .resume import segment_from
 from .segment import Segment
-from .storage import CRASH_AT, TEMP_PREFIX, TEMP_SUFFIX, crash_point, stale_temp_files
+from .storage import stale_temp_files, write_replacing
 
 log = logging.getLogger("deepseek_review")
 
@@ -798,28 +796,7 @@ def run_batch(
 def write_report(report: BatchReport, path: Path) -> None:
     """Write the report atomically (temp + fsync + rename): it may replace an older one."""
     data = (json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    folder = path.parent if str(path.parent) else Path(".")
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            if CRASH_AT:  # the crash tests' hook (storage.CRASH_AT): half the report written
-                view = view[os.write(fd, view[: len(view) // 2]) :]
-                crash_point("mid-report-write")
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_replacing(path, data)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise OutputError(f"--report {path}: cannot write ({exc.strerror or exc})") from None
-    with contextlib.suppress(OSError):
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)

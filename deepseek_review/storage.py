@@ -89,9 +89,11 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` holding ``data``, atomically; raise FileExistsError if it exists."""
-    folder = path.parent
+def _write_temp(folder: Path, data: bytes, *, mid_point: str, after_point: str | None) -> Path:
+    """``data`` in a new temporary file in ``folder``, fsynced; removed again on failure.
+
+    ``mid_point``/``after_point`` name the crash tests' hook points (see ``CRASH_AT``).
+    """
     tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -101,15 +103,26 @@ def write_new(path: Path, data: bytes) -> None:
                 half = len(view) // 2
                 while len(view) > half:
                     view = view[os.write(fd, view[: len(view) - half]) :]
-                crash_point("mid-temp-write")
+                crash_point(mid_point)
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if CRASH_AT:
-                crash_point("after-temp-write")
+                view = view[os.write(fd, view) :]
+            if CRASH_AT and after_point:
+                crash_point(after_point)
             os.fsync(fd)
         finally:
             os.close(fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` holding ``data``, atomically; raise FileExistsError if it exists."""
+    folder = path.parent
+    tmp = _write_temp(folder, data, mid_point="mid-temp-write", after_point="after-temp-write")
+    try:
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -124,6 +137,20 @@ def write_new(path: Path, data: bytes) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+    _fsync_dir(folder)
+
+
+def write_replacing(path: Path, data: bytes) -> None:
+    """Write ``path`` atomically, replacing it if it exists: only for files meant to be
+    rewritten (a batch report), never for answers, receipts or records."""
+    folder = path.parent
+    tmp = _write_temp(folder, data, mid_point="mid-report-write", after_point=None)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
     _fsync_dir(folder)
 
 
