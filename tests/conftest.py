@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from deepseek_review.simulator import Simulator
+from tests.stubs import Reply, Stub
 
 
 @pytest.fixture
@@ -142,3 +143,17 @@ def run_review(cli: Callable[..., CliResult], sim: Any, *extra: str) -> CliResul
     """``run`` on the repo fixture's spec against ``sim``, fast retries, ``--json``."""
     args = ["run", "-c", "docs/spec.md", "-p", "Check the mean.", "--endpoint", sim.base_url]
     return cli(*args, "--retry-wait", "0.01", "--json", *extra)
+
+
+@pytest.fixture
+def make_stub() -> Iterator[Callable[..., Stub]]:
+    """A factory of started stub servers (``tests.stubs.Stub``); all stopped after."""
+    made: list[Stub] = []
+
+    def make(replies: list[Reply], **kw: Any) -> Stub:
+        made.append(Stub(replies, **kw))
+        return made[-1]
+
+    yield make
+    for stub in made:
+        stub.stop()

@@ -22,15 +22,12 @@ A few cases run with ``--verbose``, where the traceback is allowed and expected.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import io
 import json
 import os
 import stat
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +36,8 @@ import pytest
 
 from deepseek_review.request import RECORD_SCHEMA
 from deepseek_review.simulator import Simulator
+from tests.builders import continuation_receipt, primary_receipt, sha
+from tests.stubs import Reply, Stub
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -47,41 +46,6 @@ ERROR = "deepseek-review: error: "
 
 
 # --------------------------------------------------------------------------- the world
-
-
-class Stub:
-    """A tiny real HTTP server answering every POST with one fixed reply."""
-
-    def __init__(self, status: int, body: bytes, content_type: str) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(body)
-                self.close_connection = True
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,))
-        self._thread.daemon = True
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 @dataclass
@@ -123,7 +87,7 @@ class World:
         return self.sim(fault_rate=1.0, fault_kinds=(kind,))
 
     def stub(self, status: int, body: bytes, content_type: str) -> str:
-        s = Stub(status, body, content_type)
+        s = Stub([Reply(status, body, content_type=content_type)])
         self.stubs.append(s)
         return s.base_url
 
@@ -156,32 +120,6 @@ class World:
 
     def record_of(self, receipt_rel: str) -> Path:
         return self.repo / receipt_rel.replace(".receipt.json", ".request.json")
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def primary_receipt(answer_path: str, answer: bytes, context: list[str]) -> dict[str, Any]:
-    return {
-        "schema": "ollama_deepseek_review_receipt_v1",
-        "created_at": "2026-05-12T03:35:51+00:00",
-        "model": "deepseek-v4-flash",
-        "endpoint": "http://127.0.0.1:11434/v1/chat/completions",
-        "prompt_sha256": "sha256:" + "0" * 64,
-        "answer_sha256": sha(answer),
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        "context_files": context,
-        "answer_path": answer_path,
-    }
-
-
-def continuation_receipt(answer_path: str, answer: bytes, previous: str) -> dict[str, Any]:
-    data = primary_receipt(answer_path, answer, [])
-    del data["context_files"]
-    data["schema"] = "ollama_deepseek_review_continuation_receipt_v1"
-    data["previous_answer_path"] = previous
-    return data
 
 
 # --------------------------------------------------------------------------- the table

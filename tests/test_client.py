@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ import pytest
 from deepseek_review.client import parse_retry_after
 from deepseek_review.simulator import GARBAGE_FAULTS, TRANSIENT_FAULTS, Simulator
 from tests.conftest import files_under
+from tests.stubs import Reply
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -29,89 +27,6 @@ FAST = ("--retry-wait", "0.01")
 
 
 # --------------------------------------------------------------------------- a stub server
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    content_type: str = "application/json"
-
-
-@dataclass
-class Seen:
-    headers: dict[str, str]
-    body: bytes
-
-
-class Stub:
-    """Answers each POST with the next scripted :class:`Reply` (the last one repeats).
-
-    ``echo_headers`` makes a reply's body a template: ``{headers}`` becomes the request's
-    headers, as a careless proxy's error page might show them.
-    """
-
-    def __init__(self, replies: list[Reply], *, echo_headers: bool = False) -> None:
-        self.replies = list(replies)
-        self.echo_headers = echo_headers
-        self.seen: list[Seen] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                stub.seen.append(Seen(headers, body))
-                reply = stub.replies[min(len(stub.seen), len(stub.replies)) - 1]
-                data = reply.body
-                if stub.echo_headers:
-                    # Authorization first, so no truncation of the message can hide it.
-                    items = sorted(self.headers.items(), key=lambda kv: kv[0] != "Authorization")
-                    shown = "; ".join(f"{k}: {v}" for k, v in items)
-                    data = data.replace(b"{headers}", json.dumps(shown)[1:-1].encode())
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("Connection", "close")
-                for k, v in reply.headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-                self.close_connection = True
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,))
-        self._thread.daemon = True
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-@pytest.fixture
-def make_stub() -> Iterator[Callable[..., Stub]]:
-    made: list[Stub] = []
-
-    def make(replies: list[Reply], **kw: Any) -> Stub:
-        stub = Stub(replies, **kw)
-        made.append(stub)
-        return stub
-
-    yield make
-    for stub in made:
-        stub.stop()
 
 
 def error_json(message: Any) -> bytes:

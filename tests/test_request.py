@@ -6,7 +6,6 @@ bytes that really crossed the wire.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -23,14 +22,11 @@ from deepseek_review.request import (
     repo_reader,
 )
 from deepseek_review.simulator import Simulator
+from tests.builders import sha
 from tests.conftest import files_under
 
 Cli = Callable[..., Any]
 KEY = "sk-planted-request-0123456789abcdef"
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def review(cli: Cli, simulator: Simulator, *args: str) -> tuple[dict[str, Any], bytes]:

@@ -6,10 +6,9 @@ against the top-level ``schemas/`` file, independently of the tool's own validat
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from deepseek_review import storage
+from tests.builders import sha
 from tests.conftest import files_under
-from tests.test_client import Reply, Stub, error_json, expected_answer, sse
+from tests.stubs import Reply
+from tests.test_client import error_json, expected_answer, sse
 
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,23 +28,6 @@ SCHEMA = json.loads((ROOT / "schemas" / "deepseek-review-receipt.schema.json").r
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
 KEY = "sk-planted-7d1e0c9a4b2f48e6a3c5d7f9b1e3a5c7"
 STAMP_RE = r"\d{8}T\d{6}Z"
-
-
-@pytest.fixture
-def make_stub() -> Iterator[Callable[..., Stub]]:
-    made: list[Stub] = []
-
-    def make(replies: list[Reply], **kw: Any) -> Stub:
-        made.append(Stub(replies, **kw))
-        return made[-1]
-
-    yield make
-    for stub in made:
-        stub.stop()
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def run(

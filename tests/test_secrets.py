@@ -17,10 +17,8 @@ import logging
 import re
 import secrets
 import string
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ import pytest
 from deepseek_review.endpoint import Endpoint
 from deepseek_review.simulator import Simulator
 from tests.conftest import files_under
+from tests.stubs import Reply, Stub
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -148,53 +147,15 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
     return sent
 
 
-class EchoStub:
-    """A careless server: every reply quotes the request's Authorization header."""
-
-    def __init__(self, status: int, template: str, content_type: str) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                auth = self.headers.get("Authorization", "")
-                body = template.replace("{auth}", auth).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(body)
-                self.close_connection = True
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 @pytest.fixture
-def echo_stub() -> Iterator[Callable[[int, str, str], EchoStub]]:
-    made: list[EchoStub] = []
+def echo_stub(make_stub: Callable[..., Stub]) -> Callable[[int, str, str], Stub]:
+    """A careless server: every reply quotes the request's Authorization header (``{auth}``)."""
 
-    def make(status: int, template: str, content_type: str = "application/json") -> EchoStub:
-        stub = EchoStub(status, template, content_type)
-        made.append(stub)
-        return stub
+    def make(status: int, template: str, content_type: str = "application/json") -> Stub:
+        reply = Reply(status, template.encode(), content_type=content_type)
+        return make_stub([reply], echo_headers=True)
 
-    yield make
-    for stub in made:
-        stub.stop()
+    return make
 
 
 def _closed_port() -> int:
@@ -308,7 +269,7 @@ def test_key_is_in_no_output_or_log_of_a_failing_command(
     repo: Path,
     tmp_path: Path,
     make_simulator: MakeSim,
-    echo_stub: Callable[..., EchoStub],
+    echo_stub: Callable[..., Stub],
     run_cli: Cli,
     evidence: Evidence,
     key: str,
