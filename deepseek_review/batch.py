@@ -53,7 +53,7 @@ from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import resolve_inside
 from .resume import segment_from
 from .segment import Segment
-from .storage import stale_temp_files, write_replacing
+from .storage import stale_temp_files, topic_of, write_replacing
 
 log = logging.getLogger("deepseek_review")
 
@@ -311,10 +311,6 @@ class _FolderIndex:
     orphans: list[str] = field(default_factory=list)
 
 
-def _topic_of(answer_path: str) -> str:
-    return answer_path.rsplit("/", 1)[-1].split("_deepseek_", 1)[0]
-
-
 def index_folder(root: Path, folder: Path) -> _FolderIndex:
     """Every receipt in ``folder`` (loaded once per batch run), and its orphan answers."""
     idx = _FolderIndex()
@@ -386,7 +382,7 @@ def existing_chain(
     key = (plan.prepared.prompt_sha256, plan.endpoint.url)
     chains = []
     for primary in idx.primaries.get(key, []):
-        if primary.record is None or _topic_of(primary.answer_path) != planned.topic:
+        if primary.record is None or topic_of(primary.answer_path) != planned.topic:
             continue
         chain = _walk(idx, primary)
         if chain is None:

@@ -35,6 +35,7 @@ from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
 from .resources import prompts_dir
 from .segment import Segment
+from .storage import topic_of
 
 log = logging.getLogger("deepseek_review")
 
@@ -190,12 +191,6 @@ def _body_from_record(
         raise InputError(f"{where}: request record: {exc.message}") from None
 
 
-def _topic(answer_path: str) -> str:
-    name = answer_path.rsplit("/", 1)[-1]
-    topic = name.split("_deepseek_", 1)[0]
-    return topic if topic and topic != name else "review"
-
-
 def segment_from(root: Path, cs: ChainSegment, *, assume_truncated: bool = False) -> Segment:
     """A segment already on disk, as the chain-extending code wants it (answer hash checked).
 
@@ -322,7 +317,7 @@ def continue_existing(
     chain = Chain(
         root=root,
         out_dir=out_dir,
-        topic=_topic(primary.answer_path),
+        topic=topic_of(primary.answer_path) or "review",
         endpoint=endpoint,
         base_messages=base,
         body=body,

@@ -198,6 +198,13 @@ def stem_for(topic: str, model: str, stamp: str, *, continuation: bool) -> str:
     return f"{topic}_deepseek_{model_slug(model)}{middle}_{stamp}"
 
 
+def topic_of(answer_path: str) -> str | None:
+    """The topic a file name was made from by :func:`stem_for`; None for other names."""
+    name = answer_path.rsplit("/", 1)[-1]
+    topic, sep, _ = name.partition("_deepseek_")
+    return topic if sep and topic else None
+
+
 def sibling_paths(answer: Path) -> dict[str, Path]:
     """The files that belong to an answer ``<stem>.md``."""
     stem = answer.name[: -len(".md")]
