@@ -48,7 +48,13 @@ KEYS: dict[str, Key] = {
         Key("max_file_bytes", int, 200_000, "refuse a context file larger than this"),
         Key("max_context_bytes", int, 400_000, "refuse a context larger than this"),
         Key("context_window", int, None, "the model's context window, for a pre-flight warning"),
-        Key("api_key_env", str, "OLLAMA_API_KEY", "environment variable holding the API key"),
+        Key(
+            "api_key_env",
+            str,
+            None,
+            "environment variable holding the API key (else OLLAMA_API_KEY, sent over https"
+            " only); a flag or the environment only",
+        ),
         Key("max_attempts", int, 5, "attempts per request"),
         Key("connect_timeout", float, 10.0, "seconds to connect"),
         Key("read_timeout", float, 600.0, "seconds to wait for the next bytes"),
@@ -57,12 +63,23 @@ KEYS: dict[str, Key] = {
 }
 
 
+#: Settings that choose which secret is sent: a file in the repository under review must not
+#: set them (a pull request could otherwise send CI's secrets wherever it likes).
+OPERATOR_ONLY = frozenset({"api_key_env"})
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
     value: Any
     source: str
     """``flag``, ``env DEEPSEEK_REVIEW_X``, ``config <file>`` or ``default``."""
+
+    @property
+    def named_by(self) -> str | None:
+        """The repository file that chose this value, or None when the operator did (a flag,
+        the environment) or it is the default. Such a value must not steer a secret."""
+        return self.source.removeprefix("config ") if self.source.startswith("config ") else None
 
 
 def _coerce(key: Key, raw: Any, where: str) -> Any:
@@ -124,6 +141,12 @@ def load_file(root: Path) -> tuple[dict[str, Any], str | None]:
         key = KEYS.get(k.replace("-", "_"))
         if key is None:
             raise ConfigError(f"{name}: unknown setting {k!r} (see `deepseek-review config`)")
+        if key.name in OPERATOR_ONLY:
+            raise ConfigError(
+                f"{name}: {key.name} cannot be set in the repository's config (a file under "
+                f"review must not choose which secret is sent); use --{key.name.replace('_', '-')}"
+                f" or {ENV_PREFIX}{key.name.upper()}"
+            )
         values[key.name] = _coerce(key, v, name)
     return values, name
 
@@ -171,15 +194,18 @@ def resolve(
 REVIEW_KEYS = frozenset(KEYS) - {"jobs", "max_attempts", "connect_timeout", "read_timeout"}
 
 
-def configured_review_values(root: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Review options set by the environment or the config file (not the built-in defaults).
+def configured_review_values(
+    root: Path, env: Mapping[str, str] | None = None
+) -> dict[str, Setting]:
+    """Review options set by the environment or the config file (not the built-in defaults),
+    with their sources.
 
     A batch puts these below its manifest's ``[defaults]``: the manifest is more specific
     than the repository's configuration.
     """
     settings = resolve(root, env=env)
     return {
-        name: s.value
+        name: s
         for name, s in settings.items.items()
         if name in REVIEW_KEYS and s.source != "default" and s.value is not None
     }

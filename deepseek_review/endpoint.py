@@ -1,21 +1,30 @@
 """Which URL a review is sent to, and whether the API key may travel there.
 
-Precedence: ``--endpoint`` (a full ``.../chat/completions`` URL, or a base URL to which
-``/v1/chat/completions`` is added), else ``OLLAMA_HOST`` read by Ollama's own rules
-(``envconfig.Host()``: bare host → http and port 11434, ``ollama.com`` → https), else
-``http://localhost:11434``.
+One rule reads every source of an endpoint (``--endpoint``, ``DEEPSEEK_REVIEW_ENDPOINT``,
+``OLLAMA_HOST``, a config file, a manifest, a receipt): a URL with ``http://`` or ``https://``
+is taken as written; anything else is read as Ollama reads ``OLLAMA_HOST`` (``envconfig.Host()``:
+a bare host means http and port 11434, ``ollama.com`` means https). A base URL gets
+``/v1/chat/completions`` added (``.../v1`` gets ``/chat/completions``); a full
+``.../chat/completions`` URL is used as given; a path that names another API
+(``.../v1/completions``, ``/api/chat``) is refused. The result is canonical (scheme and host in
+lower case, no default port), so one server has one spelling in every receipt.
 
-The key (``OLLAMA_API_KEY`` by default) is sent as ``Authorization: Bearer``. It is never sent
-over plain http to a host that is not loopback: that is refused, not silently dropped, so a
-misconfiguration is noticed. Credentials inside the URL are refused outright because the URL is
-written into every receipt.
+Trust: the operator chooses destinations with flags and the environment. A file in the
+repository under review (its config, a manifest) or a receipt may name only a loopback endpoint
+or one the operator chose (the flag or environment endpoint, or one listed in
+``DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS``).
+The key (``OLLAMA_API_KEY`` unless ``--api-key-env`` or ``DEEPSEEK_REVIEW_API_KEY_ENV`` names
+another variable) goes only to an endpoint the operator chose, as ``Authorization: Bearer``:
+the default variable over https only; a variable the operator named over https, or plain http
+to loopback. A named key that would cross plain http to another host is refused. Credentials
+inside the URL are refused outright because the URL is written into every receipt.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
@@ -24,9 +33,15 @@ from .errors import ConfigError
 CHAT_PATH = "/v1/chat/completions"
 DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_KEY_ENV = "OLLAMA_API_KEY"
-_UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f]")
+ENDPOINT_ENV = "DEEPSEEK_REVIEW_ENDPOINT"
+ALLOWED_ENV = "DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
 _ENV_NAME_RE = re.compile(r"[^=\x00]+")
 _SECRET_QUERY_RE = re.compile(r"key|token|secret|passw|auth|sig|credential", re.IGNORECASE)
+#: Last path segments that name another API than chat completions: appending the chat path
+#: to them would call a URL nobody meant.
+_OTHER_API = re.compile(r"/(?:completions|chat|embeddings|models|responses|api/\w+)$")
 
 
 @dataclass(frozen=True)
@@ -36,7 +51,8 @@ class Endpoint:
     url: str
     api_key: str | None = field(default=None, repr=False)
     source: str = "default"
-    """Where the URL came from: ``--endpoint``, ``OLLAMA_HOST`` or ``default``."""
+    """Where the URL came from: ``--endpoint``, ``OLLAMA_HOST``, ``default``, or the file that
+    named it."""
 
     @property
     def is_loopback(self) -> bool:
@@ -58,9 +74,26 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def ollama_host_url(value: str) -> str:
-    """``OLLAMA_HOST`` as Ollama's ``envconfig.Host()`` reads it, as a base URL."""
+def _refuse_unsafe(value: str, what: str) -> None:
+    """Control characters (urlsplit silently drops tabs and newlines, which would change the
+    host) and userinfo are refused before anything else, and never echoed."""
+    if _UNSAFE_URL_CHARS.search(value):
+        escaped = value.encode("unicode_escape").decode("ascii")
+        raise ConfigError(
+            f"{what} '{_safe(escaped)}': malformed URL (a space or control character in it)"
+        )
+    if "@" in value.split("?", 1)[0].split("#", 1)[0]:
+        raise ConfigError(
+            f"{what}: credentials in the URL are refused (they would be written into "
+            f"receipts); put the key in {DEFAULT_KEY_ENV} instead"
+        )
+
+
+def ollama_host_url(value: str, *, what: str = "OLLAMA_HOST") -> str:
+    """A host without a scheme, as Ollama's ``envconfig.Host()`` reads ``OLLAMA_HOST``, as a
+    base URL."""
     s = value.strip()
+    _refuse_unsafe(s, what)
     default_port = "11434"
     if "://" in s:
         scheme, hostport = s.split("://", 1)
@@ -69,10 +102,10 @@ def ollama_host_url(value: str) -> str:
         elif scheme == "https":
             default_port = "443"
         else:
-            raise ConfigError(f"OLLAMA_HOST {value!r}: unsupported scheme {scheme!r}")
+            raise ConfigError(f"{what} {s!r}: unsupported scheme {scheme!r} (use http or https)")
     else:
         scheme, hostport = "http", s
-        if s == "ollama.com":
+        if s.rstrip("/") == "ollama.com":
             scheme, hostport = "https", "ollama.com:443"
     hostport, _, path = hostport.partition("/")
     host, port = _split_host_port(hostport)
@@ -84,7 +117,7 @@ def ollama_host_url(value: str) -> str:
     elif host == "::":
         host = "::1"
     if port is None or not port.isdigit() or not 0 < int(port) <= 65535:
-        raise ConfigError(f"OLLAMA_HOST {value!r}: invalid port {port!r}")
+        raise ConfigError(f"{what} {s!r}: invalid port {port!r}")
     netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     return urlunsplit((scheme, netloc, "/" + path if path else "", "", ""))
 
@@ -102,39 +135,35 @@ def _split_host_port(hostport: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def chat_url(base_or_full: str, *, what: str = "--endpoint") -> str:
-    """Validate a URL and complete it to the chat-completions path."""
-    if "://" not in base_or_full:
-        shown = _safe("http://" + base_or_full.strip().lstrip("/"))
-        raise ConfigError(
-            f"{what} {shown[7:]!r}: not a URL (no http:// or https://); did you mean {shown}?"
-        )
-    if _UNSAFE_URL_CHARS.search(base_or_full.strip()):
-        # urlsplit silently drops tabs and newlines: "http://exam\nple.com" would become
-        # another host, and the URL goes into every receipt. Refuse instead.
-        escaped = base_or_full.strip().encode("unicode_escape").decode("ascii")
-        raise ConfigError(
-            f"{what} '{_safe(escaped)}': malformed URL (a space or control character in it)"
-        )
+def _canonical_netloc(parts: SplitResult) -> str:
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    return host if port is None or port == _DEFAULT_PORTS[parts.scheme] else f"{host}:{port}"
+
+
+def chat_url(value: str, *, what: str = "--endpoint") -> str:
+    """Any spelling of an endpoint, validated, as its canonical chat-completions URL."""
+    text = value.strip()
+    _refuse_unsafe(text, what)
+    if "://" not in text:
+        text = ollama_host_url(text, what=what)
     try:
-        parts: SplitResult = urlsplit(base_or_full.strip())
+        parts: SplitResult = urlsplit(text)
         parts.port  # noqa: B018  (raises ValueError on a bad port)
     except ValueError as exc:
-        raise ConfigError(f"{what} {base_or_full!r}: malformed URL ({exc})") from None
-    if parts.scheme not in ("http", "https"):
-        shown = parts.scheme or "none"
+        raise ConfigError(f"{what} {text!r}: malformed URL ({exc})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
         raise ConfigError(
-            f"{what} {_safe(base_or_full)}: unsupported scheme {shown!r} (use http or https)"
+            f"{what} '{_safe(text)}': unsupported scheme {scheme or 'none'!r} (use http or https)"
         )
+    parts = parts._replace(scheme=scheme)
     if not parts.hostname:
-        raise ConfigError(f"{what} {_safe(base_or_full)}: no host")
-    if parts.username is not None or parts.password is not None:
-        raise ConfigError(
-            f"{what}: credentials in the URL are refused (they would be written into "
-            f"receipts); put the key in {DEFAULT_KEY_ENV} instead"
-        )
+        raise ConfigError(f"{what} {_safe(text)}: no host")
     if parts.fragment:
-        raise ConfigError(f"{what} {_safe(base_or_full)}: a URL fragment is not allowed")
+        raise ConfigError(f"{what} {_safe(text)}: a URL fragment is not allowed")
     for name, _ in parse_qsl(parts.query, keep_blank_values=True):
         if _SECRET_QUERY_RE.search(name):
             raise ConfigError(
@@ -142,9 +171,26 @@ def chat_url(base_or_full: str, *, what: str = "--endpoint") -> str:
                 f"written into receipts; put the key in {DEFAULT_KEY_ENV} instead"
             )
     path = parts.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path = path + "/chat/completions" if path.endswith("/v1") else path + CHAT_PATH
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+    if path.endswith("/v1"):
+        path += "/chat/completions"
+    elif not path.endswith("/chat/completions"):
+        if _OTHER_API.search(path) and not path.endswith("/api/v1"):
+            raise ConfigError(
+                f"{what} {_safe(text)}: {path} is not a chat-completions path; give a base URL "
+                f"(http://host:port or .../v1) or the full .../chat/completions URL"
+            )
+        path += CHAT_PATH
+    return urlunsplit((scheme, _canonical_netloc(parts), path, parts.query, ""))
+
+
+def canonical(url: str) -> str:
+    """The canonical form of a URL already written somewhere (a receipt, say), or the URL as it
+    is when it cannot be read: receipts written before canonical URLs compare equal to new ones.
+    """
+    try:
+        return chat_url(url, what="url")
+    except ConfigError:
+        return url
 
 
 def _safe(url: str) -> str:
@@ -157,44 +203,95 @@ def _safe(url: str) -> str:
         return "<malformed URL>"
 
 
-def resolve_endpoint(
-    endpoint: str | None,
-    env: Mapping[str, str],
-    *,
-    key_env: str = DEFAULT_KEY_ENV,
-    what: str = "--endpoint",
-) -> Endpoint:
-    """The endpoint and key for a run, refusing combinations that would leak the key.
+def _origin(url: str) -> tuple[str, str]:
+    p = urlsplit(url)
+    return p.scheme, p.netloc
 
-    ``what`` names where ``endpoint`` came from in errors (a receipt's field, say).
-    """
-    if endpoint:
-        url, source = chat_url(endpoint, what=what), "--endpoint"
-    elif env.get("OLLAMA_HOST", "").strip():
-        url, source = (
-            chat_url(ollama_host_url(env["OLLAMA_HOST"]), what="OLLAMA_HOST"),
-            ("OLLAMA_HOST"),
-        )
-    else:
-        url, source = chat_url(DEFAULT_HOST), "default"
-    if not _ENV_NAME_RE.fullmatch(key_env) or not key_env.strip():
-        raise ConfigError(f"--api-key-env {key_env!r}: not an environment variable name")
-    raw = env.get(key_env, "")
+
+def operator_endpoint(env: Mapping[str, str]) -> Endpoint:
+    """The endpoint the environment chooses (``DEEPSEEK_REVIEW_ENDPOINT``, else
+    ``OLLAMA_HOST``, else local Ollama), without a key."""
+    if env.get(ENDPOINT_ENV, "").strip():
+        return Endpoint(chat_url(env[ENDPOINT_ENV], what=ENDPOINT_ENV), source=ENDPOINT_ENV)
+    if env.get("OLLAMA_HOST", "").strip():
+        return Endpoint(chat_url(env["OLLAMA_HOST"], what="OLLAMA_HOST"), source="OLLAMA_HOST")
+    return Endpoint(chat_url(DEFAULT_HOST), source="default")
+
+
+def allowed_endpoints(env: Mapping[str, str]) -> list[str]:
+    """``DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS``: more endpoints the operator lets repository files
+    and receipts name (and the key travel to), separated by spaces or commas."""
+    raw = env.get(ALLOWED_ENV, "")
+    return [chat_url(v, what=ALLOWED_ENV) for v in re.split(r"[\s,]+", raw) if v]
+
+
+def _read_key(env: Mapping[str, str], key_env: str | None) -> str | None:
+    name = key_env if key_env is not None else DEFAULT_KEY_ENV
+    if not _ENV_NAME_RE.fullmatch(name) or not name.strip():
+        raise ConfigError(f"--api-key-env {name!r}: not an environment variable name")
+    raw = env.get(name, "")
     key = raw.strip() or None
     if raw and (key is None or "\n" in key or "\r" in key):
-        raise ConfigError(f"{key_env} is set but is not a usable key (empty or multi-line)")
+        raise ConfigError(f"{name} is set but is not a usable key (empty or multi-line)")
     if key and not all("!" <= c <= "~" for c in key):
         # An HTTP header carries visible ASCII only; anything else would fail deep inside
         # the HTTP library, with the key quoted in its message.
         raise ConfigError(
-            f"{key_env} is set but is not a usable key (it holds spaces, control or non-ASCII "
+            f"{name} is set but is not a usable key (it holds spaces, control or non-ASCII "
             "characters); check how it was copied"
         )
-    ep = Endpoint(url=url, api_key=key, source=source)
-    if key and urlsplit(url).scheme == "http" and not ep.is_loopback:
-        host = urlsplit(url).hostname
+    return key
+
+
+def resolve_endpoint(
+    endpoint: str | None,
+    env: Mapping[str, str],
+    *,
+    key_env: str | None = None,
+    named_by: str | None = None,
+    operator: Sequence[str] = (),
+    what: str = "--endpoint",
+) -> Endpoint:
+    """The endpoint and key for a run, refusing what would leak the key or let a file under
+    review choose a destination.
+
+    ``endpoint`` comes from the operator (a flag, the environment, a library call) unless
+    ``named_by`` names the untrusted file it came from (a repository config, a manifest, a
+    receipt). ``operator`` lists further URLs the operator chose (``batch --endpoint`` under a
+    manifest's own). ``key_env`` None means the default variable, which is sent over https
+    only. ``what`` names where ``endpoint`` came from in errors.
+    """
+    if not endpoint:
+        ep = operator_endpoint(env)
+        key = _read_key(env, key_env)
+        return Endpoint(ep.url, _key_for(ep.url, key, key_env), ep.source)
+    url = chat_url(endpoint, what=what)
+    key = _read_key(env, key_env)
+    if named_by is None:
+        return Endpoint(url, _key_for(url, key, key_env), "--endpoint")
+    chosen = [operator_endpoint(env).url, *allowed_endpoints(env)]
+    chosen += [chat_url(u) for u in operator]
+    if _origin(url) in {_origin(u) for u in chosen}:
+        return Endpoint(url, _key_for(url, key, key_env), named_by)
+    if not is_loopback_host(urlsplit(url).hostname or ""):
         raise ConfigError(
-            f"refusing to send {key_env} over plain http to {host} (not loopback); "
-            f"use an https endpoint, or unset {key_env} for this run"
+            f"{what} {_safe(url)}: {named_by} may name only a loopback endpoint or one the "
+            f"operator chose; choose it with --endpoint, {ENDPOINT_ENV} or OLLAMA_HOST, or "
+            f"allow it with {ALLOWED_ENV}"
         )
-    return ep
+    return Endpoint(url, None, named_by)  # a local server a file named gets no key
+
+
+def _key_for(url: str, key: str | None, key_env: str | None) -> str | None:
+    """The key to send to ``url`` (an endpoint the operator chose), or None."""
+    parts = urlsplit(url)
+    if key is None or parts.scheme == "https":
+        return key
+    if key_env is None:
+        return None  # the default variable holds ollama.com's key: https only
+    if not is_loopback_host(parts.hostname or ""):
+        raise ConfigError(
+            f"refusing to send {key_env} over plain http to {parts.hostname} (not loopback); "
+            f"use an https endpoint, or do not name a key for this endpoint"
+        )
+    return key

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from .client import RetryPolicy, Timeouts
-from .config import configured_review_values
+from .config import Setting, configured_review_values
 from .context import ContextFile, ContextLimits, gather_context
 from .errors import ConfigError, InputError, ReviewError
 from .pipeline import ContinuationOptions, GatherFn, ReviewOptions, ReviewPlan, plan_review
-from .repo import find_repo_root
+from .repo import find_repo_root, resolve_inside
 from .storage import check_topic
 
 FORMATS = ("toml", "jsonl")
@@ -101,6 +101,19 @@ ENTRY_ONLY_KEYS = frozenset({"topic", "prompt", "prompt_file"})
 DEFAULT_KEYS: tuple[str, ...] = tuple(k for k in ENTRY_KEYS if k not in ENTRY_ONLY_KEYS)
 #: Keys whose file paths are relative to the manifest's folder.
 _MANIFEST_RELATIVE = ("prompt_file", "template_file")
+#: Keys a manifest may not hold, though ``batch`` flags may: a manifest is a file in the
+#: repository under review, and must not choose which secret is sent or switch the secret
+#: scan off.
+OPERATOR_ONLY: dict[str, str] = {
+    "api_key_env": (
+        "'api_key_env' cannot be set in a manifest (a file under review must not choose which "
+        "secret is sent); use --api-key-env or DEEPSEEK_REVIEW_API_KEY_ENV"
+    ),
+    "allow_secrets": (
+        "'allow_secrets' cannot be set in a manifest; only the --allow-secrets flag switches "
+        "the secret scan off"
+    ),
+}
 
 
 # --------------------------------------------------------------------------- shards
@@ -356,6 +369,9 @@ def _check_table(
         if key in forbidden:
             problems.append((key, f"{key!r} belongs in each [[review]] entry, not in [defaults]"))
             continue
+        if key in OPERATOR_ONLY:
+            problems.append((key, OPERATOR_ONLY[key]))
+            continue
         if key not in allowed:
             problems.append((key, _unknown_key(key, allowed)))
             continue
@@ -557,9 +573,17 @@ def merged_values(
     return {**(base or {}), **manifest.defaults, **(overrides or {}), **entry.values}
 
 
-def _from_manifest_folder(manifest: Manifest, value: str) -> str:
-    p = Path(value).expanduser()
-    return str(p if p.is_absolute() else manifest.folder / p)
+def _inside_repo(manifest: Manifest, root: Path, key: str, value: str) -> Path:
+    """A file a manifest names, relative to its folder; it must lie inside the repository
+    (the manifest is a file under review: it must not send, or copy into a request record,
+    a file from elsewhere on the machine)."""
+    if value.startswith("~") or Path(value).is_absolute():
+        raise InputError(
+            f"{key} {value}: must be a path relative to the manifest's folder, inside the "
+            "repository"
+        )
+    path, _ = resolve_inside(root, str(manifest.folder / value), what=key)
+    return path
 
 
 class _PromptFiles:
@@ -593,16 +617,19 @@ def entry_options(
     entry: Entry,
     *,
     overrides: Mapping[str, Any] | None = None,
-    base: Mapping[str, Any] | None = None,
+    base: Mapping[str, Setting] | None = None,
     repo_root: str | None = None,
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
     prompt_files: _PromptFiles | None = None,
 ) -> ReviewOptions:
     """The entry as :class:`ReviewOptions` (what ``run`` would build from the same flags)."""
-    v = merged_values(manifest, entry, overrides, base)
+    overrides = overrides or {}
+    base = base or {}
+    v = merged_values(manifest, entry, overrides, {k: s.value for k, s in base.items()})
+    root = find_repo_root(repo_root) if "prompt_file" in v or "template_file" in v else Path()
     if "prompt_file" in v:
-        path = Path(_from_manifest_folder(manifest, v["prompt_file"]))
+        path = _inside_repo(manifest, root, "prompt_file", v["prompt_file"])
         prompt = (prompt_files or _PromptFiles()).read(path, v["prompt_file"])
     else:
         prompt = v["prompt"]
@@ -630,7 +657,12 @@ def entry_options(
         if key in v:
             kwargs[key] = float(v[key]) if key == "temperature" else v[key]
     if "template_file" in v:
-        kwargs["template_file"] = _from_manifest_folder(manifest, v["template_file"])
+        kwargs["template_file"] = str(
+            _inside_repo(manifest, root, "template_file", v["template_file"])
+        )
+    kwargs["endpoint_named_by"] = _endpoint_named_by(manifest, entry, overrides, base)
+    if "endpoint" in overrides:
+        kwargs["operator_endpoints"] = (overrides["endpoint"],)
     if "extra_body" in v:
         kwargs["extra_body"] = dict(v["extra_body"])
     limits = {k: v[k] for k in ("max_file_bytes", "max_context_bytes") if k in v}
@@ -652,6 +684,22 @@ def entry_options(
     if timeouts is not None:
         kwargs["timeouts"] = timeouts
     return ReviewOptions(**kwargs)
+
+
+def _endpoint_named_by(
+    manifest: Manifest,
+    entry: Entry,
+    overrides: Mapping[str, Any],
+    base: Mapping[str, Setting],
+) -> str | None:
+    """Which untrusted file chose the entry's endpoint (None: the operator, or nobody)."""
+    if "endpoint" in entry.values or (
+        "endpoint" not in overrides and "endpoint" in manifest.defaults
+    ):
+        return "the manifest"
+    if "endpoint" in overrides or "endpoint" not in base:
+        return None
+    return base["endpoint"].named_by
 
 
 # --------------------------------------------------------------------------- planning

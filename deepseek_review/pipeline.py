@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, gather_context
-from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
+from .endpoint import Endpoint, resolve_endpoint
 from .errors import ConfigError, InputError, PromptTruncated
 from .prompt import Template, continuation_directive, load_template, render_messages
 from .repo import find_repo_root, resolve_inside
@@ -100,7 +100,14 @@ class ReviewOptions:
     allow_truncated_prompt: bool = False
     allow_secrets: bool = False
     endpoint: str | None = None
-    api_key_env: str = DEFAULT_KEY_ENV
+    endpoint_named_by: str | None = None
+    """The repository file (config, manifest) that chose ``endpoint``; None when the operator
+    did. Such an endpoint must be loopback or one the operator chose, and gets the key only then.
+    """
+    operator_endpoints: tuple[str, ...] = ()
+    """Endpoints the operator chose besides the environment's (``batch --endpoint``)."""
+    api_key_env: str | None = None
+    """The variable holding the key; None: ``OLLAMA_API_KEY``, sent over https only."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
 
@@ -172,7 +179,14 @@ def plan_review(
     if options.context_window is not None and options.context_window <= 0:
         raise ConfigError(f"--context-window must be positive, got {options.context_window}")
     body_options = options.body_options()  # validates model, limits, extra body
-    endpoint = resolve_endpoint(options.endpoint, env, key_env=options.api_key_env)
+    endpoint = resolve_endpoint(
+        options.endpoint,
+        env,
+        key_env=options.api_key_env,
+        named_by=options.endpoint_named_by,
+        operator=options.operator_endpoints,
+        what="--endpoint" if options.endpoint_named_by is None else "endpoint",
+    )
     root = find_repo_root(options.repo_root)
     out_dir, _ = resolve_inside(root, options.output_dir, what="--output-dir")
     template = load_template(options.template, options.template_file)

@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from .chain import RECORD_SUFFIX, ChainSegment, find_chain, read_answer
 from .client import ChatClient, ProgressFn, RetryPolicy, Timeouts, Usage
 from .context import ContextFile
-from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
+from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
 from .pipeline import (
     DEFAULT_MAX_TOKENS,
@@ -45,7 +44,7 @@ class ContinueOptions:
     path: str
     repo_root: str | None = None
     endpoint: str | None = None
-    api_key_env: str = DEFAULT_KEY_ENV
+    api_key_env: str | None = None
     stream: bool = True
     max_tokens: int | None = None
     continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
@@ -216,38 +215,6 @@ def segment_from(root: Path, cs: ChainSegment, *, assume_truncated: bool = False
     )
 
 
-def _same_url(a: str, b: str) -> bool:
-    """Equal up to default ports and host-name case (``https://h`` is ``https://h:443``)."""
-
-    def norm(url: str) -> tuple[str, str, int | None, str, str]:
-        p = urlsplit(url)
-        port = p.port or {"http": 80, "https": 443}.get(p.scheme)
-        return p.scheme, (p.hostname or "").lower(), port, p.path.rstrip("/"), p.query
-
-    return norm(a) == norm(b)
-
-
-def _refuse_key_to_receipt_endpoint(
-    endpoint: Endpoint, env: Mapping[str, str], key_env: str, receipt: str
-) -> None:
-    """A receipt does not choose where the API key goes: a host off this machine named only
-    by a receipt (which anyone with write access to the repository can edit) gets the key
-    only when the user names it too (``--endpoint``, or ``OLLAMA_HOST``)."""
-    if endpoint.api_key is None or endpoint.is_loopback:
-        return
-    try:
-        configured = resolve_endpoint(None, env, key_env=key_env).url
-    except ConfigError:
-        configured = None
-    if configured is not None and _same_url(endpoint.url, configured):
-        return
-    raise ConfigError(
-        f"{receipt} names {endpoint.url} as its endpoint: {key_env} is not sent to a host "
-        "that only a receipt names",
-        hint=f"to continue there, pass --endpoint {endpoint.url}",
-    )
-
-
 def continue_existing(
     options: ContinueOptions,
     *,
@@ -275,10 +242,13 @@ def continue_existing(
             had_record=primary.record is not None,
             already_complete=True,
         )
+    # A receipt does not choose a destination: anyone who can write to the repository can
+    # edit it. Its endpoint is used only if loopback or one the operator chose too.
     endpoint = resolve_endpoint(
         options.endpoint or last.receipt.endpoint,
         env,
         key_env=options.api_key_env,
+        named_by=None if options.endpoint else "a receipt",
         what="--endpoint" if options.endpoint else f"{last.receipt_path}: endpoint",
     )
     if last.finish_reason is None:
@@ -286,8 +256,6 @@ def continue_existing(
             "%s has no request record: its finish reason is unknown; continuing as asked",
             last.answer_path,
         )
-    if options.endpoint is None:
-        _refuse_key_to_receipt_endpoint(endpoint, env, options.api_key_env, last.receipt_path)
     if primary.record is not None:
         where = primary.receipt_path[: -len(".receipt.json")] + ".request.json"
         base, files = _rebuild_base(root, primary.record, where)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -60,6 +61,13 @@ _ENV_TO_CLEAR = (
 )
 
 
+def use_key(monkeypatch: pytest.MonkeyPatch, key: str, var: str = "OLLAMA_API_KEY") -> None:
+    """Export ``key`` in ``var`` and name ``var`` as the key to send, as an operator does for a
+    server over plain http on loopback (the default variable goes over https only)."""
+    monkeypatch.setenv(var, key)
+    monkeypatch.setenv("DEEPSEEK_REVIEW_API_KEY_ENV", var)
+
+
 @pytest.fixture(autouse=True)
 def clean_environ(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
@@ -67,6 +75,9 @@ def clean_environ(
     """No test sees the machine's Ollama settings, proxies or git configuration."""
     for name in _ENV_TO_CLEAR:
         monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("DEEPSEEK_REVIEW_"):
+            monkeypatch.delenv(name)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))

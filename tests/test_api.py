@@ -40,6 +40,7 @@ def test_review_reads_the_key_from_the_given_env_not_os_environ(repo, make_simul
         prompt="Check.",
         endpoint=sim.base_url,
         env={"OLLAMA_API_KEY": "sk-lib-key"},
+        api_key_env="OLLAMA_API_KEY",
     )
     assert result.segments
     assert sim.chat_requests()[0].headers["authorization"] == "Bearer sk-lib-key"

@@ -386,9 +386,9 @@ def _(w: World) -> list[str]:
     return spec("--endpoint", "ftp://example.com/v1")
 
 
-@case("run/endpoint-not-a-url", 2, "did you mean http://localhost:11434")
+@case("run/endpoint-bare-host-bad-port", 2, "--endpoint 'localhost:port': invalid port 'port'")
 def _(w: World) -> list[str]:
-    return spec("--endpoint", "localhost:11434")
+    return spec("--endpoint", "localhost:port")
 
 
 @case("run/endpoint-no-host", 2, "--endpoint http://: no host")
@@ -434,6 +434,7 @@ def _(w: World) -> list[str]:
 )
 def _(w: World) -> list[str]:
     w.env("OLLAMA_API_KEY", "sk-bad-input-key")
+    w.env("DEEPSEEK_REVIEW_API_KEY_ENV", "OLLAMA_API_KEY")
     return spec("--endpoint", "http://10.1.2.3:11434")
 
 
@@ -445,11 +446,12 @@ def _(w: World) -> list[str]:
 )
 def _(w: World) -> list[str]:
     w.env("OLLAMA_API_KEY", "sk-bad-input-key")
+    w.env("DEEPSEEK_REVIEW_API_KEY_ENV", "OLLAMA_API_KEY")
     w.env("OLLAMA_HOST", "10.1.2.3")
     return spec()
 
 
-@case("run/ollama-host-unsupported-scheme", 2, "OLLAMA_HOST 'ftp://x': unsupported scheme")
+@case("run/ollama-host-unsupported-scheme", 2, "OLLAMA_HOST 'ftp://x': unsupported scheme 'ftp'")
 def _(w: World) -> list[str]:
     w.env("OLLAMA_HOST", "ftp://x")
     return spec()
@@ -1085,7 +1087,7 @@ def _(w: World) -> list[str]:
     return _manifest(w, GOOD_ENTRY.replace("docs/spec.md", w.secret_rel))
 
 
-@case("batch/entry-key-over-plain-http", 3, "over plain http to 10.1.2.3", alone=False)
+@case("batch/entry-remote-endpoint", 3, "the manifest may name only a loopback", alone=False)
 def _(w: World) -> list[str]:
     w.env("OLLAMA_API_KEY", "sk-bad-input-key")
     return _manifest(w, GOOD_ENTRY + 'endpoint = "http://10.1.2.3:11434"\n')

@@ -10,7 +10,7 @@ import pytest
 
 from deepseek_review.endpoint import chat_url, ollama_host_url, resolve_endpoint
 from deepseek_review.errors import ConfigError
-from tests.conftest import files_under
+from tests.conftest import files_under, use_key
 
 Cli = Callable[..., Any]
 KEY = "sk-planted-endpoint-5f3a9c0e1d2b"
@@ -130,9 +130,16 @@ def test_no_key_when_the_variable_is_unset():
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "127.8.9.10", "[::1]", "a.localhost"])
-def test_key_may_go_over_plain_http_to_loopback(host):
-    ep = resolve_endpoint(f"http://{host}:11434", {"OLLAMA_API_KEY": KEY})
+def test_a_named_key_may_go_over_plain_http_to_loopback(host):
+    ep = resolve_endpoint(f"http://{host}:11434", {"MY_KEY": KEY}, key_env="MY_KEY")
     assert ep.api_key == KEY
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "gpu-box.lan", "10.1.2.3"])
+def test_the_default_key_is_not_sent_over_plain_http(host):
+    """OLLAMA_API_KEY exported for ollama.com must not block (or reach) a local or LAN server."""
+    ep = resolve_endpoint(f"http://{host}:11434", {"OLLAMA_API_KEY": KEY})
+    assert ep.api_key is None
 
 
 def test_key_may_go_over_https_anywhere():
@@ -148,9 +155,9 @@ def test_key_may_go_over_https_anywhere():
         (None, {"OLLAMA_HOST": "http://203.0.113.9"}, "203.0.113.9"),
     ],
 )
-def test_key_is_refused_over_plain_http_to_a_remote_host(endpoint, env, host):
+def test_a_named_key_is_refused_over_plain_http_to_a_remote_host(endpoint, env, host):
     with pytest.raises(ConfigError) as info:
-        resolve_endpoint(endpoint, {**env, "OLLAMA_API_KEY": KEY})
+        resolve_endpoint(endpoint, {**env, "MY_KEY": KEY}, key_env="MY_KEY")
     assert host in info.value.message
     assert KEY not in info.value.message
 
@@ -218,11 +225,16 @@ def test_malformed_or_unsupported_url_is_refused(bad, why):
         chat_url(bad)
 
 
-def test_url_without_a_scheme_is_refused_suggesting_one():
-    with pytest.raises(ConfigError) as info:
-        chat_url("localhost:11434")
-    assert "http://localhost:11434" in info.value.message
-    assert "scheme 'localhost'" not in info.value.message
+@pytest.mark.parametrize(
+    ("given", "called"),
+    [
+        ("localhost:11434", "http://localhost:11434/v1/chat/completions"),
+        ("gpu-box", "http://gpu-box:11434/v1/chat/completions"),
+        ("ollama.com", "https://ollama.com/v1/chat/completions"),
+    ],
+)
+def test_a_url_without_a_scheme_is_read_as_ollama_host_reads_it(given, called):
+    assert chat_url(given) == called
 
 
 # --------------------------------------------------------------------------- end to end
@@ -251,7 +263,7 @@ def test_dry_run_shows_the_default_endpoint(repo, cli):
 
 def test_key_is_sent_as_a_bearer_token(repo, make_simulator, cli, monkeypatch):
     sim = make_simulator(api_key=KEY)
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url)
     assert r.code == 0, r.err
     assert sim.chat_requests()[0].headers["authorization"] == f"Bearer {KEY}"
@@ -263,8 +275,8 @@ def test_no_authorization_header_without_a_key(repo, simulator, cli):
     assert "authorization" not in simulator.chat_requests()[0].headers
 
 
-def test_key_over_plain_http_to_a_remote_host_exits_2_naming_the_host(repo, cli, monkeypatch):
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+def test_named_key_over_plain_http_to_a_remote_host_exits_2_naming_the_host(repo, cli, monkeypatch):
+    use_key(monkeypatch, KEY)
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", "http://gpu-box.invalid:11434")
     assert r.code == 2
     assert "gpu-box.invalid" in r.err

@@ -23,7 +23,7 @@ from deepseek_review.request import (
 )
 from deepseek_review.simulator import Simulator
 from tests.builders import sha
-from tests.conftest import files_under
+from tests.conftest import files_under, use_key
 
 Cli = Callable[..., Any]
 KEY = "sk-planted-request-0123456789abcdef"
@@ -311,7 +311,7 @@ def test_request_record_holds_no_file_text(repo, simulator, cli):
 
 def test_request_record_holds_no_api_key(repo, make_simulator, cli, monkeypatch):
     sim = make_simulator(api_key=KEY)
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     result, _ = review(cli, sim)
     assert sim.chat_requests()[0].headers["authorization"] == f"Bearer {KEY}"
     for rel in files_under(repo / "reviews"):

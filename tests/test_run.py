@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from deepseek_review import storage
 from tests.builders import sha
-from tests.conftest import files_under
+from tests.conftest import files_under, use_key
 from tests.stubs import Reply
 from tests.test_client import error_json, expected_answer, sse
 
@@ -312,7 +312,7 @@ def assert_key_nowhere(r: Any, repo: Path) -> None:
 
 def test_key_never_appears_after_a_successful_verbose_run(repo, make_simulator, cli, monkeypatch):
     sim = make_simulator(api_key=KEY)
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = run(cli, sim.base_url, "--json", "--keep-reasoning", verbose=True)
     assert r.code == 0, r.err
     assert sim.chat_requests()[0].headers["authorization"] == f"Bearer {KEY}"
@@ -321,7 +321,7 @@ def test_key_never_appears_after_a_successful_verbose_run(repo, make_simulator, 
 
 def test_key_never_appears_when_the_server_refuses_it(repo, make_simulator, cli, monkeypatch):
     sim = make_simulator(api_key="a-different-key")
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = run(cli, sim.base_url, verbose=True)
     assert r.code == 5
     assert_key_nowhere(r, repo)
@@ -335,7 +335,7 @@ def test_key_never_appears_when_an_error_body_echoes_the_headers(
         [Reply(status, error_json({"message": "bad request, you sent {headers}"}))],
         echo_headers=True,
     )
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = run(cli, stub.base_url, "--max-attempts", "2", verbose=True)
     assert r.code == 5
     assert "Bearer" in r.err  # the echo did reach the message...
@@ -348,7 +348,7 @@ def test_no_part_of_the_key_appears_when_an_echo_is_cut_short(
 ):
     """Messages are shortened for the terminal; the key is taken out before, never after."""
     stub = make_stub([Reply(400, error_json("P" * pad + " {headers}"))], echo_headers=True)
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = run(cli, stub.base_url, verbose=True)
     assert r.code == 5
     assert "sk-planted" not in r.err
@@ -365,7 +365,7 @@ def test_key_never_appears_when_a_200_answer_echoes_the_headers(
     else:
         reply = Reply(200, error_json("upstream saw {headers}"))
     stub = make_stub([reply], echo_headers=True)
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = run(cli, stub.base_url, stream, "--max-attempts", "2", verbose=True)
     assert r.code == 6
     assert "Bearer" in r.err
@@ -373,14 +373,14 @@ def test_key_never_appears_when_a_200_answer_echoes_the_headers(
 
 
 def test_key_never_appears_when_it_is_refused_over_plain_http(repo, cli, monkeypatch):
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = run(cli, "http://gpu-box.invalid:11434", verbose=True)
     assert r.code == 2
     assert_key_nowhere(r, repo)
 
 
 def test_key_never_appears_in_a_dry_run(repo, simulator, cli, monkeypatch):
-    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    use_key(monkeypatch, KEY)
     r = run(cli, simulator.base_url, "--dry-run", "--json", verbose=True)
     assert r.code == 0, r.err
     assert_key_nowhere(r, repo)

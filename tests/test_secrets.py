@@ -27,7 +27,7 @@ import pytest
 
 from deepseek_review.endpoint import Endpoint
 from deepseek_review.simulator import Simulator
-from tests.conftest import files_under
+from tests.conftest import files_under, use_key
 from tests.stubs import Reply, Stub
 
 Cli = Callable[..., Any]
@@ -43,7 +43,7 @@ VERBOSITY = [pytest.param((), id="plain"), pytest.param(("--verbose",), id="verb
 @pytest.fixture
 def key(monkeypatch: pytest.MonkeyPatch) -> str:
     planted = "sk-planted-" + secrets.token_hex(16)
-    monkeypatch.setenv("OLLAMA_API_KEY", planted)
+    use_key(monkeypatch, planted)
     return planted
 
 
@@ -350,9 +350,10 @@ def test_receipt_naming_a_remote_endpoint_does_not_get_the_key(
     r = run_cli("continue", chain["answer_path"])
     assert r.code == 2, r.err
     assert r.err.splitlines()[-1].startswith(
-        f"deepseek-review: error: {chain['receipt_path']} names {REMOTE}/v1/chat/completions"
+        f"deepseek-review: error: {chain['receipt_path']}: endpoint {REMOTE}/v1/chat/completions:"
+        " a receipt may name only a loopback endpoint or one the operator chose; choose it with"
+        " --endpoint"
     )
-    assert f"pass --endpoint {REMOTE}/v1/chat/completions" in r.err
     assert offline.urls == []
 
 

@@ -26,7 +26,12 @@ def config(
 
     root = find_repo_root(repo_root)
     settings = resolve(root)
-    endpoint = resolve_endpoint(settings["endpoint"], os.environ, key_env=settings["api_key_env"])
+    endpoint = resolve_endpoint(
+        settings["endpoint"],
+        os.environ,
+        key_env=settings["api_key_env"],
+        named_by=settings.items["endpoint"].named_by,
+    )
     data = settings.as_dict()
     data["endpoint"]["resolved"] = endpoint.url
     if as_json:

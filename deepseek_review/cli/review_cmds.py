@@ -175,6 +175,7 @@ def run(
         allow_truncated_prompt=allow_truncated_prompt,
         allow_secrets=allow_secrets,
         endpoint=cfg["endpoint"],
+        endpoint_named_by=cfg.items["endpoint"].named_by,
         api_key_env=cfg["api_key_env"],
         retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
         timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
@@ -330,6 +331,7 @@ def continue_(
     Example: deepseek-review continue reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md
     """
     from ..client import RetryPolicy, Timeouts
+    from ..endpoint import DEFAULT_KEY_ENV
     from ..resume import ContinueOptions, continue_existing
 
     # The endpoint is the receipt's unless --endpoint says otherwise: a continuation goes
@@ -369,7 +371,7 @@ def continue_(
         retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
         timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
     )
-    STATE.secret = os.environ.get(options.api_key_env, "").strip() or None
+    STATE.secret = os.environ.get(options.api_key_env or DEFAULT_KEY_ENV, "").strip() or None
     progress = _Progress()
     try:
         outcome = continue_existing(options, progress=progress)
