@@ -95,12 +95,16 @@ def run_batch(
     stop: threading.Event | None = None,
     on_event: EventFn | None = None,
     env: Mapping[str, str] | None = None,
+    resume: bool = True,
+    resume_from: str | None = None,
 ) -> BatchReport:
     """Run every review of a manifest (``deepseek-review batch``); resumes what exists.
 
     ``overrides`` are entry keys applied to every entry that does not set them (like the
     command's flags). Set ``stop`` to stop starting new reviews; ``on_event`` receives a
     :class:`~deepseek_review.batch.BatchEvent` per start, finish or skip, in this thread.
+    ``resume_from`` (a git revision) adopts only receipts committed unchanged there;
+    ``resume=False`` adopts none.
     """
     from .batch import BatchOptions
     from .batch import run_batch as _run_batch
@@ -113,6 +117,8 @@ def run_batch(
         jobs=jobs,
         fail_fast=fail_fast,
         max_total_tokens=max_total_tokens,
+        resume=resume,
+        trusted_rev=resume_from,
     )
     return _run_batch(options, env=env, stop=stop, on_event=on_event)
 

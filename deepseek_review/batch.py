@@ -46,11 +46,12 @@ from .client import (
     Timeouts,
     _tls_context,
 )
+from .endpoint import canonical
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .pipeline import Chain, continue_chain, send_review
 from .receipts import RECEIPT_SUFFIX, fast_validators
-from .repo import resolve_inside
+from .repo import files_unchanged_since, resolve_inside
 from .resume import segment_from
 from .segment import Segment
 from .storage import stale_temp_files, topic_of, write_replacing
@@ -81,6 +82,11 @@ class BatchOptions:
     max_total_tokens: int | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    resume: bool = True
+    """Adopt what earlier runs left (receipts of finished or cut-off chains)."""
+    trusted_rev: str | None = None
+    """Adopt only receipts, answers and records committed unchanged in this git revision: in
+    CI on a pull request, the base branch, so receipts the change brings are not believed."""
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -333,7 +339,7 @@ def index_folder(root: Path, folder: Path) -> _FolderIndex:
                 prev = seg.receipt.previous_answer_path or ""
                 idx.children.setdefault(prev, []).append(seg)
             else:
-                key = (seg.receipt.prompt_sha256, seg.receipt.endpoint)
+                key = (seg.receipt.prompt_sha256, canonical(seg.receipt.endpoint))
                 idx.primaries.setdefault(key, []).append(seg)
         elif name.endswith(".md") and not name.endswith(".reasoning.md") and "_deepseek_" in name:
             stem = name[: -len(".md")]
@@ -369,8 +375,23 @@ def _answer_inside(root: Path, answer_path: str) -> bool:
     return path.is_file()
 
 
+def _trusted_files(options: BatchOptions, root: Path, folders: list[Path]) -> set[str] | None:
+    """The files an earlier run left that may be adopted; None: all of them."""
+    if options.trusted_rev is None:
+        return None
+    rels = [f.relative_to(root).as_posix() for f in folders]
+    return files_unchanged_since(root, options.trusted_rev, rels, what="--resume-from")
+
+
+def _segment_files(seg: ChainSegment) -> list[str]:
+    files = [seg.receipt_path, seg.answer_path]
+    if seg.record is not None:
+        files.append(seg.receipt_path[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX)
+    return files
+
+
 def existing_chain(
-    idx: _FolderIndex, root: Path, planned: PlannedEntry
+    idx: _FolderIndex, root: Path, planned: PlannedEntry, trusted: set[str] | None = None
 ) -> list[ChainSegment] | None:
     """The chain of an earlier run of exactly this request, if one exists.
 
@@ -379,7 +400,7 @@ def existing_chain(
     its chain is there. A complete chain is preferred, then the longest, then the newest.
     """
     plan = planned.plan
-    key = (plan.prepared.prompt_sha256, plan.endpoint.url)
+    key = (plan.prepared.prompt_sha256, canonical(plan.endpoint.url))
     chains = []
     for primary in idx.primaries.get(key, []):
         if primary.record is None or topic_of(primary.answer_path) != planned.topic:
@@ -390,6 +411,13 @@ def existing_chain(
         if not all(_answer_inside(root, s.answer_path) for s in chain):
             log.warning(
                 "%s: an answer of its chain is missing or outside the repository; not "
+                "resuming from it",
+                primary.receipt_path,
+            )
+            continue
+        if trusted is not None and not all(f in trusted for s in chain for f in _segment_files(s)):
+            log.warning(
+                "%s: its chain is not committed unchanged in the trusted revision; not "
                 "resuming from it",
                 primary.receipt_path,
             )
@@ -445,9 +473,14 @@ def prepare_batch(
             for path in remove_stale_temp_files(folder):
                 removed.append(path.relative_to(planned.root).as_posix())
     indexes = {folder: index_folder(planned.root, folder) for folder in folders}
+    trusted = _trusted_files(options, planned.root, folders)
     work = []
     for p in planned.entries:
-        chain = existing_chain(indexes[p.plan.out_dir], planned.root, p)
+        chain = (
+            existing_chain(indexes[p.plan.out_dir], planned.root, p, trusted)
+            if options.resume
+            else None
+        )
         if chain is None:
             work.append(Work(p, "new"))
         elif chain[-1].finish_reason == "length":

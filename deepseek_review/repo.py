@@ -122,3 +122,34 @@ def read_regular_file(path: str | os.PathLike[str]) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def files_unchanged_since(root: Path, rev: str, folders: list[str], *, what: str) -> set[str]:
+    """Repo-relative paths under ``folders`` that ``rev`` holds and the work tree still has
+    byte for byte: what a pull request did not add or touch, when ``rev`` is its base.
+
+    Git answers both halves (``ls-tree`` at ``rev``, ``diff`` of ``rev`` against the work
+    tree), so its own rules (line endings, filters) decide "unchanged".
+    """
+    if (
+        rev.startswith("-")
+        or git_output(root, "rev-parse", "--verify", "-q", rev + "^{commit}") is None
+    ):
+        raise ConfigError(f"{what} {rev!r}: not a commit of the repository at {root}")
+    specs = ["--", *folders]
+    listed = git_output(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, *specs)
+    changed = git_output(
+        root,
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        "--name-only",
+        "-z",
+        rev,
+        *specs,
+    )
+    if listed is None or changed is None:
+        raise ConfigError(f"{what} {rev!r}: git could not compare it with the work tree")
+    names = {os.fsdecode(n) for n in listed.split(b"\0") if n}
+    return names - {os.fsdecode(n) for n in changed.split(b"\0") if n}

@@ -84,6 +84,25 @@ def batch(
     server: Annotated[
         str | None, typer.Option(help="Server kind for prefill: ollama, llama.cpp, vllm, deepseek.")
     ] = None,
+    allow_secrets: Annotated[
+        bool,
+        typer.Option(
+            "--allow-secrets",
+            help="Send context that looks like it holds secrets to a remote endpoint.",
+        ),
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(help="Adopt what earlier runs left; --no-resume redoes every entry."),
+    ] = True,
+    resume_from: Annotated[
+        str | None,
+        typer.Option(
+            help="Adopt earlier receipts only if committed unchanged in this git revision "
+            "(in CI on a pull request: the base branch, so the change's own receipts are not "
+            "believed)."
+        ),
+    ] = None,
     max_attempts: AttemptsOpt = None,
     retry_wait: RetryWaitOpt = 1.0,
     connect_timeout: ConnectTimeoutOpt = None,
@@ -115,6 +134,7 @@ def batch(
         "max_continuations": max_continuations,
         "stream": stream,
         "server": server,
+        "allow_secrets": allow_secrets or None,
     }
     root, cfg = settings(
         repo_root,
@@ -134,6 +154,8 @@ def batch(
         max_total_tokens=max_total_tokens,
         retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
         timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
+        resume=resume,
+        trusted_rev=resume_from,
     )
     try:
         prepared = prepare_batch(options, clean=not dry_run)
