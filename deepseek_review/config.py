@@ -9,8 +9,11 @@ endpoint rules themselves. ``deepseek-review config`` shows every effective valu
 
 from __future__ import annotations
 
+import difflib
+import logging
+import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +25,47 @@ PYPROJECT_TABLE = "deepseek-review"
 ENV_PREFIX = "DEEPSEEK_REVIEW_"
 
 
+log = logging.getLogger("deepseek_review")
+
+#: Why a value is out of range (None when it is fine).
+Check = Callable[[Any], str | None]
+
+
+def _at_least(low: float) -> Check:
+    def check(v: Any) -> str | None:
+        ok = math.isfinite(v) and v >= low
+        return None if ok else f"must be at least {low:g}, got {v}"
+
+    return check
+
+
+def _positive(v: Any) -> str | None:
+    return None if math.isfinite(v) and v > 0 else f"must be positive, got {v}"
+
+
+def _one_of(*choices: str) -> Check:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}, not {v!r}"
+
+
+def _temperature(v: Any) -> str | None:
+    return None if 0 <= v <= 2 else f"must be between 0 and 2, got {v}"
+
+
+def _server(v: Any) -> str | None:
+    from .pipeline import SERVER_PRESETS  # only when a file or variable sets it
+
+    return _one_of(*SERVER_PRESETS)(v)
+
+
 @dataclass(frozen=True)
 class Key:
     name: str
     type: type
     default: Any
     help: str
+    check: Check | None = None
+    """Checked for values from the environment and the config file, so an error names the
+    variable or file that holds it (a flag's value is checked where it is used)."""
 
 
 KEYS: dict[str, Key] = {
@@ -37,17 +75,29 @@ KEYS: dict[str, Key] = {
         Key("endpoint", str, None, "chat-completions URL or base URL (else OLLAMA_HOST)"),
         Key("output_dir", str, "reviews", "output folder, relative to the repository root"),
         Key("template", str, "default", "bundled template name"),
-        Key("temperature", float, 0.0, "sampling temperature (always sent)"),
-        Key("max_tokens", int, 8192, "completion token cap"),
-        Key("max_continuations", int, 3, "continuations when cut off (0 disables)"),
-        Key("continuation_style", str, "prefill", "prefill or directive"),
+        Key("temperature", float, 0.0, "sampling temperature (always sent)", _temperature),
+        Key("max_tokens", int, 8192, "completion token cap", _positive),
+        Key("max_continuations", int, 3, "continuations when cut off (0 disables)", _at_least(0)),
+        Key(
+            "continuation_style",
+            str,
+            "prefill",
+            "prefill or directive",
+            _one_of("prefill", "directive"),
+        ),
         Key("continuation_model", str, None, "model for continuations"),
-        Key("continuation_max_tokens", int, None, "token cap for continuations"),
-        Key("server", str, "ollama", "ollama, llama.cpp, vllm or deepseek"),
+        Key("continuation_max_tokens", int, None, "token cap for continuations", _positive),
+        Key("server", str, "ollama", "ollama, llama.cpp, vllm or deepseek", _server),
         Key("stream", bool, True, "stream answers (SSE)"),
-        Key("max_file_bytes", int, 200_000, "refuse a context file larger than this"),
-        Key("max_context_bytes", int, 400_000, "refuse a context larger than this"),
-        Key("context_window", int, None, "the model's context window, for a pre-flight warning"),
+        Key("max_file_bytes", int, 200_000, "refuse a context file larger than this", _positive),
+        Key("max_context_bytes", int, 400_000, "refuse a context larger than this", _positive),
+        Key(
+            "context_window",
+            int,
+            None,
+            "the model's context window, for a pre-flight warning",
+            _positive,
+        ),
         Key(
             "api_key_env",
             str,
@@ -55,10 +105,10 @@ KEYS: dict[str, Key] = {
             "environment variable holding the API key (else OLLAMA_API_KEY, sent over https"
             " only); a flag or the environment only",
         ),
-        Key("max_attempts", int, 5, "attempts per request"),
-        Key("connect_timeout", float, 10.0, "seconds to connect"),
-        Key("read_timeout", float, 600.0, "seconds to wait for the next bytes"),
-        Key("jobs", int, 4, "concurrent reviews in a batch"),
+        Key("max_attempts", int, 5, "attempts per request", _at_least(1)),
+        Key("connect_timeout", float, 10.0, "seconds to connect", _positive),
+        Key("read_timeout", float, 600.0, "seconds to wait for the next bytes", _positive),
+        Key("jobs", int, 4, "concurrent reviews in a batch", _at_least(1)),
     )
 }
 
@@ -83,6 +133,15 @@ class Setting:
 
 
 def _coerce(key: Key, raw: Any, where: str) -> Any:
+    """A config-file value or an environment string, as ``key.type`` and within its range."""
+    value = _typed(key, raw, where)
+    why = key.check(value) if key.check is not None and value is not None else None
+    if why is not None:
+        raise ConfigError(f"{where}: {key.name} {why}")
+    return value
+
+
+def _typed(key: Key, raw: Any, where: str) -> Any:
     """A config-file value (already typed by TOML) or an environment string, as ``key.type``."""
     if isinstance(raw, str) and key.type is not str:
         text = raw.strip()
@@ -172,6 +231,7 @@ def resolve(
 
     flags = flags or {}
     env = os.environ if env is None else env
+    _warn_unknown_env(env)
     file_values, file_name = load_file(root)
     items: dict[str, Setting] = {}
     for name, key in KEYS.items():
@@ -187,6 +247,22 @@ def resolve(
         else:
             items[name] = Setting(name, key.default, "default")
     return Settings(items)
+
+
+#: Variables of ours that are not settings: read where they are used.
+OTHER_ENV = frozenset({"DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS", "DEEPSEEK_REVIEW_CRASH_AT"})
+_warned: set[str] = set()
+
+
+def _warn_unknown_env(env: Mapping[str, str]) -> None:
+    """A misspelt variable (``DEEPSEEK_REVIEW_MAX_TOKEN``) would otherwise do nothing silently."""
+    known = {ENV_PREFIX + name.upper() for name in KEYS} | OTHER_ENV
+    for name in env:
+        if name.startswith(ENV_PREFIX) and name not in known and name not in _warned:
+            _warned.add(name)
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            log.warning("%s is not a setting of deepseek-review; ignored%s", name, hint)
 
 
 #: Settings that are also review options (a batch entry may set them); the others (jobs,

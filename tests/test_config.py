@@ -163,3 +163,61 @@ def test_batch_uses_the_config_below_the_manifest_defaults(repo, cli):
     write(repo, "b.toml", '[defaults]\nmodel = "m-defaults"\n' + entry.format(t="two"))
     assert batch_models(cli, "a.toml") == {"one": "m-cfg"}
     assert batch_models(cli, "b.toml") == {"two": "m-defaults"}
+
+
+# ---------------------------------------------------------------------- errors name their source
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DEEPSEEK_REVIEW_MAX_TOKENS", "0", "max_tokens must be positive, got 0"),
+        ("DEEPSEEK_REVIEW_MAX_ATTEMPTS", "0", "max_attempts must be at least 1, got 0"),
+        ("DEEPSEEK_REVIEW_READ_TIMEOUT", "nan", "read_timeout must be positive, got nan"),
+        ("DEEPSEEK_REVIEW_TEMPERATURE", "3", "temperature must be between 0 and 2, got 3.0"),
+        ("DEEPSEEK_REVIEW_SERVER", "tgi", "server must be one of ollama, llama.cpp, vllm"),
+        ("DEEPSEEK_REVIEW_CONTINUATION_STYLE", "x", "continuation_style must be one of prefill"),
+    ],
+)
+def test_a_bad_environment_value_is_blamed_on_the_variable_not_a_flag(
+    repo, cli, monkeypatch, name, value, message
+):
+    monkeypatch.setenv(name, value)
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 2
+    assert f"{name}: {message}" in r.err
+    assert "--" not in r.err.split("error:", 1)[1]
+
+
+def test_a_bad_config_value_is_blamed_on_the_file(repo, cli):
+    write(repo, ".deepseek-review.toml", "max_tokens = 0\n")
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 2
+    assert r.err.strip() == (
+        "deepseek-review: error: .deepseek-review.toml: max_tokens must be positive, got 0"
+    )
+
+
+def test_an_unknown_deepseek_review_variable_is_named_with_a_suggestion(repo, cli, monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_REVIEW_MAX_TOKEN", "5")
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 0, r.err
+    assert (
+        "DEEPSEEK_REVIEW_MAX_TOKEN is not a setting of deepseek-review; ignored "
+        "(did you mean DEEPSEEK_REVIEW_MAX_TOKENS?)"
+    ) in r.err
+
+
+def test_the_variables_that_are_not_settings_are_not_called_unknown(repo, cli, monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS", "http://127.0.0.1:9")
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 0, r.err
+    assert "not a setting" not in r.err
+
+
+def test_config_shows_an_unset_value_as_not_set(repo, cli):
+    r = cli("config")
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if x.startswith("continuation_model"))
+    assert "(not set)" in line
+    assert "None" not in r.out

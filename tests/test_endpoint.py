@@ -297,3 +297,75 @@ def test_non_ascii_key_exits_2_without_printing_it(repo, simulator, cli, monkeyp
     assert "OLLAMA_API_KEY" in r.err
     assert "planted" not in r.err + r.out
     assert simulator.chat_requests() == []
+
+
+# --------------------------------------------------------------------------- one spelling
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["http://alice:hunter2@gpu-box", "alice:hunter2@gpu-box", "[alice:hunter2@gpu-box]:11434"],
+)
+def test_credentials_in_ollama_host_are_refused_without_echoing_any_part(
+    repo, cli, monkeypatch, value
+):
+    monkeypatch.setenv("OLLAMA_HOST", value)
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 2
+    assert "OLLAMA_HOST: credentials in the URL are refused" in r.err
+    assert "hunter2" not in r.err + r.out
+    assert "alice" not in r.err + r.out
+
+
+@pytest.mark.parametrize(
+    ("spellings", "canonical"),
+    [
+        (
+            ["http://127.0.0.1", "http://127.0.0.1:80", "http://127.0.0.1:80/", "HTTP://127.0.0.1"],
+            "http://127.0.0.1/v1/chat/completions",
+        ),
+        (
+            ["https://ollama.com", "https://OLLAMA.com:443/v1", "ollama.com"],
+            "https://ollama.com/v1/chat/completions",
+        ),
+        (["http://[::1]:11434", "[::1]", "::1"], "http://[::1]:11434/v1/chat/completions"),
+    ],
+)
+def test_every_spelling_of_an_endpoint_is_one_url(spellings, canonical):
+    assert {chat_url(s) for s in spellings} == {canonical}
+
+
+def test_ollama_host_and_endpoint_flag_agree_on_a_default_port():
+    assert url(OLLAMA_HOST="http://127.0.0.1") == url("http://127.0.0.1")
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/api/chat", "/api/generate", "/v1/models"])
+def test_a_path_of_another_api_is_refused_not_extended(path):
+    with pytest.raises(ConfigError, match="not a chat-completions path"):
+        chat_url(f"http://127.0.0.1:8080{path}")
+
+
+def test_the_default_key_exported_for_ollama_com_does_not_reach_a_local_server(
+    repo, simulator, cli, monkeypatch
+):
+    monkeypatch.setenv("OLLAMA_API_KEY", KEY)
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.base_url)
+    assert r.code == 0, r.err
+    assert "authorization" not in simulator.chat_requests()[0].headers
+
+
+def test_batch_resumes_receipts_that_spell_the_endpoint_another_way(repo, simulator, cli):
+    (repo / "reviews.toml").write_text(
+        '[[review]]\ntopic = "spec"\nprompt = "Check."\ncontext = "docs/spec.md"\n'
+    )
+    args = ("batch", "reviews.toml", "--json", "--endpoint")
+    assert cli(*args, f"http://localhost:{simulator.port}").code == 0
+    for receipt in (repo / "reviews").glob("*.receipt.json"):
+        data = json.loads(receipt.read_text())
+        data["endpoint"] = f"http://LocalHost:{simulator.port}/v1/chat/completions/"
+        receipt.write_text(json.dumps(data))
+    simulator.reset()
+    r = cli(*args, f"localhost:{simulator.port}")
+    assert r.code == 0, r.err
+    assert r.json()["entries"][0]["status"] == "skipped"
+    assert simulator.chat_requests() == []

@@ -42,4 +42,5 @@ def config(
     out.write(f"repository root: {root}\n")
     for name, s in settings.items.items():
         value = endpoint.url if name == "endpoint" else s.value
+        value = "(not set)" if value is None else value
         out.write(f"{name:<{width}}  {value!s:<44}  {s.source}\n")
