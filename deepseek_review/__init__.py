@@ -8,9 +8,14 @@ the command line.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# A library prints nothing: without this, Python's last-resort handler would write the
+# warnings of library calls to stderr. The CLI installs its own handler.
+logging.getLogger("deepseek_review").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from .api import review, run_batch, verify

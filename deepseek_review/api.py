@@ -38,25 +38,26 @@ def review(
     *,
     env: Mapping[str, str] | None = None,
     progress: ProgressFn | None = None,
+    repo_root: str | Path | None = None,
     **fields: Any,
 ) -> ReviewResult:
     """Run one review end to end (``deepseek-review run``).
 
-    Pass a :class:`~deepseek_review.pipeline.ReviewOptions`, or its fields as keywords
-    (``context``, ``prompt``, ``topic``, ``model``, ``endpoint``, ``max_tokens``, ...), or both
-    (keywords replace the options' fields). ``env`` replaces ``os.environ`` for
-    ``OLLAMA_HOST`` and the API key.
+    Keywords are ``run``'s options in snake_case (``context``, ``prompt``, ``topic``,
+    ``model``, ``endpoint``, ``max_tokens``, ``max_continuations``, ``server``, ...); what they
+    leave unset comes from the environment (``DEEPSEEK_REVIEW_*``) and the repository's config
+    file, exactly as for ``run``. A :class:`~deepseek_review.pipeline.ReviewOptions` instead
+    is taken as complete (no config applied), with keywords replacing its fields. ``env``
+    replaces ``os.environ``.
     """
-    from .pipeline import ReviewOptions
+    from .frontdoor import review_options
     from .pipeline import review as _review
 
     if options is None:
-        if "context" in fields and isinstance(fields["context"], str):
-            fields["context"] = (fields["context"],)
-        elif "context" in fields:
-            fields["context"] = tuple(fields["context"])
-        options = ReviewOptions(**fields)
-    elif fields:
+        _, options = review_options(fields, repo_root=repo_root, env=env)
+    elif fields or repo_root is not None:
+        if repo_root is not None:
+            fields["repo_root"] = str(repo_root)
         options = dataclasses.replace(options, **fields)
     return _review(options, env=env, progress=progress)
 

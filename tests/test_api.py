@@ -92,3 +92,53 @@ def test_the_package_ships_a_py_typed_marker():
     from importlib.resources import files
 
     assert files("deepseek_review").joinpath("py.typed").is_file()
+
+
+# --------------------------------------------------------------------------- one front door
+
+
+@pytest.fixture
+def configured(repo, monkeypatch):
+    """A repository configuration and an environment setting, as a user would have them."""
+    (repo / ".deepseek-review.toml").write_text('output_dir = "custom"\nmax_tokens = 7777\n')
+    monkeypatch.setenv("DEEPSEEK_REVIEW_MODEL", "m-from-env")
+    return repo
+
+
+def test_review_honours_the_config_file_and_environment_exactly_as_run(configured, simulator, cli):
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", simulator.base_url)
+    assert r.code == 0, r.err
+    result = review(context=["docs/spec.md"], prompt="Check.", endpoint=simulator.base_url)
+    by_cli, by_library = simulator.chat_requests()
+    assert by_library.body == by_cli.body
+    assert b'"max_tokens":7777' in by_library.body
+    assert b'"model":"m-from-env"' in by_library.body
+    assert result.segments[0].answer_path.startswith("custom/")
+    assert len(list((configured / "custom").glob("*.receipt.json"))) == 2
+
+
+def test_review_takes_flat_continuation_keywords(repo, make_simulator):
+    sim = make_simulator(answer_words=40)
+    result = review(context="docs/spec.md", prompt="Check.", endpoint=sim.base_url,
+                    max_tokens=15, max_continuations=0, server="vllm")  # fmt: skip
+    assert result.truncated
+    assert len(result.segments) == 1
+
+
+def test_review_refuses_an_unknown_keyword_naming_it(repo):
+    with pytest.raises(ReviewError, match="unknown option 'max_token'"):
+        review(context="docs/spec.md", prompt="Check.", max_token=15)
+
+
+def test_review_prints_nothing_even_when_it_warns(repo, make_simulator):
+    """In a process of its own, as a program using the library runs (the CLI tests in this
+    process install the command's log handler)."""
+    sim = make_simulator(omit_usage=True)  # the tool warns that usage was not reported
+    code = (
+        "from deepseek_review import review\n"
+        f"r = review(context='docs/spec.md', prompt='Check.', endpoint={sim.base_url!r})\n"
+        "assert r.segments and not r.segments[0].usage_reported\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", "")

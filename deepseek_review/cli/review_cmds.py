@@ -119,67 +119,48 @@ def run(
     \b
     Example: deepseek-review run -c docs/spec.md -c 'src/**/*.py' -p "Check the sums." --topic spec
     """
-    from ..client import RetryPolicy, Timeouts
-    from ..context import ContextLimits
-    from ..pipeline import ReviewOptions, make_client, plan_review, send_review
+    from dataclasses import replace
 
-    root, cfg = settings(
-        repo_root,
-        model=model,
-        endpoint=endpoint,
-        api_key_env=api_key_env,
-        output_dir=output_dir,
-        template=template,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        stream=stream,
-        max_file_bytes=max_file_bytes,
-        max_context_bytes=max_context_bytes,
-        max_continuations=max_continuations,
-        continuation_style=continuation_style,
-        continuation_model=continuation_model,
-        continuation_max_tokens=continuation_max_tokens,
-        server=server,
-        context_window=context_window,
-        max_attempts=max_attempts,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
+    from ..frontdoor import review_options
+    from ..pipeline import make_client, plan_review, send_review
+
+    _, options = review_options(
+        {
+            "context": tuple(context),
+            "topic": topic,
+            "model": model,
+            "endpoint": endpoint,
+            "api_key_env": api_key_env,
+            "output_dir": output_dir,
+            "template": template,
+            "template_file": template_file,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stream": stream,
+            "extra_body": _parse_json_object(extra_body, "--extra-body"),
+            "max_file_bytes": max_file_bytes,
+            "max_context_bytes": max_context_bytes,
+            "keep_reasoning": keep_reasoning,
+            "max_continuations": max_continuations,
+            "continuation_style": continuation_style,
+            "continuation_model": continuation_model,
+            "continuation_max_tokens": continuation_max_tokens,
+            "server": server,
+            "continuation_extra_body": _parse_json_object(
+                continuation_extra_body, "--continuation-extra-body"
+            ),
+            "context_window": context_window,
+            "allow_truncated_prompt": allow_truncated_prompt,
+            "allow_secrets": allow_secrets,
+            "max_attempts": max_attempts,
+            "retry_wait": retry_wait,
+            "connect_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+        },
+        repo_root=repo_root,
     )
-    options = ReviewOptions(
-        context=tuple(context),
-        prompt=_read_prompt(prompt, prompt_file, cfg["max_context_bytes"]),
-        topic=topic,
-        model=cfg["model"],
-        repo_root=str(root),
-        output_dir=cfg["output_dir"],
-        # A template file given on the command line replaces the configured template name.
-        template=template if template_file else cfg["template"],
-        template_file=template_file,
-        temperature=cfg["temperature"],
-        max_tokens=cfg["max_tokens"],
-        stream=cfg["stream"],
-        extra_body=_parse_json_object(extra_body, "--extra-body"),
-        limits=ContextLimits(
-            max_file_bytes=cfg["max_file_bytes"], max_context_bytes=cfg["max_context_bytes"]
-        ),
-        keep_reasoning=keep_reasoning,
-        continuation=_continuation_options(
-            cfg["max_continuations"],
-            cfg["continuation_style"],
-            cfg["continuation_model"],
-            cfg["continuation_max_tokens"],
-            cfg["server"],
-            continuation_extra_body,
-        ),
-        context_window=cfg["context_window"],
-        allow_truncated_prompt=allow_truncated_prompt,
-        allow_secrets=allow_secrets,
-        endpoint=cfg["endpoint"],
-        endpoint_named_by=cfg.items["endpoint"].named_by,
-        api_key_env=cfg["api_key_env"],
-        retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
-        timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
-    )
+    limit = options.limits.max_context_bytes
+    options = replace(options, prompt=_read_prompt(prompt, prompt_file, limit))
     plan = plan_review(options)
     STATE.secret = plan.endpoint.api_key
     if dry_run:
