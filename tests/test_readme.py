@@ -38,3 +38,11 @@ def test_every_command_help_ends_with_an_example():
 
     for command in ("run", "continue", "show", "verify", "batch", "config", "stats"):
         assert "\n  Example: deepseek-review " + command in readme_help.help_text(command)
+
+
+def test_readme_lists_exactly_the_keys_a_manifest_entry_may_hold():
+    from deepseek_review.manifest import ENTRY_KEYS, OPERATOR_ONLY
+
+    paragraph = README.split("An entry's keys:", 1)[1].split("What belongs to the whole run", 1)[0]
+    listed = set(re.findall(r"`([a-z_]+)`", paragraph))
+    assert listed == set(ENTRY_KEYS) - set(OPERATOR_ONLY)
