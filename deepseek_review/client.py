@@ -32,6 +32,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 
 from . import __version__
 from .errors import BadResponse, ConfigError, Interrupted, ServerError
+from .textsafe import escape
 
 log = logging.getLogger("deepseek_review")
 
@@ -156,8 +157,11 @@ def parse_retry_after(value: str | None, cap: float) -> float | None:
 
 
 def one_line(text: str, limit: int = 300) -> str:
+    """A server's words for an error message: one line, at most ``limit`` characters (before
+    escaping), and its control characters shown as escapes, so that a library caller who
+    prints the message is as safe as the command line."""
     text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def error_message(body: bytes, content_type: str) -> str:

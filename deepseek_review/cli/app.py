@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TextIO
 
@@ -22,6 +23,7 @@ import typer
 
 from .. import __version__
 from ..errors import ConfigError, InputError, Interrupted, ReviewError
+from ..textsafe import escape, json_safe
 
 log = logging.getLogger("deepseek_review")
 
@@ -56,9 +58,23 @@ class _ScrubFilter(logging.Filter):
         return True
 
 
+class _SafeFormatter(logging.Formatter):
+    """Log lines quote servers, receipts and file names: their control characters are shown
+    as escapes, never sent to the terminal."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escape(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return escape(super().formatException(ei), multiline=True)
+
+    def formatStack(self, stack_info: str) -> str:
+        return escape(super().formatStack(stack_info), multiline=True)
+
+
 def _setup_logging(verbose: bool, quiet: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("deepseek-review: %(message)s"))
+    handler.setFormatter(_SafeFormatter("deepseek-review: %(message)s"))
     handler.addFilter(_ScrubFilter())
     log.handlers[:] = [handler]
     log.propagate = False
@@ -126,8 +142,16 @@ def _root(
 
 
 def _json_out(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    """One JSON object on stdout: readable UTF-8, but no raw control character (C1, bidi)."""
+    sys.stdout.write(json_safe(json.dumps(obj, indent=2, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
+
+
+def _write_lines(stream: TextIO, lines: Iterable[str]) -> None:
+    """Human-readable output, one line each, with control characters shown as escapes: the
+    lines quote file names, receipts and config values, which anyone may have written."""
+    stream.write("".join(escape(line) + "\n" for line in lines))
+    stream.flush()
 
 
 def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
@@ -303,15 +327,14 @@ def _continuation_options(
 
 
 def _fail(exc: ReviewError) -> NoReturn:
-    msg = exc.message
+    msg = exc.message + (f" ({exc.hint})" if exc.hint else "")
     if STATE.secret:
         msg = msg.replace(STATE.secret, "[redacted]")
-    line = f"deepseek-review: error: {msg}"
-    if exc.hint:
-        line += f" ({exc.hint})"
-    sys.stderr.write(line.replace("\n", " ") + "\n")
+    # The message may quote a server, a receipt or a file name: shown, never obeyed.
+    shown = escape(msg.replace("\n", " "))
+    sys.stderr.write(f"deepseek-review: error: {shown}\n")
     if STATE.verbose:
-        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.write(escape("".join(traceback.format_exception(exc)), multiline=True))
     sys.exit(exc.exit_code)
 
 
@@ -370,7 +393,7 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, typer.Abort):
         _fail(Interrupted("interrupted"))
     except typer.TyperException as exc:  # usage errors from argument parsing
-        text = exc.format_message().replace("\n", " ")
+        text = escape(exc.format_message().replace("\n", " "))
         sys.stderr.write(f"deepseek-review: error: {text} (see --help)\n")
         sys.exit(getattr(exc, "exit_code", 2))
     except _StdoutClosed:
@@ -378,9 +401,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug: say so, briefly, unless --verbose
         if STATE.verbose:
             raise
+        first = escape(str(exc).splitlines()[0]) if str(exc) else ""
         sys.stderr.write(
             f"deepseek-review: internal error: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''} (run with --verbose for details)\n"
+            f"{first} (run with --verbose for details)\n"
         )
         sys.exit(1)
     finally:

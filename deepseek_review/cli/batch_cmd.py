@@ -27,6 +27,7 @@ from .app import (
     RetryWaitOpt,
     VerboseOpt,
     _json_out,
+    _write_lines,
     app,
     log,
     settings,
@@ -160,9 +161,7 @@ def batch(
     try:
         prepared = prepare_batch(options, clean=not dry_run)
     except ManifestError as exc:
-        for line in exc.lines():
-            sys.stderr.write(f"deepseek-review: {line}\n")
-        sys.stderr.flush()
+        _write_lines(sys.stderr, (f"deepseek-review: {line}" for line in exc.lines()))
         raise
     keys = [w.planned.plan.endpoint.api_key for w in prepared.work]
     STATE.secret = next((k for k in keys if k), None)
@@ -468,11 +467,12 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
             }
         )
         return
-    out = sys.stdout
-    for r in rows:
-        out.write(
+    _write_lines(
+        sys.stdout,
+        (
             f"{r['action']:<9} {r['topic']}  ({r['context_files']} files, "
-            f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})\n"
-        )
-    out.flush()
+            f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})"
+            for r in rows
+        ),
+    )
     log.info("dry run: %d entries checked; nothing was sent and nothing was written", len(rows))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, app
+from ..textsafe import escape
+from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, _write_lines, app
 
 
 @app.command()
@@ -38,9 +39,11 @@ def config(
         _json_out({"repo_root": str(root), "settings": data})
         return
     width = max(len(k) for k in KEYS)
-    out = sys.stdout
-    out.write(f"repository root: {root}\n")
+    lines = [f"repository root: {root}"]
     for name, s in settings.items.items():
         value = endpoint.url if name == "endpoint" else s.value
-        value = "(not set)" if value is None else value
-        out.write(f"{name:<{width}}  {value!s:<44}  {s.source}\n")
+        # Values come from the repository's config file and the environment: escaped (before
+        # padding, so the columns line up) rather than written to the terminal as they are.
+        shown = "(not set)" if value is None else escape(str(value))
+        lines.append(f"{name:<{width}}  {shown:<44}  {s.source}")
+    _write_lines(sys.stdout, lines)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import TruncatedReview
+from ..textsafe import escape
 from .app import (
     STATE,
     AllowClippedOpt,
@@ -37,6 +38,7 @@ from .app import (
     _parse_json_object,
     _Progress,
     _read_prompt,
+    _write_lines,
     app,
     log,
     settings,
@@ -221,17 +223,18 @@ def _render_plan(plan: Any, as_json: bool) -> None:
     if as_json:
         _json_out(info)
         return
-    out = sys.stdout
-    out.write(f"endpoint       {plan.endpoint.url}\n")
-    out.write(f"model          {plan.options.model}\n")
-    out.write(f"template       {plan.template.name}\n")
-    out.write(f"prompt_sha256  {plan.prepared.prompt_sha256}\n")
-    out.write(
-        f"request        {len(plan.prepared.body_bytes)} bytes, ~{plan.token_estimate} tokens\n"
+    _write_lines(
+        sys.stdout,
+        [
+            f"endpoint       {plan.endpoint.url}",
+            f"model          {plan.options.model}",
+            f"template       {plan.template.name}",
+            f"prompt_sha256  {plan.prepared.prompt_sha256}",
+            f"request        {len(plan.prepared.body_bytes)} bytes, ~{plan.token_estimate} tokens",
+            f"context        {len(plan.files)} files, {plan.context_bytes} bytes",
+            *(f"  {f.size:>10}  {f.path}" for f in plan.files),
+        ],
     )
-    out.write(f"context        {len(plan.files)} files, {plan.context_bytes} bytes\n")
-    for f in plan.files:
-        out.write(f"  {f.size:>10}  {f.path}\n")
     log.info("dry run: nothing was sent and nothing was written")
 
 
@@ -256,11 +259,13 @@ def _render_result(result: Any, as_json: bool) -> None:
             }
         )
         return
-    for s in result.segments:
-        sys.stdout.write(f"{s.answer_path}\n{s.receipt_path}\n{s.record_path}\n")
-        if s.reasoning_path:
-            sys.stdout.write(f"{s.reasoning_path}\n")
-    sys.stdout.flush()
+    paths = (
+        p
+        for s in result.segments
+        for p in (s.answer_path, s.receipt_path, s.record_path, s.reasoning_path)
+        if p
+    )
+    _write_lines(sys.stdout, paths)
     last = result.segments[-1]
     log.info(
         "%s: %d segment(s), %d tokens, finish_reason %s",
@@ -380,6 +385,10 @@ def show(
     root = find_repo_root(repo_root)
     chain = find_chain(root, path)
     text = stitched_text(root, chain)
+    if sys.stdout.isatty():
+        # The answer is the server's text: on a terminal its control sequences (OSC 52 writes
+        # the clipboard) are shown, not obeyed. Piped or redirected, it is the exact bytes.
+        text = escape(text, multiline=True)
     sys.stdout.write(text)
     sys.stdout.flush()
     log.info("%d segment(s), every answer_sha256 checked", len(chain))

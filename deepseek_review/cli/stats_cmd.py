@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, app, log, settings
+from ..textsafe import escape
+from .app import (
+    JsonOpt,
+    QuietOpt,
+    RepoRootOpt,
+    VerboseOpt,
+    _json_out,
+    _write_lines,
+    app,
+    log,
+    settings,
+)
 
 
 @app.command()
@@ -41,17 +52,16 @@ def stats(
     if as_json:
         _json_out(result.to_json())
         return
-    out = sys.stdout
     head = f"{'model':<28} {'month':<8} {'reviews':>8} {'segments':>9} {'prompt':>10} "
-    out.write(head + f"{'completion':>11} {'total':>11}\n")
-    rows = sorted(result.by_model_month.items())
-    for (model, month), t in rows:
-        out.write(
-            f"{model:<28} {month:<8} {t.reviews:>8} {t.segments:>9} {t.prompt_tokens:>10} "
-            f"{t.completion_tokens:>11} {t.total_tokens:>11}\n"
+    lines = [head + f"{'completion':>11} {'total':>11}"]
+    for (model, month), t in sorted(result.by_model_month.items()):
+        lines.append(  # the model name is the receipt's: escaped before it is padded
+            f"{escape(model):<28} {month:<8} {t.reviews:>8} {t.segments:>9} "
+            f"{t.prompt_tokens:>10} {t.completion_tokens:>11} {t.total_tokens:>11}"
         )
     t = result.total
-    out.write(
+    lines.append(
         f"{'total':<28} {'':<8} {t.reviews:>8} {t.segments:>9} {t.prompt_tokens:>10} "
-        f"{t.completion_tokens:>11} {t.total_tokens:>11}\n"
+        f"{t.completion_tokens:>11} {t.total_tokens:>11}"
     )
+    _write_lines(sys.stdout, lines)

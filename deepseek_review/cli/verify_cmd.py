@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VerificationFailed
-from .app import STATE, JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, app
+from .app import (
+    STATE,
+    JsonOpt,
+    QuietOpt,
+    RepoRootOpt,
+    VerboseOpt,
+    _json_out,
+    _write_lines,
+    app,
+)
 
 if TYPE_CHECKING:
     from ..verification import ReceiptReport, VerifyReport
@@ -52,8 +61,7 @@ def _summary(report: VerifyReport) -> str:
 def _render(report: VerifyReport, as_json: bool) -> None:
     lines = [_line(r) for r in report.receipts if not (STATE.quiet and r.status != "fail")]
     lines.append(_summary(report))
-    sys.stderr.write("\n".join(lines) + "\n")
-    sys.stderr.flush()
+    _write_lines(sys.stderr, lines)
     if as_json:
         _json_out(report.to_json())
 

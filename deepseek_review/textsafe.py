@@ -1,0 +1,56 @@
+"""Text from outside shown on a terminal as what it says, never as what it does.
+
+A server's error message, an answer, a receipt's fields, file names and config values may
+hold terminal control sequences (``ESC ] 0 ;`` retitles the window, OSC 52 writes the
+clipboard, ``ESC [ 2 J`` clears the screen, a lone C1 ``CSI`` does the same on some terminals)
+or bidi overrides that make text read differently from what it is. :func:`escape` shows each
+such character as a visible escape in Python's notation (``\\x1b``, ``\\u202e``), so a user sees
+that it was there. Backslashes are not doubled: the point is a safe terminal, not a reversible
+encoding (``--json`` output gives the exact values).
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 but newline, tab and carriage return (which multi-line text keeps, see below), DEL, C1,
+# the bidi controls (LRM, RLM, ALM, embeddings, overrides, isolates), the line and paragraph
+# separators, and lone surrogates (how Python decodes a file name byte that is not UTF-8).
+_ALWAYS = (
+    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+    "\ud800-\udfff"
+)
+#: One line (a diagnostic, a table row): newline, tab and carriage return are escaped too.
+_LINE = re.compile(f"[{_ALWAYS}\t\n\r]")
+#: Multi-line text (an answer): lines and indentation stay; a CR only as part of CRLF, since a
+#: lone one moves back to the start of the line and lets later text overwrite what was shown.
+_MULTILINE = re.compile(f"[{_ALWAYS}]|\r(?!\n)")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def escape(text: str, *, multiline: bool = False) -> str:
+    """``text`` with every control character shown as ``\\xNN`` / ``\\uNNNN``.
+
+    ``multiline`` keeps newlines, tabs and CRLF line ends (for answer text); otherwise they
+    are escaped as well, so one value stays on one line.
+    """
+    return (_MULTILINE if multiline else _LINE).sub(_visible, text)
+
+
+def json_safe(dumped: str) -> str:
+    """The output of ``json.dumps(..., ensure_ascii=False)`` without raw control characters.
+
+    ``json.dumps`` escapes C0 itself but leaves DEL, C1, bidi controls, U+2028/U+2029 and lone
+    surrogates raw; here each becomes a ``\\uNNNN`` escape, which is valid only inside a JSON
+    string, where those characters can only be: the JSON still decodes to the exact value.
+    """
+    return _MULTILINE.sub(_json_escape, dumped)
