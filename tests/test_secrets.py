@@ -452,7 +452,7 @@ def test_secret_in_context_bound_off_the_machine_is_refused_naming_file_and_line
     assert files_under(repo) == before
 
 
-def test_every_secret_is_counted_and_the_first_is_named(
+def test_every_secret_is_named_with_file_line_and_kind(
     repo: Path, cli: Cli, offline: Sent
 ) -> None:
     specs = []
@@ -462,7 +462,11 @@ def test_every_secret_is_counted_and_the_first_is_named(
         specs += ["-c", path]
     r = cli("run", *specs, "-p", "Check.", "--endpoint", REMOTE, "--dry-run")
     assert r.code == 8, r.err
-    assert "deploy/id_rsa.txt:3: looks like a secret (Private Key) and 3 more" in r.err
+    assert (
+        "4 secrets found: deploy/id_rsa.txt:3 (Private Key), config/aws.ini:3 (AWS Access Key), "
+        "scripts/release.sh:3 (GitHub Token), app/.env:3 (.env-style secret assignment); "
+        "refusing to send them to"
+    ) in r.err
     assert offline.urls == []
 
 

@@ -1,0 +1,201 @@
+"""The secret scan knows today's key formats, names every finding, and fails closed.
+
+Each kind is planted where no keyword gives it away (prose, a URL, a git config header), in a
+context file of a real repository bound for a remote endpoint: ``run`` exits 8 naming file,
+line and kind, and nothing is sent. Look-alikes (hashes, UUIDs, the word "basic", documented
+placeholders) are sent. Keys are built at run time, so none sits in this repository.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import secrets
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepseek_review.secretscan import Finding
+from tests.conftest import files_under
+from tests.test_secrets import REMOTE, Sent, offline  # noqa: F401  (a fixture, used below)
+
+Cli = Callable[..., Any]
+FAST = ("--retry-wait", "0.01", "--max-attempts", "1")
+
+
+@pytest.fixture
+def sent(request: pytest.FixtureRequest) -> Sent:
+    """test_secrets' ``offline``: every request is recorded and fails as unreachable."""
+    recorder: Sent = request.getfixturevalue("offline")
+    return recorder
+
+
+_ALNUM = string.ascii_letters + string.digits
+_URLSAFE = _ALNUM + "-_"
+
+
+def _rand(alphabet: str, n: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+_ANTHROPIC = "sk-ant-api03-" + _rand(_URLSAFE, 93) + "AA"
+_OPENAI = "sk-proj-" + _rand(_URLSAFE, 156)
+_GOOGLE = "AIza" + _rand(_URLSAFE, 35)
+_GITHUB_PAT = "github_pat_" + _rand(_ALNUM, 22) + "_" + _rand(_ALNUM, 59)
+_CHECKOUT_TOKEN = "ghs_" + _rand(_ALNUM, 36)
+_BASIC = base64.b64encode(f"x-access-token:{_CHECKOUT_TOKEN}".encode()).decode()
+
+#: kind: (path, text, line of the finding, the kind named, the secret itself)
+KINDS: dict[str, tuple[str, str, int, str, str]] = {
+    "anthropic": (
+        "docs/staging.md",
+        "# Staging\n\nThe bot talks to Claude with\n" + _ANTHROPIC + "\nuntil we rotate it.\n",
+        4,
+        "Anthropic API Key",
+        _ANTHROPIC,
+    ),
+    "openai-project": (
+        "notes/eval.md",
+        "Evaluation runs\n\nUse " + _OPENAI + " for the nightly job.\n",
+        3,
+        "OpenAI Token",
+        _OPENAI,
+    ),
+    "google": (
+        "web/map.html",
+        '<html>\n<script src="https://maps.googleapis.com/maps/api/js?callback=init&v='
+        + _GOOGLE
+        + '"></script>\n</html>\n',
+        2,
+        "Google API Key",
+        _GOOGLE,
+    ),
+    "github-fine-grained": (
+        "scripts/mirror.sh",
+        "#!/bin/sh\nset -e\ngit push https://" + _GITHUB_PAT + "@github.com/org/mirror.git\n",
+        3,
+        "GitHub Token",
+        _GITHUB_PAT,
+    ),
+    "authorization-basic": (
+        "ci/checkout.gitconfig",
+        '[core]\n\tbare = false\n[http "https://github.com/"]\n'
+        "\textraheader = AUTHORIZATION: basic " + _BASIC + "\n",
+        4,
+        "Basic Auth Credentials",
+        _BASIC,
+    ),
+}
+
+
+def plant(repo: Path, path: str, text: str) -> None:
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(text, encoding="utf-8")
+
+
+def error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("deepseek-review: error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_key_format_in_context_bound_off_the_machine_is_refused_naming_file_line_and_kind(
+    repo: Path, cli: Cli, sent: Sent, kind: str
+) -> None:
+    path, text, line, named, secret = KINDS[kind]
+    plant(repo, path, text)
+    before = files_under(repo)
+    r = cli("run", "-c", "docs/spec.md", "-c", path, "-p", "Check.", "--endpoint", REMOTE, *FAST)
+    assert r.code == 8, r.err
+    assert error_line(r.err).startswith(
+        f"deepseek-review: error: {path}:{line}: looks like a secret ({named}); refusing to send"
+    )
+    assert secret[-12:] not in r.err  # never the secret itself
+    assert sent.urls == []
+    assert files_under(repo) == before
+
+
+def test_every_finding_is_listed_with_file_line_and_kind(repo: Path, cli: Cli, sent: Sent) -> None:
+    specs = []
+    for path, text, *_ in KINDS.values():
+        plant(repo, path, text)
+        specs += ["-c", path]
+    plant(repo, "notes/two.md", f"first {_GOOGLE}\nnothing\nsecond {_ANTHROPIC}\n")
+    r = cli("run", *specs, "-c", "notes/two.md", "-p", "Check.", "--endpoint", REMOTE, *FAST)
+    assert r.code == 8, r.err
+    listed = ", ".join(f"{path}:{line} ({named})" for path, _, line, named, _ in KINDS.values())
+    listed += ", notes/two.md:1 (Google API Key), notes/two.md:3 (Anthropic API Key)"
+    assert error_line(r.err).startswith(
+        f"deepseek-review: error: 7 secrets found: {listed}; refusing to send them to {REMOTE}"
+    )
+    assert sent.urls == []
+
+
+LOOKALIKES = """\
+# Release notes
+
+The tarball's sha256 is 3f0c2b6a1d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a and
+the run id 123e4567-e89b-12d3-a456-426614174000. The proxy uses basic authentication: send
+`Authorization: Basic <base64 of user:password>`, e.g. Authorization: Basic $CREDENTIALS.
+Basic: yes. Keys look like sk-ant-api03-... (Anthropic), sk-proj-XXXXXXXXXXXXXXXXXXXXXXXXXXXX
+XXXXXXXXXXXXXXXXXXXXXXXX (OpenAI), AIzaXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX (Google) and
+github_pat_XXXXXXXXXXXXXXXXXXXXXX_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX.
+Set ANTHROPIC_API_KEY=$ANTHROPIC_API_KEY in the environment; the task-skip-ant-hill rule and
+the AIzawa plugin are unrelated.
+"""
+
+
+def test_hashes_uuids_the_word_basic_and_placeholders_are_sent(
+    repo: Path, cli: Cli, sent: Sent
+) -> None:
+    plant(repo, "docs/release.md", LOOKALIKES)
+    r = cli("run", "-c", "docs/release.md", "-p", "Check.", "--endpoint", REMOTE, *FAST)
+    assert r.code == 5, r.err  # not 8: it was sent (and the test blocked it)
+    assert sent.urls == [f"{REMOTE}/v1/chat/completions"]
+
+
+# --------------------------------------------------------------------------- detect-secrets
+
+
+def test_detect_secrets_line_scanner_has_the_shape_the_scan_calls() -> None:
+    """The scan calls detect-secrets' private ``_process_line_based_plugins``; pyproject.toml
+    pins the minor version. If a release changes the call, this fails before a user's scan
+    goes quiet."""
+    from detect_secrets.core import scan
+
+    from deepseek_review.context import ContextFile
+    from deepseek_review.secretscan import scan_files
+
+    params = list(inspect.signature(scan._process_line_based_plugins).parameters)
+    assert params == ["lines", "filename"]
+    config = ContextFile("deploy/db.yaml", "db:\n  password: hunter2hunter2x\n", "", 0)
+    assert scan_files([config]) == [Finding("deploy/db.yaml", 2, "Secret Keyword")]
+
+
+def test_detect_secrets_public_scan_line_misses_what_the_scan_needs() -> None:
+    """Why the private call: ``scan_line`` has no file name, so a YAML ``password:`` passes.
+    If this starts failing, the public API may now be enough: switch to it."""
+    from detect_secrets.core import scan
+    from detect_secrets.settings import transient_settings
+
+    with transient_settings({"plugins_used": [{"name": "KeywordDetector"}]}):
+        found = [s.type for s in scan.scan_line('password = "hunter2hunter2x"')]
+        assert found == ["Secret Keyword"]  # the plugin is on
+        assert list(scan.scan_line("  password: hunter2hunter2x")) == []
+
+
+def test_a_detect_secrets_without_the_line_scanner_fails_closed(
+    repo: Path, cli: Cli, sent: Sent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from detect_secrets.core import scan
+
+    monkeypatch.delattr(scan, "_process_line_based_plugins")
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", REMOTE, *FAST)
+    assert r.code == 2, r.err
+    assert "detect-secrets" in error_line(r.err)
+    assert "--allow-secrets" in r.err
+    assert sent.urls == []
