@@ -180,8 +180,7 @@ def refuse_secrets(files: Sequence[ContextFile], *, endpoint: str) -> None:
     if len(findings) == 1:
         (f,) = findings
         raise SecretsFound(
-            f"{f.path}:{f.line}: looks like a secret ({f.kind}); refusing to send it to "
-            f"{endpoint}",
+            f"{f.path}:{f.line}: looks like a secret ({f.kind}); refusing to send it to {endpoint}",
             hint="remove it from the context, or pass --allow-secrets if it is not a secret",
         )
     listed = ", ".join(f"{f.path}:{f.line} ({f.kind})" for f in findings)

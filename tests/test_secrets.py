@@ -452,9 +452,7 @@ def test_secret_in_context_bound_off_the_machine_is_refused_naming_file_and_line
     assert files_under(repo) == before
 
 
-def test_every_secret_is_named_with_file_line_and_kind(
-    repo: Path, cli: Cli, offline: Sent
-) -> None:
+def test_every_secret_is_named_with_file_line_and_kind(repo: Path, cli: Cli, offline: Sent) -> None:
     specs = []
     for path, text, *_ in SECRET_FILES.values():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
