@@ -146,9 +146,7 @@ def stream_chunks(
         }
 
     if llama:
-        deltas = [
-            {"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas
-        ]
+        deltas = [{"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas]
         if deltas:
             deltas[0] = {"role": "assistant", **deltas[0]}
         chunks = [chunk(d, None) for d in deltas]
