@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,20 +38,30 @@ def stats(
             "%d receipt(s) do not validate and are not counted (run `deepseek-review verify`)",
             len(result.invalid),
         )
+    if result.total.without_usage:
+        log.warning(
+            "%d segment(s) have no token usage (the server reported none): their tokens are "
+            "unknown, not counted; a total marked +? is at least that much",
+            result.total.without_usage,
+        )
     if as_json:
         _json_out(result.to_json())
         return
     out = sys.stdout
     head = f"{'model':<28} {'month':<8} {'reviews':>8} {'segments':>9} {'prompt':>10} "
     out.write(head + f"{'completion':>11} {'total':>11}\n")
-    rows = sorted(result.by_model_month.items())
-    for (model, month), t in rows:
+    rows = [(m, mo, t) for (m, mo), t in sorted(result.by_model_month.items())]
+    for model, month, t in [*rows, ("total", "", result.total)]:
+        p, c, total = (_tokens(t, t.prompt_tokens), _tokens(t, t.completion_tokens),
+                       _tokens(t, t.total_tokens))  # fmt: skip
         out.write(
-            f"{model:<28} {month:<8} {t.reviews:>8} {t.segments:>9} {t.prompt_tokens:>10} "
-            f"{t.completion_tokens:>11} {t.total_tokens:>11}\n"
+            f"{model:<28} {month:<8} {t.reviews:>8} {t.segments:>9} {p:>10} {c:>11} {total:>11}\n"
         )
-    t = result.total
-    out.write(
-        f"{'total':<28} {'':<8} {t.reviews:>8} {t.segments:>9} {t.prompt_tokens:>10} "
-        f"{t.completion_tokens:>11} {t.total_tokens:>11}\n"
-    )
+
+
+def _tokens(tally: Any, count: int) -> str:
+    """A token sum for the table: "unknown" when no segment reported usage, ``N+?`` when
+    some did not (so a partial sum never passes for the whole)."""
+    if not tally.usage_known:
+        return "unknown"
+    return f"{count}+?" if tally.without_usage else str(count)
