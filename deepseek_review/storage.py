@@ -173,6 +173,40 @@ def ensure_dir(path: Path, *, shown: str) -> None:
         raise OutputError(f"{shown}: not a folder")
 
 
+def check_writable_dir(path: Path, *, shown: str, root: Path | None = None) -> None:
+    """Find out before anything is paid for whether files can be written in ``path``.
+
+    The nearest folder that exists (``path``, or the ancestor the missing ones would be
+    created in) must be a folder in which a probe file can be created; the probe is removed
+    at once and no folder is created, so a plan or a dry run leaves nothing behind. The probe
+    really writes rather than asking ``os.access``, which cannot see an immutable folder and
+    answers yes to root. ``shown`` names ``path`` in errors; ``root`` makes ancestors relative.
+    """
+    here = path
+    while not here.exists() and not here.is_symlink() and here.parent != here:
+        here = here.parent
+    if here == path:
+        named = "it"
+    else:
+        try:
+            named = (here.relative_to(root).as_posix() or ".") if root else here.name
+        except ValueError:
+            named = here.name
+    if not here.is_dir():
+        raise OutputError(
+            f"{shown}: not a folder" if here == path else f"{shown}: {named} is not a folder"
+        )
+    probe = here / f"{TEMP_PREFIX}probe-{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        verb = "cannot write in it" if here == path else f"cannot create it in {named}"
+        raise OutputError(f"{shown}: {verb} ({exc.strerror or exc})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+
+
 def check_topic(topic: str) -> str:
     if not _TOPIC_RE.fullmatch(topic):
         raise ConfigError(
