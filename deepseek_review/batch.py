@@ -49,7 +49,14 @@ from .client import (
 )
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
-from .pipeline import Chain, continue_chain, no_progress_message, plan_review, send_review
+from .pipeline import (
+    Chain,
+    continue_chain,
+    no_progress_message,
+    plan_review,
+    review_longest_name,
+    send_review,
+)
 from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import resolve_inside
 from .resume import segment_from
@@ -462,9 +469,12 @@ def prepare_batch(
     )
     folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
     for folder in folders:  # before anything is sent (a dry run finds it too)
-        first = next(p for p in planned.entries if p.plan.out_dir == folder)
+        there = [p for p in planned.entries if p.plan.out_dir == folder]
+        names = [review_longest_name(p.plan.options) for p in there]
+        longest = max(names, key=lambda n: len(n.encode("utf-8")))
+        first = there[names.index(longest)]
         shown = f"output_dir {first.plan.options.output_dir} (entry {first.topic})"
-        check_writable_dir(folder, shown=shown, root=planned.root)
+        check_writable_dir(folder, shown=shown, root=planned.root, longest=longest)
     removed: list[str] = []
     if clean:
         for folder in folders:

@@ -24,7 +24,7 @@ from .prompt import Template, continuation_directive, load_template, render_mess
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, PreparedRequest, WireMessage, prepare
 from .segment import Segment, SegmentSpec, write_segment
-from .storage import check_topic, check_writable_dir, ensure_dir
+from .storage import check_topic, check_writable_dir, ensure_dir, longest_name
 from .tokens import estimate_tokens, looks_clipped
 
 log = logging.getLogger("deepseek_review")
@@ -180,6 +180,14 @@ class ReviewResult:
 GatherFn = Callable[[Path, Sequence[str], ContextLimits], list[ContextFile]]
 
 
+def review_longest_name(options: ReviewOptions) -> str:
+    """The longest file name the review may write (its continuations' names included)."""
+    stems = [(options.model, False)]
+    if options.continuation.max_continuations > 0:
+        stems.append((options.continuation.model or options.model, True))
+    return longest_name(options.topic, stems)
+
+
 def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOptions:
     """The options of every continuation request of a chain whose primary had ``body``."""
     body_extra, _ = SERVER_PRESETS[options.server]
@@ -246,7 +254,8 @@ def plan_review(
             options.context_window,
         )
     if check_output:
-        check_writable_dir(out_dir, shown=f"--output-dir {options.output_dir}", root=root)
+        shown = f"--output-dir {options.output_dir}"
+        check_writable_dir(out_dir, shown=shown, root=root, longest=review_longest_name(options))
     return ReviewPlan(
         root=root,
         endpoint=endpoint,

@@ -35,7 +35,7 @@ from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
 from .resources import prompts_dir
 from .segment import Segment
-from .storage import check_writable_dir, topic_of
+from .storage import check_writable_dir, longest_name, topic_of
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
 
 log = logging.getLogger("deepseek_review")
@@ -327,11 +327,14 @@ def continue_existing(
         )
     folder = last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
     out_dir, _ = resolve_inside(root, folder)
-    check_writable_dir(out_dir, shown=folder, root=root)  # before paying for an answer
+    topic = topic_of(primary.answer_path) or "review"
+    model = options.continuation.model or body.model
+    longest = longest_name(topic, [(model, True)])
+    check_writable_dir(out_dir, shown=folder, root=root, longest=longest)  # before paying
     chain = Chain(
         root=root,
         out_dir=out_dir,
-        topic=topic_of(primary.answer_path) or "review",
+        topic=topic,
         endpoint=endpoint,
         base_messages=base,
         body=body,

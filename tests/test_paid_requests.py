@@ -273,6 +273,34 @@ def test_a_report_folder_that_is_not_writable_is_refused_before_sending(
     assert simulator.chat_requests() == []
 
 
+LONG_MODEL = "hf.co/" + "very-long-organisation/" * 6 + "model-GGUF:Q4_K_M"
+
+
+def test_file_names_too_long_for_the_file_system_are_refused_before_sending(
+    repo: Path, make_simulator: MakeSim, cli: Cli
+) -> None:
+    sim = make_simulator(models={LONG_MODEL})
+    r = run_review(cli, sim, "--model", LONG_MODEL, "--topic", "t" * 100)
+    assert r.code == 10, r.err
+    assert "too long" in error_line(r) and "--topic" in error_line(r)
+    assert sim.chat_requests() == []
+
+
+def test_continue_refuses_a_continuation_model_whose_names_are_too_long_before_sending(
+    repo: Path, make_simulator: MakeSim, cli: Cli
+) -> None:
+    sim = make_simulator(answer_words=60)
+    first = run_review(
+        cli, sim, "--max-tokens", "10", "--max-continuations", "0", "--topic", "t" * 100
+    )
+    assert first.code == 4
+    path = first.json()["segments"][0]["answer_path"]
+    r = cli("continue", path, "--endpoint", sim.base_url, "--continuation-model", LONG_MODEL)
+    assert r.code == 10, r.err
+    assert "too long" in error_line(r)
+    assert len(sim.chat_requests()) == 1
+
+
 def test_a_bad_continuation_body_is_refused_before_the_primary_is_sent(
     repo: Path, simulator: Simulator, cli: Cli
 ) -> None:
