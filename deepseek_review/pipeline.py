@@ -21,6 +21,7 @@ from .context import ContextFile, ContextLimits, gather_context
 from .endpoint import DEFAULT_KEY_ENV, Endpoint, resolve_endpoint
 from .errors import ConfigError, InputError, PromptTruncated
 from .prompt import Template, continuation_directive, load_template, render_messages
+from .receipts import check_recordable
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, PreparedRequest, WireMessage, prepare
 from .segment import Segment, SegmentSpec, write_segment
@@ -252,6 +253,20 @@ def plan_review(
             "may silently drop part of it",
             estimate,
             options.context_window,
+        )
+    out_rel = out_dir.relative_to(root).as_posix()
+    check_recordable(
+        model=options.model,
+        endpoint=endpoint.url,
+        folder=out_rel,
+        context_files=[f.path for f in files],
+    )
+    if options.continuation.max_continuations > 0 and options.continuation.model:
+        check_recordable(
+            model=options.continuation.model,
+            endpoint=endpoint.url,
+            folder=out_rel,
+            context_files=None,
         )
     if check_output:
         shown = f"--output-dir {options.output_dir}"

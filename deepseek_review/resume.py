@@ -30,7 +30,7 @@ from .pipeline import (
     continue_chain,
 )
 from .prompt import FileRef, Part
-from .receipts import RECEIPT_SUFFIX
+from .receipts import RECEIPT_SUFFIX, check_recordable
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
 from .resources import prompts_dir
@@ -331,6 +331,7 @@ def continue_existing(
     model = options.continuation.model or body.model
     longest = longest_name(topic, [(model, True)])
     check_writable_dir(out_dir, shown=folder, root=root, longest=longest)  # before paying
+    check_recordable(model=model, endpoint=endpoint.url, folder=folder, context_files=None)
     chain = Chain(
         root=root,
         out_dir=out_dir,

@@ -301,6 +301,19 @@ def test_continue_refuses_a_continuation_model_whose_names_are_too_long_before_s
     assert len(sim.chat_requests()) == 1
 
 
+def test_an_endpoint_the_receipt_cannot_record_is_refused_before_sending(
+    repo: Path, simulator: Simulator, cli: Cli
+) -> None:
+    """The frozen schema wants an RFC 3986 URI; a receipt refused after the answer arrived
+    would leave a paid answer without one."""
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.chat_url + "?x=|")
+    assert r.code == 2, r.err
+    assert "receipt of this review would not validate" in error_line(r)
+    assert "$.endpoint" in error_line(r)
+    assert simulator.chat_requests() == []
+    assert not (repo / "reviews").exists()
+
+
 def test_a_bad_continuation_body_is_refused_before_the_primary_is_sent(
     repo: Path, simulator: Simulator, cli: Cli
 ) -> None:
