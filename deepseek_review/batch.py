@@ -572,7 +572,9 @@ class _Runner:
         self.received = 0
         """Tokens of the answers received by this run (each gets its receipt right after)."""
         self.estimated = False
-        """Some of those tokens are estimates: the server reported no usage."""
+        """Some of ``tokens`` are estimates: the server reported no usage."""
+        self.received_estimated = False
+        """Some of ``received`` are estimates."""
         self.counts: Counter[str] = Counter()
         self.in_flight = 0
         self.started = time.monotonic()
@@ -616,7 +618,7 @@ class _Runner:
             in_flight=self.in_flight,
             tokens=max(self.tokens, self.received),
             elapsed=time.monotonic() - self.started,
-            tokens_estimated=self.estimated,
+            tokens_estimated=self.estimated or self.received_estimated,
         )
 
     def _emit(self, kind: Any, **kw: Any) -> None:
@@ -643,7 +645,7 @@ class _Runner:
         if budget is not None and used >= budget:
             how = (
                 f"about {used} tokens (estimated: the server reported no usage)"
-                if self.estimated
+                if self.estimated or self.received_estimated
                 else f"{used} tokens"
             )
             self._halt(
@@ -660,7 +662,7 @@ class _Runner:
     def _received(self, tokens: int, estimated: bool) -> None:
         with self.lock:
             self.received += tokens
-            self.estimated = self.estimated or estimated
+            self.received_estimated = self.received_estimated or estimated
         self._check_halts()
 
     def _may_start(self) -> bool:

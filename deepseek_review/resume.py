@@ -277,7 +277,8 @@ def continue_existing(
     segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]
     if last.finish_reason is not None and last.finish_reason != "length" and not options.force:
         log.info(
-            "%s ended with finish_reason %r: the review is complete, nothing to continue",
+            "%s ended with finish_reason %r: the review is complete, nothing to continue "
+            "(--force sends one continuation anyway)",
             last.answer_path,
             last.finish_reason,
         )

@@ -18,6 +18,7 @@ import pytest
 from deepseek_review.simulator import Simulator, full_answer
 from tests.conftest import CliResult, files_under, run_review
 from tests.test_batch import batch, manifest, statuses
+from tests.test_simulator import MESSAGES, chat
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]
@@ -37,6 +38,31 @@ def answers(repo: Path, result: CliResult) -> list[str]:
 def primary_messages(sim: Simulator) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = json.loads(sim.chat_requests()[0].body)["messages"]
     return messages
+
+
+# --------------------------------------------------------------------------- the simulator's knobs
+
+
+def test_simulator_llama_stream_of_an_empty_answer_is_one_finish_chunk(
+    make_simulator: MakeSim,
+) -> None:
+    sim = make_simulator(answer_words=4, llama_stream=True)
+    so_far = full_answer(MESSAGES, words=4)
+    messages = [*MESSAGES, {"role": "assistant", "content": so_far}]
+    events = chat(sim, messages=messages, stream=True).events()
+    assert events[-1] == "[DONE]"
+    assert [e["choices"] for e in events[:-1]] == [
+        [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    ]
+
+
+def test_simulator_end_token_makes_an_answer_that_fills_the_cap_end_with_length(
+    make_simulator: MakeSim,
+) -> None:
+    sim = make_simulator(answer_words=4, end_token=True)
+    body = chat(sim, max_tokens=4).json()
+    assert body["choices"][0]["message"]["content"] == full_answer(MESSAGES, words=4)
+    assert body["choices"][0]["finish_reason"] == "length"
 
 
 # --------------------------------------------------------------------------- 1. empty final chunk

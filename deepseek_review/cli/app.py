@@ -187,7 +187,8 @@ class _Progress:
             return
         self._last = now
         rate = pieces / elapsed if elapsed > 0 else 0.0
-        sys.stderr.write(f"\r  receiving: {pieces} tokens, {rate:.1f} tokens/s ")
+        # Pieces of the stream, not the server's count: an estimate, and shown as one.
+        sys.stderr.write(f"\r  receiving: ~{pieces} tokens, ~{rate:.1f} tokens/s ")
         sys.stderr.flush()
         self._shown = True
 
