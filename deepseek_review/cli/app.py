@@ -389,3 +389,11 @@ def main(argv: list[str] | None = None) -> None:
     if code == 130:  # typer turns Ctrl-C into a bare exit code 130
         _fail(Interrupted("interrupted"))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def tokens_text(known: int | None, estimated: int | None) -> str:
+    """Tokens for a human: the server's count, or "unknown" (with an estimate marked as one)."""
+    if known is not None:
+        return f"{known} tokens"
+    about = f", ~{estimated} estimated" if estimated else ""
+    return f"unknown tokens (the server reported no usage{about})"

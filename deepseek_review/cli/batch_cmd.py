@@ -30,8 +30,8 @@ from .app import (
     app,
     log,
     settings,
+    tokens_text,
 )
-from .review_cmds import tokens_text
 
 
 @app.command()

@@ -40,6 +40,7 @@ from .app import (
     app,
     log,
     settings,
+    tokens_text,
 )
 
 
@@ -302,14 +303,6 @@ def _render_result(result: Any, as_json: bool) -> None:
         tokens_text(result.total_tokens, result.estimated_tokens),
         last.finish_reason,
     )
-
-
-def tokens_text(known: int | None, estimated: int | None) -> str:
-    """Tokens for a human: the server's count, or "unknown" (with an estimate marked as one)."""
-    if known is not None:
-        return f"{known} tokens"
-    about = f", ~{estimated} estimated" if estimated else ""
-    return f"unknown tokens (the server reported no usage{about})"
 
 
 # --------------------------------------------------------------------------- continue, show
