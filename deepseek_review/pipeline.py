@@ -220,8 +220,6 @@ def plan_review(
     if options.context_window is not None and options.context_window <= 0:
         raise ConfigError(f"--context-window must be positive, got {options.context_window}")
     body_options = options.body_options()  # validates model, limits, extra body
-    if options.continuation.max_continuations > 0:
-        continuation_body(body_options, options.continuation)  # refused now, not mid-chain
     endpoint = resolve_endpoint(options.endpoint, env, key_env=options.api_key_env)
     root = find_repo_root(options.repo_root)
     out_dir, _ = resolve_inside(root, options.output_dir, what="--output-dir")
@@ -254,6 +252,9 @@ def plan_review(
             estimate,
             options.context_window,
         )
+    # What could otherwise only fail once an answer has been paid for is checked now.
+    if options.continuation.max_continuations > 0:
+        continuation_body(body_options, options.continuation)
     out_rel = out_dir.relative_to(root).as_posix()
     check_recordable(
         model=options.model,

@@ -84,6 +84,19 @@ def test_an_empty_last_segment_that_ends_with_stop_finishes_the_chain(
     assert "".join(answers(repo, r)) == full_answer(primary_messages(sim), words=12)
 
 
+def test_a_chain_ending_with_an_empty_segment_verifies_and_shows_whole(
+    repo: Path, make_simulator: MakeSim, cli: Cli
+) -> None:
+    sim = make_simulator(answer_words=8, llama_stream=True, end_token=True)
+    r = run_review(cli, sim, "--max-tokens", "4")
+    assert r.code == 0, r.err
+    assert answers(repo, r)[-1] == ""
+    assert cli("verify", "--strict").code == 0
+    shown = cli("show", r.json()["segments"][0]["answer_path"])
+    assert shown.code == 0, shown.err
+    assert shown.out == full_answer(primary_messages(sim), words=8)
+
+
 def test_a_stream_of_only_a_finish_chunk_is_an_empty_answer_not_a_retry(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
@@ -119,7 +132,7 @@ def test_reasoning_that_eats_every_cap_stops_after_the_first_request(
     line = error_line(r)
     assert "too small for the model's reasoning" in line
     assert "--continuation-max-tokens" in line and "--max-tokens" in line
-    assert r.json()["status"] == "truncated"
+    assert r.json()["status"] == "truncated" and r.json()["stalled"] is True
     assert len(r.json()["segments"]) == 1
 
 

@@ -274,6 +274,7 @@ def _render_result(result: Any, as_json: bool) -> None:
         _json_out(
             {
                 "status": "truncated" if result.truncated else "ok",
+                "stalled": result.stalled,
                 "endpoint": result.endpoint,
                 "context_files": list(result.context_files),
                 "finish_reason": last.finish_reason,
