@@ -289,12 +289,13 @@ def test_dry_run_leaves_no_output_folder_behind(repo: Path, simulator: Simulator
     assert not (repo / "out").exists()
 
 
+@pytest.mark.parametrize("dry", [False, True], ids=["batch", "dry-run"])
 def test_a_report_path_that_is_a_folder_is_refused_before_sending(
-    repo: Path, simulator: Simulator, cli: Cli
+    repo: Path, simulator: Simulator, cli: Cli, dry: bool
 ) -> None:
     manifest(repo, ["a"])
     (repo / "report.json").mkdir()
-    r = batch(cli, simulator, "--report", "report.json")
+    r = batch(cli, simulator, "--report", "report.json", *(["--dry-run"] if dry else []))
     assert r.code == 10, r.err
     assert "report.json" in error_line(r)
     assert simulator.chat_requests() == []

@@ -153,9 +153,10 @@ def batch(
     STATE.secret = next((k for k in keys if k), None)
     for path in prepared.removed_temp_files:
         log.info("removed %s (a temporary file left by a killed run)", path)
-    if report is not None and not dry_run:
-        check_report_path(report)
-        remove_stale_temp_files(report.parent)
+    if report is not None:
+        check_report_path(report)  # a dry run finds it too
+        if not dry_run:
+            remove_stale_temp_files(report.parent)
     if dry_run:
         _render_dry_run(prepared, as_json)
         return
