@@ -206,6 +206,25 @@ def test_batch_entry_that_makes_no_progress_says_why_and_is_not_resent(
     assert again.json()["entries"][0]["attempts"] == 0
 
 
+def test_batch_rerun_with_a_raised_continuation_cap_continues_the_stalled_chain(
+    repo: Path, make_simulator: MakeSim, cli: Cli
+) -> None:
+    sim = make_simulator(answer_words=30, reasoning_words=50)
+    manifest(repo, ["think"], defaults={"max_tokens": 20, "max_continuations": 3})
+    first = batch(cli, sim)
+    primary = first.json()["entries"][0]["answer_paths"][0]
+    manifest(
+        repo,
+        ["think"],
+        defaults={"max_tokens": 20, "max_continuations": 3, "continuation_max_tokens": 200},
+    )
+    r = batch(cli, sim)
+    assert r.code == 0, r.err
+    (entry,) = r.json()["entries"]
+    assert entry["status"] == "ok" and entry["answer_paths"][0] == primary
+    assert len(sim.chat_requests()) == 2
+
+
 # --------------------------------------------------------------------------- 3. output folder
 
 
