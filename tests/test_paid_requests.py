@@ -31,6 +31,14 @@ def error_line(r: CliResult) -> str:
     return lines[0]
 
 
+def refused(r: CliResult, code: int, *needles: str) -> str:
+    """The one error line of a command that had to fail with ``code``, saying ``needles``."""
+    assert r.code == code, r.err
+    line = error_line(r)
+    assert all(n in line for n in needles), line
+    return line
+
+
 def answers(repo: Path, result: CliResult) -> list[str]:
     return [(repo / s["answer_path"]).read_text("utf-8") for s in result.json()["segments"]]
 
@@ -115,8 +123,7 @@ def test_a_stream_whose_deltas_carry_no_text_field_is_still_refused(
     """The empty answer is accepted; a message in a shape we cannot read is not."""
     sim = make_simulator(fault_rate=1.0, fault_kinds=("content-missing",))
     r = run_review(cli, sim, "--max-attempts", "1")
-    assert r.code == 6
-    assert "stream carried no message content" in error_line(r)
+    refused(r, 6, "stream carried no message content")
 
 
 # --------------------------------------------------------------------------- 2. no progress
@@ -127,11 +134,8 @@ def test_reasoning_that_eats_every_cap_stops_after_the_first_request(
 ) -> None:
     sim = make_simulator(answer_words=30, reasoning_words=50)
     r = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "10")
-    assert r.code == 12, r.err
+    refused(r, 12, "too small for the model's", "--continuation-max-tokens", "--max-tokens")
     assert len(sim.chat_requests()) == 1
-    line = error_line(r)
-    assert "too small for the model's reasoning" in line
-    assert "--continuation-max-tokens" in line and "--max-tokens" in line
     assert r.json()["status"] == "truncated" and r.json()["stalled"] is True
     assert len(r.json()["segments"]) == 1
 
@@ -141,10 +145,8 @@ def test_no_progress_advice_raises_the_cap_so_it_cannot_loop(
 ) -> None:
     sim = make_simulator(answer_words=30, reasoning_words=50)
     r = run_review(cli, sim, "--max-tokens", "20")
-    assert r.code == 12
     last = r.json()["segments"][-1]["answer_path"]
-    line = error_line(r)
-    assert f"deepseek-review continue {last} --continuation-max-tokens 40" in line
+    refused(r, 12, f"deepseek-review continue {last} --continuation-max-tokens 40")
     follow = cli("continue", last, "--continuation-max-tokens", "100", "--json")
     assert follow.code == 0, follow.err
     assert len(sim.chat_requests()) == 2
@@ -158,8 +160,7 @@ def test_continue_on_a_chain_that_made_no_progress_sends_nothing_at_the_same_cap
     assert first.code == 12
     last = first.json()["segments"][-1]["answer_path"]
     r = cli("continue", last, "--endpoint", sim.base_url)
-    assert r.code == 12, r.err
-    assert "too small for the model's reasoning" in error_line(r)
+    refused(r, 12, "too small for the model's reasoning")
     assert len(sim.chat_requests()) == 1
 
 
@@ -188,15 +189,23 @@ def test_a_raised_continuation_cap_continues_an_empty_primary(
     assert answers(repo, r)[1] == full_answer(primary_messages(sim), words=20)
 
 
+THINKING = {"max_tokens": 20, "max_continuations": 3}
+
+
+def stalled_batch(repo: Path, make_simulator: MakeSim, cli: Cli) -> tuple[Simulator, CliResult]:
+    """A batch of one entry whose model thinks past every cap of 20 tokens."""
+    sim = make_simulator(answer_words=30, reasoning_words=50)
+    manifest(repo, ["think"], defaults=THINKING)
+    r = batch(cli, sim)
+    assert r.code == 11 and statuses(r) == {"think": "truncated"}, r.err
+    return sim, r
+
+
 def test_batch_entry_that_makes_no_progress_says_why_and_is_not_resent(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
-    sim = make_simulator(answer_words=30, reasoning_words=50)
-    manifest(repo, ["think"], defaults={"max_tokens": 20, "max_continuations": 10})
-    r = batch(cli, sim)
-    assert r.code == 11
+    sim, r = stalled_batch(repo, make_simulator, cli)
     (entry,) = r.json()["entries"]
-    assert entry["status"] == "truncated"
     assert "too small for the model's reasoning" in entry["error"]
     assert "continuation_max_tokens" in entry["error"]
     assert len(sim.chat_requests()) == 1
@@ -209,15 +218,9 @@ def test_batch_entry_that_makes_no_progress_says_why_and_is_not_resent(
 def test_batch_rerun_with_a_raised_continuation_cap_continues_the_stalled_chain(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
-    sim = make_simulator(answer_words=30, reasoning_words=50)
-    manifest(repo, ["think"], defaults={"max_tokens": 20, "max_continuations": 3})
-    first = batch(cli, sim)
+    sim, first = stalled_batch(repo, make_simulator, cli)
     primary = first.json()["entries"][0]["answer_paths"][0]
-    manifest(
-        repo,
-        ["think"],
-        defaults={"max_tokens": 20, "max_continuations": 3, "continuation_max_tokens": 200},
-    )
+    manifest(repo, ["think"], defaults={**THINKING, "continuation_max_tokens": 200})
     r = batch(cli, sim)
     assert r.code == 0, r.err
     (entry,) = r.json()["entries"]
@@ -268,8 +271,7 @@ def test_run_checks_the_output_folder_before_sending(
     folder = bad_folder(repo, kind, immutable)
     before = files_under(repo)
     r = run_review(cli, simulator, "--output-dir", folder, *(["--dry-run"] if dry else []))
-    assert r.code == 10, r.err
-    assert folder.split("/")[0] in error_line(r)
+    refused(r, 10, folder.split("/")[0])
     assert simulator.chat_requests() == []
     assert files_under(repo) == before
 
@@ -283,8 +285,7 @@ def test_batch_checks_the_output_folders_before_sending(
     manifest(repo, ["a", "b"], per_entry={"b": {"output_dir": folder}})
     before = files_under(repo)
     r = batch(cli, simulator, *(["--dry-run"] if dry else []))
-    assert r.code == 10, r.err
-    assert folder.split("/")[0] in error_line(r)
+    refused(r, 10, folder.split("/")[0])
     assert simulator.chat_requests() == []
     assert files_under(repo) == before
 
@@ -297,8 +298,7 @@ def test_continue_checks_the_chains_folder_before_sending(
     assert first.code == 4
     immutable(repo / "reviews")
     r = cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
-    assert r.code == 10, r.err
-    assert "reviews" in error_line(r)
+    refused(r, 10, "reviews")
     assert len(sim.chat_requests()) == 1
 
 
@@ -315,8 +315,7 @@ def test_a_report_path_that_is_a_folder_is_refused_before_sending(
     manifest(repo, ["a"])
     (repo / "report.json").mkdir()
     r = batch(cli, simulator, "--report", "report.json", *(["--dry-run"] if dry else []))
-    assert r.code == 10, r.err
-    assert "report.json" in error_line(r)
+    refused(r, 10, "report.json")
     assert simulator.chat_requests() == []
 
 
@@ -327,8 +326,7 @@ def test_a_report_folder_that_is_not_writable_is_refused_before_sending(
     (repo / "locked").mkdir()
     immutable(repo / "locked")
     r = batch(cli, simulator, "--report", "locked/report.json")
-    assert r.code == 10, r.err
-    assert "locked" in error_line(r)
+    refused(r, 10, "locked")
     assert simulator.chat_requests() == []
 
 
@@ -340,8 +338,7 @@ def test_file_names_too_long_for_the_file_system_are_refused_before_sending(
 ) -> None:
     sim = make_simulator(models={LONG_MODEL})
     r = run_review(cli, sim, "--model", LONG_MODEL, "--topic", "t" * 100)
-    assert r.code == 10, r.err
-    assert "too long" in error_line(r) and "--topic" in error_line(r)
+    refused(r, 10, "too long", "--topic")
     assert sim.chat_requests() == []
 
 
@@ -355,8 +352,7 @@ def test_continue_refuses_a_continuation_model_whose_names_are_too_long_before_s
     assert first.code == 4
     path = first.json()["segments"][0]["answer_path"]
     r = cli("continue", path, "--endpoint", sim.base_url, "--continuation-model", LONG_MODEL)
-    assert r.code == 10, r.err
-    assert "too long" in error_line(r)
+    refused(r, 10, "too long")
     assert len(sim.chat_requests()) == 1
 
 
@@ -366,9 +362,7 @@ def test_an_endpoint_the_receipt_cannot_record_is_refused_before_sending(
     """The frozen schema wants an RFC 3986 URI; a receipt refused after the answer arrived
     would leave a paid answer without one."""
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.chat_url + "?x=|")
-    assert r.code == 2, r.err
-    assert "receipt of this review would not validate" in error_line(r)
-    assert "$.endpoint" in error_line(r)
+    refused(r, 2, "receipt of this review would not validate", "$.endpoint")
     assert simulator.chat_requests() == []
     assert not (repo / "reviews").exists()
 
@@ -379,8 +373,7 @@ def test_a_bad_continuation_body_is_refused_before_the_primary_is_sent(
     r = run_review(
         cli, simulator, "--no-stream", "--continuation-extra-body", '{"stream_options": {}}'
     )
-    assert r.code == 2, r.err
-    assert "stream_options" in error_line(r)
+    refused(r, 2, "stream_options")
     assert simulator.chat_requests() == []
 
 
@@ -406,13 +399,19 @@ def test_token_budget_holds_when_the_server_reports_no_usage(
 # --------------------------------------------------------------------------- 5. advice that works
 
 
-def test_truncated_batch_entry_advises_what_continues_it(
-    repo: Path, make_simulator: MakeSim, cli: Cli
-) -> None:
+def cut_off_batch(repo: Path, make_simulator: MakeSim, cli: Cli) -> tuple[Simulator, CliResult]:
+    """A batch whose one entry stays cut off (an 80-word answer, max_continuations 1)."""
     sim = make_simulator(answer_words=80)
     manifest(repo, ["long"], defaults={"max_tokens": 20, "max_continuations": 1})
     r = batch(cli, sim)
-    assert r.code == 11
+    assert r.code == 11 and statuses(r) == {"long": "truncated"}, r.err
+    return sim, r
+
+
+def test_truncated_batch_entry_advises_what_continues_it(
+    repo: Path, make_simulator: MakeSim, cli: Cli
+) -> None:
+    _, r = cut_off_batch(repo, make_simulator, cli)
     error = r.json()["entries"][0]["error"]
     assert "max_continuations" in error
     assert "raise max_continuations or max_tokens" not in error
@@ -422,10 +421,7 @@ def test_truncated_batch_entry_advises_what_continues_it(
 def test_rerun_with_a_higher_max_continuations_flag_continues_the_cut_chain(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
-    sim = make_simulator(answer_words=80)
-    manifest(repo, ["long"], defaults={"max_tokens": 20, "max_continuations": 1})
-    first = batch(cli, sim)
-    assert first.code == 11
+    sim, first = cut_off_batch(repo, make_simulator, cli)
     primary = first.json()["entries"][0]["answer_paths"][0]
     r = batch(cli, sim, "--max-continuations", "10")
     assert r.code == 0, r.err
@@ -438,11 +434,8 @@ def test_rerun_with_a_higher_max_continuations_flag_continues_the_cut_chain(
 def test_batch_incomplete_hint_does_not_promise_a_plain_rerun_continues(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
-    sim = make_simulator(answer_words=80)
-    manifest(repo, ["long"], defaults={"max_tokens": 20, "max_continuations": 1})
-    r = batch(cli, sim)
-    assert r.code == 11
-    assert "--max-continuations" in error_line(r)
+    _, r = cut_off_batch(repo, make_simulator, cli)
+    refused(r, 11, "--max-continuations")
 
 
 # --------------------------------------------------------------------------- 6. continue --force
