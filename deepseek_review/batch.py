@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,12 +50,20 @@ from .client import (
 from .endpoint import canonical
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
-from .pipeline import Chain, continue_chain, send_review
+from .pipeline import (
+    Chain,
+    continue_chain,
+    no_progress_message,
+    plan_review,
+    review_longest_name,
+    send_review,
+)
 from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import files_unchanged_since, resolve_inside
 from .resume import segment_from
 from .segment import Segment
-from .storage import stale_temp_files, topic_of, write_replacing
+from .storage import check_writable_dir, stale_temp_files, topic_of, write_replacing
+from .tokens import estimate_exchange
 
 log = logging.getLogger("deepseek_review")
 
@@ -107,14 +116,20 @@ class EntryReport:
     answer_paths: list[str] = field(default_factory=list)
     receipt_paths: list[str] = field(default_factory=list)
     usage: dict[str, int] | None = None
-    """Summed over the chain's receipts (all of them, also those of earlier runs)."""
+    """Summed over the chain's receipts (all of them, also those of earlier runs); None when
+    there are none, or when the server reported no usage for one of them (unknown, not 0)."""
+    usage_reported: bool | None = None
+    """Whether every receipt of the chain holds the server's count; None without receipts."""
+    estimated_tokens: int | None = None
+    """When some usage is unknown: counts and estimates for this run's segments, else None."""
     attempts: int = 0
     """HTTP requests this run made for the entry (retries included)."""
     error: str | None = None
     new_segments: int = 0
     """Segments (receipts) this run wrote for the entry."""
     new_tokens: int = 0
-    """Tokens of the receipts this run wrote for the entry."""
+    """Tokens of the receipts this run wrote for the entry (estimated where unreported)."""
+    new_tokens_estimated: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -124,6 +139,8 @@ class EntryReport:
             "answer_paths": list(self.answer_paths),
             "receipt_paths": list(self.receipt_paths),
             "usage": dict(self.usage) if self.usage is not None else None,
+            "usage_reported": self.usage_reported,
+            "estimated_tokens": self.estimated_tokens,
             "attempts": self.attempts,
             "new_segments": self.new_segments,
             "error": self.error,
@@ -135,8 +152,11 @@ class BatchReport:
     manifest: str
     entries: list[EntryReport]
     orphans: list[str] = field(default_factory=list)
-    total_tokens: int = 0
-    """Tokens of the receipts written by this run (what ``--max-total-tokens`` counts)."""
+    total_tokens: int | None = 0
+    """Tokens of the receipts written by this run (what ``--max-total-tokens`` counts); None
+    when the server reported no usage for some of them."""
+    estimated_tokens: int | None = None
+    """When some usage is unknown: what the budget counted, with estimates; else None."""
     stopped: str | None = None
     """Why work stopped early: ``interrupted``, ``budget`` or ``fail-fast``; None if not."""
     shard: str | None = None
@@ -162,6 +182,7 @@ class BatchReport:
             "status": self.status,
             "counts": self.counts,
             "total_tokens": self.total_tokens,
+            "estimated_tokens": self.estimated_tokens,
             "stopped": self.stopped,
             "manifest": self.manifest,
             "shard": self.shard,
@@ -203,6 +224,8 @@ class Progress:
     in_flight: int
     tokens: int
     elapsed: float
+    tokens_estimated: bool = False
+    """Some of ``tokens`` are estimates (the server reported no usage)."""
 
     @property
     def finished(self) -> int:
@@ -278,8 +301,9 @@ class _BatchClient(ChatClient):
     """A shared client whose requests each take one of the batch's request slots."""
 
     slots: _RequestSlots | None = None
-    on_usage: Callable[[int], None] | None = None
-    """Told the tokens of each answer as it arrives, before its slot is given back."""
+    on_usage: Callable[[int, bool], None] | None = None
+    """Told the tokens of each answer as it arrives, before its slot is given back, and
+    whether they are an estimate (the server reported no usage)."""
     on_failure: Callable[[], None] | None = None
     """Told of a request that failed for good, before its slot is given back."""
 
@@ -296,8 +320,12 @@ class _BatchClient(ChatClient):
         self.slots.acquire()
         try:
             completion = super().complete(body, model=model, stream=stream, progress=progress)
-            if self.on_usage is not None and completion.usage is not None:
-                self.on_usage(completion.usage.total_tokens)
+            if self.on_usage is not None:
+                if completion.usage is not None:
+                    self.on_usage(completion.usage.total_tokens, False)
+                else:
+                    guess = estimate_exchange(len(body), completion.content, completion.reasoning)
+                    self.on_usage(guess, True)
             return completion
         except ReviewError as exc:
             if self.on_failure is not None and not isinstance(exc, Interrupted):
@@ -465,8 +493,16 @@ def prepare_batch(
         retry=options.retry,
         timeouts=options.timeouts,
         env=env,
+        plan=partial(plan_review, check_output=False),  # each folder once, below
     )
     folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
+    for folder in folders:  # before anything is sent (a dry run finds it too)
+        there = [p for p in planned.entries if p.plan.out_dir == folder]
+        names = [review_longest_name(p.plan.options) for p in there]
+        longest = max(names, key=lambda n: len(n.encode("utf-8")))
+        first = there[names.index(longest)]
+        shown = f"output_dir {first.plan.options.output_dir} (entry {first.topic})"
+        check_writable_dir(folder, shown=shown, root=planned.root, longest=longest)
     removed: list[str] = []
     if clean:
         for folder in folders:
@@ -495,11 +531,49 @@ def prepare_batch(
 # --------------------------------------------------------------------------- running
 
 
-def _usage_sum(usages: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
-    if not usages:
-        return None
+def _usage_fields(chain: Sequence[tuple[Mapping[str, int], bool]]) -> dict[str, Any]:
+    """A report entry's ``usage`` and ``usage_reported`` from its receipts' (usage, whether
+    the server reported it): a chain with an unknown count has an unknown sum, not a low one."""
+    if not chain:
+        return {"usage": None, "usage_reported": None}
+    if not all(reported for _, reported in chain):
+        return {"usage": None, "usage_reported": False}
     keys = ("prompt_tokens", "completion_tokens", "total_tokens")
-    return {k: sum(int(u.get(k, 0)) for u in usages) for k in keys}
+    usage = {k: sum(int(u.get(k, 0)) for u, _ in chain) for k in keys}
+    return {"usage": usage, "usage_reported": True}
+
+
+def _existing_usage(existing: Sequence[ChainSegment]) -> dict[str, Any]:
+    return _usage_fields([(s.receipt.usage, s.usage_reported) for s in existing])
+
+
+def _segments_usage(segments: Sequence[Segment]) -> dict[str, Any]:
+    fields = _usage_fields([(s.usage.as_dict(), s.usage_reported) for s in segments])
+    if fields["usage_reported"] is False:
+        fields["estimated_tokens"] = sum(s.counted_tokens for s in segments)
+    return fields
+
+
+def _truncated_advice(segments: Sequence[Segment], cap: int) -> str:
+    """What to do about a chain still cut off: advice that works. (A different ``max_tokens``
+    changes the request, so the review would start over; a plain re-run sends nothing once
+    ``max_continuations`` is used up; at the same cap, a segment that added no text would be
+    repeated for nothing.)"""
+    last = segments[-1]
+    used = len(segments) - 1
+    more = f"max_continuations (e.g. --max-continuations {2 * max(cap, 1)})"
+    if last.made_no_progress:
+        also = f" and {more}" if used >= cap else ""
+        return (
+            f"{no_progress_message(last)}; raise continuation_max_tokens (the cap of each "
+            f"continuation){also} and run the batch again to continue it"
+        )
+    return (
+        f"still cut off at the token cap after {used} continuation(s) (max_continuations "
+        f"{cap}); to continue it, run the batch again with a higher {more}, or run "
+        f"`deepseek-review continue {last.answer_path}`; a different max_tokens would restart "
+        "the review instead"
+    )
 
 
 def _one_line(exc: ReviewError) -> str:
@@ -527,9 +601,13 @@ class _Runner:
         self.halt = threading.Event()
         self.halt_reason: str | None = None
         self.tokens = 0
-        """Tokens of the receipts written by this run."""
+        """Tokens of the receipts written by this run (estimated where unreported)."""
         self.received = 0
         """Tokens of the answers received by this run (each gets its receipt right after)."""
+        self.estimated = False
+        """Some of ``tokens`` are estimates: the server reported no usage."""
+        self.received_estimated = False
+        """Some of ``received`` are estimates."""
         self.counts: Counter[str] = Counter()
         self.in_flight = 0
         self.started = time.monotonic()
@@ -571,8 +649,9 @@ class _Runner:
             total=len(self.prepared.work),
             counts={s: self.counts.get(s, 0) for s in STATUSES},
             in_flight=self.in_flight,
-            tokens=self.tokens,
+            tokens=max(self.tokens, self.received),
             elapsed=time.monotonic() - self.started,
+            tokens_estimated=self.estimated or self.received_estimated,
         )
 
     def _emit(self, kind: Any, **kw: Any) -> None:
@@ -597,9 +676,14 @@ class _Runner:
         budget = self.options.max_total_tokens
         used = max(self.tokens, self.received)
         if budget is not None and used >= budget:
+            how = (
+                f"about {used} tokens (estimated: the server reported no usage)"
+                if self.estimated or self.received_estimated
+                else f"{used} tokens"
+            )
             self._halt(
                 "budget",
-                f"token budget reached: this run's answers used {used} tokens "
+                f"token budget reached: this run's answers used {how} "
                 f"(--max-total-tokens {budget}); starting no new reviews",
             )
 
@@ -608,9 +692,10 @@ class _Runner:
             topic = current_topic()
             self._halt("fail-fast", f"{topic} failed: --fail-fast, starting no new reviews")
 
-    def _received(self, tokens: int) -> None:
+    def _received(self, tokens: int, estimated: bool) -> None:
         with self.lock:
             self.received += tokens
+            self.received_estimated = self.received_estimated or estimated
         self._check_halts()
 
     def _may_start(self) -> bool:
@@ -630,6 +715,7 @@ class _Runner:
                 self.in_flight -= 1
             self.counts[report.status] += 1
             self.tokens += report.new_tokens
+            self.estimated = self.estimated or report.new_tokens_estimated
         self._emit("done", entry=report, topic=report.topic)
         if report.status == "failed" and self.options.fail_fast:
             self._halt("fail-fast", f"{report.topic} failed: --fail-fast, starting no new reviews")
@@ -651,8 +737,8 @@ class _Runner:
             status="pending",
             answer_paths=[s.answer_path for s in existing],
             receipt_paths=[s.receipt_path for s in existing],
-            usage=_usage_sum([s.receipt.usage for s in existing]),
             error=reason,
+            **_existing_usage(existing),
         )
 
     def run_one(self, work: Work) -> EntryReport:
@@ -688,6 +774,7 @@ class _Runner:
                 first = send_review(replace(plan, options=primary_only), client, now=self.now)
                 segments.extend(first.segments)
             chain = Chain.from_plan(plan, segments)
+            chain.missing_usage_told = not all(s.usage_reported for s in segments[old:])
             cap = o.continuation.max_continuations
             left = cap - (len(segments) - 1)
             if left > 0:
@@ -699,15 +786,9 @@ class _Runner:
                     keep_reasoning=o.keep_reasoning,
                     now=self.now,
                 )
-            if segments[-1].truncated:
-                status = "truncated"
-                error = (
-                    f"still cut off at the token cap after {len(segments) - 1} "
-                    f"continuation(s) (max_continuations {cap}); raise max_continuations or "
-                    "max_tokens and run the batch again to continue it"
-                )
-            else:
-                status = "ok"
+            status = "truncated" if segments[-1].truncated else "ok"
+            if status == "truncated":
+                error = _truncated_advice(segments, cap)
         except _NotStarted:
             return self._not_started(work)
         except Interrupted as exc:
@@ -724,10 +805,11 @@ class _Runner:
             status=status,
             answer_paths=[s.answer_path for s in segments],
             receipt_paths=[s.receipt_path for s in segments],
-            usage=_usage_sum([s.usage.as_dict() for s in segments]),
             error=error,
             new_segments=len(new),
-            new_tokens=sum(s.usage.total_tokens for s in new),
+            new_tokens=sum(s.counted_tokens for s in new),
+            new_tokens_estimated=not all(s.usage_reported for s in new),
+            **_segments_usage(segments),
         )
 
     # -- the main thread -----------------------------------------------------------------
@@ -752,7 +834,7 @@ class _Runner:
                     status="skipped",
                     answer_paths=[s.answer_path for s in w.existing],
                     receipt_paths=[s.receipt_path for s in w.existing],
-                    usage=_usage_sum([s.receipt.usage for s in w.existing]),
+                    **_existing_usage(w.existing),
                 )
                 results[i] = self._finish(report, started=False)
             else:
@@ -786,7 +868,8 @@ class _Runner:
             manifest=planned.manifest.shown,
             entries=[results[i] for i in range(len(self.prepared.work))],
             orphans=list(self.prepared.orphans),
-            total_tokens=self.tokens,
+            total_tokens=None if self.estimated else self.tokens,
+            estimated_tokens=self.tokens if self.estimated else None,
             stopped=self.halt_reason,
             shard=str(planned.shard) if planned.shard else None,
             entries_in_manifest=planned.total_entries,
@@ -820,6 +903,17 @@ def run_batch(
 
 
 # --------------------------------------------------------------------------- the report file
+
+
+def check_report_path(path: Path) -> None:
+    """Refuse, before anything is sent, a ``--report`` path that could not be written after
+    the whole batch ran: a missing or unwritable folder, or a folder in the file's place."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise OutputError(f"--report {path}: folder {folder} does not exist")
+    if path.is_dir():
+        raise OutputError(f"--report {path}: is a folder")
+    check_writable_dir(folder, shown=f"--report {path}: folder {folder}")
 
 
 def write_report(report: BatchReport, path: Path) -> None:

@@ -41,6 +41,13 @@ class ChainSegment:
         fr = response.get("finish_reason") if isinstance(response, dict) else None
         return fr if isinstance(fr, str) else None
 
+    @property
+    def usage_reported(self) -> bool:
+        """False when its record says the server reported no usage (the receipt's zeros are
+        then not a count); receipts of other tools, without a record, are taken as counts."""
+        response = self.record.get("response") if self.record else None
+        return not (isinstance(response, dict) and response.get("usage_reported") is False)
+
 
 def receipt_for(root: Path, user_path: str) -> tuple[Path, str]:
     """The receipt of ``user_path`` (a receipt, or an answer ``<stem>.md``)."""

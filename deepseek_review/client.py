@@ -491,9 +491,11 @@ class ChatClient:
             missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
             raise _Retryable(BadResponse(f"{self.url}: stream ended without its {missing}"))
         _read_past_done(lines)
-        if "content" not in st.keys:
-            # Ollama sends "content" (possibly "") at least on the first chunk; a stream that
-            # never carries it is not an answer, however cleanly it ended.
+        if st.keys and not st.keys.keys() & _TEXT_KEYS:
+            # A stream that ended with its finish chunk is complete whatever its content: an
+            # empty answer may be just `delta: {}` + finish (llama.cpp, when the answer ended
+            # exactly at the previous cap). But deltas that carry fields and never a text
+            # field hold a message in a shape we cannot read: not an answer.
             raise _Retryable(BadResponse(f"{self.url}: stream carried no message content"))
         try:
             content, reasoning = _join_text(st.content), _join_text(st.reasoning)
@@ -541,6 +543,9 @@ def _reach_hint(why: str) -> str:
         return "is the host name right? check --endpoint / OLLAMA_HOST"
     return "is the server running? start it with `ollama serve`, or check --endpoint / OLLAMA_HOST"
 
+
+#: Delta fields that carry the answer's text (or the model's thinking).
+_TEXT_KEYS = frozenset({"content", "reasoning", "reasoning_content"})
 
 #: Lines read after ``data: [DONE]`` at most (a server sends none, or a blank one).
 _MAX_LINES_AFTER_DONE = 16

@@ -17,6 +17,7 @@ below is also the README's exit-code table (a test checks they agree).
     ├── VerificationFailed           9   a receipt, answer or chain does not check out
     ├── OutputError                 10   the output could not be written (permissions, disk, clash)
     ├── BatchIncomplete             11   some batch entries failed or stayed truncated
+    ├── NoProgress                  12   a cut-off answer gained no text: the cap is too small
     └── Interrupted                130   stopped by SIGINT / SIGTERM; re-running resumes
 
 Messages are one line, say what failed and where, and never contain secrets.
@@ -102,6 +103,14 @@ class BatchIncomplete(ReviewError):
     exit_code = 11
 
 
+class NoProgress(ReviewError):
+    """A segment cut off by the token cap added no answer text (a thinking model's reasoning
+    used the whole cap, or the server only repeated the answer so far): continuing at the same
+    cap would pay for the same nothing again."""
+
+    exit_code = 12
+
+
 class Interrupted(ReviewError):
     """Stopped by a signal; what was finished is kept and a re-run resumes."""
 
@@ -123,6 +132,7 @@ EXIT_CODES: tuple[tuple[int, type[ReviewError]], ...] = tuple(
         VerificationFailed,
         OutputError,
         BatchIncomplete,
+        NoProgress,
         Interrupted,
     )
 )

@@ -21,10 +21,11 @@ from .context import ContextFile, ContextLimits, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import ConfigError, InputError, PromptTruncated
 from .prompt import Template, continuation_directive, load_template, render_messages
+from .receipts import check_recordable
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, PreparedRequest, WireMessage, prepare
 from .segment import Segment, SegmentSpec, write_segment
-from .storage import check_topic, ensure_dir
+from .storage import check_topic, check_writable_dir, ensure_dir, longest_name
 from .tokens import estimate_tokens, looks_clipped
 
 log = logging.getLogger("deepseek_review")
@@ -159,12 +160,53 @@ class ReviewResult:
         return "".join(s.content for s in self.segments)
 
     @property
-    def total_tokens(self) -> int:
+    def stalled(self) -> bool:
+        """Still cut off, and the last segment added no text: continuing at the same cap
+        would pay for the same nothing again (see :func:`no_progress_message`)."""
+        return bool(self.segments) and self.segments[-1].made_no_progress
+
+    @property
+    def usage_reported(self) -> bool:
+        return all(s.usage_reported for s in self.segments)
+
+    @property
+    def total_tokens(self) -> int | None:
+        """The server's count over every segment; None when it reported none for some."""
+        if not self.usage_reported:
+            return None
         return sum(s.usage.total_tokens for s in self.segments)
+
+    @property
+    def estimated_tokens(self) -> int | None:
+        """When some usage is unknown: the known counts plus estimates for the rest."""
+        if self.usage_reported:
+            return None
+        return sum(s.counted_tokens for s in self.segments)
 
 
 #: Gathers context files (``gather_context``'s signature); a batch passes a caching one.
 GatherFn = Callable[[Path, Sequence[str], ContextLimits], list[ContextFile]]
+
+
+def review_longest_name(options: ReviewOptions) -> str:
+    """The longest file name the review may write (its continuations' names included)."""
+    stems = [(options.model, False)]
+    if options.continuation.max_continuations > 0:
+        stems.append((options.continuation.model or options.model, True))
+    return longest_name(options.topic, stems)
+
+
+def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOptions:
+    """The options of every continuation request of a chain whose primary had ``body``."""
+    body_extra, _ = SERVER_PRESETS[options.server]
+    preset = body_extra if options.style == "prefill" else {}
+    return BodyOptions(
+        model=options.model or body.model,
+        temperature=body.temperature,
+        max_tokens=options.max_tokens or body.max_tokens,
+        stream=body.stream,
+        extra_body={**body.extra_body, **preset, **options.extra_body},
+    )
 
 
 def plan_review(
@@ -172,8 +214,14 @@ def plan_review(
     env: Mapping[str, str] | None = None,
     *,
     gather: GatherFn = gather_context,
+    check_output: bool = True,
 ) -> ReviewPlan:
-    """Check everything and build the exact request, without sending or writing anything."""
+    """Check everything and build the exact request, without sending or writing anything.
+
+    Everything that can be checked before paying for an answer is checked here: the
+    continuation requests' options, and (unless ``check_output`` is off: a batch checks each
+    folder once) that the output folder can be written.
+    """
     env = os.environ if env is None else env
     check_topic(options.topic)
     if options.context_window is not None and options.context_window <= 0:
@@ -218,6 +266,26 @@ def plan_review(
             estimate,
             options.context_window,
         )
+    # What could otherwise only fail once an answer has been paid for is checked now.
+    if options.continuation.max_continuations > 0:
+        continuation_body(body_options, options.continuation)
+    out_rel = out_dir.relative_to(root).as_posix()
+    check_recordable(
+        model=options.model,
+        endpoint=endpoint.url,
+        folder=out_rel,
+        context_files=[f.path for f in files],
+    )
+    if options.continuation.max_continuations > 0 and options.continuation.model:
+        check_recordable(
+            model=options.continuation.model,
+            endpoint=endpoint.url,
+            folder=out_rel,
+            context_files=None,
+        )
+    if check_output:
+        shown = f"--output-dir {options.output_dir}"
+        check_writable_dir(out_dir, shown=shown, root=root, longest=review_longest_name(options))
     return ReviewPlan(
         root=root,
         endpoint=endpoint,
@@ -272,6 +340,8 @@ class Chain:
     """Options of the primary request (model, temperature, extra body)."""
     segments: list[Segment]
     primary_answer_path: str
+    missing_usage_told: bool = False
+    """Whether the user was told that the server reports no usage (said once per review)."""
 
     @classmethod
     def from_plan(cls, plan: ReviewPlan, segments: list[Segment]) -> Chain:
@@ -288,6 +358,35 @@ class Chain:
         )
 
 
+def _tell_missing_usage(completion: Completion, told: bool) -> bool:
+    """Say once per review that the server reported no usage, and what that turns off;
+    returns whether it has been said."""
+    if completion.usage is None and not told:
+        log.warning(
+            "the server reported no token usage: tokens are unknown (estimated where a count "
+            "is needed; receipts hold zeros, marked usage_reported=false in the request "
+            "record), and the check for a silently truncated prompt is off for this review"
+        )
+        return True
+    return told
+
+
+def no_progress_message(segment: Segment) -> str:
+    """Why a chain whose last segment added no text was not continued (one line)."""
+    cap = f" of {segment.max_tokens} tokens" if segment.max_tokens else ""
+    return (
+        f"{segment.answer_path} added no answer text before the token cap{cap}: the cap is "
+        "too small for the model's reasoning; stopped rather than pay for continuations that "
+        "would do the same"
+    )
+
+
+def _repeats_nothing(segment: Segment, cap: int) -> bool:
+    """A continuation at ``cap`` would only repeat ``segment``: it added no text, and its own
+    cap was no smaller (a cap unknown, from another tool's receipt, gets the benefit)."""
+    return segment.made_no_progress and segment.max_tokens is not None and cap <= segment.max_tokens
+
+
 def continue_chain(
     chain: Chain,
     options: ContinuationOptions,
@@ -297,11 +396,23 @@ def continue_chain(
     keep_reasoning: bool = False,
     progress: ProgressFn | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    force: bool = False,
 ) -> None:
-    """Send continuation requests while the last segment is cut off, up to the cap."""
-    body_extra, prefill_extra = SERVER_PRESETS[options.server]
+    """Send continuation requests while the last segment is cut off, up to the cap.
+
+    A segment that was cut off without adding any text ends the chain (the result is
+    ``stalled``) unless the continuation cap is larger than that segment's. ``force`` sends
+    the first continuation even though the last segment ended normally.
+    """
+    _, prefill_extra = SERVER_PRESETS[options.server]
+    body = continuation_body(chain.body, options)
     made = 0
-    while chain.segments[-1].truncated and made < options.max_continuations:
+    while chain.segments[-1].truncated or (force and made == 0):
+        forced = force and made == 0 and not chain.segments[-1].truncated
+        if made >= options.max_continuations:
+            break
+        if not forced and _repeats_nothing(chain.segments[-1], body.max_tokens):
+            break  # the caller says why: the result is ``stalled``
         made += 1
         so_far = "".join(s.content for s in chain.segments)
         refs = tuple(
@@ -310,36 +421,29 @@ def continue_chain(
         )
         if options.style == "prefill":
             tail = [WireMessage("assistant", refs, so_far, extra=prefill_extra)]
-            extra = {**chain.body.extra_body, **body_extra, **options.extra_body}
         else:
             directive = continuation_directive()
             tail = [
                 WireMessage("assistant", refs, so_far),
                 WireMessage("user", (directive,), directive),
             ]
-            extra = {**chain.body.extra_body, **options.extra_body}
-        body = BodyOptions(
-            model=options.model or chain.body.model,
-            temperature=chain.body.temperature,
-            max_tokens=options.max_tokens or chain.body.max_tokens,
-            stream=chain.body.stream,
-            extra_body=extra,
-        )
         messages = (*chain.base_messages, *tail)
         prepared = prepare(body, messages)
         estimate = estimate_tokens(m.content for m in messages)
         index = len(chain.segments)
         log.info(
-            "continuation %d/%d: %s was cut off at the token cap; asking %s to go on",
+            "continuation %d/%d: %s %s; asking %s to go on",
             made,
             options.max_continuations,
             chain.segments[-1].answer_path,
+            "ended normally (--force)" if forced else "was cut off at the token cap",
             body.model,
         )
         completion = client.complete(
             prepared.body_bytes, model=body.model, stream=body.stream, progress=progress
         )
         check_prompt_kept(completion, estimate, allow=allow_truncated_prompt, url=client.url)
+        chain.missing_usage_told = _tell_missing_usage(completion, chain.missing_usage_told)
         content, echoed = strip_echo(completion.content, so_far)
         if echoed:
             log.info("the server echoed the %d prefilled characters; kept them out", echoed)
@@ -385,11 +489,7 @@ def send_review(
     check_prompt_kept(
         completion, plan.token_estimate, allow=o.allow_truncated_prompt, url=client.url
     )
-    if completion.usage is None:
-        log.warning(
-            "the server reported no token usage: the receipt holds zeros (marked "
-            "usage_reported=false in the request record), not a count"
-        )
+    told = _tell_missing_usage(completion, False)
     ensure_dir(plan.out_dir, shown=o.output_dir)
     primary = write_segment(
         SegmentSpec(
@@ -409,6 +509,7 @@ def send_review(
         now(),
     )
     chain = Chain.from_plan(plan, [primary])
+    chain.missing_usage_told = told
     continue_chain(
         chain,
         o.continuation,
@@ -452,8 +553,9 @@ def segment_summary(segments: Sequence[Segment]) -> list[dict[str, Any]]:
             "answer_sha256": s.answer_sha256,
             "prompt_sha256": s.prompt_sha256,
             "model": s.model,
-            "usage": s.usage.as_dict(),
+            "usage": s.usage.as_dict() if s.usage_reported else None,
             "usage_reported": s.usage_reported,
+            "estimated_tokens": s.estimated_tokens,
             "finish_reason": s.finish_reason,
             "attempts": s.attempts,
             "reasoning_path": s.reasoning_path,

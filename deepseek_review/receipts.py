@@ -9,14 +9,14 @@ format checking on, so ``date-time`` and ``uri`` are really checked.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, OutputError
+from .errors import ConfigError, InputError, OutputError
 from .repo import read_regular_file
 from .resources import schema_path
 
@@ -238,6 +238,40 @@ class Receipt:
 def created_at(now: datetime) -> str:
     """ISO-8601 UTC with seconds, as the seed receipts write it (``…T03:35:51+00:00``)."""
     return now.isoformat(timespec="seconds")
+
+
+_PLACEHOLDER_SHA = "sha256:" + "0" * 64
+
+
+def check_recordable(
+    *, model: str, endpoint: str, folder: str, context_files: Sequence[str] | None
+) -> None:
+    """Refuse, before anything is sent, a review whose receipt could not be written.
+
+    The frozen schema is strict (an RFC 3986 ``uri`` endpoint, non-empty fields, relative
+    paths); a receipt refused after the answer arrived would leave a paid answer without one.
+    A draft receipt with the review's real fields (and placeholder hashes) is validated now:
+    a primary's when ``context_files`` is given, else a continuation's.
+    """
+    answer = "x.md" if folder in ("", ".") else f"{folder}/x.md"
+    draft = Receipt(
+        schema=CONTINUATION if context_files is None else PRIMARY,
+        created_at="2000-01-01T00:00:00+00:00",
+        model=model,
+        endpoint=endpoint,
+        prompt_sha256=_PLACEHOLDER_SHA,
+        answer_sha256=_PLACEHOLDER_SHA,
+        usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        answer_path=answer,
+        context_files=None if context_files is None else tuple(context_files),
+        previous_answer_path=answer if context_files is None else None,
+    )
+    problems = schema_problems(draft.to_json())
+    if problems:
+        raise ConfigError(
+            f"the receipt of this review would not validate, so nothing is sent: {problems[0]}",
+            hint="the receipt's schema is frozen: check --endpoint and --model",
+        )
 
 
 def validated_bytes(receipt: Receipt, *, shown: str) -> bytes:

@@ -29,12 +29,13 @@ from .pipeline import (
     continue_chain,
 )
 from .prompt import FileRef, Part
-from .receipts import RECEIPT_SUFFIX
+from .receipts import RECEIPT_SUFFIX, check_recordable
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
 from .resources import prompts_dir
 from .segment import Segment
-from .storage import topic_of
+from .storage import check_writable_dir, longest_name, topic_of
+from .tokens import BYTES_PER_TOKEN, estimate_tokens
 
 log = logging.getLogger("deepseek_review")
 
@@ -51,7 +52,7 @@ class ContinueOptions:
     allow_truncated_prompt: bool = False
     keep_reasoning: bool = False
     force: bool = False
-    """Continue even when the last segment's record says it ended normally."""
+    """Send one continuation even when the last segment's record says it ended normally."""
     allow_secrets: bool = False
     """Send context that looks like it holds secrets to an endpoint that is not loopback."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -197,8 +198,19 @@ def segment_from(root: Path, cs: ChainSegment, *, assume_truncated: bool = False
     unknown, and taken as ``length`` when ``assume_truncated`` (the user asked to continue).
     """
     r = cs.receipt
-    response = cs.record.get("response") if cs.record else None
-    reported = response.get("usage_reported") if isinstance(response, dict) else None
+    content = read_answer(root, cs)
+    record = cs.record or {}
+    cap = record.get("body", {}).get("max_tokens")
+    estimated = None
+    if not cs.usage_reported:
+        response = record.get("response")
+        prompt = record.get("prompt_token_estimate")
+        thought = response.get("reasoning_chars") if isinstance(response, dict) else None
+        estimated = (
+            (prompt if isinstance(prompt, int) else 0)
+            + estimate_tokens([content])
+            + (thought // BYTES_PER_TOKEN if isinstance(thought, int) else 0)
+        )
     return Segment(
         answer_path=r.answer_path,
         receipt_path=cs.receipt_path,
@@ -206,12 +218,14 @@ def segment_from(root: Path, cs: ChainSegment, *, assume_truncated: bool = False
         answer_sha256=r.answer_sha256,
         prompt_sha256=r.prompt_sha256,
         usage=Usage(**r.usage),
-        usage_reported=reported is not False,
+        usage_reported=cs.usage_reported,
         finish_reason=cs.finish_reason or ("length" if assume_truncated else None),
         model=r.model,
         reasoning_path=None,
         attempts=0,
-        content=read_answer(root, cs),
+        content=content,
+        max_tokens=cap if isinstance(cap, int) and not isinstance(cap, bool) else None,
+        estimated_tokens=estimated,
     )
 
 
@@ -230,7 +244,8 @@ def continue_existing(
     segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]
     if last.finish_reason is not None and last.finish_reason != "length" and not options.force:
         log.info(
-            "%s ended with finish_reason %r: the review is complete, nothing to continue",
+            "%s ended with finish_reason %r: the review is complete, nothing to continue "
+            "(--force sends one continuation anyway)",
             last.answer_path,
             last.finish_reason,
         )
@@ -279,13 +294,17 @@ def continue_existing(
             max_tokens=options.max_tokens or DEFAULT_MAX_TOKENS,
             stream=options.stream,
         )
-    out_dir, _ = resolve_inside(
-        root, last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
-    )
+    folder = last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
+    out_dir, _ = resolve_inside(root, folder)
+    topic = topic_of(primary.answer_path) or "review"
+    model = options.continuation.model or body.model
+    longest = longest_name(topic, [(model, True)])
+    check_writable_dir(out_dir, shown=folder, root=root, longest=longest)  # before paying
+    check_recordable(model=model, endpoint=endpoint.url, folder=folder, context_files=None)
     chain = Chain(
         root=root,
         out_dir=out_dir,
-        topic=topic_of(primary.answer_path) or "review",
+        topic=topic,
         endpoint=endpoint,
         base_messages=base,
         body=body,
@@ -305,6 +324,7 @@ def continue_existing(
             allow_truncated_prompt=options.allow_truncated_prompt,
             keep_reasoning=options.keep_reasoning,
             progress=progress,
+            force=options.force,
         )
     finally:
         if own:

@@ -31,6 +31,7 @@ from .storage import (
     utc_stamp,
     write_output,
 )
+from .tokens import estimate_exchange
 
 ZERO_USAGE = Usage(0, 0, 0)
 
@@ -52,10 +53,24 @@ class Segment:
     attempts: int
     content: str
     """The segment's text (what the answer file holds)."""
+    max_tokens: int | None = None
+    """The token cap of its request (None when unknown: a receipt from another tool)."""
+    estimated_tokens: int | None = None
+    """When the server reported no usage: an estimate of the tokens it used; else None."""
 
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
+
+    @property
+    def made_no_progress(self) -> bool:
+        """Cut off by the cap without adding any answer text (e.g. the reasoning used it all)."""
+        return self.truncated and self.content == ""
+
+    @property
+    def counted_tokens(self) -> int:
+        """Its tokens as a budget counts them: the server's count, else the estimate."""
+        return self.usage.total_tokens if self.usage_reported else self.estimated_tokens or 0
 
 
 @dataclass(frozen=True)
@@ -187,4 +202,12 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         reasoning_path=reasoning_rel,
         attempts=c.attempts,
         content=spec.content,
+        max_tokens=_int_or_none(spec.prepared.record_body.get("max_tokens")),
+        estimated_tokens=None
+        if c.usage is not None
+        else estimate_exchange(len(spec.prepared.body_bytes), c.content, c.reasoning),
     )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -2,7 +2,9 @@
 
 A review is a primary receipt; its continuations add segments and tokens, counted under the
 model that wrote each segment. Receipts that do not validate are not counted, only listed,
-so a total never includes a number nobody can check.
+so a total never includes a number nobody can check. A receipt whose usage is all zeros was
+written for a server that reported none (the frozen schema needs integers): its tokens are
+unknown, not 0, and it is counted in ``segments_without_usage`` instead.
 """
 
 from __future__ import annotations
@@ -28,20 +30,32 @@ class Tally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    without_usage: int = 0
+    """Segments whose server reported no usage: their tokens are unknown."""
+
+    @property
+    def usage_known(self) -> bool:
+        """Whether any segment's tokens are known (else the token sums mean nothing)."""
+        return self.without_usage < self.segments or not self.segments
 
     def add(self, receipt: dict[str, Any]) -> None:
         self.segments += 1
         self.reviews += receipt["schema"] == PRIMARY
         usage = receipt["usage"]
+        if not any(usage.values()):
+            self.without_usage += 1
+            return
         self.prompt_tokens += usage["prompt_tokens"]
         self.completion_tokens += usage["completion_tokens"]
         self.total_tokens += usage["total_tokens"]
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, int | None]:
+        """Token sums over the segments with known usage; null when none has any."""
         return {
             "reviews": self.reviews,
             "segments": self.segments,
-            **{k: getattr(self, k) for k in _TOKEN_KEYS},
+            "segments_without_usage": self.without_usage,
+            **{k: getattr(self, k) if self.usage_known else None for k in _TOKEN_KEYS},
         }
 
 

@@ -16,6 +16,7 @@ import secrets
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -171,6 +172,59 @@ def ensure_dir(path: Path, *, shown: str) -> None:
         raise OutputError(f"{shown}: cannot create folder ({exc.strerror or exc})") from None
     if not path.is_dir():
         raise OutputError(f"{shown}: not a folder")
+
+
+def longest_name(topic: str, stems: Iterable[tuple[str, bool]]) -> str:
+    """The longest file name a review may write, for ``(model, is_continuation)`` pairs:
+    the stem with the largest clash suffix and the longest extension."""
+    stamp = utc_stamp(datetime(2000, 1, 1, tzinfo=UTC))
+    names = [stem_for(topic, m, stamp, continuation=c) + "-9999.reasoning.md" for m, c in stems]
+    return max(names, key=lambda n: len(n.encode("utf-8")), default="")
+
+
+def check_writable_dir(
+    path: Path, *, shown: str, root: Path | None = None, longest: str = ""
+) -> None:
+    """Find out before anything is paid for whether files can be written in ``path``.
+
+    The nearest folder that exists (``path``, or the ancestor the missing ones would be
+    created in) must be a folder in which a probe file can be created; the probe is removed
+    at once and no folder is created, so a plan or a dry run leaves nothing behind. The probe
+    really writes rather than asking ``os.access``, which cannot see an immutable folder and
+    answers yes to root. Its name is as long as ``longest`` (the longest name the review will
+    write), so a name the file system refuses is found now too. ``shown`` names ``path`` in
+    errors; ``root`` makes ancestors relative.
+    """
+    here = path
+    while not here.exists() and not here.is_symlink() and here.parent != here:
+        here = here.parent
+    if here == path:
+        named = "it"
+    else:
+        try:
+            named = (here.relative_to(root).as_posix() or ".") if root else here.name
+        except ValueError:
+            named = here.name
+    if not here.is_dir():
+        raise OutputError(
+            f"{shown}: not a folder" if here == path else f"{shown}: {named} is not a folder"
+        )
+    name = f"{TEMP_PREFIX}probe-{secrets.token_hex(6)}"
+    pad = len(longest.encode("utf-8")) - len(name) - len(TEMP_SUFFIX)
+    probe = here / f"{name}{'x' * max(0, pad)}{TEMP_SUFFIX}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise OutputError(
+                f"{shown}: file names such as {longest} are too long for this file system",
+                hint="use a shorter --topic (the model's name is part of every file name)",
+            ) from None
+        verb = "cannot write in it" if here == path else f"cannot create it in {named}"
+        raise OutputError(f"{shown}: {verb} ({exc.strerror or exc})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def check_topic(topic: str) -> str:

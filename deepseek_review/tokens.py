@@ -27,5 +27,13 @@ def estimate_tokens(texts: Iterable[str]) -> int:
     return total
 
 
+def estimate_exchange(body_bytes: int, *answer_texts: str | None) -> int:
+    """Tokens one request and its answer used, estimated: for a server that reports no usage
+    (llama.cpp's when streaming), so a token budget still holds. The body's bytes stand for
+    the prompt (a little high: JSON quoting), the answer's and reasoning's texts for the rest.
+    """
+    return -(-body_bytes // BYTES_PER_TOKEN) + estimate_tokens(t for t in answer_texts if t)
+
+
 def looks_clipped(reported_prompt_tokens: int, estimate: int) -> bool:
     return estimate >= MIN_TOKENS_TO_JUDGE and reported_prompt_tokens < CLIPPED_RATIO * estimate

@@ -49,6 +49,7 @@ def test_exit_codes_are_the_documented_ones():
         "VerificationFailed": 9,
         "OutputError": 10,
         "BatchIncomplete": 11,
+        "NoProgress": 12,
         "Interrupted": 130,
     }
 

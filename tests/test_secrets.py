@@ -654,6 +654,7 @@ def test_the_continue_hint_names_a_remote_endpoint_explicitly(repo: Path, cli: C
 
     result = SimpleNamespace(
         truncated=True,
+        stalled=False,
         endpoint="https://ollama.com/v1/chat/completions",
         segments=[SimpleNamespace(answer_path="reviews/x.md")],
     )

@@ -18,6 +18,7 @@ def test_stats_counts_the_seed_receipts_per_model_and_month(tmp_path, cli):
     assert data["total"] == {
         "reviews": 1,
         "segments": 2,
+        "segments_without_usage": 0,
         "prompt_tokens": 5008 + 372,
         "completion_tokens": 5000 + 440,
         "total_tokens": 10008 + 812,

@@ -211,7 +211,8 @@ class _Progress:
             return
         self._last = now
         rate = pieces / elapsed if elapsed > 0 else 0.0
-        sys.stderr.write(f"\r  receiving: {pieces} tokens, {rate:.1f} tokens/s ")
+        # Pieces of the stream, not the server's count: an estimate, and shown as one.
+        sys.stderr.write(f"\r  receiving: ~{pieces} tokens, ~{rate:.1f} tokens/s ")
         sys.stderr.flush()
         self._shown = True
 
@@ -412,3 +413,11 @@ def main(argv: list[str] | None = None) -> None:
     if code == 130:  # typer turns Ctrl-C into a bare exit code 130
         _fail(Interrupted("interrupted"))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def tokens_text(known: int | None, estimated: int | None) -> str:
+    """Tokens for a human: the server's count, or "unknown" (with an estimate marked as one)."""
+    if known is not None:
+        return f"{known} tokens"
+    about = f", ~{estimated} estimated" if estimated else ""
+    return f"unknown tokens (the server reported no usage{about})"

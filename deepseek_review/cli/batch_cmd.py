@@ -14,7 +14,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from ..errors import BatchIncomplete, Interrupted, OutputError
+from ..errors import BatchIncomplete, Interrupted
 from .app import (
     STATE,
     AttemptsOpt,
@@ -31,6 +31,7 @@ from .app import (
     app,
     log,
     settings,
+    tokens_text,
 )
 
 
@@ -121,7 +122,13 @@ def batch(
     \b
     Example: deepseek-review batch reviews.toml --jobs 8 --report batch-report.json
     """
-    from ..batch import BatchOptions, execute_batch, prepare_batch, remove_stale_temp_files
+    from ..batch import (
+        BatchOptions,
+        check_report_path,
+        execute_batch,
+        prepare_batch,
+        remove_stale_temp_files,
+    )
     from ..client import RetryPolicy, Timeouts
     from ..manifest import ManifestError
 
@@ -167,10 +174,10 @@ def batch(
     STATE.secret = next((k for k in keys if k), None)
     for path in prepared.removed_temp_files:
         log.info("removed %s (a temporary file left by a killed run)", path)
-    if report is not None and not dry_run:
-        if not report.parent.is_dir():
-            raise OutputError(f"--report {report}: folder {report.parent} does not exist")
-        remove_stale_temp_files(report.parent)
+    if report is not None:
+        check_report_path(report)  # a dry run finds it too
+        if not dry_run:
+            remove_stale_temp_files(report.parent)
     if dry_run:
         _render_dry_run(prepared, as_json)
         return
@@ -200,10 +207,15 @@ def batch(
             hint="run the same command again to resume",
         )
     if not result.complete:
-        raise BatchIncomplete(
-            f"batch incomplete ({summary}){where}",
-            hint="run the same command again to retry what failed and continue what is cut off",
-        )
+        hints = []
+        if counts["failed"] or counts["pending"]:
+            hints.append("run the same command again to retry what failed or did not start")
+        if counts["truncated"]:
+            hints.append(
+                "a plain re-run sends nothing for entries still cut off: raise "
+                "--max-continuations (or continuation_max_tokens where the error says so)"
+            )
+        raise BatchIncomplete(f"batch incomplete ({summary}){where}", hint="; ".join(hints))
 
 
 # --------------------------------------------------------------------------- signals
@@ -362,9 +374,10 @@ class _BatchProgress:
             return
         if self.tty:
             return
-        tokens = (e.usage or {}).get("total_tokens", 0)
+        known = e.usage["total_tokens"] if e.usage is not None else None
         segs = len(e.receipt_paths)
-        detail = f"{segs} segment{'s' if segs != 1 else ''}, {tokens} tokens"
+        detail = f"{segs} segment{'s' if segs != 1 else ''}, "
+        detail += tokens_text(known, e.estimated_tokens)
         if e.status != "skipped":
             detail += f", {e.attempts} request{'s' if e.attempts != 1 else ''}"
         log.info("%s (%s)", where, detail)
@@ -392,7 +405,8 @@ class _BatchProgress:
             parts.append(f"{c['truncated']} truncated")
         if c["pending"]:
             parts.append(f"{c['pending']} not started")
-        parts += [f"{p.in_flight} in flight", f"{p.tokens} tokens", eta]
+        tokens = f"~{p.tokens} tokens (estimated)" if p.tokens_estimated else f"{p.tokens} tokens"
+        parts += [f"{p.in_flight} in flight", tokens, eta]
         return "  ".join(parts)
 
 
@@ -428,10 +442,8 @@ def _log_summary(result: Any, report: Path | None) -> None:
     counts = result.counts
     summary = ", ".join(f"{counts[s]} {s}" for s in counts)
     saved = f"; report: {report}" if report is not None else ""
-    line = (
-        f"batch {result.status}: {summary}; {result.total_tokens} tokens in "
-        f"{result.elapsed:.1f}s{saved}"
-    )
+    tokens = tokens_text(result.total_tokens, result.estimated_tokens)
+    line = f"batch {result.status}: {summary}; {tokens} in {result.elapsed:.1f}s{saved}"
     if result.complete:
         log.info("%s", line)
     else:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import TruncatedReview
+from ..errors import NoProgress, TruncatedReview
 from ..textsafe import escape
 from .app import (
     STATE,
@@ -42,6 +42,7 @@ from .app import (
     app,
     log,
     settings,
+    tokens_text,
 )
 
 
@@ -190,17 +191,28 @@ def _raise_if_truncated(result: Any, cap: int) -> None:
     from urllib.parse import urlsplit
 
     from ..endpoint import is_loopback_host
+    from ..pipeline import DEFAULT_MAX_TOKENS, no_progress_message
 
-    if result.truncated:
-        last = result.segments[-1].answer_path
-        command = f"deepseek-review continue {last}"
-        if not is_loopback_host(urlsplit(result.endpoint).hostname or ""):
-            # `continue` sends the key only where it is told to, never where a receipt says.
-            command += f" --endpoint {result.endpoint}"
-        raise TruncatedReview(
-            f"the review is still truncated after {cap} continuation(s); last segment: {last}",
-            hint=f"continue it with: {command}",
+    if not result.truncated:
+        return
+    last_segment = result.segments[-1]
+    last = last_segment.answer_path
+    command = f"deepseek-review continue {last}"
+    if not is_loopback_host(urlsplit(result.endpoint).hostname or ""):
+        # `continue` sends the key only where it is told to, never where a receipt says.
+        command += f" --endpoint {result.endpoint}"
+    if result.stalled:
+        # The same cap would buy the same nothing: the advice must raise it, or it loops.
+        raised = 2 * (last_segment.max_tokens or DEFAULT_MAX_TOKENS)
+        raise NoProgress(
+            no_progress_message(last_segment),
+            hint=f"raise the cap: {command} --continuation-max-tokens {raised} (for a new "
+            "review, a larger --max-tokens)",
         )
+    raise TruncatedReview(
+        f"the review is still truncated after {cap} continuation(s); last segment: {last}",
+        hint=f"continue it with: {command}",
+    )
 
 
 def _render_plan(plan: Any, as_json: bool) -> None:
@@ -247,14 +259,19 @@ def _render_result(result: Any, as_json: bool) -> None:
         _json_out(
             {
                 "status": "truncated" if result.truncated else "ok",
+                "stalled": result.stalled,
                 "endpoint": result.endpoint,
                 "context_files": list(result.context_files),
                 "finish_reason": last.finish_reason,
-                "usage_reported": all(s.usage_reported for s in result.segments),
+                "usage_reported": result.usage_reported,
+                # Unknown is not 0: null when the server reported no usage for some segment.
                 "usage": {
                     k: sum(getattr(s.usage, k) for s in result.segments)
                     for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-                },
+                }
+                if result.usage_reported
+                else None,
+                "estimated_tokens": result.estimated_tokens,
                 "segments": segment_summary(result.segments),
             }
         )
@@ -268,10 +285,10 @@ def _render_result(result: Any, as_json: bool) -> None:
     _write_lines(sys.stdout, paths)
     last = result.segments[-1]
     log.info(
-        "%s: %d segment(s), %d tokens, finish_reason %s",
+        "%s: %d segment(s), %s, finish_reason %s",
         "truncated" if result.truncated else "done",
         len(result.segments),
-        result.total_tokens,
+        tokens_text(result.total_tokens, result.estimated_tokens),
         last.finish_reason,
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -49,19 +49,31 @@ def stats(
             "%d receipt(s) do not validate and are not counted (run `deepseek-review verify`)",
             len(result.invalid),
         )
+    if result.total.without_usage:
+        log.warning(
+            "%d segment(s) have no token usage (the server reported none): their tokens are "
+            "unknown, not counted; a total marked +? is at least that much",
+            result.total.without_usage,
+        )
     if as_json:
         _json_out(result.to_json())
         return
     head = f"{'model':<28} {'month':<8} {'reviews':>8} {'segments':>9} {'prompt':>10} "
     lines = [head + f"{'completion':>11} {'total':>11}"]
-    for (model, month), t in sorted(result.by_model_month.items()):
+    rows = [(m, mo, t) for (m, mo), t in sorted(result.by_model_month.items())]
+    for model, month, t in [*rows, ("total", "", result.total)]:
+        p, c, total = (_tokens(t, t.prompt_tokens), _tokens(t, t.completion_tokens),
+                       _tokens(t, t.total_tokens))  # fmt: skip
         lines.append(  # the model name is the receipt's: escaped before it is padded
-            f"{escape(model):<28} {month:<8} {t.reviews:>8} {t.segments:>9} "
-            f"{t.prompt_tokens:>10} {t.completion_tokens:>11} {t.total_tokens:>11}"
+            f"{escape(model):<28} {month:<8} {t.reviews:>8} {t.segments:>9} {p:>10} {c:>11} "
+            f"{total:>11}"
         )
-    t = result.total
-    lines.append(
-        f"{'total':<28} {'':<8} {t.reviews:>8} {t.segments:>9} {t.prompt_tokens:>10} "
-        f"{t.completion_tokens:>11} {t.total_tokens:>11}"
-    )
     _write_lines(sys.stdout, lines)
+
+
+def _tokens(tally: Any, count: int) -> str:
+    """A token sum for the table: "unknown" when no segment reported usage, ``N+?`` when
+    some did not (so a partial sum never passes for the whole)."""
+    if not tally.usage_known:
+        return "unknown"
+    return f"{count}+?" if tally.without_usage else str(count)

@@ -237,17 +237,25 @@ def plan_completion(
     reasoning_words: int = 0,
     echo_prefill: bool = False,
     context_window: int | None = None,
+    end_token: bool = False,
+    directive_restarts: bool = False,
 ) -> Plan:
-    """Resume the full answer where the client's copy stops, within the token budget."""
+    """Resume the full answer where the client's copy stops, within the token budget.
+
+    ``end_token``: ending costs a token, so an answer that fills the cap exactly is ``length``.
+    ``directive_restarts``: a directive continuation starts the answer over.
+    """
     full = full_answer(messages, answer_words)
     so_far, prefill = answer_so_far(messages)
-    offset = _common_prefix_length(full, so_far)
+    offset = 0 if directive_restarts and not prefill else _common_prefix_length(full, so_far)
     remainder = TOKEN_RE.findall(full[offset:])
     budget = len(remainder) + reasoning_words if max_tokens is None else max_tokens
     thought = min(reasoning_words, budget)
     reasoning = tuple(_THINKING[i % len(_THINKING)] + " " for i in range(thought))
     content = tuple(remainder[: budget - thought])
     cut = thought < reasoning_words or len(content) < len(remainder)
+    if end_token and max_tokens is not None and thought + len(content) >= max_tokens:
+        cut = True
     prompt_tokens = prompt_token_estimate(messages)
     if context_window is not None:
         prompt_tokens = min(prompt_tokens, context_window)

@@ -46,6 +46,15 @@ def build_parser(prog: str = "python -m deepseek_review.simulator") -> argparse.
     p.add_argument("--omit-usage", action="store_true")
     p.add_argument("--context-window", type=int, default=d.context_window)
     p.add_argument("--legacy-stream", action="store_true")
+    p.add_argument("--llama-stream", action="store_true", help="llama.cpp's stream framing")
+    p.add_argument(
+        "--end-token", action="store_true", help="an answer that fills the cap ends with length"
+    )
+    p.add_argument(
+        "--directive-restarts",
+        action="store_true",
+        help="a directive continuation starts the answer over",
+    )
     p.add_argument("--fault-rate", type=float, default=d.fault_rate)
     p.add_argument(
         "--fault-kinds", type=_fault_kinds, default=d.fault_kinds, help="comma-separated"

@@ -28,6 +28,16 @@ class SimulatorConfig:
     omit_usage: bool = False
     context_window: int | None = None
     legacy_stream: bool = False
+    llama_stream: bool = False
+    """llama.cpp's stream framing: no empty role chunk, ``reasoning_content`` deltas, and a
+    last ``delta: {}`` with the finish reason (an empty answer is that chunk alone)."""
+    end_token: bool = False
+    """The end of the answer costs one token, as with a real model: an answer that fills
+    ``max_tokens`` exactly ends with ``length``, and the next request gets nothing and
+    ``stop``."""
+    directive_restarts: bool = False
+    """Asked to continue by a user message (directive style), the model starts its answer
+    over instead of going on (a server that repeats what it already said)."""
     fault_rate: float = 0.0
     fault_kinds: tuple[str, ...] = TRANSIENT_FAULTS
     fault_seed: int = 0

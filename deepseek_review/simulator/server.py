@@ -410,6 +410,8 @@ class _Handler(BaseHTTPRequestHandler):
             reasoning_words=cfg.reasoning_words,
             echo_prefill=cfg.echo_prefill,
             context_window=cfg.context_window,
+            end_token=cfg.end_token,
+            directive_restarts=cfg.directive_restarts,
         )
         slot = sim._slot()
         if slot is not None and not sim._acquire(slot):
@@ -449,7 +451,12 @@ class _Handler(BaseHTTPRequestHandler):
             isinstance(options, dict) and options.get("include_usage") is True
         ) and not cfg.omit_usage
         chunks = wire.stream_chunks(
-            plan, model=model, ident=ident, legacy=cfg.legacy_stream, include_usage=include_usage
+            plan,
+            model=model,
+            ident=ident,
+            legacy=cfg.legacy_stream,
+            llama=cfg.llama_stream,
+            include_usage=include_usage,
         )
         if fault is not None:
             for chunk in chunks:

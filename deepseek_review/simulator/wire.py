@@ -115,6 +115,7 @@ def stream_chunks(
     ident: str,
     legacy: bool,
     include_usage: bool,
+    llama: bool = False,
     group: int = 8,
 ) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of one stream, in order ([DONE] not included).
@@ -122,7 +123,9 @@ def stream_chunks(
     Modern framing: a role chunk first (carrying the first reasoning group, if any), then
     reasoning and content chunks, then ``delta:{}`` with the finish reason. Legacy framing
     (before Ollama 0.32.6): role on every chunk, the finish reason on the last one, and a
-    fresh ``created`` per chunk.
+    fresh ``created`` per chunk. llama.cpp framing: the role rides on the first delta that
+    carries text, reasoning comes as ``reasoning_content``, and ``delta:{}`` carries the finish
+    reason, so an empty answer is that one chunk.
     """
     created = int(time.time())
     deltas: list[dict[str, Any]] = [
@@ -142,7 +145,13 @@ def stream_chunks(
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
 
-    if legacy:
+    if llama:
+        deltas = [{"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas]
+        if deltas:
+            deltas[0] = {"role": "assistant", **deltas[0]}
+        chunks = [chunk(d, None) for d in deltas]
+        chunks.append(chunk({}, plan.finish_reason))
+    elif legacy:
         deltas = deltas or [{"content": ""}]
         last = len(deltas) - 1
         chunks = [
