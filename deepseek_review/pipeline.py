@@ -23,7 +23,14 @@ from .errors import ConfigError, InputError, PromptTruncated
 from .prompt import Template, continuation_directive, load_template, render_messages
 from .receipts import check_recordable
 from .repo import find_repo_root, resolve_inside
-from .request import CORE_FIELDS, AnswerRef, BodyOptions, PreparedRequest, WireMessage, prepare
+from .request import (
+    AnswerRef,
+    BodyOptions,
+    PreparedRequest,
+    WireMessage,
+    check_extra_body,
+    prepare,
+)
 from .segment import Segment, SegmentSpec, write_segment
 from .storage import check_topic, check_writable_dir, ensure_dir, longest_name
 from .tokens import estimate_tokens, looks_clipped
@@ -69,11 +76,7 @@ class ContinuationOptions:
             raise ConfigError(
                 f"--server must be one of {', '.join(SERVER_PRESETS)}, not {self.server!r}"
             )
-        clash = sorted(CORE_FIELDS & set(self.extra_body))
-        if clash:
-            raise ConfigError(
-                f"--continuation-extra-body may not set {clash[0]!r}; it is part of every request"
-            )
+        check_extra_body(self.extra_body, "--continuation-extra-body")
         if self.max_tokens is not None and self.max_tokens <= 0:
             raise ConfigError(f"--continuation-max-tokens must be positive, got {self.max_tokens}")
 

@@ -27,6 +27,35 @@ RECORD_SCHEMA = "deepseek_review_request_record_v1"
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
 
+#: Fields ``extra_body`` may not set although no option sets them either, and why: each would
+#: be dropped, overridden or thrown away without a word.
+REFUSED_EXTRA_FIELDS = {
+    "max_completion_tokens": "Ollama ignores it (the answer would be unbounded); use "
+    "--max-tokens, sent as max_tokens",
+    "stream_options": "deepseek-review sets it itself (include_usage, when streaming); a "
+    "value given here would be overridden or dropped",
+    "n": "a review keeps one answer per request; the other choices would be paid for and "
+    "thrown away",
+}
+
+
+def check_extra_body(extra: Mapping[str, Any], option: str = "--extra-body") -> None:
+    """Refuse extra body fields that would not do what they say (exit 2, naming the field)."""
+    clash = sorted(CORE_FIELDS & set(extra))
+    if clash:
+        raise ConfigError(f"{option} may not set {clash[0]!r}; use the option for it instead")
+    for name, why in REFUSED_EXTRA_FIELDS.items():
+        if name in extra:
+            raise ConfigError(f"{option} may not set {name!r}: {why}")
+    try:  # Python's JSON reader takes NaN and Infinity; the body must be real JSON
+        canonical_json(dict(extra))
+    except ValueError:
+        raise ConfigError(
+            f"{option}: NaN or Infinity is not JSON (no server can read it)"
+        ) from None
+    except TypeError as exc:
+        raise ConfigError(f"{option}: not JSON ({exc})") from None
+
 
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -70,29 +99,7 @@ class BodyOptions:
             raise ConfigError(f"--max-tokens must be positive, got {self.max_tokens}")
         if not 0.0 <= self.temperature <= 2.0:
             raise ConfigError(f"--temperature must be between 0 and 2, got {self.temperature}")
-        clash = sorted(CORE_FIELDS & set(self.extra_body))
-        if clash:
-            raise ConfigError(
-                f"--extra-body may not set {clash[0]!r}; use the option for it instead"
-            )
-        if "max_completion_tokens" in self.extra_body:
-            raise ConfigError(
-                "--extra-body may not set 'max_completion_tokens': Ollama ignores it (the "
-                "answer would be unbounded); use --max-tokens, sent as max_tokens"
-            )
-        try:  # Python's JSON reader takes NaN and Infinity; the body must be real JSON
-            canonical_json(dict(self.extra_body))
-        except ValueError:
-            raise ConfigError(
-                "--extra-body: NaN or Infinity is not JSON (no server can read it)"
-            ) from None
-        except TypeError as exc:
-            raise ConfigError(f"--extra-body: not JSON ({exc})") from None
-        if "stream_options" in self.extra_body and not self.stream:
-            raise ConfigError(
-                "--extra-body 'stream_options' only applies to a streamed request; drop it "
-                "or leave out --no-stream"
-            )
+        check_extra_body(self.extra_body)
 
 
 @dataclass(frozen=True)
@@ -128,9 +135,7 @@ def _body(options: BodyOptions, messages: list[dict[str, Any]]) -> dict[str, Any
         stream=options.stream,
     )
     if options.stream:
-        opts = dict(body.get("stream_options") or {})
-        opts["include_usage"] = True
-        body["stream_options"] = opts
+        body["stream_options"] = {"include_usage": True}
     return body
 
 

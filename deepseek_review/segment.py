@@ -4,8 +4,8 @@ Order matters. The answer is written first (and claims the file name); its hash 
 the bytes read back from disk; then the optional reasoning file, the request record, and the
 receipt last. The receipt is the commit point: a segment without a receipt is unfinished and
 is ignored by ``verify``, ``continue`` and resumed batches (see docs/batch.md, "Crashes").
-The ``if CRASH_AT`` lines are the crash tests' hook (:data:`.storage.CRASH_AT`); unset, they
-cost one test each.
+The ``if crash_at()`` lines are the crash tests' hook (:func:`.storage.crash_at`); unset,
+they cost one environment lookup each.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from .errors import OutputError
 from .receipts import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
 from .request import RECORD_SCHEMA, PreparedRequest, sha256_tag
 from .storage import (
-    CRASH_AT,
     claim_answer,
+    crash_at,
     crash_point,
     sibling_paths,
     stem_for,
@@ -109,7 +109,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
     stem = stem_for(spec.topic, spec.model, utc_stamp(now), continuation=is_cont)
     shown_dir = _rel(spec.root, spec.out_dir) if spec.out_dir != spec.root else "."
     answer = claim_answer(spec.out_dir, stem, spec.content.encode("utf-8"), shown_folder=shown_dir)
-    if CRASH_AT:
+    if crash_at():
         crash_point("after-answer")
     paths = sibling_paths(answer)
     answer_rel = _rel(spec.root, answer)
@@ -167,7 +167,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
         shown=record_rel,
     )
-    if CRASH_AT:
+    if crash_at():
         crash_point("after-record")
 
     receipt = Receipt(
@@ -187,7 +187,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
     )
     receipt_rel = _rel(spec.root, paths["receipt"])
     write_output(paths["receipt"], validated_bytes(receipt, shown=receipt_rel), shown=receipt_rel)
-    if CRASH_AT:
+    if crash_at():
         crash_point("after-receipt")
     return Segment(
         answer_path=answer_rel,

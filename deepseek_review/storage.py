@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import secrets
@@ -43,36 +44,48 @@ CRASH_POINTS = (
 )
 
 
-def _crash_at(value: str | None) -> tuple[str, int] | None:
+CRASH_ENV = "DEEPSEEK_REVIEW_CRASH_AT"
+
+
+@functools.lru_cache(maxsize=8)
+def _crash_at(value: str) -> tuple[str, int] | None:
     if not value:
         return None
     point, _, n = value.partition(":")
     if point not in CRASH_POINTS or not (n or "1").isdigit() or int(n or "1") < 1:
-        raise ValueError(
-            f"DEEPSEEK_REVIEW_CRASH_AT={value!r}: expected <point>[:<n>], n >= 1, point one "
-            f"of {', '.join(CRASH_POINTS)}"
+        raise ConfigError(
+            f"{CRASH_ENV}={value!r}: expected <point>[:<n>], n >= 1, point one of "
+            f"{', '.join(CRASH_POINTS)} (a test hook: unset it)"
         )
     return point, int(n or "1")
 
 
-#: TEST HOOK, for the crash suite only (tests/test_crashes.py):
-#: ``DEEPSEEK_REVIEW_CRASH_AT=<point>:<n>`` makes the process SIGKILL itself the n-th time it
-#: reaches ``<point>`` (one of :data:`CRASH_POINTS`), so the tests can land a kill inside the
-#: write windows deterministically. Read once, at import; when unset this is None and every
-#: call site is a single ``if CRASH_AT`` test.
-CRASH_AT = _crash_at(os.environ.get("DEEPSEEK_REVIEW_CRASH_AT"))
+def crash_at() -> tuple[str, int] | None:
+    """TEST HOOK, for the crash suite only (tests/test_crashes.py).
+
+    ``DEEPSEEK_REVIEW_CRASH_AT=<point>:<n>`` makes the process SIGKILL itself the n-th time it
+    reaches ``<point>`` (one of :data:`CRASH_POINTS`), so the tests can land a kill inside the
+    write windows deterministically. Read where a crash point is reached, never at import: a
+    command that writes nothing is not affected by it at all, and an invalid value is a
+    :class:`ConfigError` only for a command that writes (raised at its first temporary file,
+    before anything is written). Unset, every call site costs one environment lookup.
+    """
+    return _crash_at(os.environ.get(CRASH_ENV, ""))
+
+
 _crash_lock = threading.Lock()
 _crash_seen = 0
 
 
 def crash_point(point: str) -> None:
-    """TEST HOOK: SIGKILL this process at the n-th occurrence of ``point`` (see CRASH_AT)."""
+    """TEST HOOK: SIGKILL this process at the n-th occurrence of ``point`` (see crash_at)."""
     global _crash_seen
-    if CRASH_AT is None or CRASH_AT[0] != point:
+    at = crash_at()
+    if at is None or at[0] != point:
         return
     with _crash_lock:
         _crash_seen += 1
-        if _crash_seen == CRASH_AT[1]:
+        if _crash_seen == at[1]:
             os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
             time.sleep(60)  # SIGKILL is not handled: nothing after this line runs
 
@@ -93,21 +106,22 @@ def _fsync_dir(folder: Path) -> None:
 def _write_temp(folder: Path, data: bytes, *, mid_point: str, after_point: str | None) -> Path:
     """``data`` in a new temporary file in ``folder``, fsynced; removed again on failure.
 
-    ``mid_point``/``after_point`` name the crash tests' hook points (see ``CRASH_AT``).
+    ``mid_point``/``after_point`` name the crash tests' hook points (see ``crash_at``).
     """
+    crashing = crash_at()  # an invalid test-hook value fails here, before any file exists
     tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
             view = memoryview(data)
-            if CRASH_AT:
+            if crashing:
                 half = len(view) // 2
                 while len(view) > half:
                     view = view[os.write(fd, view[: len(view) - half]) :]
                 crash_point(mid_point)
             while view:
                 view = view[os.write(fd, view) :]
-            if CRASH_AT and after_point:
+            if crashing and after_point:
                 crash_point(after_point)
             os.fsync(fd)
         finally:

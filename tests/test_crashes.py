@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from deepseek_review import storage
+from deepseek_review.errors import ConfigError
 from deepseek_review.simulator import RecordedRequest
 from deepseek_review.storage import CRASH_POINTS
 from tests.reliability import (
@@ -339,10 +340,10 @@ def test_twenty_random_kills_never_lose_or_repeat_a_finished_review(repo, tmp_pa
 
 
 def test_the_crash_hook_is_off_unless_set_and_refuses_unknown_points():
-    assert storage.CRASH_AT is None  # unset: every call site is one falsy test
+    assert storage.crash_at() is None  # unset: every call site is one falsy test
     assert storage._crash_at("") is None
     assert storage._crash_at("after-record") == ("after-record", 1)
     assert storage._crash_at("mid-temp-write:7") == ("mid-temp-write", 7)
     for bad in ("after-lunch:1", "after-answer:0", "after-answer:x"):
-        with pytest.raises(ValueError, match="DEEPSEEK_REVIEW_CRASH_AT"):
+        with pytest.raises(ConfigError, match="DEEPSEEK_REVIEW_CRASH_AT"):
             storage._crash_at(bad)

@@ -180,7 +180,7 @@ def test_error_naming_a_path_with_a_newline_stays_on_one_line(repo, cli):
 
 
 def test_error_output_goes_to_stderr_only(repo, cli):
-    r = cli("run", "-p", "x", "-c", "docs/none.md", "--json")
+    r = cli("run", "-p", "x", "-c", "docs/none.md")  # with --json: tests/test_first_hour_cli.py
     assert r.code == 3
     assert r.out == ""
 

@@ -8,6 +8,8 @@ Commands live in sibling modules, one per area, and only parse arguments and ren
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import io
 import json
 import logging
@@ -24,8 +26,15 @@ import typer
 from .. import __version__
 from ..errors import ConfigError, InputError, Interrupted, ReviewError
 from ..textsafe import escape, json_safe
+from .signals import Signalled, interrupting
 
 log = logging.getLogger("deepseek_review")
+
+
+def example(command_line: str) -> str:
+    """A command's help epilog: its example, printed after the options (not re-wrapped)."""
+    return f"\b\nExample: {command_line}"
+
 
 app = typer.Typer(
     name="deepseek-review",
@@ -35,6 +44,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=example('deepseek-review run --context docs/spec.md --prompt "Check the arithmetic."'),
 )
 
 
@@ -42,6 +52,10 @@ class _State:
     verbose = False
     quiet = False
     secret: str | None = None
+    json = False
+    """``--json`` was given: a failure prints a JSON error object on stdout."""
+    json_written = False
+    """A JSON document is already on stdout (so a failure after it adds none)."""
 
 
 STATE = _State()
@@ -99,6 +113,12 @@ def _set_quiet(value: bool) -> None:
         _setup_logging(STATE.verbose, STATE.quiet)
 
 
+def _set_json(value: bool) -> bool:
+    if value:
+        STATE.json = True
+    return value
+
+
 # The same two flags on every command, so `deepseek-review run ... -v` works too.
 VerboseOpt = Annotated[
     bool,
@@ -129,11 +149,7 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    """Ask a DeepSeek model to review repository files, and keep verifiable receipts.
-
-    \b
-    Example: deepseek-review run --context docs/spec.md --prompt "Check the arithmetic."
-    """
+    """Ask a DeepSeek model to review repository files, and keep verifiable receipts."""
     STATE.verbose, STATE.quiet = verbose, quiet
     _setup_logging(verbose, quiet)
 
@@ -143,6 +159,7 @@ def _root(
 
 def _json_out(obj: Any) -> None:
     """One JSON object on stdout: readable UTF-8, but no raw control character (C1, bidi)."""
+    STATE.json_written = True
     sys.stdout.write(json_safe(json.dumps(obj, indent=2, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
 
@@ -292,7 +309,14 @@ ConnectTimeoutOpt = Annotated[float | None, typer.Option(help="Seconds to connec
 ReadTimeoutOpt = Annotated[
     float | None, typer.Option(help="Seconds to wait for the next bytes (default: 600).")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        callback=_set_json,
+        help="One JSON object on stdout, also on failure.",
+    ),
+]
 
 
 def settings(repo_root: str | None, **flags: Any) -> tuple[Path, Any]:
@@ -327,16 +351,50 @@ def _continuation_options(
 # --------------------------------------------------------------------------- main
 
 
+def _scrub(text: str) -> str:
+    return text.replace(STATE.secret, "[redacted]") if STATE.secret else text
+
+
+def _report(kind: str, exit_code: int, line: str, message: str, hint: str = "") -> NoReturn:
+    """The one way a command fails: one stderr line, the JSON error object on stdout when
+    ``--json`` asked for JSON and none was printed yet, and the exit code."""
+    # The line may quote a server, a receipt or a file name: shown, never obeyed.
+    sys.stderr.write(escape(_scrub(line).replace("\n", " ")) + "\n")
+    sys.stderr.flush()
+    if STATE.json and not STATE.json_written:
+        error = {"kind": kind, "exit_code": exit_code, "message": _scrub(message)}
+        if hint:
+            error["hint"] = _scrub(hint)
+        with contextlib.suppress(_StdoutClosed):
+            _json_out({"error": error})
+    sys.exit(exit_code)
+
+
 def _fail(exc: ReviewError) -> NoReturn:
-    msg = exc.message + (f" ({exc.hint})" if exc.hint else "")
-    if STATE.secret:
-        msg = msg.replace(STATE.secret, "[redacted]")
-    # The message may quote a server, a receipt or a file name: shown, never obeyed.
-    shown = escape(msg.replace("\n", " "))
-    sys.stderr.write(f"deepseek-review: error: {shown}\n")
+    line = f"deepseek-review: error: {exc.message}"
+    if exc.hint:
+        line += f" ({exc.hint})"
     if STATE.verbose:
         sys.stderr.write(escape("".join(traceback.format_exception(exc)), multiline=True))
-    sys.exit(exc.exit_code)
+    _report(type(exc).__name__, exc.exit_code, line, exc.message, exc.hint)
+
+
+def _usage_message(exc: Exception) -> str:
+    """A usage error as one line: an unknown option is named, with a suggestion only when
+    one of the command's options is really close (click offers any loose match)."""
+    from typer._click.exceptions import NoSuchOption, UsageError
+
+    if isinstance(exc, NoSuchOption):
+        text = f"no such option {exc.option_name}"
+        ctx = exc.ctx
+        params = ctx.command.params if ctx else []
+        names = {o[2:]: o for p in params for o in (*p.opts, *p.secondary_opts) if o[:2] == "--"}
+        close = difflib.get_close_matches(exc.option_name.lstrip("-"), names, n=1, cutoff=0.7)
+        if close:
+            text += f" (did you mean {names[close[0]]}?)"
+        return text
+    text = exc.format_message() if isinstance(exc, UsageError) else str(exc)
+    return text.replace("\n", " ")
 
 
 class _StdoutClosed(BaseException):
@@ -383,31 +441,44 @@ def _stdout_closed() -> NoReturn:
 
 def main(argv: list[str] | None = None) -> None:
     """The console script: one place maps every failure to its exit code."""
+    from typer._click.exceptions import NoArgsIsHelpError
+
     args = sys.argv[1:] if argv is None else argv
+    STATE.json = STATE.json_written = False
+    STATE.secret = None
     command = typer.main.get_command(app)
     real_stdout = sys.stdout
     sys.stdout = _PipeGuard(real_stdout)
     try:
-        code = command.main(args=args, prog_name="deepseek-review", standalone_mode=False)
+        with interrupting():
+            code = command.main(args=args, prog_name="deepseek-review", standalone_mode=False)
     except ReviewError as exc:
         _fail(exc)
+    except Signalled as exc:
+        _fail(Interrupted(f"interrupted by {exc.name}"))
     except (KeyboardInterrupt, typer.Abort):
         _fail(Interrupted("interrupted"))
+    except NoArgsIsHelpError as exc:  # bare `deepseek-review`: the help, as a usage error
+        sys.stderr.write(exc.format_message().rstrip("\n") + "\n")
+        sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors from argument parsing
-        text = escape(exc.format_message().replace("\n", " "))
-        sys.stderr.write(f"deepseek-review: error: {text} (see --help)\n")
-        sys.exit(getattr(exc, "exit_code", 2))
+        if "--json" in args[: args.index("--") if "--" in args else len(args)]:
+            STATE.json = True
+        text = _usage_message(exc)
+        _report("UsageError", 2, f"deepseek-review: error: {text} (see --help)", text)
     except _StdoutClosed:
         _stdout_closed()
     except Exception as exc:  # a bug: say so, briefly, unless --verbose
         if STATE.verbose:
             raise
-        first = escape(str(exc).splitlines()[0]) if str(exc) else ""
-        sys.stderr.write(
-            f"deepseek-review: internal error: {type(exc).__name__}: "
-            f"{first} (run with --verbose for details)\n"
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        message = f"{type(exc).__name__}: {first}"
+        _report(
+            "InternalError",
+            1,
+            f"deepseek-review: internal error: {message} (run with --verbose for details)",
+            message,
         )
-        sys.exit(1)
     finally:
         sys.stdout = real_stdout
     if code == 130:  # typer turns Ctrl-C into a bare exit code 130

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import sys
 import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Any, TextIO
 
 import typer
@@ -29,13 +26,17 @@ from .app import (
     _json_out,
     _write_lines,
     app,
+    example,
     log,
     settings,
     tokens_text,
 )
+from .signals import graceful_stop
 
 
-@app.command()
+@app.command(
+    epilog=example("deepseek-review batch reviews.toml --jobs 8 --report batch-report.json")
+)
 def batch(
     manifest: Annotated[
         Path, typer.Argument(help="The manifest: reviews.toml, or JSON Lines (.jsonl/.ndjson).")
@@ -118,9 +119,6 @@ def batch(
     [defaults] > environment > config file > built-in defaults). Exit 0 only if every entry
     is ok or skipped; 11 if any failed, stayed truncated or was not started; 3 for a bad
     manifest (nothing sent); 130 when interrupted.
-
-    \b
-    Example: deepseek-review batch reviews.toml --jobs 8 --report batch-report.json
     """
     from ..batch import (
         BatchOptions,
@@ -185,12 +183,8 @@ def batch(
 
     stop = threading.Event()
     progress = _BatchProgress(sys.stderr, enabled=not STATE.quiet)
-    restore = _install_signal_handlers(stop)
-    try:
-        with progress.attached():
-            result = execute_batch(prepared, options, stop=stop, on_event=progress)
-    finally:
-        restore()
+    with graceful_stop(stop, Interrupted.exit_code), progress.attached():
+        result = execute_batch(prepared, options, stop=stop, on_event=progress)
     if report is not None:
         from ..batch import write_report
 
@@ -216,40 +210,6 @@ def batch(
                 "--max-continuations (or continuation_max_tokens where the error says so)"
             )
         raise BatchIncomplete(f"batch incomplete ({summary}){where}", hint="; ".join(hints))
-
-
-# --------------------------------------------------------------------------- signals
-
-
-def _install_signal_handlers(stop: threading.Event) -> Any:
-    """First SIGINT/SIGTERM: stop starting work. Second: exit at once (writes are atomic)."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if stop.is_set():
-            sys.stderr.write(
-                f"\ndeepseek-review: {name} again: exiting now (no file is half-written; "
-                "run the same command again to resume)\n"
-            )
-            sys.stderr.flush()
-            os._exit(Interrupted.exit_code)
-        stop.set()
-        log.warning(
-            "%s: starting no new reviews; waiting for the ones in flight to be written "
-            "(%s again to exit now)",
-            name,
-            name,
-        )
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def restore() -> None:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-    return restore
 
 
 # --------------------------------------------------------------------------- progress

@@ -6,21 +6,17 @@ import os
 import sys
 
 from ..textsafe import escape
-from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, _write_lines, app
+from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, _write_lines, app, example
 
 
-@app.command()
+@app.command(epilog=example("deepseek-review config --json"))
 def config(
     repo_root: RepoRootOpt = None,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Show every setting's effective value and its source (flag, env, config file, default).
-
-    \b
-    Example: deepseek-review config --json
-    """
+    """Show every setting's effective value and its source (flag, env, config file, default)."""
     from ..config import KEYS, resolve
     from ..endpoint import resolve_endpoint
     from ..repo import find_repo_root

@@ -40,13 +40,18 @@ from .app import (
     _read_prompt,
     _write_lines,
     app,
+    example,
     log,
     settings,
     tokens_text,
 )
 
 
-@app.command()
+@app.command(
+    epilog=example(
+        "deepseek-review run -c docs/spec.md -c 'src/**/*.py' -p \"Check the sums.\" --topic spec"
+    )
+)
 def run(
     context: ContextOpt,
     prompt: Annotated[
@@ -117,11 +122,7 @@ def run(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Run one review: gather context, send it, write the answer, receipt and request record.
-
-    \b
-    Example: deepseek-review run -c docs/spec.md -c 'src/**/*.py' -p "Check the sums." --topic spec
-    """
+    """Run one review: gather context, send it, write the answer, receipt and request record."""
     from dataclasses import replace
 
     from ..frontdoor import review_options
@@ -296,7 +297,12 @@ def _render_result(result: Any, as_json: bool) -> None:
 # --------------------------------------------------------------------------- continue, show
 
 
-@app.command("continue")
+@app.command(
+    "continue",
+    epilog=example(
+        "deepseek-review continue reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md"
+    ),
+)
 def continue_(
     path: Annotated[str, typer.Argument(help="A receipt or answer file of the chain.")],
     endpoint: Annotated[
@@ -328,11 +334,7 @@ def continue_(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Continue a truncated review from the last segment of its chain.
-
-    \b
-    Example: deepseek-review continue reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md
-    """
+    """Continue a truncated review from the last segment of its chain."""
     from ..client import RetryPolicy, Timeouts
     from ..endpoint import DEFAULT_KEY_ENV
     from ..resume import ContinueOptions, continue_existing
@@ -384,18 +386,18 @@ def continue_(
     _raise_if_truncated(outcome.result, options.continuation.max_continuations)
 
 
-@app.command()
+@app.command(
+    epilog=example(
+        "deepseek-review show reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md"
+    )
+)
 def show(
     path: Annotated[str, typer.Argument(help="A receipt or answer file of the chain.")],
     repo_root: RepoRootOpt = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Print a chain's whole stitched answer, after checking every segment's hash.
-
-    \b
-    Example: deepseek-review show reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md
-    """
+    """Print a chain's whole stitched answer, after checking every segment's hash."""
     from ..chain import find_chain, stitched_text
     from ..repo import find_repo_root
 

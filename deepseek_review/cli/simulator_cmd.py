@@ -14,8 +14,7 @@ from .app import app
 def simulator(ctx: typer.Context) -> None:
     """Serve the bundled OpenAI-compatible simulator (a test double, not a model).
 
-    \b
-    Example: deepseek-review simulator --port 8080 --latency 0.2 --capacity 8
+    Its options, defaults, fault kinds and an example: ``deepseek-review simulator --help``.
     """
     from ..simulator import serve
 

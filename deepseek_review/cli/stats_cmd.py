@@ -16,12 +16,13 @@ from .app import (
     _json_out,
     _write_lines,
     app,
+    example,
     log,
     settings,
 )
 
 
-@app.command()
+@app.command(epilog=example("deepseek-review stats reviews --json"))
 def stats(
     paths: Annotated[
         list[str] | None,
@@ -35,11 +36,7 @@ def stats(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Count reviews, segments and tokens per model and per month, read from the receipts.
-
-    \b
-    Example: deepseek-review stats reviews --json
-    """
+    """Count reviews, segments and tokens per model and per month, read from the receipts."""
     from ..stats import collect_stats
 
     root, cfg = settings(repo_root)

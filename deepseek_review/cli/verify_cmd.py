@@ -18,6 +18,7 @@ from .app import (
     _json_out,
     _write_lines,
     app,
+    example,
 )
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def _render(report: VerifyReport, as_json: bool) -> None:
         _json_out(report.to_json())
 
 
-@app.command()
+@app.command(epilog=example("deepseek-review verify --strict reviews"))
 def verify(
     paths: Annotated[
         list[str] | None,
@@ -98,9 +99,6 @@ def verify(
 
     Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
     3 when a PATH does not exist, 2 on a usage error.
-
-    \b
-    Example: deepseek-review verify --strict reviews
     """
     from ..repo import find_repo_root
     from ..verification import DEFAULT_FOLDER

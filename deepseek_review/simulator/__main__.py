@@ -2,7 +2,13 @@
 
 import sys
 
+from deepseek_review.errors import ReviewError
 from deepseek_review.simulator.command import serve
 
 if __name__ == "__main__":
-    sys.exit(serve())
+    try:
+        sys.exit(serve())
+    except ReviewError as exc:  # one line and the exit code, as the deepseek-review CLI does
+        hint = f" ({exc.hint})" if exc.hint else ""
+        sys.stderr.write(f"deepseek-review: error: {exc.message}{hint}\n")
+        sys.exit(exc.exit_code)
