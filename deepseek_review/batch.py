@@ -62,7 +62,13 @@ from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import files_unchanged_since, resolve_inside
 from .resume import segment_from
 from .segment import Segment
-from .storage import check_writable_dir, stale_temp_files, topic_of, write_replacing
+from .storage import (
+    check_writable_dir,
+    stale_temp_files,
+    topic_of,
+    unreceipted_answers,
+    write_replacing,
+)
 from .tokens import estimate_exchange
 
 log = logging.getLogger("deepseek_review")
@@ -369,12 +375,11 @@ def index_folder(root: Path, folder: Path) -> _FolderIndex:
             else:
                 key = (seg.receipt.prompt_sha256, canonical(seg.receipt.endpoint))
                 idx.primaries.setdefault(key, []).append(seg)
-        elif name.endswith(".md") and not name.endswith(".reasoning.md") and "_deepseek_" in name:
-            stem = name[: -len(".md")]
-            if stem + RECEIPT_SUFFIX not in names:
-                for sibling in (name, stem + RECORD_SUFFIX, stem + ".reasoning.md"):
-                    if sibling in names:
-                        idx.orphans.append(prefix + sibling)
+    for name in unreceipted_answers(names):
+        stem = name[: -len(".md")]
+        for sibling in (name, stem + RECORD_SUFFIX, stem + ".reasoning.md"):
+            if sibling in names:
+                idx.orphans.append(prefix + sibling)
     return idx
 
 

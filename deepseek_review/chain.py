@@ -19,6 +19,7 @@ from .repo import read_regular_file, resolve_inside
 from .request import RECORD_SCHEMA, sha256_tag
 
 RECORD_SUFFIX = ".request.json"
+REASONING_SUFFIX = ".reasoning.md"
 
 
 @dataclass(frozen=True)

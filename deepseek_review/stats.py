@@ -85,7 +85,7 @@ def collect_stats(
     root: Path, paths: Sequence[str] = (), default_folder: str = DEFAULT_FOLDER
 ) -> Stats:
     """Tally every valid receipt under ``paths`` (default: the output folder)."""
-    receipts, _, _ = discover(root, paths, default_folder)
+    receipts = discover(root, paths, default_folder).receipts
     stats = Stats()
     for rel in receipts:
         try:

@@ -17,7 +17,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -271,6 +271,39 @@ def topic_of(answer_path: str) -> str | None:
     name = answer_path.rsplit("/", 1)[-1]
     topic, sep, _ = name.partition("_deepseek_")
     return topic if sep and topic else None
+
+
+_NAME_RE = re.compile(
+    r"(?P<base>.*?)(?:-(?P<n>[1-9][0-9]*))?"
+    r"(?P<suffix>\.receipt\.json|\.request\.json|\.reasoning\.md|\.md)"
+)
+
+
+def name_order(path: str) -> tuple[str, str, int, str]:
+    """A sort key that orders the files :func:`claim_answer` names as it made them.
+
+    Plain string order puts ``…Z-10.md`` before ``…Z-2.md`` and both before ``…Z.md`` (the
+    first of them). The naming rule is frozen (receipts and the seed fixtures use it), so
+    listings sort with this key instead: folder, stem without ``-N``, N (1 for none), suffix.
+    """
+    folder, _, name = path.rpartition("/")
+    m = _NAME_RE.fullmatch(name)
+    if m is None:
+        return folder, name, 0, ""
+    return folder, m["base"], int(m["n"] or 1), m["suffix"]
+
+
+def unreceipted_answers(names: Collection[str]) -> list[str]:
+    """The answer files of a folder listing (names :func:`stem_for` makes) whose receipt is
+    not beside them: a run stopped between the answer and its receipt, the commit point."""
+    return sorted(
+        n
+        for n in names
+        if n.endswith(".md")
+        and not n.endswith(".reasoning.md")
+        and topic_of(n) is not None
+        and n[: -len(".md")] + ".receipt.json" not in names
+    )
 
 
 def sibling_paths(answer: Path) -> dict[str, Path]:

@@ -267,7 +267,7 @@ def test_outside_git_the_fallback_lists_what_git_lists(plain_tree, cli):
 
 def test_repo_root_is_the_git_toplevel_when_run_from_a_subfolder(repo, cli, monkeypatch):
     monkeypatch.chdir(repo / "src" / "pkg")
-    assert listed(cli, "docs/spec.md") == ["docs/spec.md"]
+    assert listed(cli, "../../docs/spec.md") == ["docs/spec.md"]
 
 
 def test_repo_root_option_wins_over_the_git_toplevel(repo, cli):

@@ -292,3 +292,355 @@ def test_extra_body_field_that_would_do_nothing_is_refused_before_sending(
     assert len(r.err.splitlines()) == 1
     assert simulator.chat_requests() == []
     assert files_under(repo / "reviews") == []
+
+
+# --------------------------------------------------------------------------- verify: hashes
+
+
+def _run(cli: Cli, sim: Simulator, *extra: str) -> list[dict[str, Any]]:
+    """A review that ends normally (default caps); its segments."""
+    r = run_review(cli, sim, *extra)
+    assert r.code == 0, r.err
+    segments: list[dict[str, Any]] = r.json()["segments"]
+    return segments
+
+
+def _record(repo: Path, seg: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    path = repo / seg["record_path"]
+    return path, json.loads(path.read_text(encoding="utf-8"))
+
+
+def _check(result: Any, receipt: str, name: str) -> dict[str, Any]:
+    report = next(r for r in result.json()["receipts"] if r["receipt_path"] == receipt)
+    found: dict[str, Any] = next(c for c in report["checks"] if c["name"] == name)
+    return found
+
+
+def test_verify_fails_a_kept_reasoning_file_changed_after_the_review(repo, make_simulator, cli):
+    (seg,) = _run(cli, make_simulator(reasoning_words=30), "--keep-reasoning")
+    reasoning = repo / seg["reasoning_path"]
+    reasoning.write_bytes(reasoning.read_bytes().replace(b" ", b"  ", 1))
+    r = cli("verify", "--json")
+    assert r.code == 9
+    answer = _check(r, seg["receipt_path"], "answer")
+    assert answer["status"] == "fail"
+    assert answer["detail"].startswith(f"{seg['reasoning_path']} hashes to sha256:")
+    assert f"FAIL {seg['receipt_path']}: answer (answer: {seg['reasoning_path']}" in r.err
+
+
+def test_verify_fails_a_kept_reasoning_file_that_was_deleted(repo, make_simulator, cli):
+    (seg,) = _run(cli, make_simulator(reasoning_words=30), "--keep-reasoning")
+    (repo / seg["reasoning_path"]).unlink()
+    r = cli("verify", "--json")
+    assert r.code == 9
+    assert _check(r, seg["receipt_path"], "answer")["detail"] == (
+        f"reasoning file {seg['reasoning_path']} does not exist"
+    )
+
+
+def test_verify_passes_an_intact_kept_reasoning_file(repo, make_simulator, cli):
+    (seg,) = _run(cli, make_simulator(reasoning_words=30), "--keep-reasoning")
+    r = cli("verify", "--json")
+    assert r.code == 0, r.err
+    assert _check(r, seg["receipt_path"], "answer")["detail"] == (
+        "hash matches; reasoning file hash matches"
+    )
+
+
+def test_verify_fails_a_record_whose_content_sha256_was_altered(repo, simulator, cli):
+    (seg,) = _run(cli, simulator)
+    path, record = _record(repo, seg)
+    record["response"]["content_sha256"] = "sha256:" + "0" * 64
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    r = cli("verify", "--json")
+    assert r.code == 9
+    assert _check(r, seg["receipt_path"], "prompt")["detail"] == (
+        "the request record's content_sha256 is not the answer's answer_sha256"
+    )
+
+
+def test_verify_fails_a_record_whose_context_file_list_has_another_hash(repo, simulator, cli):
+    (seg,) = _run(cli, simulator)
+    path, record = _record(repo, seg)
+    record["context_files"][0]["sha256"] = "sha256:" + "0" * 64
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    r = cli("verify", "--json")
+    assert r.code == 9
+    assert _check(r, seg["receipt_path"], "prompt")["detail"] == (
+        "the request record's context_files entry for docs/spec.md does not match the file "
+        "reference in its body (sha256 and bytes)"
+    )
+
+
+def test_verify_checks_the_content_hash_of_a_server_that_echoed_the_prefill(
+    repo, make_simulator, cli
+):
+    sim = make_simulator(answer_words=60, echo_prefill=True)
+    r = run_review(cli, sim, "--max-tokens", "25")
+    assert r.code == 0, r.err
+    segments = r.json()["segments"]
+    assert len(segments) == 3
+    assert cli("verify").code == 0
+    path, record = _record(repo, segments[1])
+    assert record["response"]["echo_stripped_chars"] > 0
+    record["response"]["content_sha256"] = segments[1]["answer_sha256"]
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    v = cli("verify", "--json")
+    assert v.code == 9
+    assert _check(v, segments[1]["receipt_path"], "prompt")["detail"].startswith(
+        "the request record's content_sha256 is not the hash of the echoed answer so far"
+    )
+
+
+# --------------------------------------------------------------------------- verify: output
+
+
+def test_verify_quiet_still_prints_a_receipt_with_warnings(repo, simulator, cli):
+    (seg,) = _run(cli, simulator)
+    (repo / "docs" / "spec.md").write_text("changed\n", encoding="utf-8")
+    r = cli("verify", "-q")
+    assert r.code == 0
+    lines = r.err.splitlines()
+    assert lines[0].startswith(f"OK   {seg['receipt_path']} (warning: prompt: context file")
+    assert lines[1] == "deepseek-review: verify: 1 receipt: 0 OK, 1 with warnings, 0 FAIL"
+    assert len(lines) == 2
+
+
+def test_verify_quiet_drops_plain_ok_lines(repo, simulator, cli):
+    _run(cli, simulator)
+    r = cli("verify", "-q")
+    assert r.code == 0
+    assert r.err.splitlines() == ["deepseek-review: verify: 1 receipt: 1 OK, 0 FAIL"]
+
+
+def test_verify_text_counts_are_the_json_counts(repo, simulator, cli):
+    _run(cli, simulator)
+    _run(cli, simulator, "--topic", "second")
+    (repo / "docs" / "spec.md").write_text("changed\n", encoding="utf-8")
+    _run(cli, simulator, "--topic", "third")
+    r = cli("verify", "--json")
+    counts = r.json()["counts"]
+    assert counts == {"receipts": 3, "ok": 1, "warn": 2, "fail": 0}
+    assert r.err.splitlines()[-1] == (
+        "deepseek-review: verify: 3 receipts: 1 OK, 2 with warnings, 0 FAIL"
+    )
+
+
+ORPHAN = "reviews/lost_deepseek_deepseek-v4-flash_20260512T033551Z.md"
+
+
+def test_verify_warns_about_an_answer_without_its_receipt(repo, simulator, cli):
+    _run(cli, simulator)
+    (repo / ORPHAN).write_text("an answer whose run died before its receipt\n")
+    r = cli("verify", "--json")
+    assert r.code == 0
+    assert r.json()["orphans"] == [ORPHAN]
+    assert f"WARN {ORPHAN}: an answer without its receipt" in r.err
+    assert r.err.splitlines()[-1].endswith("; 1 answer without a receipt")
+
+
+def test_verify_strict_fails_on_an_answer_without_its_receipt(repo, simulator, cli):
+    _run(cli, simulator)
+    (repo / ORPHAN).write_text("an answer whose run died before its receipt\n")
+    r = cli("verify", "--strict")
+    assert r.code == 9
+    assert f"FAIL {ORPHAN}: an answer without its receipt" in r.err
+    assert r.err.splitlines()[-1] == (
+        "deepseek-review: error: 1 answer without a receipt (--strict)"
+    )
+
+
+def test_verify_ignores_other_markdown_and_kept_reasoning(repo, make_simulator, cli):
+    _run(cli, make_simulator(reasoning_words=10), "--keep-reasoning")
+    (repo / "reviews" / "README.md").write_text("notes\n")
+    r = cli("verify", "--json")
+    assert r.code == 0
+    assert r.json()["orphans"] == []
+
+
+def _cut_off(cli: Cli, sim: Simulator) -> dict[str, Any]:
+    r = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    assert r.code == 4, r.err
+    seg: dict[str, Any] = r.json()["segments"][0]
+    return seg
+
+
+def test_verify_warns_that_a_chain_is_still_cut_off(repo, make_simulator, cli):
+    seg = _cut_off(cli, make_simulator(answer_words=80))
+    r = cli("verify", "--json")
+    assert r.code == 0
+    chain = _check(r, seg["receipt_path"], "chain")
+    assert chain["status"] == "warn"
+    assert chain["detail"] == (
+        "the answer is still cut off at the token cap (finish_reason length): "
+        f"`deepseek-review continue` goes on from {seg['answer_path']}"
+    )
+    assert cli("verify", "--strict").code == 9
+
+
+def test_verify_does_not_warn_once_the_chain_is_continued(repo, make_simulator, cli):
+    sim = make_simulator(answer_words=80)
+    seg = _cut_off(cli, sim)
+    assert cli("continue", seg["answer_path"], "--endpoint", sim.base_url).code == 0
+    r = cli("verify", "--json", "--strict")
+    assert r.code == 0, r.err
+    assert r.json()["counts"]["warn"] == 0
+
+
+class _FrozenClock:
+    """Every segment written in the same second: names ``…Z``, ``…Z-2`` ... ``…Z-11``."""
+
+    @staticmethod
+    def now(tz: Any = None) -> Any:
+        from datetime import UTC, datetime
+
+        return datetime(2026, 5, 12, 3, 35, 51, tzinfo=UTC)
+
+
+def test_verify_lists_receipts_in_chain_order_not_name_order(
+    repo, make_simulator, cli, monkeypatch
+):
+    monkeypatch.setattr("deepseek_review.pipeline.datetime", _FrozenClock)
+    sim = make_simulator(answer_words=120)
+    r = run_review(cli, sim, "--max-tokens", "10", "--max-continuations", "11")
+    assert r.code == 0, r.err
+    receipts = [s["receipt_path"] for s in r.json()["segments"]]
+    assert len(receipts) == 12
+    assert receipts[-1].endswith("_continuation_20260512T033551Z-11.receipt.json")
+    v = cli("verify", "--json")
+    assert [x["receipt_path"] for x in v.json()["receipts"]] == receipts
+    listed = [ln.split()[1] for ln in v.err.splitlines() if ln.startswith("OK ")]
+    assert listed == receipts
+
+
+def test_name_order_sorts_a_names_number_suffix_as_the_tool_wrote_them():
+    from deepseek_review.storage import name_order
+
+    stem = "reviews/t_deepseek_m_continuation_20260512T033551Z"
+    names = [f"{stem}-10.md", f"{stem}-2.md", f"{stem}.md", f"{stem}-11.md"]
+    assert sorted(names, key=name_order) == [
+        f"{stem}.md",
+        f"{stem}-2.md",
+        f"{stem}-10.md",
+        f"{stem}-11.md",
+    ]
+
+
+# --------------------------------------------------------------------------- show
+
+
+def test_show_notes_a_chain_that_is_still_cut_off(repo, make_simulator, cli):
+    seg = _cut_off(cli, make_simulator(answer_words=80))
+    r = cli("show", seg["answer_path"])
+    assert r.code == 0
+    assert r.out == (repo / seg["answer_path"]).read_text(encoding="utf-8")
+    assert r.err.splitlines()[0] == (
+        f"deepseek-review: the answer is cut off: its last segment, {seg['answer_path']}, "
+        "ended at the token cap (finish_reason length); continue it with: deepseek-review "
+        f"continue {seg['answer_path']}"
+    )
+
+
+def test_show_piped_prints_the_stitched_answer_byte_for_byte(repo, make_simulator, cli):
+    seg = _cut_off(cli, make_simulator(answer_words=80))
+    text = (repo / seg["answer_path"]).read_text(encoding="utf-8")
+    assert not text.endswith("\n")  # cut off mid-answer
+    assert cli("show", "-q", seg["answer_path"]).out == text
+
+
+def test_show_on_a_terminal_ends_with_a_newline(repo, make_simulator, cli):
+    import pty
+
+    seg = _cut_off(cli, make_simulator(answer_words=80))
+    text = (repo / seg["answer_path"]).read_bytes()
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deepseek_review", "show", "-q", seg["answer_path"]],
+        cwd=repo,
+        stdout=secondary,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(primary)
+    assert proc.wait(timeout=30) == 0
+    assert shown.replace(b"\r\n", b"\n") == text + b"\n"
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def test_show_from_a_subfolder_takes_the_path_relative_to_it(repo, simulator, cli, monkeypatch):
+    (seg,) = _run(cli, simulator)
+    monkeypatch.chdir(repo / "src" / "pkg")
+    r = cli("show", "../../" + seg["answer_path"])
+    assert r.code == 0, r.err
+    assert r.out == (repo / seg["answer_path"]).read_text(encoding="utf-8")
+
+
+def test_context_from_a_subfolder_is_relative_to_it_and_sends_the_same_bytes(
+    repo, simulator, cli, monkeypatch
+):
+    at_root = cli("run", "--dry-run", "--json", "-c", "docs/spec.md", "-p", "x").json()
+    monkeypatch.chdir(repo / "docs")
+    here = cli("run", "--dry-run", "--json", "-c", "spec.md", "-p", "x").json()
+    assert here["prompt_sha256"] == at_root["prompt_sha256"]
+    assert [f["path"] for f in here["context_files"]] == ["docs/spec.md"]
+
+
+def test_context_glob_from_a_subfolder_matches_below_it(repo, cli, monkeypatch):
+    (repo / "setup.py").write_text("print(1)\n")  # above the subfolder: not matched
+    monkeypatch.chdir(repo / "src")
+    r = cli("run", "--dry-run", "--json", "-c", "**/*.py", "-p", "x")
+    assert r.code == 0, r.err
+    assert [f["path"] for f in r.json()["context_files"]] == [
+        "src/pkg/__init__.py",
+        "src/pkg/mean.py",
+    ]
+
+
+def test_context_missing_from_a_subfolder_names_the_path_from_the_root(repo, cli, monkeypatch):
+    monkeypatch.chdir(repo / "src")
+    r = cli("run", "--dry-run", "-c", "spec.md", "-p", "x")
+    assert r.code == 3
+    assert r.err == "deepseek-review: error: context path src/spec.md: no such file or folder\n"
+
+
+def test_path_leading_out_of_the_root_from_a_subfolder_is_refused(repo, cli, monkeypatch):
+    monkeypatch.chdir(repo / "src")
+    r = cli("verify", "../../elsewhere")
+    assert r.code == 3
+    assert "outside the repository root" in r.err
+
+
+def test_run_from_a_subfolder_prints_paths_to_type_from_there(repo, simulator, cli, monkeypatch):
+    monkeypatch.chdir(repo / "docs")
+    r = cli("run", "-c", "spec.md", "-p", "x", "--endpoint", simulator.base_url)
+    assert r.code == 0, r.err
+    answer, receipt, _ = r.out.splitlines()
+    assert answer.startswith("../reviews/review_deepseek_") and answer.endswith(".md")
+    assert cli("show", "-q", answer).out == (repo / "docs" / answer).read_text(encoding="utf-8")
+    assert cli("verify", "-q", receipt).code == 0
+
+
+def test_verify_from_a_subfolder_takes_its_paths_relative_to_it(repo, simulator, cli, monkeypatch):
+    (seg,) = _run(cli, simulator)
+    monkeypatch.chdir(repo / "src")
+    r = cli("verify", "--json", "../reviews")
+    assert r.code == 0, r.err
+    assert [x["receipt_path"] for x in r.json()["receipts"]] == [seg["receipt_path"]]
+
+
+def test_paths_from_outside_the_root_are_taken_from_the_root(repo, simulator, cli, monkeypatch):
+    (seg,) = _run(cli, simulator)
+    monkeypatch.chdir(repo.parent)
+    r = cli("show", "--repo-root", str(repo), seg["answer_path"])
+    assert r.code == 0, r.err

@@ -350,10 +350,10 @@ def test_same_inputs_give_the_same_prompt_sha256_in_separate_processes(repo):
 
 
 def test_prompt_sha256_does_not_depend_on_the_current_folder(repo, cli, monkeypatch):
-    args = ("-c", "docs/spec.md", "-c", "src", "-p", "x")
-    at_root = dry_sha(cli, *args)
+    at_root = dry_sha(cli, "-c", "docs/spec.md", "-c", "src", "-p", "x")
     monkeypatch.chdir(repo / "src" / "pkg")
-    assert dry_sha(cli, *args) == at_root
+    # The same files named from the subfolder (paths typed are relative to it).
+    assert dry_sha(cli, "-c", "../../docs/spec.md", "-c", "..", "-p", "x") == at_root
 
 
 def test_folder_order_does_not_depend_on_creation_order(repo, cli):

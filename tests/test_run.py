@@ -152,7 +152,7 @@ def test_output_dir_option_is_created_and_used(repo, simulator, cli):
 
 def test_run_from_a_subfolder_writes_under_the_repository_root(repo, simulator, cli, monkeypatch):
     monkeypatch.chdir(repo / "src")
-    r = run(cli, simulator.base_url, "--json")
+    r = run(cli, simulator.base_url, "--json", context=("../docs/spec.md",))
     assert r.code == 0, r.err
     assert len(files_under(repo / "reviews")) == 3
     assert not (repo / "src" / "reviews").exists()

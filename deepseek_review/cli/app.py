@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import os
+import posixpath
 import sys
 import time
 import traceback
@@ -317,6 +318,39 @@ JsonOpt = Annotated[
         help="One JSON object on stdout, also on failure.",
     ),
 ]
+
+
+def _cwd_in(root: Path) -> str | None:
+    """The current folder relative to ``root`` ("" at the root); None when outside it."""
+    try:
+        rel = Path.cwd().resolve().relative_to(root)
+    except (OSError, ValueError):
+        return None
+    return "" if rel == Path(".") else rel.as_posix()
+
+
+def typed_path(root: Path, user_path: str) -> str:
+    """A path typed on the command line, as the core takes it: relative to the root.
+
+    The one rule for every command: a path you type is relative to the current folder, like
+    any Unix tool's, and must lead inside the repository root. Run from outside the root
+    (``--repo-root`` elsewhere), relative paths are taken from the root, as there is no
+    other sensible base. Globs work the same way (``-c '*.py'`` in ``src/`` is
+    ``src/*.py``). Paths written inside files (receipts, records, manifests, the config
+    file) keep their own base: the root, or the manifest's folder.
+    """
+    here = _cwd_in(root)
+    if not here or not user_path.strip() or os.path.isabs(user_path):
+        return user_path
+    return posixpath.normpath(posixpath.join(here, user_path))
+
+
+def shown_path(root: Path, rel: str) -> str:
+    """A repo-relative path as the user types it from the current folder (see typed_path)."""
+    here = _cwd_in(root)
+    if not here:
+        return rel
+    return posixpath.relpath(rel, here)
 
 
 def settings(repo_root: str | None, **flags: Any) -> tuple[Path, Any]:

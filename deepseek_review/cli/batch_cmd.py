@@ -30,6 +30,7 @@ from .app import (
     log,
     settings,
     tokens_text,
+    typed_path,
 )
 from .signals import graceful_stop
 
@@ -130,18 +131,6 @@ def batch(
     from ..client import RetryPolicy, Timeouts
     from ..manifest import ManifestError
 
-    given = {
-        "endpoint": endpoint,
-        "api_key_env": api_key_env,
-        "model": model,
-        "output_dir": output_dir,
-        "template": template,
-        "max_tokens": max_tokens,
-        "max_continuations": max_continuations,
-        "stream": stream,
-        "server": server,
-        "allow_secrets": allow_secrets or None,
-    }
     root, cfg = settings(
         repo_root,
         jobs=jobs,
@@ -149,6 +138,18 @@ def batch(
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
     )
+    given = {
+        "endpoint": endpoint,
+        "api_key_env": api_key_env,
+        "model": model,
+        "output_dir": typed_path(root, output_dir) if output_dir is not None else None,
+        "template": template,
+        "max_tokens": max_tokens,
+        "max_continuations": max_continuations,
+        "stream": stream,
+        "server": server,
+        "allow_secrets": allow_secrets or None,
+    }
     options = BatchOptions(
         manifest=str(manifest),
         format=manifest_format,

@@ -43,7 +43,9 @@ from .app import (
     example,
     log,
     settings,
+    shown_path,
     tokens_text,
+    typed_path,
 )
 
 
@@ -128,7 +130,7 @@ def run(
     from ..frontdoor import review_options
     from ..pipeline import make_client, plan_review, send_review
 
-    _, options = review_options(
+    root, options = review_options(
         {
             "context": tuple(context),
             "topic": topic,
@@ -164,7 +166,13 @@ def run(
         repo_root=repo_root,
     )
     limit = options.limits.max_context_bytes
-    options = replace(options, prompt=_read_prompt(prompt, prompt_file, limit))
+    options = replace(
+        options,
+        prompt=_read_prompt(prompt, prompt_file, limit),
+        # Typed paths are relative to the current folder (see typed_path).
+        context=tuple(typed_path(root, c) for c in options.context),
+        output_dir=typed_path(root, output_dir) if output_dir else options.output_dir,
+    )
     plan = plan_review(options)
     STATE.secret = plan.endpoint.api_key
     if dry_run:
@@ -184,24 +192,32 @@ def run(
             result = send_review(plan, client, progress=progress)
         finally:
             progress.done()
-    _render_result(result, as_json)
-    _raise_if_truncated(result, options.continuation.max_continuations)
+    _render_result(root, result, as_json)
+    _raise_if_truncated(result, options.continuation.max_continuations, root)
 
 
-def _raise_if_truncated(result: Any, cap: int) -> None:
+def _continue_command(root: Path | None, answer_path: str, endpoint: str) -> str:
+    """The command that continues a chain cut off at ``answer_path``, to type from here."""
     from urllib.parse import urlsplit
 
     from ..endpoint import is_loopback_host
+
+    shown = answer_path if root is None else shown_path(root, answer_path)
+    command = f"deepseek-review continue {shown}"
+    if not is_loopback_host(urlsplit(endpoint).hostname or ""):
+        # `continue` sends the key only where it is told to, never where a receipt says.
+        command += f" --endpoint {endpoint}"
+    return command
+
+
+def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None:
     from ..pipeline import DEFAULT_MAX_TOKENS, no_progress_message
 
     if not result.truncated:
         return
     last_segment = result.segments[-1]
     last = last_segment.answer_path
-    command = f"deepseek-review continue {last}"
-    if not is_loopback_host(urlsplit(result.endpoint).hostname or ""):
-        # `continue` sends the key only where it is told to, never where a receipt says.
-        command += f" --endpoint {result.endpoint}"
+    command = _continue_command(root, last, result.endpoint)
     if result.stalled:
         # The same cap would buy the same nothing: the advice must raise it, or it loops.
         raised = 2 * (last_segment.max_tokens or DEFAULT_MAX_TOKENS)
@@ -251,7 +267,9 @@ def _render_plan(plan: Any, as_json: bool) -> None:
     log.info("dry run: nothing was sent and nothing was written")
 
 
-def _render_result(result: Any, as_json: bool) -> None:
+def _render_result(root: Path, result: Any, as_json: bool) -> None:
+    """``--json``: the result, paths relative to the root (as in receipts); else the files
+    written, one a line, relative to the current folder (see ``typed_path``)."""
     from ..pipeline import ReviewResult, segment_summary
 
     assert isinstance(result, ReviewResult)
@@ -278,7 +296,7 @@ def _render_result(result: Any, as_json: bool) -> None:
         )
         return
     paths = (
-        p
+        shown_path(root, p)
         for s in result.segments
         for p in (s.answer_path, s.receipt_path, s.record_path, s.reasoning_path)
         if p
@@ -355,7 +373,7 @@ def continue_(
         read_timeout=read_timeout,
     )
     options = ContinueOptions(
-        path=path,
+        path=typed_path(root, path),
         repo_root=str(root),
         endpoint=endpoint,
         api_key_env=cfg["api_key_env"],
@@ -382,8 +400,8 @@ def continue_(
         outcome = continue_existing(options, progress=progress)
     finally:
         progress.done()
-    _render_result(outcome.result, as_json)
-    _raise_if_truncated(outcome.result, options.continuation.max_continuations)
+    _render_result(root, outcome.result, as_json)
+    _raise_if_truncated(outcome.result, options.continuation.max_continuations, root)
 
 
 @app.command(
@@ -397,17 +415,32 @@ def show(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Print a chain's whole stitched answer, after checking every segment's hash."""
+    """Print a chain's whole stitched answer, after checking every segment's hash.
+
+    Piped or redirected, the output is exactly the stitched answer, byte for byte; on a
+    terminal a final newline is added when the answer lacks one (so the prompt does not land
+    on its last line). A chain still cut off at the token cap is noted on stderr.
+    """
     from ..chain import find_chain, stitched_text
     from ..repo import find_repo_root
 
     root = find_repo_root(repo_root)
-    chain = find_chain(root, path)
+    chain = find_chain(root, typed_path(root, path))
     text = stitched_text(root, chain)
     if sys.stdout.isatty():
         # The answer is the server's text: on a terminal its control sequences (OSC 52 writes
         # the clipboard) are shown, not obeyed. Piped or redirected, it is the exact bytes.
         text = escape(text, multiline=True)
     sys.stdout.write(text)
+    if text and not text.endswith("\n") and sys.stdout.isatty():
+        sys.stdout.write("\n")
     sys.stdout.flush()
+    last = chain[-1]
+    if last.finish_reason == "length":
+        log.warning(
+            "the answer is cut off: its last segment, %s, ended at the token cap "
+            "(finish_reason length); continue it with: %s",
+            last.answer_path,
+            _continue_command(root, last.answer_path, last.receipt.endpoint),
+        )
     log.info("%d segment(s), every answer_sha256 checked", len(chain))

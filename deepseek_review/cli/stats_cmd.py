@@ -19,6 +19,7 @@ from .app import (
     example,
     log,
     settings,
+    typed_path,
 )
 
 
@@ -40,7 +41,8 @@ def stats(
     from ..stats import collect_stats
 
     root, cfg = settings(repo_root)
-    result = collect_stats(root, paths or (), default_folder=cfg["output_dir"])
+    typed = [typed_path(root, p) for p in paths or ()]
+    result = collect_stats(root, typed, default_folder=cfg["output_dir"])
     if result.invalid:
         log.warning(
             "%d receipt(s) do not validate and are not counted (run `deepseek-review verify`)",

@@ -19,6 +19,7 @@ from .app import (
     _write_lines,
     app,
     example,
+    typed_path,
 )
 
 if TYPE_CHECKING:
@@ -42,29 +43,58 @@ def _line(r: ReceiptReport) -> str:
     return f"OK   {r.receipt_path}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def _orphan_line(path: str, strict: bool) -> str:
+    what = "FAIL" if strict else "WARN"
+    return (
+        f"{what} {path}: an answer without its receipt (a run stopped before writing it, or "
+        "a stray file): not verified"
+    )
+
+
 def _summary(report: VerifyReport) -> str:
+    """The counts of the JSON report's ``counts``, in the same words."""
     n = len(report.receipts)
     where = ", ".join(report.searched)
-    if n == 0:
+    if n == 0 and not report.orphans:
         return f"deepseek-review: verify: no receipts found in {where}"
     ok, warn, fail = report.count("ok"), report.count("warn"), report.count("fail")
-    text = f"deepseek-review: verify: {n} receipt{'s' if n != 1 else ''}: {ok + warn} OK"
+    text = f"deepseek-review: verify: {n} receipt{'s' if n != 1 else ''}: {ok} OK"
     if warn:
-        text += f" ({warn} with warnings)"
+        text += f", {warn} with warnings"
     text += f", {fail} FAIL"
     if report.failed_checks:
         text += " (" + ", ".join(f"{k}: {v}" for k, v in report.failed_checks.items()) + ")"
+    if report.orphans:
+        k = len(report.orphans)
+        text += f"; {k} answer{'s' if k != 1 else ''} without a receipt"
     if report.strict:
         text += " [--strict]"
     return text
 
 
 def _render(report: VerifyReport, as_json: bool) -> None:
-    lines = [_line(r) for r in report.receipts if not (STATE.quiet and r.status != "fail")]
+    """One line per receipt (``-q``: not the plain OK ones), per orphan, then the summary."""
+    lines = [_line(r) for r in report.receipts if not (STATE.quiet and r.status == "ok")]
+    lines += [_orphan_line(p, report.strict) for p in report.orphans]
     lines.append(_summary(report))
     _write_lines(sys.stderr, lines)
     if as_json:
         _json_out(report.to_json())
+
+
+def _failure(report: VerifyReport) -> str:
+    n = len(report.receipts)
+    failed = report.count("fail")
+    parts = []
+    if failed or not report.orphans:
+        checks = ", ".join(f"{k}: {v}" for k, v in report.failed_checks.items())
+        parts.append(
+            f"{failed} of {n} receipt{'s' if n != 1 else ''} failed verification ({checks})"
+        )
+    if report.strict and report.orphans:
+        k = len(report.orphans)
+        parts.append(f"{k} answer{'s' if k != 1 else ''} without a receipt (--strict)")
+    return "; ".join(parts)
 
 
 @app.command(epilog=example("deepseek-review verify --strict reviews"))
@@ -106,12 +136,8 @@ def verify(
 
     root = find_repo_root(repo_root)
     default = DEFAULT_FOLDER if paths else _default_folder(root)  # a bad config file: exit 2
-    report = run_verify(paths or [], root=root, strict=strict, jobs=jobs, default_folder=default)
+    typed = [typed_path(root, p) for p in paths or []]
+    report = run_verify(typed, root=root, strict=strict, jobs=jobs, default_folder=default)
     _render(report, as_json)
     if not report.ok:
-        failed = report.count("fail")
-        checks = ", ".join(f"{k}: {v}" for k, v in report.failed_checks.items())
-        raise VerificationFailed(
-            f"{failed} of {len(report.receipts)} receipt{'s' if len(report.receipts) != 1 else ''}"
-            f" failed verification ({checks})"
-        )
+        raise VerificationFailed(_failure(report))

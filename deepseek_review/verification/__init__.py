@@ -75,7 +75,9 @@ _worker: Verifier | None = None
 _worker_args: tuple[Path, bool] | None = None
 
 
-_Packed = tuple[str, "dict[str, Any] | None", list[str], list[tuple[str, CheckStatus, str]]]
+_Packed = tuple[
+    str, "dict[str, Any] | None", list[str], list[tuple[str, CheckStatus, str]], str | None
+]
 
 
 def _work(chunk: list[str]) -> list[_Packed]:
@@ -94,7 +96,7 @@ def _work(chunk: list[str]) -> list[_Packed]:
     for rel in chunk:
         done = _worker.local(rel)
         checks = [(c.name, c.status, c.detail) for c in done.checks]
-        out.append((done.rel, done.data, done.problems, checks))
+        out.append((done.rel, done.data, done.problems, checks, done.continues))
     return out
 
 
@@ -126,10 +128,14 @@ def _parallel(root: Path, strict: bool, receipts: list[str], jobs: int) -> list[
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             return [
                 _Local(
-                    rel, data, problems, [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
+                    rel,
+                    data,
+                    problems,
+                    [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks],
+                    continues,
                 )
                 for part in pool.imap(_work, chunks)
-                for rel, data, problems, checks in part
+                for rel, data, problems, checks, continues in part
             ]
     finally:
         _worker_args = None
@@ -152,7 +158,8 @@ def verify(
     thousands of receipts on a machine with several cores, 1 otherwise). The workers run the
     checks that need one receipt; the chain check, which needs them all, runs here.
     """
-    receipts, shown, scanned = discover(root, paths, default_folder)
+    found = discover(root, paths, default_folder)
+    receipts = found.receipts
     # Tens of thousands of small objects stay alive for the whole run and make no cycles
     # worth collecting: the cyclic collector would only walk them again and again.
     gc_was_enabled = gc.isenabled()
@@ -167,9 +174,15 @@ def verify(
         else:
             v.index(receipts, set())
             done = [v.local(rel) for rel in receipts]
-        v.mark_scanned(scanned)
-        reports = [v.finish(d) for d in done]
+        v.mark_scanned(found.scanned)
+        reports = sorted((v.finish(d) for d in done), key=lambda r: v.chain_order(r.receipt_path))
     finally:
         if gc_was_enabled:
             gc.enable()
-    return VerifyReport(root=str(root), strict=strict, receipts=reports, searched=shown)
+    return VerifyReport(
+        root=str(root),
+        strict=strict,
+        receipts=reports,
+        searched=found.shown,
+        orphans=found.orphans,
+    )

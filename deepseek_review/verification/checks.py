@@ -9,13 +9,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..chain import RECORD_SUFFIX
+from ..chain import REASONING_SUFFIX, RECORD_SUFFIX
 from ..errors import InputError
 from ..receipts import CONTINUATION, PRIMARY, RECEIPT_SUFFIX, schema_problems
 from ..repo import resolve_inside
 from ..request import RECORD_SCHEMA, rebuild_body, sha256_tag
+from ..storage import name_order
 from .files import _CANONICAL, _RECORD_DECODER, Problem, RepoFiles, parse_receipt
-from .rebuild import _MARKERS, _PLACEHOLDERS, _as_bytes, _escape, _escape_utf8, _references, _rehash
+from .rebuild import (
+    _MARKERS,
+    _PLACEHOLDERS,
+    _as_bytes,
+    _escape,
+    _escape_utf8,
+    _file_refs,
+    _references,
+    _rehash,
+)
 from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus
 
 # --------------------------------------------------------------------------- checking
@@ -28,6 +38,8 @@ class _Receipt:
     rel: str
     data: dict[str, Any] | None
     problems: list[str]
+    continues: str | None = None
+    """The ``previous_answer_path`` it names, even when it failed ``schema``."""
 
     @property
     def continuation(self) -> bool:
@@ -36,6 +48,14 @@ class _Receipt:
 
 #: What the chain check needs of a receipt (all a worker process sends back of it).
 _CHAIN_KEYS = ("schema", "answer_path", "previous_answer_path", "context_files")
+#: Set (to True) in a ``_Local``'s data when its request record says the answer was cut off
+#: at the token cap (not a receipt key: the schema is closed).
+_CUT_OFF = "$cut_off"
+
+
+def _finish_reason(record: dict[str, Any]) -> Any:
+    response = record.get("response")
+    return response.get("finish_reason") if isinstance(response, dict) else None
 
 
 @dataclass
@@ -47,6 +67,8 @@ class _Local:
     """The receipt's ``_CHAIN_KEYS``; None when it failed ``schema``."""
     problems: list[str]
     checks: list[CheckResult]
+    continues: str | None = None
+    """The ``previous_answer_path`` it names, even when it failed ``schema``."""
 
 
 def _join(items: Sequence[str], limit: int = 5) -> str:
@@ -67,6 +89,8 @@ class Verifier:
         self._chain_memo: dict[str, str | None] = {}
         self._continued: set[str] = set()
         """Answers some valid continuation goes on from."""
+        self._claimed: set[str] = set()
+        """Answers some receipt says it continues, valid or not."""
         self._escaped: dict[str, bytes | None] = {}
         self._escaped_text: dict[str, bytes] = {}
 
@@ -85,8 +109,12 @@ class Verifier:
                 got = _Receipt(rel, None, [problem])
             else:
                 problems = schema_problems(data)
-                got = _Receipt(rel, None if problems else data, problems)
+                prev = data.get("previous_answer_path") if isinstance(data, dict) else None
+                continues = prev if isinstance(prev, str) else None
+                got = _Receipt(rel, None if problems else data, problems, continues)
         self._receipts[rel] = got
+        if got.continues is not None:
+            self._claimed.add(got.continues)
         if got.data is not None:
             self._by_answer.setdefault(got.data["answer_path"], []).append(rel)
             if got.data["schema"] == CONTINUATION:
@@ -102,20 +130,49 @@ class Verifier:
     def mark_scanned(self, folders: set[str]) -> None:
         self._scanned |= folders
 
+    def _scan(self, folder: str) -> None:
+        """Load every receipt of ``folder`` (once per run)."""
+        if folder in self._scanned:
+            return
+        self._scanned.add(folder)
+        try:
+            base, rel_folder = resolve_inside(self.root, folder or ".", what="folder")
+            names = sorted(n for n in os.listdir(base) if n.endswith(RECEIPT_SUFFIX))
+        except (InputError, OSError):
+            names = []
+        prefix = "" if rel_folder in ("", ".") else rel_folder + "/"
+        for name in names:
+            self.load(prefix + name)
+
     def _owners(self, answer: str) -> list[str]:
         """The valid receipts claiming ``answer``; its folder is scanned once on a miss."""
-        folder = answer.rpartition("/")[0]
-        if answer not in self._by_answer and folder not in self._scanned:
-            self._scanned.add(folder)
-            try:
-                base, rel_folder = resolve_inside(self.root, folder or ".", what="folder")
-                names = sorted(n for n in os.listdir(base) if n.endswith(RECEIPT_SUFFIX))
-            except (InputError, OSError):
-                names = []
-            prefix = "" if rel_folder in ("", ".") else rel_folder + "/"
-            for name in names:
-                self.load(prefix + name)
+        if answer not in self._by_answer:
+            self._scan(answer.rpartition("/")[0])
         return self._by_answer.get(answer, [])
+
+    def _is_continued(self, answer: str) -> bool:
+        """Whether a receipt, valid or not, says it continues ``answer`` (its folder scanned
+        on a miss: ``continue`` writes next to the segment it continues). An invalid one
+        counts: it fails on its own, and ``continue`` would refuse to fork the chain."""
+        if answer not in self._claimed:
+            self._scan(answer.rpartition("/")[0])
+        return answer in self._claimed
+
+    def chain_order(self, rel: str) -> tuple[Any, ...]:
+        """A sort key listing receipts chain by chain, each primary first and then its
+        continuations in chain order (file names do not sort that way: ``-10`` before ``-2``);
+        chains by their primary's name (:func:`storage.name_order`)."""
+        r = self._receipts.get(rel)
+        depth, head, seen = 0, rel, {rel}
+        while r is not None and r.data is not None and r.data["schema"] == CONTINUATION:
+            owners = self._by_answer.get(r.data["previous_answer_path"], [])
+            if len(owners) != 1 or owners[0] in seen:
+                break  # a broken or forked chain: listed from where it breaks
+            head = owners[0]
+            seen.add(head)
+            depth += 1
+            r = self._receipts.get(head)
+        return (name_order(head), depth, name_order(rel))
 
     # -- one receipt
 
@@ -130,21 +187,31 @@ class Verifier:
             detail = "; ".join(r.problems[:5])
             if len(r.problems) > 5:
                 detail += f" (+{len(r.problems) - 5} more)"
-            return _Local(rel, None, r.problems, [CheckResult("schema", "fail", detail)])
+            fail = CheckResult("schema", "fail", detail)
+            return _Local(rel, None, r.problems, [fail], r.continues)
         d = r.data
+        record = self._record(rel)
+        answer = self._answer_file(d)
         checks = [
             _OK[d["schema"]],
-            self._answer(d),
+            self._reasoning(rel, record) if answer.status == "ok" else answer,
             self._context(d),
-            self._prompt(rel, d, self._record(rel)),
+            self._prompt(rel, d, record, answer_ok=answer.status == "ok"),
         ]
-        return _Local(rel, {k: d[k] for k in _CHAIN_KEYS if k in d}, [], checks)
+        kept = {k: d[k] for k in _CHAIN_KEYS if k in d}
+        if isinstance(record, dict) and _finish_reason(record) == "length":
+            kept[_CUT_OFF] = True
+        return _Local(rel, kept, [], checks, r.continues)
 
     def adopt(self, done: _Local) -> None:
         """Index a receipt that another process loaded and checked (see :func:`verify`)."""
-        self._receipts[done.rel] = r = _Receipt(done.rel, done.data, done.problems)
+        self._receipts[done.rel] = r = _Receipt(done.rel, done.data, done.problems, done.continues)
+        if done.continues is not None:
+            self._claimed.add(done.continues)
         if r.data is not None:
             self._by_answer.setdefault(r.data["answer_path"], []).append(done.rel)
+            if r.data["schema"] == CONTINUATION:
+                self._continued.add(r.data["previous_answer_path"])
             if done.checks[1] is _OK["answer"]:  # the worker read it: a file inside the root
                 self.files.known_file(r.data["answer_path"])
 
@@ -155,7 +222,14 @@ class Verifier:
             skipped = [CheckResult(n, "skip", "not checked: schema failed") for n in CHECKS[1:]]
             return ReceiptReport(done.rel, "fail", [*done.checks, *skipped])
         schema, answer, context, prompt = done.checks
-        checks = [schema, answer, self._chain(done.rel, d), context, prompt]
+        chain = self._chain(done.rel, d)
+        if chain.status == "ok" and d.get(_CUT_OFF) and not self._is_continued(d["answer_path"]):
+            chain = self._soft(
+                "chain",
+                "the answer is still cut off at the token cap (finish_reason length): "
+                f"`deepseek-review continue` goes on from {d['answer_path']}",
+            )
+        checks = [schema, answer, chain, context, prompt]
         status: ReceiptStatus = "ok"
         if any(c.status == "fail" for c in checks):
             status = "fail"
@@ -167,10 +241,40 @@ class Verifier:
         return ReceiptReport(done.rel, status, checks, kind, d["answer_path"])
 
     def _soft(self, name: str, detail: str) -> CheckResult:
-        """A missing or changed context file: a warning, a failure under ``strict``."""
+        """A missing or changed context file, or an answer still cut off: a warning, a
+        failure under ``strict``."""
         return CheckResult(name, "fail" if self.strict else "warn", detail)
 
-    def _answer(self, d: dict[str, Any]) -> CheckResult:
+    def _reasoning(self, rel: str, record: dict[str, Any] | str | None) -> CheckResult:
+        """The answer check, its file already matched: now the reasoning file the record
+        names (``--keep-reasoning``), whose hash it holds."""
+        response = record.get("response") if isinstance(record, dict) else None
+        if not isinstance(response, dict):
+            return _OK["answer"]
+        path, digest = response.get("reasoning_path"), response.get("reasoning_sha256")
+        if path is None and digest is None:
+            return _OK["answer"]
+        expected = rel[: -len(RECEIPT_SUFFIX)] + REASONING_SUFFIX
+        if path != expected or not isinstance(digest, str):
+            problem = (
+                f"the request record names reasoning_path {path!r} with reasoning_sha256 "
+                f"{digest!r}; the tool writes {expected} and its hash"
+            )
+        else:
+            got = self.files.hash(path, what="reasoning_path", keep=False)
+            if isinstance(got, Problem):
+                problem = f"reasoning file {got.detail}"
+                problem += " (not read)" if got.kind == "outside" else ""
+            elif got != digest:
+                problem = (
+                    f"{path} hashes to {got}, not the record's reasoning_sha256 (the "
+                    "reasoning was changed after the review)"
+                )
+            else:
+                return CheckResult("answer", "ok", "hash matches; reasoning file hash matches")
+        return CheckResult("answer", "fail", problem)
+
+    def _answer_file(self, d: dict[str, Any]) -> CheckResult:
         path = d["answer_path"]
         # Keep the bytes only of answers that a continuation goes on from: its record
         # references them (and every earlier segment), so its rebuild needs them.
@@ -302,7 +406,7 @@ class Verifier:
         return data
 
     def _prompt(
-        self, rel: str, d: dict[str, Any], record: dict[str, Any] | str | None
+        self, rel: str, d: dict[str, Any], record: dict[str, Any] | str | None, *, answer_ok: bool
     ) -> CheckResult:
         if record is None:
             return CheckResult("prompt", "info", "not re-checkable: no request record")
@@ -313,7 +417,70 @@ class Verifier:
             return CheckResult(
                 "prompt", "fail", f"the request record disagrees with the receipt on {disagree}"
             )
-        return self._rebuild(d, record)
+        rebuilt = self._rebuild(d, record)
+        if rebuilt.status == "fail":
+            return rebuilt
+        # The record's other hashes: its list of context files, and the server's content
+        # (checked against the answer only when the answer check passed: no double report).
+        problem = _context_list_problem(record)
+        if problem is None and answer_ok:
+            problem = self._content_problem(d, record)
+        return rebuilt if problem is None else CheckResult("prompt", "fail", problem)
+
+    def _content_problem(self, d: dict[str, Any], record: dict[str, Any]) -> str | None:
+        """Why the record's ``content_sha256`` (the server's content, before an echoed
+        prefill was cut off it) does not fit the answer file; None when it does."""
+        response = record.get("response")
+        want = response.get("content_sha256") if isinstance(response, dict) else None
+        if want is None:  # older records
+            return None
+        assert isinstance(response, dict)
+        echoed = response.get("echo_stripped_chars") or 0
+        if not echoed:
+            if want == d["answer_sha256"]:
+                return None
+            return "the request record's content_sha256 is not the answer's answer_sha256"
+        prefill = self._prefill(record["body"])
+        answer = self.files.read(d["answer_path"], keep=False)
+        if prefill is None or not isinstance(answer, bytes):
+            return None  # unreadable: the answer and prompt checks say why
+        if (
+            isinstance(echoed, int)
+            and len(prefill.decode("utf-8", "replace")) == echoed
+            and sha256_tag(prefill + answer) == want
+        ):
+            return None
+        return (
+            "the request record's content_sha256 is not the hash of the echoed answer so far "
+            "plus this answer"
+        )
+
+    def _prefill(self, body: dict[str, Any]) -> bytes | None:
+        """The text of the request's last assistant message (the answer so far), from the
+        files its references name when they still hash as recorded; None otherwise."""
+        messages = body.get("messages")
+        last = None
+        for m in messages if isinstance(messages, list) else []:
+            if isinstance(m, dict) and m.get("role") == "assistant":
+                last = m.get("content")
+        parts = last.get("$parts") if isinstance(last, dict) else None
+        if not isinstance(parts, list):
+            return last.encode("utf-8") if isinstance(last, str) else None
+        out = []
+        for p in parts:
+            if isinstance(p, str):
+                out.append(p.encode("utf-8"))
+                continue
+            ref = p.get("$answer") if isinstance(p, dict) else None
+            if not isinstance(ref, dict) or not isinstance(ref.get("path"), str):
+                return None
+            data = self.files.read(ref["path"], what="reference")
+            if not isinstance(data, bytes) or self.files.digest(ref["path"], data) != ref.get(
+                "sha256"
+            ):
+                return None
+            out.append(data)
+        return b"".join(out)
 
     def _rebuild(self, d: dict[str, Any], record: dict[str, Any]) -> CheckResult:
         if self._fast_digest(record["body"]) == d["prompt_sha256"]:
@@ -467,7 +634,23 @@ class Verifier:
         return rebuilt.body_bytes is not None and sha256_tag(rebuilt.body_bytes) == want
 
 
-#: Stand-ins for message contents while the body's frame is serialised (see _fast_digest).
+def _context_list_problem(record: dict[str, Any]) -> str | None:
+    """Why the record's ``context_files`` list (path, sha256, bytes per file) does not match
+    the ``$file`` references its body was rebuilt from; None when it does."""
+    listed = record.get("context_files")
+    if not isinstance(listed, list):
+        return None
+    refs = _file_refs(record["body"])
+    for f in listed:
+        path = f.get("path") if isinstance(f, dict) else None
+        if not isinstance(path, str) or refs.get(path) != (f.get("sha256"), f.get("bytes")):
+            return (
+                f"the request record's context_files entry for {path} does not match the "
+                "file reference in its body (sha256 and bytes)"
+            )
+    return None
+
+
 def _disagreements(rel: str, d: dict[str, Any], record: dict[str, Any]) -> str:
     """The fields on which a request record and its receipt disagree, comma-separated.
 

@@ -61,6 +61,20 @@ def _references(body: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _file_refs(body: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Every ``$file`` reference in a record body: path -> (sha256, bytes)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    messages = body.get("messages")
+    for m in messages if isinstance(messages, list) else []:
+        content = m.get("content") if isinstance(m, dict) else None
+        parts = content.get("$parts") if isinstance(content, dict) else None
+        for p in parts if isinstance(parts, list) else []:
+            ref = p.get("$file") if isinstance(p, dict) else None
+            if isinstance(ref, dict) and isinstance(ref.get("path"), str):
+                out.setdefault(ref["path"], (ref.get("sha256"), ref.get("bytes")))
+    return out
+
+
 def _rehash(body: dict[str, Any], current: dict[str, str]) -> dict[str, Any]:
     """``body`` with the ``$file`` references to ``current``'s paths given those hashes."""
     messages = []

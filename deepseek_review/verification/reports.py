@@ -71,9 +71,15 @@ class VerifyReport:
     receipts: list[ReceiptReport]
     searched: list[str] = field(default_factory=list)
     """The PATHs as given (or the default folder), repo-relative."""
+    orphans: list[str] = field(default_factory=list)
+    """Answer files without their receipt in the folders searched: warned about, not
+    verified (a run stopped between the answer and its receipt, or a stray file)."""
 
     @property
     def ok(self) -> bool:
+        """No receipt failed (and, under ``strict``, no answer lies there without one)."""
+        if self.strict and self.orphans:
+            return False
         return all(r.status != "fail" for r in self.receipts)
 
     def count(self, status: ReceiptStatus) -> int:
@@ -103,6 +109,7 @@ class VerifyReport:
             },
             "failed_checks": self.failed_checks,
             "receipts": [r.to_json() for r in self.receipts],
+            "orphans": list(self.orphans),
         }
 
 
