@@ -39,7 +39,10 @@ def example(command_line: str) -> str:
 
 app = typer.Typer(
     name="deepseek-review",
-    help="Ask a DeepSeek model to review repository files, and keep verifiable receipts.",
+    help="Ask a DeepSeek model to review repository files, and keep verifiable receipts.\n\n"
+    "Paths you type are relative to the current folder and must lie inside the repository "
+    "root (--repo-root, else the enclosing git work tree, else the current folder); paths in "
+    "receipts, records and JSON output are relative to the root.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -248,7 +251,7 @@ ContextOpt = Annotated[
     typer.Option(
         "--context",
         "-c",
-        help="A file, folder or glob relative to the repository root (repeatable).",
+        help="A file, folder or glob inside the repository (repeatable).",
     ),
 ]
 # Options a config file or the environment may set default to None here: None means "not

@@ -75,7 +75,7 @@ def batch(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model for entries that name none.")] = None,
     output_dir: Annotated[
-        str | None, typer.Option(help="Output folder (relative to the repository root).")
+        str | None, typer.Option(help="Output folder, inside the repository.")
     ] = None,
     template: Annotated[str | None, typer.Option(help="Bundled template name.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Completion token cap.")] = None,

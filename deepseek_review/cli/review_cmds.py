@@ -74,7 +74,9 @@ def run(
     repo_root: RepoRootOpt = None,
     output_dir: Annotated[
         str | None,
-        typer.Option(help="Output folder, relative to the repository root (default: reviews)."),
+        typer.Option(
+            help="Output folder, inside the repository (default: reviews, at the repository root)."
+        ),
     ] = None,
     template: Annotated[
         str | None,

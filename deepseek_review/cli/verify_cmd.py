@@ -103,7 +103,7 @@ def verify(
         list[str] | None,
         typer.Argument(
             help="Receipts, answer files or folders (searched recursively for "
-            "*.receipt.json), relative to the repository root. Default: the configured "
+            "*.receipt.json), inside the repository. Default: the configured "
             "output folder (reviews).",
             show_default=False,
         ),
