@@ -100,6 +100,15 @@ def _work(chunk: list[str]) -> list[_Packed]:
     return out
 
 
+def _worker_signals() -> None:
+    """In a worker: Ctrl-C is the parent's to handle (it stops the pool), and the pool's
+    own SIGTERM ends the worker quietly, not through a handler inherited by the fork."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def default_jobs(receipts: int) -> int:
     """Worker processes for ``receipts``: 1 (none) unless there are many and a fork is safe."""
     import multiprocessing
@@ -125,7 +134,7 @@ def _parallel(root: Path, strict: bool, receipts: list[str], jobs: int) -> list[
     fast_validators()  # compiled once, here: the workers inherit it
     _worker_args = (root, strict)
     try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals) as pool:
             return [
                 _Local(
                     rel,
