@@ -244,6 +244,10 @@ def _forge_review(repo: Path, cli: Cli, sim: Simulator, answer: str) -> None:
     answer_path.write_text(answer)
     receipt["answer_sha256"] = "sha256:" + hashlib.sha256(answer.encode()).hexdigest()
     receipt_path.write_text(json.dumps(receipt, indent=2))
+    record_path = receipt_path.with_name(receipt_path.name.replace(".receipt.", ".request."))
+    record = json.loads(record_path.read_text())
+    record["response"]["content_sha256"] = receipt["answer_sha256"]  # verify checks it too
+    record_path.write_text(json.dumps(record, indent=2))
 
 
 @pytest.fixture
