@@ -173,6 +173,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(f"{path}: not valid TOML (nested too deeply)") from None
 
 
 def load_file(root: Path) -> tuple[dict[str, Any], str | None]:

@@ -157,8 +157,12 @@ def _write_lines(stream: TextIO, lines: Iterable[str]) -> None:
 def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     if not text:
         return {}
+    from .. import safejson
+
     try:
-        value = json.loads(text)
+        value = safejson.loads(text, what="value")
+    except safejson.JSONRefused as exc:
+        raise ConfigError(f"{option}: {exc}") from None
     except ValueError as exc:
         raise ConfigError(f"{option}: not JSON ({exc})") from None
     if not isinstance(value, dict):
