@@ -108,6 +108,7 @@ KEYS: dict[str, Key] = {
         Key("max_attempts", int, 5, "attempts per request", _at_least(1)),
         Key("connect_timeout", float, 10.0, "seconds to connect", _positive),
         Key("read_timeout", float, 600.0, "seconds to wait for the next bytes", _positive),
+        Key("total_timeout", float, 1800.0, "seconds one attempt may take in all", _positive),
         Key("jobs", int, 4, "concurrent reviews in a batch", _at_least(1)),
     )
 }
@@ -269,7 +270,13 @@ def _warn_unknown_env(env: Mapping[str, str]) -> None:
 
 #: Settings that are also review options (a batch entry may set them); the others (jobs,
 #: attempts, timeouts) belong to a whole run.
-REVIEW_KEYS = frozenset(KEYS) - {"jobs", "max_attempts", "connect_timeout", "read_timeout"}
+REVIEW_KEYS = frozenset(KEYS) - {
+    "jobs",
+    "max_attempts",
+    "connect_timeout",
+    "read_timeout",
+    "total_timeout",
+}
 
 
 def configured_review_values(

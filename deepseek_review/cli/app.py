@@ -296,6 +296,10 @@ ConnectTimeoutOpt = Annotated[float | None, typer.Option(help="Seconds to connec
 ReadTimeoutOpt = Annotated[
     float | None, typer.Option(help="Seconds to wait for the next bytes (default: 600).")
 ]
+TotalTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(help="Seconds one attempt may take in all, retries apart (default: 1800)."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 
 
