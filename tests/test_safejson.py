@@ -57,7 +57,7 @@ def test_data_over_max_bytes_is_refused_before_parsing():
 
 
 def test_a_number_of_thousands_of_digits_is_refused_not_a_python_setting_message():
-    with pytest.raises(JSONRefused, match="^answer holds a number of thousands of digits$"):
+    with pytest.raises(JSONRefused, match=r"^answer holds a number of thousands of digits$"):
         safejson.loads('{"n": ' + "9" * 5000 + "}", what="answer")
 
 
