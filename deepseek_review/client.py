@@ -47,6 +47,8 @@ DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: One line of a stream: a chunk is a few hundred bytes; a server that streams the whole
 #: answer as one chunk still fits.
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+#: An error body is read for its message only.
+MAX_ERROR_BODY_BYTES = 1024 * 1024
 #: Stream lines in a row that carry no content, reasoning, finish_reason or usage (blank
 #: lines, comments, empty deltas): a stream that keeps sending nothing is not an answer.
 MAX_IDLE_LINES = 10_000
@@ -439,7 +441,7 @@ class ChatClient:
         except bodyread.TooBig as exc:
             raise BadResponse(
                 f"{self.url}: {exc}; refusing to read more (not retried)",
-                hint="a server that answers this much is not answering a review",
+                hint="is --endpoint the chat-completions server you meant?",
             ) from None
         except bodyread.BodyError as exc:
             raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
@@ -459,10 +461,10 @@ class ChatClient:
     def _raise_status(self, resp: httpx.Response, model: str) -> None:
         status = resp.status_code
         try:
-            raw = bodyread.read_body(resp, self.max_response_bytes)
-        except bodyread.BodyError:
-            raw = b""
-        msg = error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
+            raw = bodyread.read_body(resp, MAX_ERROR_BODY_BYTES)
+            msg = error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
+        except bodyread.BodyError as exc:
+            msg = f"error body not shown ({exc})"
         where = f"{self.url} answered {status}"
         if status in RETRY_STATUSES:
             ra = parse_retry_after(resp.headers.get("retry-after"), self.policy.retry_after_cap)

@@ -289,6 +289,13 @@ def test_unsupported_content_encoding_is_a_bad_response(repo, cli, hostile):
     assert "unsupported Content-Encoding 'br'" in one_error_line(r.err)
 
 
+def test_error_body_over_a_megabyte_is_not_read_whole(repo, cli, hostile):
+    server = hostile(endless(head("text/html").replace(b"200 OK", b"400 Bad"), b"<p>" * 65536))
+    r = run(cli, server.base_url)
+    assert r.code == 5
+    assert "error body not shown (response body over 1048576 bytes)" in one_error_line(r.err)
+
+
 _MEMORY_PROBE = """
 import json, resource, sys
 from deepseek_review.cli import main
