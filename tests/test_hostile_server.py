@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from deepseek_review import client as client_module
+from deepseek_review.bodyread import TooBig, split_lines
 from deepseek_review.client import ChatClient, RetryPolicy, Throttle
 from deepseek_review.errors import Interrupted
 from tests.conftest import files_under
@@ -667,3 +668,27 @@ def test_retry_after_is_capped_at_two_minutes(make_stub, retry_after):
     ):
         c.complete(b"{}", model="m", stream=False)
     assert throttle.asked == [120.0]
+
+
+# --------------------------------------------------------------------------- the line splitter
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_lines_are_split_the_same_whatever_the_pieces(eol):
+    data = eol.join([b"data: 1", b"", b": c", b"data: [DONE]", b"tail"])
+    whole = list(split_lines([data], 100))
+    assert whole == [b"data: 1", b"", b": c", b"data: [DONE]", b"tail"]
+    assert list(split_lines([data[i : i + 1] for i in range(len(data))], 100)) == whole
+
+
+def test_a_line_exactly_at_the_cap_passes_and_one_byte_more_is_refused():
+    assert list(split_lines([b"x" * 10 + b"\r", b"\ny"], 10)) == [b"x" * 10, b"y"]
+    with pytest.raises(TooBig, match="a stream line over 10 bytes"):
+        list(split_lines([b"x" * 6, b"x" * 5], 10))
+
+
+def test_a_long_line_fed_byte_by_byte_is_scanned_once():
+    started = time.monotonic()
+    with pytest.raises(TooBig):
+        list(split_lines(iter([b"y"] * 3_000_000), 2_000_000))
+    assert time.monotonic() - started < 5  # rescanning the buffer per byte would take hours
