@@ -633,11 +633,11 @@ def test_redirect_is_not_followed_and_the_key_goes_nowhere_else(
     repo, cli, make_stub, monkeypatch, status
 ):
     key = "sk-test-redirect-0123456789abcdef"
-    monkeypatch.setenv("OLLAMA_API_KEY", key)
+    monkeypatch.setenv("REDIRECT_TEST_KEY", key)  # a named key may go to loopback over http
     elsewhere = make_stub([Reply(200, answer())])
     target = elsewhere.base_url + "/v1/chat/completions"
     first = make_stub([Reply(status, b"", {"Location": target})])
-    r = run(cli, first.base_url, "--max-attempts", "3")
+    r = run(cli, first.base_url, "--api-key-env", "REDIRECT_TEST_KEY", "--max-attempts", "3")
     assert r.code == 5
     assert f"(redirect to {target})" in one_error_line(r.err)
     assert len(first.seen) == 1 and first.seen[0].headers["authorization"] == f"Bearer {key}"
