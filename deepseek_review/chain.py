@@ -8,11 +8,11 @@ receipt is refused with a message naming the segment.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import safejson
 from .errors import InputError, VerificationFailed
 from .receipts import RECEIPT_SUFFIX, Receipt
 from .repo import read_regular_file, resolve_inside
@@ -76,8 +76,10 @@ def load_record(root: Path, receipt_rel: str) -> dict[str, Any] | None:
     except OSError as exc:
         raise InputError(f"{rel}: cannot read ({exc.strerror or exc})") from None
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = safejson.loads(raw, what="request record")
+    except safejson.JSONRefused as exc:
+        raise InputError(f"{rel}: {exc}") from None
+    except ValueError as exc:
         raise InputError(f"{rel}: request record is not JSON ({exc})") from None
     if (
         not isinstance(data, dict)
@@ -129,8 +131,8 @@ class _Index:
         self._scanned.add(folder)
         for rel in _receipts_in(self.root, folder):
             try:
-                data = json.loads(read_regular_file(self.root / rel))
-            except (OSError, ValueError):
+                data = safejson.loads(read_regular_file(self.root / rel), what="receipt")
+            except (OSError, ValueError):  # refused too: it claims nothing (verify reports it)
                 continue
             if not isinstance(data, dict):
                 continue

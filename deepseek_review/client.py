@@ -6,6 +6,10 @@ that is not a usable completion (bad JSON, a stream cut before its finish chunk 
 ``[DONE]``): such a body is a failed attempt, never an answer. Never retried: other 4xx, which
 get a message saying what to do instead.
 
+Every answer is bounded (:mod:`.bodyread`, :mod:`.deadline`): its decoded size, each stream
+line, the run of stream lines that carry nothing, and the whole attempt's time. Too big is
+not retried (the same request would get the same answer, paid for again); the rest is.
+
 Error bodies come as ``{"error": {"message": ...}}`` (OpenAI, Ollama's compat layer) or as
 ``{"error": "..."}`` (ollama.com, Ollama's cloud proxy); both are read. The API key is only
 ever placed in the ``Authorization`` header and is scrubbed from every message.
@@ -15,11 +19,11 @@ from __future__ import annotations
 
 import email.utils
 import functools
-import json
 import logging
 import math
 import random
 import re
+import reprlib
 import ssl
 import threading
 import time
@@ -30,14 +34,26 @@ from typing import Any
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
-from . import __version__
+from . import __version__, bodyread, deadline, safejson
 from .errors import BadResponse, ConfigError, Interrupted, ServerError
 from .textsafe import escape
 
 log = logging.getLogger("deepseek_review")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: One answer's body, decoded (decompressed), streamed or not: a streamed answer costs about
+#: 200 bytes per chunk, so this still holds some 150,000 streamed tokens.
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+#: One line of a stream: a chunk is a few hundred bytes; a server that streams the whole
+#: answer as one chunk still fits.
+DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+#: An error body is read for its message only.
+MAX_ERROR_BODY_BYTES = 1024 * 1024
+#: Stream lines in a row that carry no content, reasoning, finish_reason or usage (blank
+#: lines, comments, empty deltas): a stream that keeps sending nothing is not an answer.
+MAX_IDLE_LINES = 10_000
+#: The largest token count taken as real: JSON's exact integers (and far beyond any model).
+MAX_TOKEN_COUNT = 2**53
 
 #: Called while a stream arrives: (completion pieces so far, seconds since the request).
 ProgressFn = Callable[[int, float], None]
@@ -97,9 +113,16 @@ class Timeouts:
     read: float = 600.0
     """Longest wait for the next bytes: a non-streamed answer arrives whole, so this bounds
     the whole generation; when streaming it bounds the gap between chunks."""
+    total: float = 1800.0
+    """Longest one attempt may take, from connecting to the answer's last byte: a server that
+    drips bytes or streams nothing forever is cut off here (each retry gets its own)."""
 
     def __post_init__(self) -> None:
-        for name, value in (("--connect-timeout", self.connect), ("--read-timeout", self.read)):
+        for name, value in (
+            ("--connect-timeout", self.connect),
+            ("--read-timeout", self.read),
+            ("--total-timeout", self.total),
+        ):
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value:g}")
 
@@ -167,8 +190,8 @@ def one_line(text: str, limit: int = 300) -> str:
 def error_message(body: bytes, content_type: str) -> str:
     """The server's own words from an error body, whichever shape it has."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        data = safejson.loads(body, what="error body")
+    except ValueError:  # not JSON, or refused: shown as text below
         data = None
     if isinstance(data, dict):
         err = data.get("error")
@@ -185,21 +208,31 @@ def error_message(body: bytes, content_type: str) -> str:
     return one_line(text) if text.strip() else "empty body"
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlong = _SHORT.maxstring = 24
+
+
+def _token_count(value: Any, name: str) -> int:
+    """A usage count as the receipt may hold it: an integer from 0 to 2**53, nothing else
+    (not a bool, a float such as 1e400, or thousands of digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+        return value
+    raise ValueError(
+        f"usage.{name} is {_SHORT.repr(value)}, not a token count (an integer from 0 to 2**53)"
+    )
+
+
 def _usage(raw: Any) -> Usage | None:
+    """The server's token counts; malformed ones make the answer unusable (as any other
+    malformed field does): they would go into the receipt and every total built on it."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise ValueError("usage is not an object")
-    values: dict[str, int] = {}
-    for k in ("prompt_tokens", "completion_tokens"):
-        v = raw.get(k)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ValueError(f"usage.{k} is {v!r}, not a non-negative integer")
-        values[k] = v
-    total = raw.get("total_tokens", values["prompt_tokens"] + values["completion_tokens"])
-    if not isinstance(total, int) or isinstance(total, bool) or total < 0:
-        raise ValueError(f"usage.total_tokens is {total!r}, not a non-negative integer")
-    return Usage(values["prompt_tokens"], values["completion_tokens"], total)
+    prompt = _token_count(raw.get("prompt_tokens"), "prompt_tokens")
+    completion = _token_count(raw.get("completion_tokens"), "completion_tokens")
+    total = _token_count(raw.get("total_tokens", prompt + completion), "total_tokens")
+    return Usage(prompt, completion, total)
 
 
 def _text_field(obj: dict[str, Any], *names: str) -> str | None:
@@ -220,7 +253,6 @@ class _StreamState:
     model: str | None = None
     done: bool = False
     pieces: int = 0
-    size: int = 0
 
 
 @functools.cache
@@ -248,7 +280,8 @@ class ChatClient:
         *,
         policy: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_response_bytes: int | None = None,
+        max_line_bytes: int | None = None,
         throttle: Throttle | None = None,
         http: httpx.Client | None = None,
     ) -> None:
@@ -256,7 +289,10 @@ class ChatClient:
         self._key = api_key
         self.policy = policy or RetryPolicy()
         self.timeouts = timeouts or Timeouts()
-        self.max_response_bytes = max_response_bytes
+        # The module's defaults are read here, not frozen into the signature, so that a test
+        # can lower them for a whole CLI run.
+        self.max_response_bytes = max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES
+        self.max_line_bytes = max_line_bytes or DEFAULT_MAX_LINE_BYTES
         self.throttle = throttle or Throttle()
         self._own_http = http is None
         self._http = http or httpx.Client(
@@ -267,6 +303,8 @@ class ChatClient:
             # https endpoint needs it.
             verify=_tls_context() if url.startswith("https:") else _no_tls_context(),
         )
+        if self._own_http:
+            deadline.bound_client(self._http)
 
     def close(self) -> None:
         if self._own_http:
@@ -290,6 +328,8 @@ class ChatClient:
         h = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if stream else "application/json",
+            # Only what bodyread can inflate within bounds (httpx would offer br/zstd too).
+            "Accept-Encoding": "gzip, deflate",
             "User-Agent": f"deepseek-review/{__version__}",
         }
         if self._key:
@@ -372,9 +412,12 @@ class ChatClient:
         t0 = time.monotonic()
         answered = False
         try:
-            with self._http.stream(
-                "POST", self.url, content=body, headers=self._headers(stream)
-            ) as resp:
+            with (
+                deadline.within(self.timeouts.total) as end,
+                self._http.stream(
+                    "POST", self.url, content=body, headers=self._headers(stream)
+                ) as resp,
+            ):
                 if resp.status_code != 200:
                     self._raise_status(resp, model)
                 answered = True
@@ -383,10 +426,25 @@ class ChatClient:
                     return self._read_stream(resp, progress, t0)
                 return self._read_json(resp)
         except httpx.TimeoutException as exc:
+            if deadline.passed(end):
+                raise _Retryable(
+                    ServerError(
+                        f"{self.url}: no complete answer within --total-timeout "
+                        f"{self.timeouts.total:g}s",
+                        hint="raise --total-timeout",
+                    )
+                ) from None
             kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
             raise _Retryable(
                 ServerError(f"{self.url}: {kind} timeout", hint=self._timeout_hint(kind))
             ) from None
+        except bodyread.TooBig as exc:
+            raise BadResponse(
+                f"{self.url}: {exc}; refusing to read more (not retried)",
+                hint="is --endpoint the chat-completions server you meant?",
+            ) from None
+        except bodyread.BodyError as exc:
+            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
         except httpx.TransportError as exc:
             why = one_line(self._scrub(str(exc))) or type(exc).__name__
             if answered:  # reached, and it said 200: the answer itself broke off
@@ -400,27 +458,13 @@ class ChatClient:
     def _timeout_hint(self, kind: str) -> str:
         return "raise --connect-timeout" if kind == "connect" else "raise --read-timeout"
 
-    def _read_limited(self, resp: httpx.Response) -> bytes:
-        chunks, size = [], 0
-        for chunk in resp.iter_bytes():
-            size += len(chunk)
-            if size > self.max_response_bytes:
-                raise _Retryable(
-                    BadResponse(
-                        f"{self.url}: response body over {self.max_response_bytes} bytes; "
-                        "refusing to read more"
-                    )
-                )
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     def _raise_status(self, resp: httpx.Response, model: str) -> None:
         status = resp.status_code
         try:
-            raw = self._read_limited(resp)
-        except _Retryable:
-            raw = b""
-        msg = error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
+            raw = bodyread.read_body(resp, MAX_ERROR_BODY_BYTES)
+            msg = error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
+        except bodyread.BodyError as exc:
+            msg = f"error body not shown ({exc})"
         where = f"{self.url} answered {status}"
         if status in RETRY_STATUSES:
             ra = parse_retry_after(resp.headers.get("retry-after"), self.policy.retry_after_cap)
@@ -447,10 +491,12 @@ class ChatClient:
         )
 
     def _read_json(self, resp: httpx.Response) -> Completion:
-        raw = self._read_limited(resp)
+        raw = bodyread.read_body(resp, self.max_response_bytes)
         try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            data = safejson.loads(raw, what="answer", max_bytes=self.max_response_bytes)
+        except safejson.JSONRefused as exc:
+            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
+        except ValueError:
             shown = (
                 "empty body"
                 if not raw.strip()
@@ -467,25 +513,37 @@ class ChatClient:
         self, resp: httpx.Response, progress: ProgressFn | None, t0: float
     ) -> Completion:
         st = _StreamState()
-        lines = resp.iter_lines()
-        for line in _sse_data(lines):
-            if line == "[DONE]":
+        lines = bodyread.split_lines(
+            bodyread.iter_body(resp, self.max_response_bytes), self.max_line_bytes
+        )
+        idle = 0
+        for line in lines:
+            payload = _sse_data(line)
+            if payload == b"[DONE]":
                 st.done = True
                 break
-            try:
-                chunk = json.loads(line)
-                _apply_chunk(st, chunk)
-            except ValueError as exc:
+            before = (st.pieces, st.finish_reason, st.usage)
+            if payload is not None:
+                try:
+                    chunk = safejson.loads(
+                        payload, what="stream chunk", max_bytes=self.max_line_bytes
+                    )
+                    _apply_chunk(st, chunk)
+                except ValueError as exc:
+                    raise _Retryable(
+                        BadResponse(
+                            f"{self.url}: bad stream chunk: {one_line(self._scrub(str(exc)), 200)}"
+                        )
+                    ) from None
+            idle = idle + 1 if (st.pieces, st.finish_reason, st.usage) == before else 0
+            if idle > MAX_IDLE_LINES:
                 raise _Retryable(
                     BadResponse(
-                        f"{self.url}: bad stream chunk: {one_line(self._scrub(str(exc)), 200)}"
+                        f"{self.url}: {MAX_IDLE_LINES} stream lines in a row carried no "
+                        "content, reasoning, finish_reason or usage"
                     )
-                ) from None
-            if st.size > self.max_response_bytes:
-                raise _Retryable(
-                    BadResponse(f"{self.url}: streamed answer over {self.max_response_bytes} bytes")
                 )
-            if progress is not None:
+            if progress is not None and payload is not None:
                 progress(st.pieces, time.monotonic() - t0)
         if st.finish_reason is None or not st.done:
             missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
@@ -551,19 +609,22 @@ _TEXT_KEYS = frozenset({"content", "reasoning", "reasoning_content"})
 _MAX_LINES_AFTER_DONE = 16
 
 
-def _read_past_done(lines: Iterator[str]) -> None:
+def _read_past_done(lines: Iterator[bytes]) -> None:
     """Read the body's end after ``[DONE]``: httpx closes a connection whose response was
-    not read to its end (the chunked terminator), so without this no connection is reused."""
-    for n, _ in enumerate(lines):
-        if n >= _MAX_LINES_AFTER_DONE:
-            return
+    not read to its end (the chunked terminator), so without this no connection is reused.
+    The answer is complete: whatever goes wrong here only costs that reuse."""
+    try:
+        for n, _ in enumerate(lines):
+            if n >= _MAX_LINES_AFTER_DONE:
+                return
+    except (bodyread.BodyError, httpx.HTTPError):
+        return
 
 
-def _sse_data(lines: Iterator[str]) -> Iterator[str]:
-    """The ``data:`` payloads of an SSE stream (comments, ``event:`` and blanks skipped)."""
-    for line in lines:
-        if line.startswith("data:"):
-            yield line[5:].strip()
+def _sse_data(line: bytes) -> bytes | None:
+    """The payload of an SSE ``data:`` line; None for any other line (comments, ``event:``,
+    blanks)."""
+    return line[5:].strip() if line.startswith(b"data:") else None
 
 
 def _apply_chunk(st: _StreamState, chunk: Any) -> None:
@@ -596,11 +657,9 @@ def _apply_chunk(st: _StreamState, chunk: Any) -> None:
         thought = _text_field(delta, "reasoning", "reasoning_content")
         if text:
             st.content.append(text)
-            st.size += len(text)
             st.pieces += 1
         if thought:
             st.reasoning.append(thought)
-            st.size += len(thought)
             st.pieces += 1
         if choice.get("finish_reason") is not None:
             fr = choice["finish_reason"]

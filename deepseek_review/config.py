@@ -108,6 +108,7 @@ KEYS: dict[str, Key] = {
         Key("max_attempts", int, 5, "attempts per request", _at_least(1)),
         Key("connect_timeout", float, 10.0, "seconds to connect", _positive),
         Key("read_timeout", float, 600.0, "seconds to wait for the next bytes", _positive),
+        Key("total_timeout", float, 1800.0, "seconds one attempt may take in all", _positive),
         Key("jobs", int, 4, "concurrent reviews in a batch", _at_least(1)),
     )
 }
@@ -173,6 +174,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(f"{path}: not valid TOML (nested too deeply)") from None
 
 
 def load_file(root: Path) -> tuple[dict[str, Any], str | None]:
@@ -267,7 +270,13 @@ def _warn_unknown_env(env: Mapping[str, str]) -> None:
 
 #: Settings that are also review options (a batch entry may set them); the others (jobs,
 #: attempts, timeouts) belong to a whole run.
-REVIEW_KEYS = frozenset(KEYS) - {"jobs", "max_attempts", "connect_timeout", "read_timeout"}
+REVIEW_KEYS = frozenset(KEYS) - {
+    "jobs",
+    "max_attempts",
+    "connect_timeout",
+    "read_timeout",
+    "total_timeout",
+}
 
 
 def configured_review_values(

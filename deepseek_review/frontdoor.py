@@ -92,6 +92,8 @@ def review_options(
         retry=RetryPolicy(
             max_attempts=cfg["max_attempts"], backoff_initial=call.get("retry_wait", 1.0)
         ),
-        timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
+        timeouts=Timeouts(
+            connect=cfg["connect_timeout"], read=cfg["read_timeout"], total=cfg["total_timeout"]
+        ),
     )
     return root, options

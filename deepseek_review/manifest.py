@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import re
 import threading
 import tomllib
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import safejson
 from .client import RetryPolicy, Timeouts
 from .config import Setting, configured_review_values
 from .context import ContextFile, ContextLimits, gather_context
@@ -396,6 +396,8 @@ def _parse_toml(text: str, shown: str) -> tuple[Any, list[Any], _TomlLines, list
             _TomlLines(),
             [Problem(f"not valid TOML: {exc}", line=int(m.group(1)) if m else None)],
         )
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        return {}, [], _TomlLines(), [Problem("not valid TOML: nested too deeply")]
     lines = scan_toml_lines(text)
     problems: list[Problem] = []
     for key in data:
@@ -423,7 +425,10 @@ def _parse_jsonl(text: str) -> tuple[Any, list[Any], _TomlLines, list[Problem]]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = safejson.loads(raw, what="line")
+        except safejson.JSONRefused as exc:
+            problems.append(Problem(str(exc), line=number))
+            continue
         except ValueError as exc:
             problems.append(Problem(f"not a JSON object: {exc}", line=number))
             continue

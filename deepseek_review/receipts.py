@@ -16,6 +16,7 @@ from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import safejson
 from .errors import ConfigError, InputError, OutputError
 from .repo import read_regular_file
 from .resources import schema_path
@@ -229,8 +230,10 @@ class Receipt:
         except OSError as exc:
             raise InputError(f"{shown}: cannot read ({exc.strerror or exc})") from None
         try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+            data = safejson.loads(raw, what="receipt")
+        except safejson.JSONRefused as exc:
+            raise InputError(f"{shown}: {exc}") from None
+        except ValueError as exc:
             raise InputError(f"{shown}: not JSON ({exc})") from None
         return cls.from_json(data, where=shown)
 

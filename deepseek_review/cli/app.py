@@ -178,8 +178,12 @@ def _write_lines(stream: TextIO, lines: Iterable[str]) -> None:
 def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     if not text:
         return {}
+    from .. import safejson
+
     try:
-        value = json.loads(text)
+        value = safejson.loads(text, what="value")
+    except safejson.JSONRefused as exc:
+        raise ConfigError(f"{option}: {exc}") from None
     except ValueError as exc:
         raise ConfigError(f"{option}: not JSON ({exc})") from None
     if not isinstance(value, dict):
@@ -312,6 +316,10 @@ RetryWaitOpt = Annotated[
 ConnectTimeoutOpt = Annotated[float | None, typer.Option(help="Seconds to connect (default: 10).")]
 ReadTimeoutOpt = Annotated[
     float | None, typer.Option(help="Seconds to wait for the next bytes (default: 600).")
+]
+TotalTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(help="Seconds one attempt may take in all, retries apart (default: 1800)."),
 ]
 JsonOpt = Annotated[
     bool,

@@ -22,6 +22,7 @@ from .app import (
     ReadTimeoutOpt,
     RepoRootOpt,
     RetryWaitOpt,
+    TotalTimeoutOpt,
     VerboseOpt,
     _json_out,
     _write_lines,
@@ -111,6 +112,7 @@ def batch(
     retry_wait: RetryWaitOpt = 1.0,
     connect_timeout: ConnectTimeoutOpt = None,
     read_timeout: ReadTimeoutOpt = None,
+    total_timeout: TotalTimeoutOpt = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -137,6 +139,7 @@ def batch(
         max_attempts=max_attempts,
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
+        total_timeout=total_timeout,
     )
     given = {
         "endpoint": endpoint,
@@ -160,7 +163,9 @@ def batch(
         fail_fast=fail_fast,
         max_total_tokens=max_total_tokens,
         retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
-        timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
+        timeouts=Timeouts(
+            connect=cfg["connect_timeout"], read=cfg["read_timeout"], total=cfg["total_timeout"]
+        ),
         resume=resume,
         trusted_rev=resume_from,
     )

@@ -32,6 +32,7 @@ from .app import (
     RetryWaitOpt,
     ServerOpt,
     StreamOpt,
+    TotalTimeoutOpt,
     VerboseOpt,
     _continuation_options,
     _json_out,
@@ -119,6 +120,7 @@ def run(
     retry_wait: RetryWaitOpt = 1.0,
     connect_timeout: ConnectTimeoutOpt = None,
     read_timeout: ReadTimeoutOpt = None,
+    total_timeout: TotalTimeoutOpt = None,
     dry_run: Annotated[
         bool, typer.Option(help="Show what would be sent; send and write nothing.")
     ] = False,
@@ -164,6 +166,7 @@ def run(
             "retry_wait": retry_wait,
             "connect_timeout": connect_timeout,
             "read_timeout": read_timeout,
+            "total_timeout": total_timeout,
         },
         repo_root=repo_root,
     )
@@ -350,6 +353,7 @@ def continue_(
     retry_wait: RetryWaitOpt = 1.0,
     connect_timeout: ConnectTimeoutOpt = None,
     read_timeout: ReadTimeoutOpt = None,
+    total_timeout: TotalTimeoutOpt = None,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
@@ -373,6 +377,7 @@ def continue_(
         max_attempts=max_attempts,
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
+        total_timeout=total_timeout,
     )
     options = ContinueOptions(
         path=typed_path(root, path),
@@ -394,7 +399,9 @@ def continue_(
         keep_reasoning=keep_reasoning,
         force=force,
         retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
-        timeouts=Timeouts(connect=cfg["connect_timeout"], read=cfg["read_timeout"]),
+        timeouts=Timeouts(
+            connect=cfg["connect_timeout"], read=cfg["read_timeout"], total=cfg["total_timeout"]
+        ),
     )
     STATE.secret = os.environ.get(options.api_key_env or DEFAULT_KEY_ENV, "").strip() or None
     progress = _Progress()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import safejson
 from ..chain import REASONING_SUFFIX, RECORD_SUFFIX
 from ..errors import InputError
 from ..receipts import CONTINUATION, PRIMARY, RECEIPT_SUFFIX, schema_problems
@@ -394,8 +395,10 @@ class Verifier:
         if isinstance(raw, Problem):
             return None if raw.kind == "missing" else f"request record {raw.detail}"
         try:
-            data = _RECORD_DECODER.decode(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            data = safejson.loads(raw, what="request record", decoder=_RECORD_DECODER)
+        except safejson.JSONRefused as exc:
+            return f"{record_rel}: {exc}"
+        except ValueError as exc:
             return f"request record {record_rel} is not JSON ({exc})"
         if (
             not isinstance(data, dict)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import safejson
 from ..errors import InputError
 from ..repo import resolve_inside
 from ..request import sha256_tag
@@ -47,13 +48,14 @@ _CANONICAL = json.JSONEncoder(
 
 
 def parse_receipt(raw: bytes) -> tuple[Any, str | None]:
-    """The receipt's JSON value, or a problem: strict UTF-8 JSON, one value per key."""
+    """The receipt's JSON value, or a problem: strict UTF-8 JSON, one value per key, and
+    neither too big nor nested too deeply."""
     try:
-        text = raw.decode("utf-8")
+        return safejson.loads(raw, what="receipt", decoder=_RECEIPT_DECODER), None
     except UnicodeDecodeError as exc:
         return None, f"not UTF-8 (byte {exc.start})"
-    try:
-        return _RECEIPT_DECODER.decode(text), None
+    except safejson.JSONRefused as exc:
+        return None, str(exc)
     except _DuplicateKey as exc:
         return None, f"not valid JSON: duplicate key {exc.args[0]!r}"
     except ValueError as exc:
