@@ -23,6 +23,7 @@ from .errors import OutputError
 from .receipts import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
 from .request import RECORD_SCHEMA, PreparedRequest, sha256_tag
 from .storage import (
+    PRIVATE_MODE,
     claim_answer,
     crash_at,
     crash_point,
@@ -122,7 +123,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
     if spec.keep_reasoning and c.reasoning:
         data = c.reasoning.encode("utf-8")
         reasoning_rel = _rel(spec.root, paths["reasoning"])
-        write_output(paths["reasoning"], data, shown=reasoning_rel)
+        write_output(paths["reasoning"], data, shown=reasoning_rel, mode=PRIVATE_MODE)
         reasoning_sha = sha256_tag(data)
 
     usage = c.usage or ZERO_USAGE
@@ -166,6 +167,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         paths["record"],
         (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
         shown=record_rel,
+        mode=PRIVATE_MODE,  # the prompt, the template: not for other users of the machine
     )
     if crash_at():
         crash_point("after-record")

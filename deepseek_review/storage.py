@@ -25,6 +25,13 @@ from .errors import ConfigError, OutputError
 
 TEMP_PREFIX = ".deepseek-review-"
 TEMP_SUFFIX = ".tmp"
+
+#: Permissions of answers, receipts and reports: the user's umask applies, and never wider.
+PUBLIC_MODE = 0o644
+#: Permissions of the files that hold the prompt and what the model thought about the context
+#: (request records, kept reasoning): the owner's only, whatever the umask. Share them with
+#: ``chmod`` if you mean to.
+PRIVATE_MODE = 0o600
 _TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 _MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -103,14 +110,18 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(folder: Path, data: bytes, *, mid_point: str, after_point: str | None) -> Path:
+def _write_temp(
+    folder: Path, data: bytes, *, mode: int, mid_point: str, after_point: str | None
+) -> Path:
     """``data`` in a new temporary file in ``folder``, fsynced; removed again on failure.
 
-    ``mid_point``/``after_point`` name the crash tests' hook points (see ``crash_at``).
+    Created with ``mode`` less the umask, so the final name (linked or renamed to it) never
+    exists with wider permissions. ``mid_point``/``after_point`` name the crash tests' hook
+    points (see ``crash_at``).
     """
     crashing = crash_at()  # an invalid test-hook value fails here, before any file exists
     tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
             view = memoryview(data)
@@ -133,10 +144,12 @@ def _write_temp(folder: Path, data: bytes, *, mid_point: str, after_point: str |
     return tmp
 
 
-def write_new(path: Path, data: bytes) -> None:
+def write_new(path: Path, data: bytes, *, mode: int = PUBLIC_MODE) -> None:
     """Create ``path`` holding ``data``, atomically; raise FileExistsError if it exists."""
     folder = path.parent
-    tmp = _write_temp(folder, data, mid_point="mid-temp-write", after_point="after-temp-write")
+    tmp = _write_temp(
+        folder, data, mode=mode, mid_point="mid-temp-write", after_point="after-temp-write"
+    )
     try:
         try:
             os.link(tmp, path)
@@ -155,11 +168,11 @@ def write_new(path: Path, data: bytes) -> None:
     _fsync_dir(folder)
 
 
-def write_replacing(path: Path, data: bytes) -> None:
+def write_replacing(path: Path, data: bytes, *, mode: int = PUBLIC_MODE) -> None:
     """Write ``path`` atomically, replacing it if it exists: only for files meant to be
     rewritten (a batch report), never for answers, receipts or records."""
     folder = path.parent
-    tmp = _write_temp(folder, data, mid_point="mid-report-write", after_point=None)
+    tmp = _write_temp(folder, data, mode=mode, mid_point="mid-report-write", after_point=None)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -169,10 +182,10 @@ def write_replacing(path: Path, data: bytes) -> None:
     _fsync_dir(folder)
 
 
-def write_output(path: Path, data: bytes, *, shown: str) -> None:
+def write_output(path: Path, data: bytes, *, shown: str, mode: int = PUBLIC_MODE) -> None:
     """:func:`write_new` with failures as :class:`OutputError` naming ``shown``."""
     try:
-        write_new(path, data)
+        write_new(path, data, mode=mode)
     except FileExistsError:
         raise OutputError(f"{shown}: already exists; refusing to overwrite it") from None
     except OSError as exc:
