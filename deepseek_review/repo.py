@@ -17,21 +17,98 @@ from pathlib import Path, PurePosixPath
 
 from .errors import ConfigError, InputError
 
+#: Forced on every git command. The repository under review is untrusted, and so is its
+#: ``.git/config``: nothing in it may make git run a program. ``ls-files`` and
+#: ``check-ignore`` run ``core.fsmonitor``; no command here runs hooks, a pager, a diff
+#: driver or a transport, but they are switched off too so that a future command cannot
+#: (a ``git diff`` must also pass ``--no-ext-diff --no-textconv``). ``safe.bareRepository``
+#: keeps git from adopting a bare repository committed inside the tree.
+SAFE_GIT_CONFIG = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "core.sshCommand=false",
+    "protocol.allow=never",
+    "safe.bareRepository=explicit",
+)
+
+#: The environment git runs in: the operator's own (``GIT_DIR``, their global and system
+#: config are theirs to set), with no pager, no prompt, no lazy fetch, and English messages
+#: (a refusal is recognised by its words).
+_GIT_ENV = {
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_NO_LAZY_FETCH": "1",
+    "LC_ALL": "C",
+}
+
+_DUBIOUS_RE = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
+
+#: Commands that read work-tree files through git's filters: ``filter.<driver>.clean`` and
+#: ``.process`` programs named in the repository's config would run (``git diff`` against
+#: the work tree does). Every driver the config names is switched off for them.
+_FILTERING_COMMANDS = frozenset({"diff", "status", "add", "stash", "grep", "commit"})
+
 
 def git_executable() -> str | None:
-    return shutil.which("git")
+    """git from the absolute entries of ``PATH`` only: an empty or relative entry would find
+    a ``git`` planted in the repository (the usual working folder)."""
+    dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
+    return shutil.which("git", path=os.pathsep.join(dirs))
+
+
+_FILTER_KEYS = ("clean", "smudge", "process")
+
+
+def _run_git(git: str, cwd: Path, args: list[str]) -> subprocess.CompletedProcess[bytes] | None:
+    try:
+        return subprocess.run(
+            [git, "--no-pager", *args],
+            cwd=cwd,
+            capture_output=True,
+            check=False,
+            env={**os.environ, **_GIT_ENV},
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
 
 
 def git_output(cwd: Path, *args: str) -> bytes | None:
-    """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails."""
+    """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails.
+
+    Every git command of the package runs here, with :data:`SAFE_GIT_CONFIG`. A repository
+    git refuses because another user owns it is a :class:`ConfigError` naming git's fix,
+    never a silent fallback to gathering without git (which would not know git's ignore
+    rules, e.g. ``.git/info/exclude``).
+    """
     git = git_executable()
     if git is None:
         return None
-    try:
-        out = subprocess.run([git, *args], cwd=cwd, capture_output=True, check=False)
-    except OSError:
+    config = [a for kv in SAFE_GIT_CONFIG for a in ("-c", kv)]
+    if _FILTERING_COMMANDS.intersection(args):
+        found = _run_git(
+            git, cwd, [*config, "config", "-z", "--name-only", "--get-regexp", "^filter[.]"]
+        )
+        keys = os.fsdecode(found.stdout).split("\0") if found and found.returncode == 0 else []
+        drivers = {k.rsplit(".", 1)[0] for k in keys if k}
+        if any("=" in d for d in drivers):  # "-c" could not name it: do not run at all
+            return None
+        config += [a for d in sorted(drivers) for k in _FILTER_KEYS for a in ("-c", f"{d}.{k}=")]
+    out = _run_git(git, cwd, [*config, *args])
+    if out is None:
         return None
-    return out.stdout if out.returncode == 0 else None
+    if out.returncode == 0:
+        return out.stdout
+    dubious = _DUBIOUS_RE.search(out.stderr)
+    if dubious:
+        where = os.fsdecode(dubious.group(1)) or os.fspath(cwd)
+        raise ConfigError(
+            f"git refuses the repository {where}: it belongs to another user",
+            hint=f"if you trust it: git config --global --add safe.directory {where}",
+        )
+    return None
 
 
 def git_toplevel(start: Path) -> Path | None:

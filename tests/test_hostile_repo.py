@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from deepseek_review.repo import git_output
 from deepseek_review.simulator import Simulator
 from tests.conftest import files_under, git
 
@@ -101,6 +102,102 @@ def sent_paths(simulator: Simulator) -> str:
     (req,) = simulator.chat_requests()
     body = json.loads(req.body)
     return "\n".join(m["content"] for m in body["messages"])
+
+
+# --------------------------------------------------------------------------- 6: git programs
+
+
+@pytest.fixture
+def fsmonitor_marker(hostile: Path, tmp_path: Path) -> Path:
+    """.git/config names a program as core.fsmonitor; it would write the returned marker."""
+    marker = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f'#!/bin/sh\necho "$@" >> "{marker}"\nexit 1\n', encoding="utf-8")
+    hook.chmod(0o755)
+    git(hostile, "config", "core.fsmonitor", str(hook))
+    return marker
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
+def test_core_fsmonitor_from_the_repository_config_is_never_run(
+    hostile, fsmonitor_marker, simulator, cli, dry_run
+):
+    r = run_against(cli, simulator, *(["--dry-run"] if dry_run else []), "-c", ".")
+    assert r.code == 0, r.err
+    assert not fsmonitor_marker.exists()
+
+
+def test_a_git_planted_in_the_repository_is_not_run_through_an_empty_path_entry(
+    hostile, simulator, cli, monkeypatch, tmp_path
+):
+    marker = tmp_path / "planted-git-ran"
+    planted = hostile / "git"
+    planted.write_text(f'#!/bin/sh\ntouch "{marker}"\nexit 1\n', encoding="utf-8")
+    planted.chmod(0o755)
+    monkeypatch.setenv("PATH", ":" + os.environ["PATH"])  # an empty entry is the cwd
+    r = run_against(cli, simulator, "--dry-run", "-c", "docs/spec.md")
+    assert r.code == 0, r.err
+    assert not marker.exists()
+
+
+@pytest.fixture
+def filter_marker(hostile: Path, tmp_path: Path) -> Callable[[str], Path]:
+    """.git/config names a clean/process filter program for *.md (via .gitattributes) under
+    the given driver name; it would write the returned marker."""
+    marker = tmp_path / "filter-ran"
+    hook = tmp_path / "filter.sh"
+    hook.write_text(f'#!/bin/sh\necho ran >> "{marker}"\ncat\n', encoding="utf-8")
+    hook.chmod(0o755)
+
+    def install(driver: str) -> Path:
+        git(hostile, "config", f"filter.{driver}.clean", str(hook))
+        git(hostile, "config", f"filter.{driver}.process", str(hook))
+        (hostile / ".gitattributes").write_text(f"*.md filter={driver}\n", encoding="utf-8")
+        (hostile / "docs" / "spec.md").write_text("changed\n", encoding="utf-8")
+        return marker
+
+    return install
+
+
+def test_git_diff_of_the_work_tree_runs_no_filter_program_from_the_repository_config(
+    hostile, filter_marker
+):
+    # For commands that read work-tree files (a diff against a base commit): git would run
+    # the clean filter on docs/spec.md.
+    marker = filter_marker("evil")
+    assert git_output(hostile, "diff", "--name-only", "HEAD", "--", "docs") == b"docs/spec.md\n"
+    assert not marker.exists()
+
+
+def test_git_diff_is_not_run_when_a_filter_driver_cannot_be_switched_off(hostile, filter_marker):
+    marker = filter_marker("a=b")  # "-c filter.a=b.clean=" would set another key
+    assert git_output(hostile, "diff", "--name-only", "HEAD", "--", "docs") is None
+    assert not marker.exists()
+
+
+def test_repository_owned_by_another_user_is_refused_with_the_git_fix(
+    hostile, simulator, cli, monkeypatch
+):
+    # git's own switch for "this repository belongs to someone else" (its test suite uses it).
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+    r = run_against(cli, simulator, "--dry-run", "-c", ".")
+    assert_refused(
+        r,
+        simulator,
+        hostile,
+        f"git refuses the repository {hostile}: it belongs to another user",
+        f"git config --global --add safe.directory {hostile}",
+        code=2,
+    )
+    assert ENV_SECRET not in r.out
+
+
+def test_repository_owned_by_another_user_is_refused_with_an_explicit_root(
+    hostile, simulator, cli, monkeypatch
+):
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+    r = run_against(cli, simulator, "--dry-run", "--repo-root", str(hostile), "-c", "docs")
+    assert_refused(r, simulator, hostile, "safe.directory", code=2)
 
 
 # --------------------------------------------------------------------------- 17: file modes
