@@ -10,6 +10,12 @@ user asked for it.
 Everything that could not be sent faithfully is refused before anything is sent, with a
 one-line error naming the path: outside the root, missing, not a regular file, binary (NUL
 bytes), not UTF-8, over ``max_file_bytes``, the total over ``max_context_bytes``.
+
+The repository may be hostile. What a file *really* is is checked on the open descriptor
+(:func:`.repo.opened_path`), never on a path that could be swapped after the check: git's own
+data (any ``.git`` folder, the git dir wherever it is) is never context, and neither is a file
+git ignores when a symlink leads to it (``docs/env -> ../.env``). Named explicitly, such a path
+is refused; found by a folder or a glob, it is skipped and reported (:class:`Skipped`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,14 @@ from functools import cache
 from pathlib import Path
 
 from .errors import ConfigError, InputError
-from .repo import git_output, has_unsafe_chars, resolve_inside
+from .repo import (
+    git_dirs,
+    git_output,
+    has_unsafe_chars,
+    opened_path,
+    resolve_inside,
+    under_dot_git,
+)
 
 #: Sized for a 128k-token model: ~4 bytes a token leaves about 28k tokens for the template
 #: and the answer.
@@ -61,6 +74,28 @@ class ContextLimits:
             raise ConfigError(f"--max-file-bytes must be positive, got {self.max_file_bytes}")
         if self.max_context_bytes <= 0:
             raise ConfigError(f"--max-context-bytes must be positive, got {self.max_context_bytes}")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path a folder or glob listed that is left out for safety, and why (``--dry-run``
+    lists it, a review warns about it)."""
+
+    path: str
+    reason: str
+
+
+class Gathered(list[ContextFile]):
+    """The context files in order (a list), and what expansion found but left out."""
+
+    def __init__(self, files: Iterable[ContextFile] = (), skipped: Iterable[Skipped] = ()) -> None:
+        super().__init__(files)
+        self.skipped = tuple(skipped)
+
+
+#: Why a path is refused (named) or skipped (listed).
+GIT_DATA = "inside .git/ (git's own data, never context)"
+LINK_TO_GIT_DATA = "a symlink into .git/ (git's own data, never context)"
 
 
 def sha256_tag(data: bytes) -> str:
@@ -159,15 +194,21 @@ class _IgnoreWalker:
                 return bool(result.include)
         return False
 
+    def excluded(self, rel: str, is_dir: bool) -> bool:
+        """Whether git would list nothing at ``rel``: it, or a folder above it, is ignored."""
+        parts = rel.split("/")
+        for i in range(1, len(parts) + 1):
+            last = i == len(parts)
+            if parts[i - 1] == ".git" or self.ignored("/".join(parts[:i]), is_dir or not last):
+                return True
+        return False
+
     def walk(self, rel_top: str) -> Iterator[str]:
         top = self.root / rel_top if rel_top not in ("", ".") else self.root
         prefix = "" if rel_top in ("", ".") else rel_top.rstrip("/") + "/"
         # Ancestors of the folder may be ignored too (git would list nothing below them).
-        if prefix:
-            parts = prefix.rstrip("/").split("/")
-            for i in range(1, len(parts) + 1):
-                if parts[i - 1] == ".git" or self.ignored("/".join(parts[:i]), True):
-                    return
+        if prefix and self.excluded(prefix.rstrip("/"), True):
+            return
         stack = [(top, prefix)]
         while stack:
             folder, pre = stack.pop()
@@ -255,14 +296,18 @@ def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
                 add(rel, False)
             continue
         resolved, rel = resolve_inside(root, spec, what="context path")
-        if _in_git_dir(root, rel) or _in_git_dir(root, resolved):
-            raise InputError(f"context path {spec}: inside .git/ (git's own data, never context)")
+        if under_dot_git(rel):
+            raise InputError(f"context path {spec}: {GIT_DATA}")
         try:
             st = resolved.stat()
         except FileNotFoundError:
             raise InputError(f"context path {spec}: no such file or folder") from None
         except OSError as exc:
             raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
+        # Checked again on the open file when it is read: this only refuses early, by name.
+        why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
+        if why is not None:
+            raise InputError(f"context path {spec}: {why}")
         if stat.S_ISDIR(st.st_mode):
             matches = _expand_folder(root, rel)
             matches = [m for m in matches if m == rel or rel == "." or m.startswith(rel + "/")]
@@ -281,49 +326,130 @@ def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
 # --------------------------------------------------------------------------- reading
 
 
-def _in_git_dir(root: Path, path: str | Path) -> bool:
-    """Whether ``path`` (repo-relative, or absolute inside ``root``) is inside ``.git/``."""
-    rel = Path(path).relative_to(root) if isinstance(path, Path) else Path(path)
-    return bool(rel.parts) and rel.parts[0] == ".git"
+def _git_lists(root: Path, rel: str, is_dir: bool) -> bool:
+    """Whether git (or, outside git, the ``.gitignore`` rules) would list ``rel``: tracked,
+    or untracked and not ignored; for a folder, anything below it."""
+    if not _in_git_work_tree(root):
+        return not _IgnoreWalker(root).excluded(rel, is_dir)
+    listed = _git_ls_files(root, [f":(literal){rel}"])
+    if listed is None:  # git failed: assume the worst
+        return False
+    return bool(listed) if is_dir else rel in listed
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What every check on a file below ``root`` needs, worked out once per root."""
+
+    prefix: str
+    """``root`` ending in a separator: the path of ``rel`` is ``prefix + rel``."""
+    git_dirs: tuple[str, ...]
+    """The repository's git dirs that :func:`.repo.under_dot_git` does not already catch (a
+    ``--separate-git-dir`` inside the tree); usually none."""
+
+
+_LAYOUTS: dict[Path, _Layout] = {}
+
+
+def _layout(root: Path) -> _Layout:
+    # A plain dict, not functools.cache: looked up once per file, and a Path key found by
+    # identity costs no comparison.
+    layout = _LAYOUTS.get(root)
+    if layout is None:
+        prefix = os.path.join(os.fspath(root), "")
+        dirs = tuple(d for d in git_dirs(root) if not under_dot_git(d.replace(os.sep, "/")))
+        layout = _LAYOUTS.setdefault(root, _Layout(prefix, dirs))
+    return layout
+
+
+def why_not_context(
+    root: Path, rel: str, real: str, is_dir: bool, *, what: str = "context path"
+) -> str | None:
+    """Why ``rel`` (as named), which really is ``real`` (resolved), may not be context.
+
+    None when it may. git's own data never may (any folder named ``.git``, the repository's
+    git dir wherever it is); through a symlink (``real`` is not ``rel``) neither may a file
+    or folder git ignores, which the link would smuggle in (``.env``). Leading outside the
+    root is an :class:`InputError` naming ``what`` and ``rel``.
+    """
+    layout = _layout(root)
+    if real.startswith(layout.prefix):
+        real_rel = real[len(layout.prefix) :]
+    elif real + os.sep == layout.prefix:
+        real_rel = "."
+    else:
+        raise InputError(f"{what} {rel}: a symlink leads outside the repository root ({real})")
+    linked = real_rel != rel
+    if under_dot_git(real_rel) or (
+        layout.git_dirs and any(real == d or real.startswith(d + os.sep) for d in layout.git_dirs)
+    ):
+        return LINK_TO_GIT_DATA if linked else GIT_DATA
+    if linked and not _git_lists(root, real_rel, is_dir):
+        return f"a symlink to {real_rel}, which git ignores"
+    return None
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0)
 
 
-def _open_listed(root: Path, rel: str) -> int | None:
-    """Open a path git (or the walker) listed; None when it is not a file to read.
+def _refuse_or_skip(rel: str, why: str, *, explicit: bool) -> Skipped:
+    if explicit:
+        raise InputError(f"context file {rel}: {why}")
+    return Skipped(rel, why)
 
-    Skipped, as git sees files: entries gone from the work tree (deleted but still tracked)
-    and symlinks to folders inside the root. Neither lister descends into symlinked folders,
-    so only the last component can be a symlink: ``O_NOFOLLOW`` opens everything else in one
-    system call (this runs 20,000 times for a large tree), and a symlink is resolved and
-    checked against the root: one that leads out is refused by name. ``O_NONBLOCK`` keeps a
-    FIFO from blocking the open (it is skipped right after, by its type).
+
+def _open_checked(
+    root: Path, rel: str, *, explicit: bool
+) -> tuple[int, os.stat_result] | Skipped | None:
+    """Open ``rel`` to read, checking where it leads (:func:`why_not_context`) on what was
+    opened, so a symlink swapped in after any earlier check changes nothing.
+
+    ``O_NOFOLLOW`` opens what is not a symlink in one system call (this runs 20,000 times for
+    a large tree). A symlink is resolved and checked *before* it is opened too, so nothing
+    outside the root or in git's data is opened at all (opening a device can act); then the
+    resolved path is opened, again without following a link. ``O_NONBLOCK`` keeps a FIFO from
+    blocking the open (it is refused or skipped right after, by its type).
+
+    Returns the descriptor and its ``fstat``; None for a listed path that is gone (deleted
+    but still tracked, a dangling symlink); :class:`Skipped` for a listed path that may not
+    be context. An explicit path is opened or refused.
     """
-    path = os.path.join(os.fspath(root), rel)
+    path = _layout(root).prefix + rel
+    checked = why = None
     try:
-        return os.open(path, _OPEN_FLAGS)
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EMLINK):
+                raise
+            checked = os.path.realpath(path)
+            is_dir = stat.S_ISDIR(os.stat(checked).st_mode)  # FileNotFoundError: dangling
+            why = why_not_context(root, rel, checked, is_dir, what="context file")
+            if why is not None:
+                return _refuse_or_skip(rel, why, explicit=explicit)
+            fd = os.open(checked, _OPEN_FLAGS)
     except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.EMLINK):
+        if explicit:
             raise
-    target = Path(path).resolve()
-    try:
-        target.relative_to(root)
-    except ValueError:
-        raise InputError(
-            f"context file {rel}: a symlink leads outside the repository root ({target})"
-        ) from None
-    try:
-        return os.open(target, _OPEN_FLAGS)
-    except (FileNotFoundError, IsADirectoryError):
         return None
+    try:
+        st = os.fstat(fd)
+        real = opened_path(fd, path, st)
+        if real != checked:
+            why = why_not_context(root, rel, real, stat.S_ISDIR(st.st_mode), what="context file")
+    except BaseException:
+        os.close(fd)
+        raise
+    if why is not None:
+        os.close(fd)
+        return _refuse_or_skip(rel, why, explicit=explicit)
+    return fd, st
 
 
-def _read_fd(fd: int, rel: str, max_file_bytes: int, *, explicit: bool) -> bytes | None:
-    st = os.fstat(fd)
+def _read_fd(
+    fd: int, st: os.stat_result, rel: str, max_file_bytes: int, *, explicit: bool
+) -> bytes | None:
     if not stat.S_ISREG(st.st_mode):
         if explicit:
             raise InputError(f"context file {rel}: not a regular file")
@@ -347,11 +473,12 @@ def _read_fd(fd: int, rel: str, max_file_bytes: int, *, explicit: bool) -> bytes
 
 def read_context_file(
     root: Path, rel: str, *, explicit: bool, max_file_bytes: int
-) -> ContextFile | None:
+) -> ContextFile | Skipped | None:
     """Read one file, refusing what cannot be sent faithfully.
 
-    None for a listed (not explicit) path that is not a file to read (see
-    :func:`_open_listed`); an explicit path is always read or refused.
+    Where it leads is checked on the open file (:func:`_open_checked`). A listed (not
+    explicit) path is :class:`Skipped` when it may not be context, None when it is not a file
+    to read (gone, a folder, a FIFO); an explicit path is always read or refused.
     """
     if has_unsafe_chars(rel):
         raise InputError(f"context file {rel!r}: name holds control characters (e.g. a newline)")
@@ -360,15 +487,12 @@ def read_context_file(
     except UnicodeEncodeError:
         raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
     try:
-        if explicit:
-            path, _ = resolve_inside(root, rel, what="context file")
-            fd: int | None = os.open(path, _OPEN_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
-        else:
-            fd = _open_listed(root, rel)
-        if fd is None:
-            return None
+        opened = _open_checked(root, rel, explicit=explicit)
+        if not isinstance(opened, tuple):
+            return opened
+        fd, st = opened
         try:
-            data = _read_fd(fd, rel, max_file_bytes, explicit=explicit)
+            data = _read_fd(fd, st, rel, max_file_bytes, explicit=explicit)
         finally:
             os.close(fd)
     except FileNotFoundError:
@@ -395,14 +519,21 @@ def read_context_file(
 
 def gather_context(
     root: Path, specs: Sequence[str], limits: ContextLimits | None = None
-) -> list[ContextFile]:
-    """Expand ``specs`` and read every file, refusing the whole set on the first bad one."""
+) -> Gathered:
+    """Expand ``specs`` and read every file, refusing the whole set on the first bad one.
+
+    Files a folder or glob listed that may not be context are left out, in ``skipped``.
+    """
     limits = limits or ContextLimits()
     expansion = expand_specs(root, specs)
     files: list[ContextFile] = []
+    skipped: list[Skipped] = []
     total = 0
     for rel, explicit in expansion.entries:
         cf = read_context_file(root, rel, explicit=explicit, max_file_bytes=limits.max_file_bytes)
+        if isinstance(cf, Skipped):
+            skipped.append(cf)
+            continue
         if cf is None:
             continue
         total += cf.size
@@ -417,4 +548,4 @@ def gather_context(
         if not any(rel in read for rel in listed):
             what = "holds no file" if kind == "folder" else "matches no file"
             raise InputError(f"context {kind} {spec}: {what} (after git's ignore rules)")
-    return files
+    return Gathered(files, skipped)

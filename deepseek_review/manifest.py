@@ -28,7 +28,7 @@ from typing import Any
 from . import safejson
 from .client import RetryPolicy, Timeouts
 from .config import Setting, configured_review_values
-from .context import ContextFile, ContextLimits, gather_context
+from .context import ContextLimits, Gathered, gather_context
 from .errors import ConfigError, InputError, ReviewError
 from .pipeline import ContinuationOptions, GatherFn, ReviewOptions, ReviewPlan, plan_review
 from .repo import find_repo_root, resolve_inside
@@ -720,16 +720,15 @@ class ContextCache:
     def __init__(self, gather: GatherFn = gather_context) -> None:
         self._gather = gather
         self._lock = threading.Lock()
-        self._done: dict[tuple[Path, tuple[str, ...], ContextLimits], list[ContextFile]] = {}
+        self._done: dict[tuple[Path, tuple[str, ...], ContextLimits], Gathered] = {}
         self._failed: dict[tuple[Path, tuple[str, ...], ContextLimits], ReviewError] = {}
 
-    def __call__(
-        self, root: Path, specs: Sequence[str], limits: ContextLimits
-    ) -> list[ContextFile]:
+    def __call__(self, root: Path, specs: Sequence[str], limits: ContextLimits) -> Gathered:
         key = (root, tuple(specs), limits)
         with self._lock:
             if key in self._done:
-                return list(self._done[key])
+                done = self._done[key]
+                return Gathered(done, done.skipped)
             if key in self._failed:
                 raise self._failed[key]
         try:
@@ -740,7 +739,7 @@ class ContextCache:
             raise
         with self._lock:
             self._done.setdefault(key, files)
-        return list(files)
+        return Gathered(files, files.skipped)
 
 
 @dataclass(frozen=True)

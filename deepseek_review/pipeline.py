@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Timeouts
-from .context import ContextFile, ContextLimits, gather_context
+from .context import ContextFile, ContextLimits, Gathered, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import ConfigError, InputError, PromptTruncated
 from .prompt import Template, continuation_directive, load_template, render_messages
@@ -139,6 +139,8 @@ class ReviewPlan:
     prepared: PreparedRequest
     token_estimate: int
     options: ReviewOptions
+    skipped: tuple[Skipped, ...] = ()
+    """Files a folder or glob found that were left out for safety, each with why."""
 
     @property
     def context_bytes(self) -> int:
@@ -188,7 +190,7 @@ class ReviewResult:
 
 
 #: Gathers context files (``gather_context``'s signature); a batch passes a caching one.
-GatherFn = Callable[[Path, Sequence[str], ContextLimits], list[ContextFile]]
+GatherFn = Callable[[Path, Sequence[str], ContextLimits], Gathered]
 
 
 def review_longest_name(options: ReviewOptions) -> str:
@@ -241,7 +243,12 @@ def plan_review(
     root = find_repo_root(options.repo_root)
     out_dir, _ = resolve_inside(root, options.output_dir, what="--output-dir")
     template = load_template(options.template, options.template_file)
-    files = gather(root, options.context, options.limits)
+    gathered = gather(root, options.context, options.limits)
+    skipped = gathered.skipped
+    for s in skipped:
+        log.warning("skipped %s: %s", s.path, s.reason)
+    files: list[ContextFile] = gathered
+    del gathered
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
     if prompt_bytes > options.limits.max_context_bytes:
         raise InputError(
@@ -299,6 +306,7 @@ def plan_review(
         prepared=prepared,
         token_estimate=estimate,
         options=options,
+        skipped=skipped,
     )
 
 

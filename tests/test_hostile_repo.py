@@ -11,6 +11,7 @@ no request, no output and no file; the program does not run; the name is refused
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.repo import git_output
+from deepseek_review.repo import git_output, opened_path
 from deepseek_review.simulator import Simulator
 from tests.conftest import files_under, git
 
@@ -102,6 +103,146 @@ def sent_paths(simulator: Simulator) -> str:
     (req,) = simulator.chat_requests()
     body = json.loads(req.body)
     return "\n".join(m["content"] for m in body["messages"])
+
+
+# --------------------------------------------------------------------------- 4: symlinks
+
+
+@pytest.mark.parametrize("spec", ["docs", "docs/*"], ids=["folder", "glob"])
+def test_expansion_skips_a_symlink_to_git_config_and_sends_no_token(hostile, simulator, cli, spec):
+    r = run_against(cli, simulator, "-c", spec)
+    assert r.code == 0, r.err
+    assert "## File 1 of 1: docs/spec.md" in sent_paths(simulator)
+    assert "skipped docs/cfg: a symlink into .git/" in r.err
+    assert_not_leaked(r, simulator, hostile)
+
+
+@pytest.mark.parametrize("spec", ["docs", "docs/*"], ids=["folder", "glob"])
+def test_expansion_skips_a_symlink_to_an_ignored_env_file(hostile, simulator, cli, spec):
+    r = run_against(cli, simulator, "-c", spec)
+    assert r.code == 0, r.err
+    assert "skipped docs/env: a symlink to .env, which git ignores" in r.err
+    assert_not_leaked(r, simulator, hostile)
+
+
+@pytest.mark.parametrize("spec", ["docs", "docs/*"], ids=["folder", "glob"])
+def test_expansion_skips_a_symlinked_folder_into_git(hostile, simulator, cli, spec):
+    r = run_against(cli, simulator, "-c", spec)
+    assert r.code == 0, r.err
+    assert "skipped docs/gitdir: a symlink into .git/" in r.err
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_named_symlink_to_git_config_is_refused(hostile, simulator, cli):
+    r = run_against(cli, simulator, "-c", "docs/cfg")
+    assert_refused(r, simulator, hostile, "context path docs/cfg", "a symlink into .git/")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_named_symlink_to_an_ignored_env_file_is_refused(hostile, simulator, cli):
+    r = run_against(cli, simulator, "-c", "docs/env")
+    assert_refused(r, simulator, hostile, "context path docs/env", ".env, which git ignores")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_named_symlinked_folder_into_git_is_refused(hostile, simulator, cli):
+    r = run_against(cli, simulator, "-c", "docs/gitdir")
+    assert_refused(r, simulator, hostile, "docs/gitdir", ".git/")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_file_named_through_a_symlinked_folder_into_git_is_refused(hostile, simulator, cli):
+    r = run_against(cli, simulator, "-c", "docs/gitdir/config")
+    assert_refused(r, simulator, hostile, "docs/gitdir/config", ".git/")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_named_symlinked_folder_to_an_ignored_folder_is_refused(hostile, simulator, cli):
+    r = run_against(cli, simulator, "-c", "docs/private")
+    assert_refused(r, simulator, hostile, "docs/private", "private, which git ignores")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_file_named_through_a_symlinked_ignored_folder_is_refused(hostile, simulator, cli):
+    r = run_against(cli, simulator, "-c", "docs/private/key.txt")
+    assert_refused(r, simulator, hostile, "docs/private/key.txt", "which git ignores")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_dry_run_lists_every_skipped_link_with_its_reason(hostile, simulator, cli):
+    r = run_against(cli, simulator, "--dry-run", "-c", "docs")
+    assert r.code == 0, r.err
+    assert "skipped        4 files\n" in r.out
+    assert "  docs/cfg  a symlink into .git/ (git's own data, never context)\n" in r.out
+    assert "  docs/env  a symlink to .env, which git ignores\n" in r.out
+    assert "  docs/gitdir  a symlink into .git/ (git's own data, never context)\n" in r.out
+    assert "  docs/private  a symlink to private, which git ignores\n" in r.out
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_dry_run_json_lists_every_skipped_link_with_its_reason(hostile, simulator, cli):
+    r = run_against(cli, simulator, "--dry-run", "--json", "-c", "docs")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert [f["path"] for f in data["context_files"]] == ["docs/spec.md"]
+    assert data["skipped"] == [
+        {"path": "docs/cfg", "reason": "a symlink into .git/ (git's own data, never context)"},
+        {"path": "docs/env", "reason": "a symlink to .env, which git ignores"},
+        {"path": "docs/gitdir", "reason": "a symlink into .git/ (git's own data, never context)"},
+        {"path": "docs/private", "reason": "a symlink to private, which git ignores"},
+    ]
+
+
+def test_symlink_into_a_git_folder_not_named_dot_git_is_skipped(tmp_path, simulator, cli):
+    # `git init --separate-git-dir` keeps git's data in any folder: found by rev-parse.
+    root = tmp_path / "sep"
+    (root / "docs").mkdir(parents=True)
+    git(tmp_path, "init", "-q", f"--separate-git-dir={root / 'store'}", str(root))
+    git(root, "config", "http.extraheader", f"AUTHORIZATION: basic {TOKEN}")
+    (root / "docs" / "a.md").write_text("text\n", encoding="utf-8")
+    (root / "docs" / "cfg").symlink_to("../store/config")
+    r = run_against(cli, simulator, "--repo-root", str(root), "-c", "docs")
+    assert r.code == 0, r.err
+    assert "skipped docs/cfg: a symlink into .git/" in r.err
+    assert TOKEN.encode() not in simulator.chat_requests()[0].body
+
+
+def test_symlink_into_a_nested_repositorys_git_folder_is_skipped(hostile, simulator, cli):
+    nested = hostile / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    git(nested, "config", "http.extraheader", f"AUTHORIZATION: basic {TOKEN}")
+    (hostile / "vendor" / "cfg").symlink_to("lib/.git/config")
+    (hostile / "vendor" / "README.md").write_text("vendored\n", encoding="utf-8")
+    r = run_against(cli, simulator, "-c", "vendor")
+    assert r.code == 0, r.err
+    assert "skipped vendor/cfg: a symlink into .git/" in r.err
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_link_to_a_file_git_lists_is_still_followed_when_found(hostile, simulator, cli):
+    (hostile / "src" / "spec-link.md").symlink_to("../docs/spec.md")
+    r = run_against(cli, simulator, "--dry-run", "--json", "-c", "src")
+    assert r.code == 0, r.err
+    assert "src/spec-link.md" in [f["path"] for f in r.json()["context_files"]]
+
+
+def test_named_link_to_a_tracked_file_matching_gitignore_is_taken(hostile, simulator, cli):
+    # Tracked files are never ignored (git lists them): the link's target is fine.
+    (hostile / "notes.log").write_text("tracked log\n", encoding="utf-8")
+    git(hostile, "add", "-f", "notes.log")
+    (hostile / "docs" / "log").symlink_to("../notes.log")
+    r = run_against(cli, simulator, "--dry-run", "--json", "-c", "docs/log")
+    assert r.code == 0, r.err
+    assert [f["path"] for f in r.json()["context_files"]] == ["docs/log"]
+
+
+def test_dangling_link_found_in_a_folder_is_left_out_silently(repo, simulator, cli):
+    (repo / "docs" / "gone.md").symlink_to("missing.md")
+    r = run_against(cli, simulator, "--dry-run", "--json", "-c", "docs")
+    assert r.code == 0, r.err
+    assert [f["path"] for f in r.json()["context_files"]] == ["docs/spec.md"]
+    assert r.json()["skipped"] == []
 
 
 # --------------------------------------------------------------------------- 6: git programs
@@ -198,6 +339,123 @@ def test_repository_owned_by_another_user_is_refused_with_an_explicit_root(
     monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
     r = run_against(cli, simulator, "--dry-run", "--repo-root", str(hostile), "-c", "docs")
     assert_refused(r, simulator, hostile, "safe.directory", code=2)
+
+
+# --------------------------------------------------------------------------- 11: the race
+
+
+@pytest.fixture
+def swap_before_open(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path, Callable[[], None]], None]:
+    """Reproduce the check-then-open race deterministically: the first time the tool opens
+    ``path``, ``swap`` runs first -- after every check the tool made on the path, right before
+    the open, the worst moment a racing process could pick."""
+    real_open = os.open
+
+    def arm(path: Path, swap: Callable[[], None]) -> None:
+        armed = [True]
+
+        def racing_open(file: Any, flags: int, *args: Any, **kw: Any) -> int:
+            if armed[0] and os.fspath(file) == str(path):
+                armed[0] = False
+                swap()
+            return real_open(file, flags, *args, **kw)
+
+        monkeypatch.setattr(os, "open", racing_open)
+
+    return arm
+
+
+def link_in_place_of(path: Path, target: str) -> Callable[[], None]:
+    """A swap: ``path`` becomes a symlink to ``target``."""
+
+    def swap() -> None:
+        if path.is_dir() and not path.is_symlink():
+            path.rename(path.with_name(path.name + ".orig"))
+        else:
+            path.unlink()
+        path.symlink_to(target)
+
+    return swap
+
+
+def test_named_file_swapped_for_a_link_to_git_config_before_open_is_refused(
+    hostile, simulator, cli, swap_before_open
+):
+    spec = hostile / "docs" / "spec.md"
+    swap_before_open(spec, link_in_place_of(spec, "../.git/config"))
+    r = run_against(cli, simulator, "-c", "docs/spec.md")
+    assert_refused(r, simulator, hostile, "docs/spec.md", "a symlink into .git/")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_named_file_swapped_for_a_link_leading_out_before_open_is_refused(
+    hostile, simulator, cli, swap_before_open, tmp_path
+):
+    outside = tmp_path / "outside.txt"
+    outside.write_text(f"outside {TOKEN}\n", encoding="utf-8")
+    spec = hostile / "docs" / "spec.md"
+    swap_before_open(spec, link_in_place_of(spec, str(outside)))
+    r = run_against(cli, simulator, "-c", "docs/spec.md")
+    assert_refused(r, simulator, hostile, "docs/spec.md", "outside the repository root")
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_listed_file_swapped_for_a_link_to_git_config_before_open_is_skipped(
+    hostile, simulator, cli, swap_before_open
+):
+    mean = hostile / "src" / "pkg" / "mean.py"
+    swap_before_open(mean, link_in_place_of(mean, "../../.git/config"))
+    r = run_against(cli, simulator, "-c", "src")
+    assert r.code == 0, r.err
+    assert "skipped src/pkg/mean.py: a symlink into .git/" in r.err
+    assert_not_leaked(r, simulator, hostile)
+
+
+def test_folder_swapped_for_a_link_into_git_under_a_named_file_is_caught_on_the_open_file(
+    hostile, simulator, cli, swap_before_open
+):
+    # The file's own name is no symlink (O_NOFOLLOW opens it): only where the opened file
+    # really is, asked of the kernel after the open, shows it is .git/config.
+    (hostile / "conf").mkdir()
+    (hostile / "conf" / "config").write_text("harmless\n", encoding="utf-8")
+    swap_before_open(hostile / "conf" / "config", link_in_place_of(hostile / "conf", ".git"))
+    r = run_against(cli, simulator, "-c", "conf/config")
+    assert_refused(r, simulator, hostile, "conf/config", "a symlink into .git/")
+    assert_not_leaked(r, simulator, hostile)
+
+
+@pytest.fixture
+def no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A system without /proc/self/fd (nor macOS's F_GETPATH): the inode fallback is used."""
+    real_readlink = os.readlink
+
+    def readlink(path: Any, *args: Any, **kw: Any) -> Any:
+        if os.fspath(path).startswith("/proc/self/fd/"):
+            raise FileNotFoundError(errno.ENOENT, "no /proc", path)
+        return real_readlink(path, *args, **kw)
+
+    monkeypatch.setattr(os, "readlink", readlink)
+
+
+def test_without_proc_the_opened_file_is_found_by_its_inode(repo, no_proc):
+    path = str(repo / "docs" / "spec.md")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert opened_path(fd, path) == path
+    finally:
+        os.close(fd)
+
+
+def test_without_proc_a_file_swapped_after_the_open_is_refused(repo, no_proc):
+    path = repo / "docs" / "spec.md"
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        path.rename(path.with_name("moved.md"))  # still linked: only the inode tells
+        path.symlink_to("../.git/config")
+        with pytest.raises(FileNotFoundError):
+            opened_path(fd, str(path))
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- 17: file modes

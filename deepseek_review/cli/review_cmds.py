@@ -253,6 +253,7 @@ def _render_plan(plan: Any, as_json: bool) -> None:
         "context_files": [
             {"path": f.path, "bytes": f.size, "sha256": f.sha256} for f in plan.files
         ],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
     }
     if as_json:
         _json_out(info)
@@ -267,6 +268,8 @@ def _render_plan(plan: Any, as_json: bool) -> None:
             f"request        {len(plan.prepared.body_bytes)} bytes, ~{plan.token_estimate} tokens",
             f"context        {len(plan.files)} files, {plan.context_bytes} bytes",
             *(f"  {f.size:>10}  {f.path}" for f in plan.files),
+            *([f"skipped        {len(plan.skipped)} files"] if plan.skipped else []),
+            *(f"  {s.path}  {s.reason}" for s in plan.skipped),
         ],
     )
     log.info("dry run: nothing was sent and nothing was written")
