@@ -9,7 +9,8 @@ user asked for it.
 
 Everything that could not be sent faithfully is refused before anything is sent, with a
 one-line error naming the path: outside the root, missing, not a regular file, binary (NUL
-bytes), not UTF-8, over ``max_file_bytes``, the total over ``max_context_bytes``.
+bytes), not UTF-8, over ``max_file_bytes``, the total over ``max_context_bytes``, a name with
+control, bidi or invisible characters.
 
 The repository may be hostile. What a file *really* is is checked on the open descriptor
 (:func:`.repo.opened_path`), never on a path that could be swapped after the check: git's own
@@ -96,6 +97,9 @@ class Gathered(list[ContextFile]):
 #: Why a path is refused (named) or skipped (listed).
 GIT_DATA = "inside .git/ (git's own data, never context)"
 LINK_TO_GIT_DATA = "a symlink into .git/ (git's own data, never context)"
+UNSAFE_NAME = (
+    "name holds control characters (e.g. a newline, a bidi override or a zero-width space)"
+)
 
 
 def sha256_tag(data: bytes) -> str:
@@ -285,6 +289,8 @@ def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
     any_spec = False
     for spec in specs:
         any_spec = True
+        if has_unsafe_chars(spec):
+            raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
         if is_glob(spec) and not _exists_literally(root, spec):
             matches = _expand_glob(root, spec)
             if not matches:
@@ -481,7 +487,7 @@ def read_context_file(
     to read (gone, a folder, a FIFO); an explicit path is always read or refused.
     """
     if has_unsafe_chars(rel):
-        raise InputError(f"context file {rel!r}: name holds control characters (e.g. a newline)")
+        raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:

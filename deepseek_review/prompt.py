@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .context import ContextFile
+from .context import UNSAFE_NAME, ContextFile
 from .errors import ConfigError, InputError
+from .repo import has_unsafe_chars
 from .resources import prompts_dir
 
 DEFAULT_TEMPLATE = "default"
@@ -151,10 +152,16 @@ def _language(path: str) -> str:
 
 
 def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
-    """Every file as a heading, an opening fence, its text (a reference) and a closing fence."""
+    """Every file as a heading, an opening fence, its text (a reference) and a closing fence.
+
+    A name that could end its heading line or reorder it (see :func:`.repo.has_unsafe_chars`)
+    is refused here too, whoever built the list, so no name can fake another file's heading.
+    """
     parts: list[Part] = []
     n = len(files)
     for i, f in enumerate(files, start=1):
+        if has_unsafe_chars(f.path):
+            raise InputError(f"context file {f.path!r}: {UNSAFE_NAME}")
         fence = fence_for(f.text)
         sep = "" if f.text.endswith("\n") or f.text == "" else "\n"
         lead = "\n" if i > 1 else ""

@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import unicodedata
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -183,12 +184,29 @@ def opened_path(fd: int, path: str, st: os.stat_result | None = None) -> str:
     return real
 
 
-_UNSAFE_RE = re.compile(r"[\x00-\x1f\x7f]")
+_ASCII_UNSAFE_RE = re.compile(r"[\x00-\x1f\x7f]")
+#: Unicode categories a name may not hold: controls (C0, DEL, C1), format characters (bidi
+#: overrides, isolates and marks, zero-width space, word joiner, BOM, soft hyphen, tags) and
+#: the line and paragraph separators.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+#: Format characters that spell words (Persian, Indic scripts, emoji): allowed.
+_JOINERS = frozenset({"\u200c", "\u200d"})
+
+
+def _unsafe_char(c: str) -> bool:
+    return c not in _JOINERS and unicodedata.category(c) in _UNSAFE_CATEGORIES
 
 
 def has_unsafe_chars(rel: str) -> bool:
-    """Control characters (newlines above all) cannot be framed or listed unambiguously."""
-    return _UNSAFE_RE.search(rel) is not None
+    """Whether a name holds a character that could break or fake the framing it is shown in.
+
+    Control characters (a newline starts a new heading), C1 controls, bidi controls (the
+    text is shown in another order than it is sent), invisible format characters (two
+    names that look the same) and U+2028/U+2029 (line breaks to many readers).
+    """
+    if rel.isascii():
+        return _ASCII_UNSAFE_RE.search(rel) is not None
+    return any(_unsafe_char(c) for c in rel)
 
 
 def to_relative(root: Path, path: Path) -> str:
