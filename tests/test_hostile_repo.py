@@ -23,7 +23,8 @@ import pytest
 
 from deepseek_review.repo import git_output, opened_path
 from deepseek_review.simulator import Simulator
-from tests.conftest import files_under, git
+from tests.conftest import git
+from tests.test_context import assert_refused, run_against
 
 Cli = Callable[..., Any]
 
@@ -56,12 +57,6 @@ def hostile(repo: Path) -> Path:
     return repo
 
 
-def run_against(cli: Cli, simulator: Simulator, *args: str) -> Any:
-    return cli(
-        "run", "-p", "Review.", "--endpoint", simulator.base_url, "--retry-wait", "0.01", *args
-    )
-
-
 def files_holding(root: Path, secret: str) -> set[str]:
     """Every regular file under ``root`` (links not followed, .git/ skipped) holding ``secret``."""
     found = set()
@@ -85,19 +80,6 @@ def assert_not_leaked(r: Any, simulator: Simulator, root: Path) -> None:
     assert files_holding(root, ENV_SECRET) == {".env", "private/key.txt"}
 
 
-def assert_refused(r: Any, simulator: Simulator, root: Path, *words: str, code: int = 3) -> None:
-    """Exit ``code``, one error line holding every word, nothing sent, nothing written."""
-    assert r.code == code, (r.code, r.err)
-    lines = r.err.strip().splitlines()
-    assert len(lines) == 1, r.err
-    assert lines[0].startswith("deepseek-review: error: "), r.err
-    for word in words:
-        assert word in lines[0], (word, r.err)
-    assert "Traceback" not in r.err
-    assert simulator.chat_requests() == []
-    assert files_under(root / "reviews") == []
-
-
 def sent_paths(simulator: Simulator) -> str:
     """The user message of the one request the simulator received."""
     (req,) = simulator.chat_requests()
@@ -109,63 +91,45 @@ def sent_paths(simulator: Simulator) -> str:
 
 
 @pytest.mark.parametrize("spec", ["docs", "docs/*"], ids=["folder", "glob"])
-def test_expansion_skips_a_symlink_to_git_config_and_sends_no_token(hostile, simulator, cli, spec):
+@pytest.mark.parametrize(
+    "warning",
+    [
+        "skipped docs/cfg: a symlink into .git/ (git's own data, never context)",
+        "skipped docs/env: a symlink to .env, which git ignores",
+        "skipped docs/gitdir: a symlink into .git/ (git's own data, never context)",
+        "skipped docs/private: a symlink to private, which git ignores",
+    ],
+    ids=["link-to-git-config", "link-to-ignored-env", "folder-link-into-git",
+         "folder-link-to-ignored"],
+)  # fmt: skip
+def test_folder_or_glob_skips_a_symlink_into_git_or_to_what_git_ignores(
+    hostile, simulator, cli, spec, warning
+):
     r = run_against(cli, simulator, "-c", spec)
     assert r.code == 0, r.err
     assert "## File 1 of 1: docs/spec.md" in sent_paths(simulator)
-    assert "skipped docs/cfg: a symlink into .git/" in r.err
+    assert f"deepseek-review: {warning}\n" in r.err
     assert_not_leaked(r, simulator, hostile)
 
 
-@pytest.mark.parametrize("spec", ["docs", "docs/*"], ids=["folder", "glob"])
-def test_expansion_skips_a_symlink_to_an_ignored_env_file(hostile, simulator, cli, spec):
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("docs/cfg", ("context path docs/cfg", "a symlink into .git/")),
+        ("docs/env", ("context path docs/env", "a symlink to .env, which git ignores")),
+        ("docs/gitdir", ("context path docs/gitdir", "a symlink into .git/")),
+        ("docs/gitdir/config", ("context path docs/gitdir/config", "a symlink into .git/")),
+        ("docs/private", ("context path docs/private", "to private, which git ignores")),
+        ("docs/private/key.txt", ("docs/private/key.txt", "to private/key.txt, which git ignores")),
+    ],
+    ids=["link-to-git-config", "link-to-ignored-env", "folder-link-into-git", "file-via-it",
+         "folder-link-to-ignored-folder", "file-via-it-too"],
+)  # fmt: skip
+def test_named_symlink_into_git_or_to_what_git_ignores_is_refused(
+    hostile, simulator, cli, spec, words
+):
     r = run_against(cli, simulator, "-c", spec)
-    assert r.code == 0, r.err
-    assert "skipped docs/env: a symlink to .env, which git ignores" in r.err
-    assert_not_leaked(r, simulator, hostile)
-
-
-@pytest.mark.parametrize("spec", ["docs", "docs/*"], ids=["folder", "glob"])
-def test_expansion_skips_a_symlinked_folder_into_git(hostile, simulator, cli, spec):
-    r = run_against(cli, simulator, "-c", spec)
-    assert r.code == 0, r.err
-    assert "skipped docs/gitdir: a symlink into .git/" in r.err
-    assert_not_leaked(r, simulator, hostile)
-
-
-def test_named_symlink_to_git_config_is_refused(hostile, simulator, cli):
-    r = run_against(cli, simulator, "-c", "docs/cfg")
-    assert_refused(r, simulator, hostile, "context path docs/cfg", "a symlink into .git/")
-    assert_not_leaked(r, simulator, hostile)
-
-
-def test_named_symlink_to_an_ignored_env_file_is_refused(hostile, simulator, cli):
-    r = run_against(cli, simulator, "-c", "docs/env")
-    assert_refused(r, simulator, hostile, "context path docs/env", ".env, which git ignores")
-    assert_not_leaked(r, simulator, hostile)
-
-
-def test_named_symlinked_folder_into_git_is_refused(hostile, simulator, cli):
-    r = run_against(cli, simulator, "-c", "docs/gitdir")
-    assert_refused(r, simulator, hostile, "docs/gitdir", ".git/")
-    assert_not_leaked(r, simulator, hostile)
-
-
-def test_file_named_through_a_symlinked_folder_into_git_is_refused(hostile, simulator, cli):
-    r = run_against(cli, simulator, "-c", "docs/gitdir/config")
-    assert_refused(r, simulator, hostile, "docs/gitdir/config", ".git/")
-    assert_not_leaked(r, simulator, hostile)
-
-
-def test_named_symlinked_folder_to_an_ignored_folder_is_refused(hostile, simulator, cli):
-    r = run_against(cli, simulator, "-c", "docs/private")
-    assert_refused(r, simulator, hostile, "docs/private", "private, which git ignores")
-    assert_not_leaked(r, simulator, hostile)
-
-
-def test_file_named_through_a_symlinked_ignored_folder_is_refused(hostile, simulator, cli):
-    r = run_against(cli, simulator, "-c", "docs/private/key.txt")
-    assert_refused(r, simulator, hostile, "docs/private/key.txt", "which git ignores")
+    assert_refused(r, simulator, hostile, *words)
     assert_not_leaked(r, simulator, hostile)
 
 
