@@ -12,11 +12,12 @@ one-line error naming the path: outside the root, missing, not a regular file, b
 bytes), not UTF-8, over ``max_file_bytes``, the total over ``max_context_bytes``, a name with
 control, bidi or invisible characters.
 
-The repository may be hostile. What a file *really* is is checked on the open descriptor
-(:func:`.repo.opened_path`), never on a path that could be swapped after the check: git's own
-data (any ``.git`` folder, the git dir wherever it is) is never context, and neither is a file
-git ignores when a symlink leads to it (``docs/env -> ../.env``). Named explicitly, such a path
-is refused; found by a folder or a glob, it is skipped and reported (:class:`Skipped`).
+The repository may be hostile. Files are opened one folder at a time without following a
+symlink (:class:`Opener`), so a path swapped after a check cannot lead elsewhere; a symlink is
+resolved and checked before anything is opened there. git's own data (any ``.git`` folder,
+the git dir wherever it is) is never context, and neither is a file git ignores when a
+symlink leads to it (``docs/env -> ../.env``). Named explicitly, such a path is refused;
+found by a folder or a glob, it is skipped and reported (:class:`Skipped`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from .errors import ConfigError, InputError
@@ -36,7 +36,7 @@ from .repo import (
     git_dirs,
     git_output,
     has_unsafe_chars,
-    opened_path,
+    in_git_work_tree,
     resolve_inside,
     under_dot_git,
 )
@@ -94,9 +94,9 @@ class Gathered(list[ContextFile]):
         self.skipped = tuple(skipped)
 
 
-#: Why a path is refused (named) or skipped (listed).
-GIT_DATA = "inside .git/ (git's own data, never context)"
-LINK_TO_GIT_DATA = "a symlink into .git/ (git's own data, never context)"
+#: Why a path is refused (named) or skipped (listed): git's own data, in ``where``.
+GIT_DATA = "inside {where} (git's own data, never context)"
+LINK_TO_GIT_DATA = "a symlink into {where} (git's own data, never context)"
 UNSAFE_NAME = (
     "name holds control characters (e.g. a newline, a bidi override or a zero-width space)"
 )
@@ -123,11 +123,6 @@ def _git_ls_files(root: Path, pathspecs: Sequence[str]) -> list[str] | None:
     if out is None:
         return None
     return sorted({os.fsdecode(n) for n in out.split(b"\0") if n})
-
-
-@cache
-def _in_git_work_tree(root: Path) -> bool:
-    return git_output(root, "rev-parse", "--is-inside-work-tree") == b"true\n"
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -236,7 +231,7 @@ class _IgnoreWalker:
 
 
 def _expand_folder(root: Path, rel: str) -> list[str]:
-    if _in_git_work_tree(root):
+    if in_git_work_tree(root):
         listed = _git_ls_files(root, [rel if rel != "." else "."])
         if listed is not None:
             return [p for p in listed if not p.endswith("/")]
@@ -247,7 +242,7 @@ def _expand_glob(root: Path, pattern: str) -> list[str]:
     pattern = pattern.removeprefix("./")
     if pattern.startswith("/") or ".." in pattern.split("/"):
         raise InputError(f"context pattern {pattern}: must stay inside the repository root")
-    if _in_git_work_tree(root):
+    if in_git_work_tree(root):
         listed = _git_ls_files(root, [f":(glob){pattern}"])
         if listed is not None:
             return [p for p in listed if not p.endswith("/")]
@@ -303,7 +298,7 @@ def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
             continue
         resolved, rel = resolve_inside(root, spec, what="context path")
         if under_dot_git(rel):
-            raise InputError(f"context path {spec}: {GIT_DATA}")
+            raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
         try:
             st = resolved.stat()
         except FileNotFoundError:
@@ -335,7 +330,7 @@ def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
 def _git_lists(root: Path, rel: str, is_dir: bool) -> bool:
     """Whether git (or, outside git, the ``.gitignore`` rules) would list ``rel``: tracked,
     or untracked and not ignored; for a folder, anything below it."""
-    if not _in_git_work_tree(root):
+    if not in_git_work_tree(root):
         return not _IgnoreWalker(root).excluded(rel, is_dir)
     listed = _git_ls_files(root, [f":(literal){rel}"])
     if listed is None:  # git failed: assume the worst
@@ -349,9 +344,10 @@ class _Layout:
 
     prefix: str
     """``root`` ending in a separator: the path of ``rel`` is ``prefix + rel``."""
-    git_dirs: tuple[str, ...]
-    """The repository's git dirs that :func:`.repo.under_dot_git` does not already catch (a
-    ``--separate-git-dir`` inside the tree); usually none."""
+    git_dirs: tuple[tuple[str, str], ...]
+    """(path, repo-relative name) of the repository's git dirs inside the tree that
+    :func:`.repo.under_dot_git` does not already catch (``--separate-git-dir``); usually none.
+    git lists their files as untracked."""
 
 
 _LAYOUTS: dict[Path, _Layout] = {}
@@ -363,9 +359,23 @@ def _layout(root: Path) -> _Layout:
     layout = _LAYOUTS.get(root)
     if layout is None:
         prefix = os.path.join(os.fspath(root), "")
-        dirs = tuple(d for d in git_dirs(root) if not under_dot_git(d.replace(os.sep, "/")))
+        dirs = tuple(
+            (d, d[len(prefix) :].replace(os.sep, "/") + "/")
+            for d in git_dirs(root)
+            if d.startswith(prefix) and not under_dot_git(d[len(prefix) :].replace(os.sep, "/"))
+        )
         layout = _LAYOUTS.setdefault(root, _Layout(prefix, dirs))
     return layout
+
+
+def _git_data(layout: _Layout, real: str, real_rel: str) -> str | None:
+    """Which of git's folders ``real`` (``real_rel`` below the root) is in, or None."""
+    if under_dot_git(real_rel):
+        return ".git/"
+    for path, name in layout.git_dirs:
+        if real == path or real.startswith(path + os.sep):
+            return name
+    return None
 
 
 def why_not_context(
@@ -386,10 +396,9 @@ def why_not_context(
     else:
         raise InputError(f"{what} {rel}: a symlink leads outside the repository root ({real})")
     linked = real_rel != rel
-    if under_dot_git(real_rel) or (
-        layout.git_dirs and any(real == d or real.startswith(d + os.sep) for d in layout.git_dirs)
-    ):
-        return LINK_TO_GIT_DATA if linked else GIT_DATA
+    where = _git_data(layout, real, real_rel)
+    if where is not None:
+        return (LINK_TO_GIT_DATA if linked else GIT_DATA).format(where=where)
     if linked and not _git_lists(root, real_rel, is_dir):
         return f"a symlink to {real_rel}, which git ignores"
     return None
@@ -397,6 +406,62 @@ def why_not_context(
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_WALKS = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+
+
+class Opener:
+    """Opens files below ``root`` one folder at a time, never following a symlink.
+
+    Each folder of a path is opened relative to its parent, and the file relative to its
+    folder, all with ``O_NOFOLLOW``: a path through a symlink -- or a file or folder swapped
+    for one after any check (the check-then-open race) -- fails with ``ELOOP`` instead of
+    leading elsewhere, so what is opened is exactly ``root/rel``. The folders of the last
+    path stay open (git lists a folder's files together): most files cost one ``openat``.
+    Where ``dir_fd`` is not supported, only the last component is protected.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._prefix = _layout(root).prefix
+        self._root_fd = os.open(root, _DIR_FLAGS) if _WALKS else -1
+        self._dirs: list[tuple[str, int]] = []
+
+    def open(self, rel: str) -> int:
+        """A descriptor of ``root/rel`` (``O_NONBLOCK``: a FIFO does not block the open)."""
+        wrapped = f"/{rel}/"
+        if "//" in wrapped or "/./" in wrapped or "/../" in wrapped:
+            raise OSError(errno.EINVAL, "not a plain path below the root", rel)
+        *folders, name = rel.split("/")
+        if not _WALKS:
+            return os.open(self._prefix + rel, _OPEN_FLAGS)
+        fd = self._root_fd
+        for i, part in enumerate(folders):
+            if i < len(self._dirs):
+                if self._dirs[i][0] == part:
+                    fd = self._dirs[i][1]
+                    continue
+                self._close_from(i)
+            fd = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            self._dirs.append((part, fd))
+        return os.open(name, _OPEN_FLAGS, dir_fd=fd)
+
+    def _close_from(self, i: int) -> None:
+        for _, fd in self._dirs[i:]:
+            os.close(fd)
+        del self._dirs[i:]
+
+    def close(self) -> None:
+        self._close_from(0)
+        if self._root_fd >= 0:
+            os.close(self._root_fd)
+            self._root_fd = -1
+
+    def __enter__(self) -> Opener:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _refuse_or_skip(rel: str, why: str, *, explicit: bool) -> Skipped:
@@ -406,51 +471,59 @@ def _refuse_or_skip(rel: str, why: str, *, explicit: bool) -> Skipped:
 
 
 def _open_checked(
-    root: Path, rel: str, *, explicit: bool
+    opener: Opener, rel: str, *, explicit: bool
 ) -> tuple[int, os.stat_result] | Skipped | None:
-    """Open ``rel`` to read, checking where it leads (:func:`why_not_context`) on what was
-    opened, so a symlink swapped in after any earlier check changes nothing.
+    """Open ``rel`` to read, where :func:`why_not_context` allows it.
 
-    ``O_NOFOLLOW`` opens what is not a symlink in one system call (this runs 20,000 times for
-    a large tree). A symlink is resolved and checked *before* it is opened too, so nothing
-    outside the root or in git's data is opened at all (opening a device can act); then the
-    resolved path is opened, again without following a link. ``O_NONBLOCK`` keeps a FIFO from
-    blocking the open (it is refused or skipped right after, by its type).
+    The path is opened through :class:`Opener`, which follows no symlink. On one (``ELOOP``)
+    it is resolved and checked *before* anything is opened there -- nothing outside the root
+    or in git's data is opened at all, not even a device, whose open can act -- and the
+    resolved path is opened the same way, so a link swapped in meanwhile fails rather than
+    being followed.
 
-    Returns the descriptor and its ``fstat``; None for a listed path that is gone (deleted
-    but still tracked, a dangling symlink); :class:`Skipped` for a listed path that may not
-    be context. An explicit path is opened or refused.
+    Returns the descriptor and its ``fstat``; None for a listed path that is not a file to
+    read (gone though still tracked, a dangling symlink, a symlink to a folder);
+    :class:`Skipped` for a listed path that may not be context. An explicit path is opened or
+    refused.
     """
-    path = _layout(root).prefix + rel
-    checked = why = None
+    root = opener.root
+    layout = _layout(root)
     try:
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = opener.open(rel)
+            # Not through a symlink; but git lists the files of a --separate-git-dir.
+            where = _git_data(layout, layout.prefix + rel, rel) if layout.git_dirs else None
+            if under_dot_git(rel):
+                where = ".git/"
+            if where is not None:
+                os.close(fd)
+                inside = GIT_DATA.format(where=where)
+                return _refuse_or_skip(rel, inside, explicit=explicit)
         except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.EMLINK):
+            # A symlink met: ELOOP (EMLINK on FreeBSD); ENOTDIR for a folder on the way.
+            if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
                 raise
-            checked = os.path.realpath(path)
+            checked = os.path.realpath(layout.prefix + rel)
+            if checked == layout.prefix + rel:  # no symlink after all: a file on the way
+                raise FileNotFoundError(errno.ENOENT, "no such file", rel) from None
             is_dir = stat.S_ISDIR(os.stat(checked).st_mode)  # FileNotFoundError: dangling
             why = why_not_context(root, rel, checked, is_dir, what="context file")
             if why is not None:
                 return _refuse_or_skip(rel, why, explicit=explicit)
-            fd = os.open(checked, _OPEN_FLAGS)
-    except FileNotFoundError:
+            if is_dir:
+                if explicit:
+                    raise InputError(f"context file {rel}: not a regular file") from None
+                return None
+            fd = opener.open(checked[len(layout.prefix) :])
+    except (FileNotFoundError, NotADirectoryError):
         if explicit:
-            raise
+            raise FileNotFoundError(errno.ENOENT, "no such file", rel) from None
         return None
     try:
-        st = os.fstat(fd)
-        real = opened_path(fd, path, st)
-        if real != checked:
-            why = why_not_context(root, rel, real, stat.S_ISDIR(st.st_mode), what="context file")
+        return fd, os.fstat(fd)
     except BaseException:
         os.close(fd)
         raise
-    if why is not None:
-        os.close(fd)
-        return _refuse_or_skip(rel, why, explicit=explicit)
-    return fd, st
 
 
 def _read_fd(
@@ -478,14 +551,25 @@ def _read_fd(
 
 
 def read_context_file(
-    root: Path, rel: str, *, explicit: bool, max_file_bytes: int
+    root: Path,
+    rel: str,
+    *,
+    explicit: bool,
+    max_file_bytes: int,
+    opener: Opener | None = None,
 ) -> ContextFile | Skipped | None:
     """Read one file, refusing what cannot be sent faithfully.
 
-    Where it leads is checked on the open file (:func:`_open_checked`). A listed (not
-    explicit) path is :class:`Skipped` when it may not be context, None when it is not a file
-    to read (gone, a folder, a FIFO); an explicit path is always read or refused.
+    Opened without following a symlink, where it leads checked first (:func:`_open_checked`).
+    A listed (not explicit) path is :class:`Skipped` when it may not be context, None when
+    it is not a file to read (gone, a folder, a FIFO); an explicit path is always read or
+    refused. ``opener``: one shared by the files of a gathering (else one for this file).
     """
+    if opener is None:
+        with Opener(root) as own:
+            return read_context_file(
+                root, rel, explicit=explicit, max_file_bytes=max_file_bytes, opener=own
+            )
     if has_unsafe_chars(rel):
         raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
     try:
@@ -493,7 +577,7 @@ def read_context_file(
     except UnicodeEncodeError:
         raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
     try:
-        opened = _open_checked(root, rel, explicit=explicit)
+        opened = _open_checked(opener, rel, explicit=explicit)
         if not isinstance(opened, tuple):
             return opened
         fd, st = opened
@@ -535,20 +619,27 @@ def gather_context(
     files: list[ContextFile] = []
     skipped: list[Skipped] = []
     total = 0
-    for rel, explicit in expansion.entries:
-        cf = read_context_file(root, rel, explicit=explicit, max_file_bytes=limits.max_file_bytes)
-        if isinstance(cf, Skipped):
-            skipped.append(cf)
-            continue
-        if cf is None:
-            continue
-        total += cf.size
-        if total > limits.max_context_bytes:
-            raise InputError(
-                f"context total reaches {total} bytes at {rel}, over --max-context-bytes "
-                f"{limits.max_context_bytes}"
+    try:
+        opener = Opener(root)
+    except OSError as exc:
+        raise InputError(f"repository root {root}: cannot open ({exc.strerror})") from None
+    with opener:
+        for rel, explicit in expansion.entries:
+            cf = read_context_file(
+                root, rel, explicit=explicit, max_file_bytes=limits.max_file_bytes, opener=opener
             )
-        files.append(cf)
+            if isinstance(cf, Skipped):
+                skipped.append(cf)
+                continue
+            if cf is None:
+                continue
+            total += cf.size
+            if total > limits.max_context_bytes:
+                raise InputError(
+                    f"context total reaches {total} bytes at {rel}, over --max-context-bytes "
+                    f"{limits.max_context_bytes}"
+                )
+            files.append(cf)
     read = {f.path for f in files}
     for spec, kind, listed in expansion.groups:
         if not any(rel in read for rel in listed):

@@ -7,14 +7,12 @@ goes through :func:`resolve_inside`, which refuses anything that would land outs
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
 import shutil
 import stat
 import subprocess
-import sys
 import unicodedata
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -135,53 +133,34 @@ def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | N
 
 
 @cache
+def _rev_parse(root: Path) -> tuple[bool, tuple[str, ...]]:
+    """One ``git rev-parse`` for :func:`in_git_work_tree` and :func:`git_dirs`."""
+    out = git_output(root, "rev-parse", "--is-inside-work-tree", "--git-dir", "--git-common-dir")
+    if out is None:
+        return False, ()
+    first, *dirs = [os.fsdecode(line) for line in out.splitlines() if line] or [""]
+    resolved = (os.path.realpath(os.path.join(root, d)) for d in dirs)
+    return first == "true", tuple(dict.fromkeys(resolved))
+
+
+def in_git_work_tree(root: Path) -> bool:
+    """Whether ``root`` is inside a git work tree (so git lists its files)."""
+    return _rev_parse(root)[0]
+
+
 def git_dirs(root: Path) -> tuple[str, ...]:
-    """git's own folders for the work tree at ``root``: its git dir and common dir, resolved.
+    """git's own folders for the repository at ``root``: its git dir and common dir, resolved.
 
     Usually ``<root>/.git``, but ``git init --separate-git-dir`` or a linked worktree can put
-    them anywhere, under any name; empty outside a git work tree.
+    them anywhere, under any name; empty outside a git repository.
     """
-    out = git_output(root, "rev-parse", "--git-dir", "--git-common-dir")
-    if out is None:
-        return ()
-    lines = [os.fsdecode(line) for line in out.splitlines() if line]
-    return tuple(dict.fromkeys(os.path.realpath(os.path.join(root, line)) for line in lines))
+    return _rev_parse(root)[1]
 
 
 def under_dot_git(rel: str) -> bool:
     """Whether the repo-relative ``rel`` is (inside) a folder named ``.git``, in any case:
     this repository's, a nested one's, a submodule's."""
     return ".git" in rel.lower() and any(p.lower() == ".git" for p in rel.split("/"))
-
-
-def opened_path(fd: int, path: str, st: os.stat_result | None = None) -> str:
-    """Where the file open as ``fd`` (opened as ``path``) really is, every symlink resolved.
-
-    Asked of the kernel (Linux ``/proc/self/fd``, macOS ``F_GETPATH``), so it names what was
-    opened, not what ``path`` leads to now. Elsewhere ``path`` is resolved and accepted only
-    if it is still the very file open (same device and inode). :class:`FileNotFoundError`
-    when the file is gone or was swapped meanwhile. ``st``: the descriptor's ``fstat``.
-    """
-    try:
-        real = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        real = ""
-    if not real and sys.platform == "darwin":
-        import fcntl
-
-        with contextlib.suppress(OSError, AttributeError):
-            real = os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).split(b"\0", 1)[0])
-    st = os.fstat(fd) if st is None else st
-    if real.startswith("/") and st.st_nlink > 0:
-        return real
-    real = os.path.realpath(path)
-    try:
-        now = os.stat(real)
-    except OSError:
-        now = None
-    if st.st_nlink == 0 or now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-        raise FileNotFoundError(errno.ENOENT, "changed while being opened", path)
-    return real
 
 
 _ASCII_UNSAFE_RE = re.compile(r"[\x00-\x1f\x7f]")

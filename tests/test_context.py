@@ -256,9 +256,9 @@ def test_outside_git_the_fallback_lists_what_git_lists(plain_tree, cli):
     """The pathspec fallback lists exactly what git lists for the same tree."""
     outside = listed(cli, ".")
     git(plain_tree, "init", "-q")
-    from deepseek_review import context
+    from deepseek_review import repo
 
-    context._in_git_work_tree.cache_clear()
+    repo._rev_parse.cache_clear()
     assert listed(cli, ".") == outside
 
 

@@ -11,7 +11,6 @@ no request, no output and no file; the program does not run; the name is refused
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import stat
@@ -21,7 +20,9 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.repo import git_output, opened_path
+from deepseek_review.context import read_context_file
+from deepseek_review.errors import InputError
+from deepseek_review.repo import git_output
 from deepseek_review.simulator import Simulator
 from tests.conftest import git
 from tests.test_context import assert_refused, run_against
@@ -157,17 +158,19 @@ def test_dry_run_json_lists_every_skipped_link_with_its_reason(hostile, simulato
     ]
 
 
-def test_symlink_into_a_git_folder_not_named_dot_git_is_skipped(tmp_path, simulator, cli):
-    # `git init --separate-git-dir` keeps git's data in any folder: found by rev-parse.
+def test_git_folder_not_named_dot_git_and_a_link_into_it_are_skipped(tmp_path, simulator, cli):
+    # `git init --separate-git-dir` keeps git's data in any folder (found by rev-parse), and
+    # git lists that folder's files as untracked.
     root = tmp_path / "sep"
     (root / "docs").mkdir(parents=True)
     git(tmp_path, "init", "-q", f"--separate-git-dir={root / 'store'}", str(root))
     git(root, "config", "http.extraheader", f"AUTHORIZATION: basic {TOKEN}")
     (root / "docs" / "a.md").write_text("text\n", encoding="utf-8")
     (root / "docs" / "cfg").symlink_to("../store/config")
-    r = run_against(cli, simulator, "--repo-root", str(root), "-c", "docs")
+    r = run_against(cli, simulator, "--repo-root", str(root), "-c", ".")
     assert r.code == 0, r.err
-    assert "skipped docs/cfg: a symlink into .git/" in r.err
+    assert "skipped docs/cfg: a symlink into store/ (git's own data, never context)" in r.err
+    assert "skipped store/config: inside store/ (git's own data, never context)" in r.err
     assert TOKEN.encode() not in simulator.chat_requests()[0].body
 
 
@@ -191,6 +194,13 @@ def test_link_to_a_file_git_lists_is_still_followed_when_found(hostile, simulato
     assert "src/spec-link.md" in [f["path"] for f in r.json()["context_files"]]
 
 
+def test_file_named_through_a_symlinked_folder_inside_the_repo_is_taken(hostile, simulator, cli):
+    (hostile / "docs" / "code").symlink_to("../src", target_is_directory=True)
+    r = run_against(cli, simulator, "--dry-run", "--json", "-c", "docs/code/pkg/mean.py")
+    assert r.code == 0, r.err
+    assert [f["path"] for f in r.json()["context_files"]] == ["docs/code/pkg/mean.py"]
+
+
 def test_named_link_to_a_tracked_file_matching_gitignore_is_taken(hostile, simulator, cli):
     # Tracked files are never ignored (git lists them): the link's target is fine.
     (hostile / "notes.log").write_text("tracked log\n", encoding="utf-8")
@@ -207,6 +217,11 @@ def test_dangling_link_found_in_a_folder_is_left_out_silently(repo, simulator, c
     assert r.code == 0, r.err
     assert [f["path"] for f in r.json()["context_files"]] == ["docs/spec.md"]
     assert r.json()["skipped"] == []
+
+
+def test_library_read_of_a_file_in_git_data_is_refused(hostile):
+    with pytest.raises(InputError, match=r"\.git/config: inside \.git/"):
+        read_context_file(hostile, ".git/config", explicit=True, max_file_bytes=10_000)
 
 
 # --------------------------------------------------------------------------- 6: git programs
@@ -309,17 +324,20 @@ def test_repository_owned_by_another_user_is_refused_with_an_explicit_root(
 
 
 @pytest.fixture
-def swap_before_open(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path, Callable[[], None]], None]:
+def swap_before_open(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     """Reproduce the check-then-open race deterministically: the first time the tool opens
-    ``path``, ``swap`` runs first -- after every check the tool made on the path, right before
-    the open, the worst moment a racing process could pick."""
+    one of ``paths`` -- whole, or (opening one folder at a time, relative to its parent) by
+    its last component -- ``swap`` runs first: after every check the tool made on the path,
+    right before the open, the worst moment a racing process could pick."""
     real_open = os.open
 
-    def arm(path: Path, swap: Callable[[], None]) -> None:
+    def arm(swap: Callable[[], None], *paths: Path) -> None:
         armed = [True]
 
         def racing_open(file: Any, flags: int, *args: Any, **kw: Any) -> int:
-            if armed[0] and os.fspath(file) == str(path):
+            name = os.fspath(file)
+            relative = kw.get("dir_fd") is not None and name in {p.name for p in paths}
+            if armed[0] and (name in {str(p) for p in paths} or relative):
                 armed[0] = False
                 swap()
             return real_open(file, flags, *args, **kw)
@@ -346,7 +364,7 @@ def test_named_file_swapped_for_a_link_to_git_config_before_open_is_refused(
     hostile, simulator, cli, swap_before_open
 ):
     spec = hostile / "docs" / "spec.md"
-    swap_before_open(spec, link_in_place_of(spec, "../.git/config"))
+    swap_before_open(link_in_place_of(spec, "../.git/config"), spec)
     r = run_against(cli, simulator, "-c", "docs/spec.md")
     assert_refused(r, simulator, hostile, "docs/spec.md", "a symlink into .git/")
     assert_not_leaked(r, simulator, hostile)
@@ -358,7 +376,7 @@ def test_named_file_swapped_for_a_link_leading_out_before_open_is_refused(
     outside = tmp_path / "outside.txt"
     outside.write_text(f"outside {TOKEN}\n", encoding="utf-8")
     spec = hostile / "docs" / "spec.md"
-    swap_before_open(spec, link_in_place_of(spec, str(outside)))
+    swap_before_open(link_in_place_of(spec, str(outside)), spec)
     r = run_against(cli, simulator, "-c", "docs/spec.md")
     assert_refused(r, simulator, hostile, "docs/spec.md", "outside the repository root")
     assert_not_leaked(r, simulator, hostile)
@@ -368,58 +386,26 @@ def test_listed_file_swapped_for_a_link_to_git_config_before_open_is_skipped(
     hostile, simulator, cli, swap_before_open
 ):
     mean = hostile / "src" / "pkg" / "mean.py"
-    swap_before_open(mean, link_in_place_of(mean, "../../.git/config"))
+    swap_before_open(link_in_place_of(mean, "../../.git/config"), mean)
     r = run_against(cli, simulator, "-c", "src")
     assert r.code == 0, r.err
     assert "skipped src/pkg/mean.py: a symlink into .git/" in r.err
     assert_not_leaked(r, simulator, hostile)
 
 
-def test_folder_swapped_for_a_link_into_git_under_a_named_file_is_caught_on_the_open_file(
+def test_folder_swapped_for_a_link_into_git_under_a_named_file_is_refused(
     hostile, simulator, cli, swap_before_open
 ):
-    # The file's own name is no symlink (O_NOFOLLOW opens it): only where the opened file
-    # really is, asked of the kernel after the open, shows it is .git/config.
+    # The file's own name is no symlink: the folder on the way is. Opened one folder at a
+    # time without following links, the path cannot pass through it.
     (hostile / "conf").mkdir()
     (hostile / "conf" / "config").write_text("harmless\n", encoding="utf-8")
-    swap_before_open(hostile / "conf" / "config", link_in_place_of(hostile / "conf", ".git"))
+    # Swapped right before the open of conf/config (the whole path) or of the folder conf.
+    swap = link_in_place_of(hostile / "conf", ".git")
+    swap_before_open(swap, hostile / "conf" / "config", hostile / "conf")
     r = run_against(cli, simulator, "-c", "conf/config")
     assert_refused(r, simulator, hostile, "conf/config", "a symlink into .git/")
     assert_not_leaked(r, simulator, hostile)
-
-
-@pytest.fixture
-def no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A system without /proc/self/fd (nor macOS's F_GETPATH): the inode fallback is used."""
-    real_readlink = os.readlink
-
-    def readlink(path: Any, *args: Any, **kw: Any) -> Any:
-        if os.fspath(path).startswith("/proc/self/fd/"):
-            raise FileNotFoundError(errno.ENOENT, "no /proc", path)
-        return real_readlink(path, *args, **kw)
-
-    monkeypatch.setattr(os, "readlink", readlink)
-
-
-def test_without_proc_the_opened_file_is_found_by_its_inode(repo, no_proc):
-    path = str(repo / "docs" / "spec.md")
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        assert opened_path(fd, path) == path
-    finally:
-        os.close(fd)
-
-
-def test_without_proc_a_file_swapped_after_the_open_is_refused(repo, no_proc):
-    path = repo / "docs" / "spec.md"
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        path.rename(path.with_name("moved.md"))  # still linked: only the inode tells
-        path.symlink_to("../.git/config")
-        with pytest.raises(FileNotFoundError):
-            opened_path(fd, str(path))
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- 13: names
