@@ -49,8 +49,10 @@ _DUBIOUS_RE = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
 
 #: Commands that read work-tree files through git's filters: ``filter.<driver>.clean`` and
 #: ``.process`` programs named in the repository's config would run (``git diff`` against
-#: the work tree does). Every driver the config names is switched off for them.
+#: the work tree does). Every driver the repository's own config names is switched off for
+#: them; the operator's (global, system, ``git -c``) stay, so git-lfs keeps working.
 _FILTERING_COMMANDS = frozenset({"diff", "status", "add", "stash", "grep", "commit"})
+_TRUSTED_SCOPES = frozenset({"global", "system", "command"})
 
 
 def git_executable() -> str | None:
@@ -77,6 +79,21 @@ def _run_git(git: str, cwd: Path, args: list[str]) -> subprocess.CompletedProces
         return None
 
 
+def _repository_filter_drivers(git: str, cwd: Path, config: list[str]) -> list[str] | None:
+    """``filter.<driver>`` of every filter the repository's own config defines; None when
+    one cannot be switched off by ``-c`` (a ``=`` in its name) or git cannot say."""
+    query = ["config", "-z", "--show-scope", "--name-only", "--get-regexp", "^filter[.]"]
+    found = _run_git(git, cwd, [*config, *query])
+    if found is None or found.returncode not in (0, 1):  # 1: none configured at all
+        return None
+    items = os.fsdecode(found.stdout).split("\0")
+    keys = [
+        k for scope, k in zip(items[::2], items[1::2], strict=False) if scope not in _TRUSTED_SCOPES
+    ]
+    drivers = sorted({k.rsplit(".", 1)[0] for k in keys if k})
+    return None if any("=" in d for d in drivers) else drivers
+
+
 def git_output(cwd: Path, *args: str) -> bytes | None:
     """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails.
 
@@ -90,14 +107,10 @@ def git_output(cwd: Path, *args: str) -> bytes | None:
         return None
     config = [a for kv in SAFE_GIT_CONFIG for a in ("-c", kv)]
     if _FILTERING_COMMANDS.intersection(args):
-        found = _run_git(
-            git, cwd, [*config, "config", "-z", "--name-only", "--get-regexp", "^filter[.]"]
-        )
-        keys = os.fsdecode(found.stdout).split("\0") if found and found.returncode == 0 else []
-        drivers = {k.rsplit(".", 1)[0] for k in keys if k}
-        if any("=" in d for d in drivers):  # "-c" could not name it: do not run at all
+        drivers = _repository_filter_drivers(git, cwd, config)
+        if drivers is None:
             return None
-        config += [a for d in sorted(drivers) for k in _FILTER_KEYS for a in ("-c", f"{d}.{k}=")]
+        config += [a for d in drivers for k in _FILTER_KEYS for a in ("-c", f"{d}.{k}=")]
     out = _run_git(git, cwd, [*config, *args])
     if out is None:
         return None

@@ -261,17 +261,20 @@ def test_a_git_planted_in_the_repository_is_not_run_through_an_empty_path_entry(
 
 
 @pytest.fixture
-def filter_marker(hostile: Path, tmp_path: Path) -> Callable[[str], Path]:
-    """.git/config names a clean/process filter program for *.md (via .gitattributes) under
-    the given driver name; it would write the returned marker."""
+def filter_marker(hostile: Path, tmp_path: Path) -> Callable[..., Path]:
+    """.git/config (or, ``trusted``, the operator's global config) names a clean/process
+    filter program for *.md (via .gitattributes) under the given driver name; it would write
+    the returned marker."""
     marker = tmp_path / "filter-ran"
     hook = tmp_path / "filter.sh"
     hook.write_text(f'#!/bin/sh\necho ran >> "{marker}"\ncat\n', encoding="utf-8")
     hook.chmod(0o755)
 
-    def install(driver: str) -> Path:
-        git(hostile, "config", f"filter.{driver}.clean", str(hook))
-        git(hostile, "config", f"filter.{driver}.process", str(hook))
+    def install(driver: str, *, trusted: bool = False) -> Path:
+        where = ["--global"] if trusted else []
+        git(hostile, "config", *where, f"filter.{driver}.clean", str(hook))
+        if not trusted:
+            git(hostile, "config", f"filter.{driver}.process", str(hook))
         (hostile / ".gitattributes").write_text(f"*.md filter={driver}\n", encoding="utf-8")
         (hostile / "docs" / "spec.md").write_text("changed\n", encoding="utf-8")
         return marker
@@ -287,6 +290,13 @@ def test_git_diff_of_the_work_tree_runs_no_filter_program_from_the_repository_co
     marker = filter_marker("evil")
     assert git_output(hostile, "diff", "--name-only", "HEAD", "--", "docs") == b"docs/spec.md\n"
     assert not marker.exists()
+
+
+def test_git_diff_still_runs_the_operators_own_filter_programs(hostile, filter_marker):
+    # Global config is the operator's (git-lfs installs its filter there): it keeps working.
+    marker = filter_marker("trusted", trusted=True)
+    assert git_output(hostile, "diff", "--name-only", "HEAD", "--", "docs") == b"docs/spec.md\n"
+    assert marker.exists()
 
 
 def test_git_diff_is_not_run_when_a_filter_driver_cannot_be_switched_off(hostile, filter_marker):
