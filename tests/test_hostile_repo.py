@@ -466,7 +466,7 @@ def test_name_with_a_c1_control_found_by_a_glob_is_refused_escaped(repo, simulat
 
 def test_name_with_a_bidi_override_found_in_a_folder_is_refused_in_dry_run(repo, simulator, cli):
     (repo / "src" / "evil\u202etxt.py").write_text("x = 1\n", encoding="utf-8")
-    r = run_against(cli, simulator, "--dry-run", "--json", "-c", "src")
+    r = run_against(cli, simulator, "--dry-run", "-c", "src")
     assert_name_refused(r, simulator, repo, "\u202e", "evil\\u202etxt.py")
 
 
