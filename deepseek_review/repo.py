@@ -23,8 +23,8 @@ from .errors import ConfigError, InputError
 #: ``.git/config``: nothing in it may make git run a program. ``ls-files`` and
 #: ``check-ignore`` run ``core.fsmonitor``; no command here runs hooks, a pager, a diff
 #: driver or a transport, but they are switched off too so that a future command cannot
-#: (a ``git diff`` must also pass ``--no-ext-diff --no-textconv``). ``safe.bareRepository``
-#: keeps git from adopting a bare repository committed inside the tree.
+#: (a ``git diff`` must also pass ``--no-ext-diff --no-textconv``; filters: see below).
+#: ``safe.bareRepository`` keeps git from adopting a bare repository committed in the tree.
 SAFE_GIT_CONFIG = (
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
@@ -53,6 +53,7 @@ _DUBIOUS_RE = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
 #: them; the operator's (global, system, ``git -c``) stay, so git-lfs keeps working.
 _FILTERING_COMMANDS = frozenset({"diff", "status", "add", "stash", "grep", "commit"})
 _TRUSTED_SCOPES = frozenset({"global", "system", "command"})
+_FILTER_KEYS = ("clean", "smudge", "process")
 
 
 def git_executable() -> str | None:
@@ -60,9 +61,6 @@ def git_executable() -> str | None:
     a ``git`` planted in the repository (the usual working folder)."""
     dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
     return shutil.which("git", path=os.pathsep.join(dirs))
-
-
-_FILTER_KEYS = ("clean", "smudge", "process")
 
 
 def _run_git(git: str, cwd: Path, args: list[str]) -> subprocess.CompletedProcess[bytes] | None:

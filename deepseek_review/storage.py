@@ -32,6 +32,7 @@ PUBLIC_MODE = 0o644
 #: (request records, kept reasoning): the owner's only, whatever the umask. Share them with
 #: ``chmod`` if you mean to.
 PRIVATE_MODE = 0o600
+
 _TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 _MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
