@@ -47,6 +47,7 @@ from .client import (
     Timeouts,
     _tls_context,
 )
+from .context import Output
 from .endpoint import canonical
 from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
@@ -59,7 +60,7 @@ from .pipeline import (
     send_review,
 )
 from .receipts import RECEIPT_SUFFIX, fast_validators
-from .repo import files_unchanged_since, resolve_inside
+from .repo import files_unchanged_since, find_repo_root, resolve_inside
 from .resume import segment_from
 from .segment import Segment
 from .storage import (
@@ -102,6 +103,8 @@ class BatchOptions:
     trusted_rev: str | None = None
     """Adopt only receipts, answers and records committed unchanged in this git revision: in
     CI on a pull request, the base branch, so receipts the change brings are not believed."""
+    report: str | None = None
+    """Where the report will be written (the CLI's ``--report``): never any entry's context."""
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -478,6 +481,18 @@ def remove_stale_temp_files(folder: Path, older_than: float = STALE_TEMP_SECONDS
     return removed
 
 
+def _report_output(options: BatchOptions) -> tuple[Output, ...]:
+    """The report file as an :class:`Output`, when it lies inside the repository."""
+    if options.report is None:
+        return ()
+    try:
+        root = find_repo_root(options.repo_root)
+        _, rel = resolve_inside(root, os.path.abspath(options.report), what="--report")
+    except ReviewError:
+        return ()
+    return (Output(rel, "the batch report"),)
+
+
 def prepare_batch(
     options: BatchOptions, *, env: Mapping[str, str] | None = None, clean: bool = True
 ) -> PreparedBatch:
@@ -499,6 +514,7 @@ def prepare_batch(
         timeouts=options.timeouts,
         env=env,
         plan=partial(plan_review, check_output=False),  # each folder once, below
+        outputs=_report_output(options),
     )
     folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
     for folder in folders:  # before anything is sent (a dry run finds it too)

@@ -7,10 +7,16 @@ so git's ignore rules apply exactly (nested ``.gitignore``, ``.git/info/exclude`
 ``pathspec``'s git-compatible matcher. A file named explicitly is taken even if ignored: the
 user asked for it.
 
-Everything that could not be sent faithfully is refused before anything is sent, with a
-one-line error naming the path: outside the root, missing, not a regular file, binary (NUL
-bytes), not UTF-8, over ``max_file_bytes``, the total over ``max_context_bytes``, a name with
-control, bidi or invisible characters.
+A file named explicitly that could not be sent faithfully is refused before anything is
+sent, with a one-line error naming the path: outside the root, missing, not a regular file,
+binary (NUL bytes), not UTF-8, over ``max_file_bytes``; so is the total over
+``max_context_bytes`` and a name with control, bidi or invisible characters. A file a folder
+or glob finds that cannot be sent (binary, not UTF-8, over the limit, a symlink out, unreadable)
+is left out instead (:class:`Skipped`): one such file does not stop the review of a folder.
+
+A review's own outputs are never its context: folders and globs leave out the output folders
+in play (:class:`Output`) and every file named as this tool names what it writes
+(:func:`written_by_tool`), wherever it is. Named explicitly, such a file is sent.
 
 The repository may be hostile. Files are opened one folder at a time without following a
 symlink (:class:`Opener`), so a path swapped after a check cannot lead elsewhere; a symlink is
@@ -24,11 +30,12 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError, InputError
@@ -40,6 +47,7 @@ from .repo import (
     resolve_inside,
     under_dot_git,
 )
+from .storage import TEMP_PREFIX, TEMP_SUFFIX, name_order, topic_of
 
 #: Sized for a 128k-token model: ~4 bytes a token leaves about 28k tokens for the template
 #: and the answer.
@@ -47,6 +55,8 @@ DEFAULT_MAX_CONTEXT_BYTES = 400_000
 DEFAULT_MAX_FILE_BYTES = 200_000
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
+
+log = logging.getLogger("deepseek_review")
 
 
 @dataclass(frozen=True)
@@ -77,13 +87,47 @@ class ContextLimits:
             raise ConfigError(f"--max-context-bytes must be positive, got {self.max_context_bytes}")
 
 
+#: The kinds of what a folder or glob leaves out, as the summary line counts them.
+KIND_GIT_DATA = "in git's data"
+KIND_IGNORED_LINK = "a symlink to what git ignores"
+KIND_LINK_OUT = "a symlink out of the repository"
+KIND_BINARY = "binary"
+KIND_NOT_UTF8 = "not UTF-8"
+KIND_TOO_BIG = "over --max-file-bytes"
+KIND_UNREADABLE = "unreadable"
+KIND_WRITTEN = "written by deepseek-review"
+#: Left out for safety: each is warned about on its own line (a repository that links into
+#: git's data or to an ignored file may be trying something).
+WARNED_KINDS = frozenset({KIND_GIT_DATA, KIND_IGNORED_LINK})
+
+
 @dataclass(frozen=True)
 class Skipped:
-    """A path a folder or glob listed that is left out for safety, and why (``--dry-run``
-    lists it, a review warns about it)."""
+    """What a folder or glob listed that is left out, and why (``--dry-run`` lists it, a
+    review sums it up in one line)."""
 
     path: str
+    """Repo-relative; a folder left out whole ends in ``/``."""
     reason: str
+    kind: str = ""
+    """What the summary line counts it as: a ``KIND_*`` word, or where an output is."""
+    files: int = 1
+    """How many listed files this stands for (a folder left out whole: all of them)."""
+    own: bool = False
+    """The tool's own output (left out as a rule, not because it could not be sent)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """A path the tool writes to (an output folder, a batch report): folders and globs never
+    list it, nor anything below it. ``path`` is repo-relative; ``.`` (writing into the root)
+    leaves out nothing by place, only by name (:func:`written_by_tool`)."""
+
+    path: str
+    what: str = "the output folder"
+
+    def holds(self, rel: str) -> bool:
+        return self.path != "." and (rel == self.path or rel.startswith(self.path + "/"))
 
 
 class Gathered(list[ContextFile]):
@@ -97,9 +141,27 @@ class Gathered(list[ContextFile]):
 #: Why a path is refused (named) or skipped (listed): git's own data, in ``where``.
 GIT_DATA = "inside {where} (git's own data, never context)"
 LINK_TO_GIT_DATA = "a symlink into {where} (git's own data, never context)"
+LINK_OUT = "a symlink leads outside the repository root ({real})"
 UNSAFE_NAME = (
     "name holds control characters (e.g. a newline, a bidi override or a zero-width space)"
 )
+_STAMP_END = re.compile(r"_[0-9]{8}T[0-9]{6}Z\Z")
+
+
+def written_by_tool(rel: str) -> bool:
+    """Whether ``rel`` is named as this tool names the files it writes: an answer, receipt,
+    request record or kept reasoning (``<topic>_deepseek_<model>[_continuation]_<stamp>
+    [-N].{md,receipt.json,request.json,reasoning.md}``, see :func:`.storage.stem_for`), or
+    a temporary file a killed writer left."""
+    name = rel.rpartition("/")[2]
+    if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
+        return True
+    _, base, _, suffix = name_order(name)
+    return bool(suffix) and topic_of(base) is not None and _STAMP_END.search(base) is not None
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def sha256_tag(data: bytes) -> str:
@@ -268,15 +330,63 @@ class Expansion:
     them, and skipped if they turn out not to be files)."""
     groups: list[tuple[str, str, list[str]]]
     """(spec, "folder" or "pattern", what it listed) for every folder and glob spec."""
+    left_out: list[Skipped] = field(default_factory=list)
+    """The tool's own outputs that folders and globs listed, left out of ``entries`` (a file
+    also named explicitly stays in)."""
+    left_out_of: dict[str, Skipped] = field(default_factory=dict)
+    """Which of ``left_out`` each listed path left out falls under."""
 
 
-def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
-    """Expand every spec; refuse paths outside the root, in .git/, missing, or empty globs."""
+def _leave_out_outputs(
+    listed: Iterable[str], named: set[str], outputs: Sequence[Output]
+) -> tuple[list[Skipped], dict[str, Skipped]]:
+    """What of ``listed`` (not ``named`` explicitly) is the tool's own output: one entry per
+    output folder (its file count) or file, and one per file named as the tool names its own."""
+    below: dict[Output, list[str]] = {}
+    by_name: list[str] = []
+    for rel in listed:
+        if rel in named:
+            continue
+        output = next((o for o in outputs if o.holds(rel)), None)
+        if output is not None:
+            below.setdefault(output, []).append(rel)
+        elif written_by_tool(rel):
+            by_name.append(rel)
+    left: list[Skipped] = []
+    of: dict[str, Skipped] = {}
+    for output, rels in below.items():
+        if rels == [output.path]:  # a file: the batch report
+            skip = Skipped(rels[0], output.what, f"{output.what} ({rels[0]})", own=True)
+        else:
+            path, count = output.path + "/", plural(len(rels), "file")
+            kind = f"in {output.what} {path}"
+            skip = Skipped(path, f"{output.what} ({count})", kind, len(rels), own=True)
+        left.append(skip)
+        of.update(dict.fromkeys(rels, skip))
+    for rel in by_name:
+        skip = Skipped(rel, f"{KIND_WRITTEN} (name it to send it)", KIND_WRITTEN, own=True)
+        left.append(skip)
+        of[rel] = skip
+    return left, of
+
+
+def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = ()) -> Expansion:
+    """Expand every spec; refuse paths outside the root, in .git/, missing, or empty globs.
+
+    What a folder or glob lists of the tool's own output (``outputs``, and files named as
+    the tool names them) is left out, unless a spec names the file itself.
+    """
     seen: set[str] = set()
     entries: list[tuple[str, bool]] = []
     groups: list[tuple[str, str, list[str]]] = []
+    listed: dict[str, None] = {}
+    named: set[str] = set()
 
     def add(rel: str, explicit: bool) -> None:
+        if explicit:
+            named.add(rel)
+        else:
+            listed[rel] = None
         if rel not in seen:
             seen.add(rel)
             entries.append((rel, explicit))
@@ -308,7 +418,7 @@ def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
         # Checked again on the open file when it is read: this only refuses early, by name.
         why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
         if why is not None:
-            raise InputError(f"context path {spec}: {why}")
+            raise InputError(f"context path {spec}: {why[0]}")
         if stat.S_ISDIR(st.st_mode):
             matches = _expand_folder(root, rel)
             matches = [m for m in matches if m == rel or rel == "." or m.startswith(rel + "/")]
@@ -321,7 +431,10 @@ def expand_specs(root: Path, specs: Iterable[str]) -> Expansion:
             add(rel, True)
     if not any_spec:
         raise InputError("no context given: pass --context with a file, folder or glob")
-    return Expansion(entries, groups)
+    left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
+    if left_out_of:
+        entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
+    return Expansion(entries, groups, left_out, left_out_of)
 
 
 # --------------------------------------------------------------------------- reading
@@ -378,15 +491,13 @@ def _git_data(layout: _Layout, real: str, real_rel: str) -> str | None:
     return None
 
 
-def why_not_context(
-    root: Path, rel: str, real: str, is_dir: bool, *, what: str = "context path"
-) -> str | None:
-    """Why ``rel`` (as named), which really is ``real`` (resolved), may not be context.
+def why_not_context(root: Path, rel: str, real: str, is_dir: bool) -> tuple[str, str] | None:
+    """Why ``rel`` (as named), which really is ``real`` (resolved), may not be context: the
+    reason and its kind (``KIND_*``), or None when it may.
 
-    None when it may. git's own data never may (any folder named ``.git``, the repository's
-    git dir wherever it is); through a symlink (``real`` is not ``rel``) neither may a file
-    or folder git ignores, which the link would smuggle in (``.env``). Leading outside the
-    root is an :class:`InputError` naming ``what`` and ``rel``.
+    Nothing outside the root may. git's own data never may (any folder named ``.git``, the
+    repository's git dir wherever it is); through a symlink (``real`` is not ``rel``) neither
+    may a file or folder git ignores, which the link would smuggle in (``.env``).
     """
     layout = _layout(root)
     if real.startswith(layout.prefix):
@@ -394,13 +505,13 @@ def why_not_context(
     elif real + os.sep == layout.prefix:
         real_rel = "."
     else:
-        raise InputError(f"{what} {rel}: a symlink leads outside the repository root ({real})")
+        return LINK_OUT.format(real=real), KIND_LINK_OUT
     linked = real_rel != rel
     where = _git_data(layout, real, real_rel)
     if where is not None:
-        return (LINK_TO_GIT_DATA if linked else GIT_DATA).format(where=where)
+        return (LINK_TO_GIT_DATA if linked else GIT_DATA).format(where=where), KIND_GIT_DATA
     if linked and not _git_lists(root, real_rel, is_dir):
-        return f"a symlink to {real_rel}, which git ignores"
+        return f"a symlink to {real_rel}, which git ignores", KIND_IGNORED_LINK
     return None
 
 
@@ -464,10 +575,12 @@ class Opener:
         self.close()
 
 
-def _refuse_or_skip(rel: str, why: str, *, explicit: bool) -> Skipped:
+def _refuse_or_skip(rel: str, why: str, kind: str, *, explicit: bool) -> Skipped:
+    """A file named explicitly that cannot be sent is refused; one a folder or glob listed
+    is left out."""
     if explicit:
         raise InputError(f"context file {rel}: {why}")
-    return Skipped(rel, why)
+    return Skipped(rel, why, kind)
 
 
 def _open_checked(
@@ -498,7 +611,7 @@ def _open_checked(
             if where is not None:
                 os.close(fd)
                 inside = GIT_DATA.format(where=where)
-                return _refuse_or_skip(rel, inside, explicit=explicit)
+                return _refuse_or_skip(rel, inside, KIND_GIT_DATA, explicit=explicit)
         except OSError as exc:
             # A symlink met: ELOOP (EMLINK on FreeBSD); ENOTDIR for a folder on the way.
             if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
@@ -507,9 +620,9 @@ def _open_checked(
             if checked == layout.prefix + rel:  # no symlink after all: a file on the way
                 raise FileNotFoundError(errno.ENOENT, "no such file", rel) from None
             is_dir = stat.S_ISDIR(os.stat(checked).st_mode)  # FileNotFoundError: dangling
-            why = why_not_context(root, rel, checked, is_dir, what="context file")
+            why = why_not_context(root, rel, checked, is_dir)
             if why is not None:
-                return _refuse_or_skip(rel, why, explicit=explicit)
+                return _refuse_or_skip(rel, *why, explicit=explicit)
             if is_dir:
                 if explicit:
                     raise InputError(f"context file {rel}: not a regular file") from None
@@ -528,15 +641,14 @@ def _open_checked(
 
 def _read_fd(
     fd: int, st: os.stat_result, rel: str, max_file_bytes: int, *, explicit: bool
-) -> bytes | None:
+) -> bytes | Skipped | None:
     if not stat.S_ISREG(st.st_mode):
         if explicit:
             raise InputError(f"context file {rel}: not a regular file")
         return None  # listed FIFOs, sockets, devices, nested repositories: not files
     if st.st_size > max_file_bytes:
-        raise InputError(
-            f"context file {rel}: {st.st_size} bytes is over --max-file-bytes {max_file_bytes}"
-        )
+        why = f"{st.st_size} bytes is over --max-file-bytes {max_file_bytes}"
+        return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
     first = os.read(fd, st.st_size + 1)
     if len(first) <= st.st_size:  # a regular file reads short only at its end
         return first
@@ -544,10 +656,24 @@ def _read_fd(
     chunks, size = [first], len(first)
     while chunks[-1]:
         if size > max_file_bytes:
-            raise InputError(f"context file {rel}: over --max-file-bytes {max_file_bytes}")
+            why = f"over --max-file-bytes {max_file_bytes}"
+            return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
         chunks.append(os.read(fd, 65536))
         size += len(chunks[-1])
     return b"".join(chunks)
+
+
+def _decode(data: bytes, rel: str, *, explicit: bool) -> str | Skipped:
+    """The text of a file's bytes; binary or non-UTF-8 data is refused or left out."""
+    nul = data.find(b"\0")
+    if nul != -1:
+        why = f"binary (NUL byte at offset {nul})"
+        return _refuse_or_skip(rel, why, KIND_BINARY, explicit=explicit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 (invalid byte at offset {exc.start})"
+        return _refuse_or_skip(rel, why, KIND_NOT_UTF8, explicit=explicit)
 
 
 def read_context_file(
@@ -561,9 +687,10 @@ def read_context_file(
     """Read one file, refusing what cannot be sent faithfully.
 
     Opened without following a symlink, where it leads checked first (:func:`_open_checked`).
-    A listed (not explicit) path is :class:`Skipped` when it may not be context, None when
-    it is not a file to read (gone, a folder, a FIFO); an explicit path is always read or
-    refused. ``opener``: one shared by the files of a gathering (else one for this file).
+    A listed (not explicit) path is :class:`Skipped` when it may not or cannot be sent
+    (binary, not UTF-8, too big, leading out, unreadable), None when it is not a file to read
+    (gone, a folder, a FIFO); an explicit path is always read or refused. ``opener``: one
+    shared by the files of a gathering (else one for this file).
     """
     if opener is None:
         with Opener(root) as own:
@@ -590,34 +717,35 @@ def read_context_file(
     except IsADirectoryError:
         raise InputError(f"context file {rel}: not a regular file") from None
     except OSError as exc:
-        raise InputError(f"context file {rel}: cannot read ({exc.strerror})") from None
-    if data is None:
-        return None
+        why = f"cannot read ({exc.strerror})"
+        return _refuse_or_skip(rel, why, KIND_UNREADABLE, explicit=explicit)
+    if not isinstance(data, bytes):
+        return data
     if explicit and not data:
         raise InputError(f"context file {rel}: is empty, nothing to review")
-    nul = data.find(b"\0")
-    if nul != -1:
-        raise InputError(f"context file {rel}: binary (NUL byte at offset {nul})")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"context file {rel}: not UTF-8 (invalid byte at offset {exc.start})"
-        ) from None
+    text = _decode(data, rel, explicit=explicit)
+    if isinstance(text, Skipped):
+        return text
     return ContextFile(path=rel, text=text, sha256=sha256_tag(data), size=len(data))
 
 
 def gather_context(
-    root: Path, specs: Sequence[str], limits: ContextLimits | None = None
+    root: Path,
+    specs: Sequence[str],
+    limits: ContextLimits | None = None,
+    outputs: Sequence[Output] = (),
 ) -> Gathered:
-    """Expand ``specs`` and read every file, refusing the whole set on the first bad one.
+    """Expand ``specs`` and read every file, refusing the whole set on the first file named
+    explicitly that cannot be sent, or a total over the limit.
 
-    Files a folder or glob listed that may not be context are left out, in ``skipped``.
+    What a folder or glob listed that may not or cannot be sent, and the tool's own outputs
+    (``outputs``, and files named as it names them), are left out, in ``skipped``, and summed
+    up in one log line (:func:`log_left_out`).
     """
     limits = limits or ContextLimits()
-    expansion = expand_specs(root, specs)
+    expansion = expand_specs(root, specs, outputs)
     files: list[ContextFile] = []
-    skipped: list[Skipped] = []
+    skipped: list[Skipped] = list(expansion.left_out)
     total = 0
     try:
         opener = Opener(root)
@@ -641,8 +769,45 @@ def gather_context(
                 )
             files.append(cf)
     read = {f.path for f in files}
+    left_out_of = {**expansion.left_out_of, **{s.path: s for s in skipped}}
     for spec, kind, listed in expansion.groups:
         if not any(rel in read for rel in listed):
-            what = "holds no file" if kind == "folder" else "matches no file"
-            raise InputError(f"context {kind} {spec}: {what} (after git's ignore rules)")
+            _refuse_empty_group(spec, kind, listed, left_out_of)
+    log_left_out(skipped)
     return Gathered(files, skipped)
+
+
+def _refuse_empty_group(
+    spec: str, kind: str, listed: Sequence[str], left_out_of: dict[str, Skipped]
+) -> None:
+    """A folder or glob of which nothing is sent is refused, saying why: what it lists was
+    left out (naming the first, and its reason), or it lists nothing git would."""
+    left = list(dict.fromkeys(left_out_of[rel] for rel in listed if rel in left_out_of))
+    verb = "holds" if kind == "folder" else "matches"
+    if not left:
+        raise InputError(f"context {kind} {spec}: {verb} no file (after git's ignore rules)")
+    more = f", and {len(left) - 1} more" if len(left) > 1 else ""
+    raise InputError(
+        f"context {kind} {spec}: nothing it {verb} can be sent "
+        f"({left[0].path}: {left[0].reason}{more})",
+        hint="name a file to send it" if left[0].own else "",
+    )
+
+
+def log_left_out(skipped: Sequence[Skipped]) -> None:
+    """Say what was left out: a line for each file left out for safety (a link into git's
+    data, to an ignored file), and one line summing up everything by kind -- a warning when
+    something could not be sent, else (only the tool's own outputs) information."""
+    if not skipped:
+        return
+    for s in skipped:
+        if s.kind in WARNED_KINDS:
+            log.warning("skipped %s: %s", s.path, s.reason)
+    counts: dict[str, int] = {}
+    for s in skipped:
+        counts[s.kind] = counts.get(s.kind, 0) + s.files
+    kinds = sorted(counts.items(), key=lambda kv: -kv[1])  # stable: first seen first
+    summary = ", ".join(f"{n} {kind}" for kind, n in kinds)
+    total = plural(sum(counts.values()), "file")
+    level = logging.INFO if all(s.own for s in skipped) else logging.WARNING
+    log.log(level, "left out %s (%s); --dry-run lists them", total, summary)

@@ -21,16 +21,23 @@ import re
 import threading
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from . import safejson
 from .client import RetryPolicy, Timeouts
 from .config import Setting, configured_review_values
-from .context import ContextLimits, Gathered, gather_context
+from .context import ContextLimits, Gathered, Output, gather_context
 from .errors import ConfigError, InputError, ReviewError
-from .pipeline import ContinuationOptions, GatherFn, ReviewOptions, ReviewPlan, plan_review
+from .pipeline import (
+    DEFAULT_OUTPUT_DIR,
+    ContinuationOptions,
+    GatherFn,
+    ReviewOptions,
+    ReviewPlan,
+    plan_review,
+)
 from .repo import find_repo_root, resolve_inside
 from .storage import check_topic
 
@@ -710,6 +717,9 @@ def _endpoint_named_by(
 # --------------------------------------------------------------------------- planning
 
 
+_GatherKey = tuple[Path, tuple[str, ...], ContextLimits, tuple[Output, ...]]
+
+
 class ContextCache:
     """Context gathered once per distinct (specs, limits) for the whole batch.
 
@@ -720,11 +730,13 @@ class ContextCache:
     def __init__(self, gather: GatherFn = gather_context) -> None:
         self._gather = gather
         self._lock = threading.Lock()
-        self._done: dict[tuple[Path, tuple[str, ...], ContextLimits], Gathered] = {}
-        self._failed: dict[tuple[Path, tuple[str, ...], ContextLimits], ReviewError] = {}
+        self._done: dict[_GatherKey, Gathered] = {}
+        self._failed: dict[_GatherKey, ReviewError] = {}
 
-    def __call__(self, root: Path, specs: Sequence[str], limits: ContextLimits) -> Gathered:
-        key = (root, tuple(specs), limits)
+    def __call__(
+        self, root: Path, specs: Sequence[str], limits: ContextLimits, outputs: Sequence[Output]
+    ) -> Gathered:
+        key = (root, tuple(specs), limits, tuple(outputs))
         with self._lock:
             if key in self._done:
                 done = self._done[key]
@@ -732,7 +744,7 @@ class ContextCache:
             if key in self._failed:
                 raise self._failed[key]
         try:
-            files = self._gather(root, specs, limits)
+            files = self._gather(root, specs, limits, outputs)
         except ReviewError as exc:
             with self._lock:
                 self._failed.setdefault(key, exc)
@@ -740,6 +752,23 @@ class ContextCache:
         with self._lock:
             self._done.setdefault(key, files)
         return Gathered(files, files.skipped)
+
+
+def _output_folders(
+    manifest: Manifest, overrides: Mapping[str, Any], base: Mapping[str, Setting], root: Path
+) -> list[Output]:
+    """Every entry's output folder (every shard's): an entry's problem with its own is
+    reported when it is planned, so such a folder is passed over here."""
+    values = {k: s.value for k, s in base.items()}
+    folders = []
+    for entry in manifest.entries:
+        named = merged_values(manifest, entry, overrides, values).get("output_dir")
+        try:
+            _, rel = resolve_inside(root, named if isinstance(named, str) else DEFAULT_OUTPUT_DIR)
+        except ReviewError:
+            continue
+        folders.append(Output(rel, "an output folder of the batch"))
+    return folders
 
 
 @dataclass(frozen=True)
@@ -774,10 +803,13 @@ def plan_manifest(
     timeouts: Timeouts | None = None,
     env: Mapping[str, str] | None = None,
     plan: Callable[..., ReviewPlan] = plan_review,
+    outputs: Sequence[Output] = (),
 ) -> PlannedManifest:
     """Read, check and plan a manifest; raise one :class:`ManifestError` listing every problem.
 
     Nothing is sent or written. ``overrides`` are the flags given to ``batch`` (already typed).
+    No entry's folders and globs send what the batch writes: any entry's output folder (all
+    shards'), nor ``outputs`` (the report).
     """
     overrides = dict(overrides or {})
     for key, value in overrides.items():
@@ -793,6 +825,7 @@ def plan_manifest(
     if not any(p.entry is None for p in problems):
         prompt_files = _PromptFiles()
         gather = ContextCache()
+        written = (*_output_folders(manifest, overrides, base, root), *outputs)
         for entry in selected:
             try:
                 options = entry_options(
@@ -805,6 +838,7 @@ def plan_manifest(
                     timeouts=timeouts,
                     prompt_files=prompt_files,
                 )
+                options = replace(options, outputs=written)
                 planned.append(PlannedEntry(entry, plan(options, env, gather=gather)))
             except ReviewError as exc:
                 problems.append(

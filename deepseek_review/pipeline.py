@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Timeouts
-from .context import ContextFile, ContextLimits, Gathered, Skipped, gather_context
+from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import ConfigError, InputError, PromptTruncated
-from .prompt import Template, continuation_directive, load_template, render_messages
+from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
 from .receipts import check_recordable
 from .repo import find_repo_root, resolve_inside
 from .request import (
@@ -110,6 +110,9 @@ class ReviewOptions:
     """
     operator_endpoints: tuple[str, ...] = ()
     """Endpoints the operator chose besides the environment's (``batch --endpoint``)."""
+    outputs: tuple[Output, ...] = ()
+    """What else the tool writes besides ``output_dir`` (a batch: every entry's output folder,
+    its report): folders and globs never send it."""
     api_key_env: str | None = None
     """The variable holding the key; None: ``OLLAMA_API_KEY``, sent over https only."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -140,11 +143,18 @@ class ReviewPlan:
     token_estimate: int
     options: ReviewOptions
     skipped: tuple[Skipped, ...] = ()
-    """Files a folder or glob found that were left out for safety, each with why."""
+    """What a folder or glob found that was left out, each with why."""
 
     @property
     def context_bytes(self) -> int:
+        """The context files' bytes."""
         return sum(f.size for f in self.files)
+
+    @property
+    def framed_bytes(self) -> int:
+        """The prompt's bytes as sent: the files with their headings, fences and list, the
+        template and the request (what ``--max-context-bytes`` limits)."""
+        return text_bytes(self.messages)
 
 
 @dataclass(frozen=True)
@@ -190,7 +200,18 @@ class ReviewResult:
 
 
 #: Gathers context files (``gather_context``'s signature); a batch passes a caching one.
-GatherFn = Callable[[Path, Sequence[str], ContextLimits], Gathered]
+GatherFn = Callable[[Path, Sequence[str], ContextLimits, Sequence[Output]], Gathered]
+
+
+def outputs_of(
+    root: Path, out_dir: Path, named: str, others: Sequence[Output]
+) -> tuple[Output, ...]:
+    """What a review's folders and globs leave out: its output folder ``out_dir`` (resolved;
+    ``named`` is the path as given, which differs through a symlink) and ``others``, each
+    path once, in a canonical order (a batch's entries share one gathering)."""
+    own = [Output(out_dir.relative_to(root).as_posix() or "."), Output(named)]
+    unique = {o.path: o for o in reversed([*others, *own])}
+    return tuple(sorted(unique.values(), key=lambda o: o.path))
 
 
 def review_longest_name(options: ReviewOptions) -> str:
@@ -241,12 +262,11 @@ def plan_review(
         what="--endpoint" if options.endpoint_named_by is None else "endpoint",
     )
     root = find_repo_root(options.repo_root)
-    out_dir, _ = resolve_inside(root, options.output_dir, what="--output-dir")
+    out_dir, out_named = resolve_inside(root, options.output_dir, what="--output-dir")
     template = load_template(options.template, options.template_file)
-    gathered = gather(root, options.context, options.limits)
+    outputs = outputs_of(root, out_dir, out_named, options.outputs)
+    gathered = gather(root, options.context, options.limits, outputs)
     skipped = gathered.skipped
-    for s in skipped:
-        log.warning("skipped %s: %s", s.path, s.reason)
     files: list[ContextFile] = gathered
     del gathered
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
@@ -262,6 +282,7 @@ def plan_review(
         prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
         refuse_secrets([prompt_file, *files], endpoint=endpoint.url)
     rendered = render_messages(template, options.prompt, options.topic, files)
+    check_framed_size(text_bytes(rendered), sum(f.size for f in files), options.limits)
     # From here the texts live on in the messages only; the plan keeps what the record needs
     # (path, hash, size), so a large context is not held twice while the body is built.
     files = [replace(f, text="") for f in files]
@@ -308,6 +329,17 @@ def plan_review(
         options=options,
         skipped=skipped,
     )
+
+
+def check_framed_size(framed: int, files: int, limits: ContextLimits) -> None:
+    """Refuse a prompt whose bytes as sent, framing and all, are over ``--max-context-bytes``:
+    3,000 tiny files are mostly headings, fences and list lines."""
+    if framed > limits.max_context_bytes:
+        raise InputError(
+            f"the prompt as framed is {framed} bytes ({files} of context files and "
+            f"{framed - files} of framing: headings, fences, the file list, the template and "
+            f"the prompt), over --max-context-bytes {limits.max_context_bytes}"
+        )
 
 
 def check_prompt_kept(completion: Completion, estimate: int, *, allow: bool, url: str) -> None:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .context import UNSAFE_NAME, ContextFile
 from .errors import ConfigError, InputError
@@ -208,6 +209,26 @@ def _render_section(
 
 def join_parts(parts: Sequence[Part], texts: dict[str, str]) -> str:
     return "".join(p if isinstance(p, str) else texts[p.path] for p in parts)
+
+
+class _Sized(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+class _HasParts(Protocol):
+    @property
+    def parts(self) -> Sequence[str | _Sized]: ...
+
+
+def text_bytes(messages: Iterable[_HasParts]) -> int:
+    """The bytes of the messages' text as sent, counted from their parts (a file or answer
+    reference counts its size), without encoding the files' text again."""
+    return sum(
+        len(p.encode("utf-8", errors="surrogatepass")) if isinstance(p, str) else p.size
+        for m in messages
+        for p in m.parts
+    )
 
 
 def render_messages(

@@ -137,7 +137,7 @@ def test_named_symlink_into_git_or_to_what_git_ignores_is_refused(
 def test_dry_run_lists_every_skipped_link_with_its_reason(hostile, simulator, cli):
     r = run_against(cli, simulator, "--dry-run", "-c", "docs")
     assert r.code == 0, r.err
-    assert "skipped        4 files\n" in r.out
+    assert "left out       4 files\n" in r.out
     assert "  docs/cfg  a symlink into .git/ (git's own data, never context)\n" in r.out
     assert "  docs/env  a symlink to .env, which git ignores\n" in r.out
     assert "  docs/gitdir  a symlink into .git/ (git's own data, never context)\n" in r.out

@@ -559,7 +559,8 @@ def test_receipts_and_records_as_context_are_not_flagged(
             "--max-tokens", "30", "--max-continuations", "1")  # fmt: skip
     assert r.code in (0, 4), r.err
     sent = offline_after()
-    r = cli("run", "-c", "reviews", "-p", "Check.", "--endpoint", REMOTE, "--max-attempts", "1")
+    named = [arg for rel in files_under(repo / "reviews") for arg in ("-c", f"reviews/{rel}")]
+    r = cli("run", *named, "-p", "Check.", "--endpoint", REMOTE, "--max-attempts", "1")
     assert r.code == 5, r.err  # not 8: receipts and records are hashes and paths
     assert sent.urls
 

@@ -168,6 +168,7 @@ def batch(
         ),
         resume=resume,
         trusted_rev=resume_from,
+        report=str(report) if report is not None else None,
     )
     try:
         prepared = prepare_batch(options, clean=not dry_run)
@@ -432,6 +433,8 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
                 "context_bytes": plan.context_bytes,
                 "token_estimate": plan.token_estimate,
                 "existing_receipts": [s.receipt_path for s in w.existing],
+                "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
+                "left_out_files": sum(s.files for s in plan.skipped),
             }
         )
     if as_json:
@@ -449,7 +452,8 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
         sys.stdout,
         (
             f"{r['action']:<9} {r['topic']}  ({r['context_files']} files, "
-            f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})"
+            + (f"{r['left_out_files']} left out, " if r["left_out_files"] else "")
+            + f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})"
             for r in rows
         ),
     )

@@ -250,6 +250,8 @@ def _render_plan(plan: Any, as_json: bool) -> None:
         "request_bytes": len(plan.prepared.body_bytes),
         "token_estimate": plan.token_estimate,
         "context_bytes": plan.context_bytes,
+        "framed_bytes": plan.framed_bytes,
+        "max_context_bytes": plan.options.limits.max_context_bytes,
         "context_files": [
             {"path": f.path, "bytes": f.size, "sha256": f.sha256} for f in plan.files
         ],
@@ -266,9 +268,15 @@ def _render_plan(plan: Any, as_json: bool) -> None:
             f"template       {plan.template.name}",
             f"prompt_sha256  {plan.prepared.prompt_sha256}",
             f"request        {len(plan.prepared.body_bytes)} bytes, ~{plan.token_estimate} tokens",
+            f"framed         {plan.framed_bytes} bytes with headings, fences, file list, "
+            f"template and prompt (--max-context-bytes {plan.options.limits.max_context_bytes})",
             f"context        {len(plan.files)} files, {plan.context_bytes} bytes",
             *(f"  {f.size:>10}  {f.path}" for f in plan.files),
-            *([f"skipped        {len(plan.skipped)} files"] if plan.skipped else []),
+            *(
+                [f"left out       {sum(s.files for s in plan.skipped)} files"]
+                if plan.skipped
+                else []
+            ),
             *(f"  {s.path}  {s.reason}" for s in plan.skipped),
         ],
     )
