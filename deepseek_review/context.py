@@ -740,7 +740,7 @@ def gather_context(
 
     What a folder or glob listed that may not or cannot be sent, and the tool's own outputs
     (``outputs``, and files named as it names them), are left out, in ``skipped``, and summed
-    up in one log line (:func:`log_left_out`).
+    up in one log line (:func:`_log_left_out`).
     """
     limits = limits or ContextLimits()
     expansion = expand_specs(root, specs, outputs)
@@ -773,7 +773,7 @@ def gather_context(
     for spec, kind, listed in expansion.groups:
         if not any(rel in read for rel in listed):
             _refuse_empty_group(spec, kind, listed, left_out_of)
-    log_left_out(skipped)
+    _log_left_out(skipped)
     return Gathered(files, skipped)
 
 
@@ -794,7 +794,7 @@ def _refuse_empty_group(
     )
 
 
-def log_left_out(skipped: Sequence[Skipped]) -> None:
+def _log_left_out(skipped: Sequence[Skipped]) -> None:
     """Say what was left out: a line for each file left out for safety (a link into git's
     data, to an ignored file), and one line summing up everything by kind -- a warning when
     something could not be sent, else (only the tool's own outputs) information."""

@@ -721,7 +721,7 @@ _GatherKey = tuple[Path, tuple[str, ...], ContextLimits, tuple[Output, ...]]
 
 
 class ContextCache:
-    """Context gathered once per distinct (specs, limits) for the whole batch.
+    """Context gathered once per distinct (specs, limits, outputs) for the whole batch.
 
     Entries that name the same context share the same :class:`ContextFile` objects, so the
     bytes hashed into every receipt are the bytes sent. Refusals are cached too.

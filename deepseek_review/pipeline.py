@@ -209,7 +209,7 @@ def outputs_of(
     """What a review's folders and globs leave out: its output folder ``out_dir`` (resolved;
     ``named`` is the path as given, which differs through a symlink) and ``others``, each
     path once, in a canonical order (a batch's entries share one gathering)."""
-    own = [Output(out_dir.relative_to(root).as_posix() or "."), Output(named)]
+    own = [Output(out_dir.relative_to(root).as_posix()), Output(named)]
     unique = {o.path: o for o in reversed([*others, *own])}
     return tuple(sorted(unique.values(), key=lambda o: o.path))
 
