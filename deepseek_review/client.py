@@ -215,7 +215,7 @@ def _error_body(body: bytes) -> Any:
         return None
 
 
-def error_parts(data: Any) -> tuple[str | None, int | None, str]:
+def _error_parts(data: Any) -> tuple[str | None, int | None, str]:
     """The message, status and kind of an error object, or of a body that holds one.
 
     Shapes: ``{"error": {"message", "code", "type"}}`` (OpenAI, llama.cpp, Ollama's compat
@@ -238,7 +238,7 @@ def error_parts(data: Any) -> tuple[str | None, int | None, str]:
 
 def error_message(body: bytes, content_type: str) -> str:
     """The server's own words from an error body, whichever shape it has."""
-    message, _, _ = error_parts(_error_body(body))
+    message, _, _ = _error_parts(_error_body(body))
     if message is not None:
         return message
     text = body.decode("utf-8", errors="replace")
@@ -522,7 +522,7 @@ class ChatClient:
         try:
             raw = self._scrub_bytes(bodyread.read_body(resp, MAX_ERROR_BODY_BYTES))
             msg = error_message(raw, resp.headers.get("content-type", ""))
-            kind = error_parts(_error_body(raw))[2]
+            kind = _error_parts(_error_body(raw))[2]
         except bodyread.BodyError as exc:
             msg = f"error body not shown ({exc})"
         where = f"{self.url} answered {status}"
@@ -572,7 +572,7 @@ class ChatClient:
             data = safejson.loads(raw, what="error", max_bytes=self.max_line_bytes)
         except ValueError:
             data = raw.decode("utf-8", errors="replace")
-        msg, status, kind = error_parts(data)
+        msg, status, kind = _error_parts(data)
         if msg is None:
             msg = one_line(raw.decode("utf-8", errors="replace"), 200) or "no message"
         shown = f"{where} (code {status})" if status is not None else where
@@ -591,7 +591,7 @@ class ChatClient:
                 else error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
             )
             raise _Retryable(BadResponse(f"{self.url}: answer is not JSON ({shown})")) from None
-        if isinstance(data, dict) and "error" in data:
+        if isinstance(data, dict) and data.get("error") is not None:
             where = f"{self.url} answered 200 with an error"
             raise self._reported(raw[:MAX_ERROR_BODY_BYTES], where, model)
         try:
@@ -609,12 +609,16 @@ class ChatClient:
         )
         try:
             self._read_events(st, lines, progress, t0, model)
-        except (httpx.RemoteProtocolError, httpx.ReadError):  # closed; a timeout is not this
+        except (httpx.RemoteProtocolError, httpx.ReadError):  # cut off; a timeout is not this
             if st.seen:
                 raise
-            raise self._empty_stream() from None
+            # A crash, perhaps, or a proxy's hiccup: the whole policy, as for any cut answer.
+            raise _Retryable(self._nothing("the connection closed before any data")) from None
         if not st.seen:
-            raise self._empty_stream()
+            # The server ended the answer on purpose, empty: it does so again for this request.
+            raise _Retryable(
+                self._nothing("closed the stream with no data at all"), cap=FAST_FAIL_ATTEMPTS
+            )
         if st.finish_reason is None or not st.done:
             missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
             raise _Retryable(BadResponse(f"{self.url}: stream ended without its {missing}"))
@@ -676,7 +680,7 @@ class ChatClient:
                     chunk = safejson.loads(
                         payload, what="stream chunk", max_bytes=self.max_line_bytes
                     )
-                    if isinstance(chunk, dict) and "error" in chunk:
+                    if isinstance(chunk, dict) and chunk.get("error") is not None:
                         raise self._reported(payload, where, model)
                     _apply_chunk(st, chunk)
                 except ValueError as exc:
@@ -696,16 +700,12 @@ class ChatClient:
             if progress is not None and payload is not None:
                 progress(st.pieces, time.monotonic() - t0)
 
-    def _empty_stream(self) -> _Retryable:
-        """A 200 stream that closed before a single line: worth one more try, not five (a
-        server that does this for a request does it again)."""
-        return _Retryable(
-            BadResponse(
-                f"{self.url} answered 200 and closed the stream with no data at all",
-                hint="try --no-stream: some servers give their reason only there "
-                "(llama-cpp-python, for a prompt over its context)",
-            ),
-            cap=FAST_FAIL_ATTEMPTS,
+    def _nothing(self, what: str) -> BadResponse:
+        """A 200 stream that ended before a single line, said plainly."""
+        return BadResponse(
+            f"{self.url} answered 200 and {what}",
+            hint="try --no-stream: some servers give their reason only there "
+            "(llama-cpp-python, for a prompt over its context)",
         )
 
 

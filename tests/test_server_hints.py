@@ -22,6 +22,7 @@ from deepseek_review.simulator import Simulator
 from tests.conftest import use_key
 from tests.stubs import Reply
 from tests.test_client import assert_nothing_written, chunk, error_json, one_error_line, run, sse
+from tests.test_hostile_server import Hostile, head
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -159,6 +160,20 @@ def test_stream_that_closes_with_no_data_says_so_and_points_at_no_stream(repo, m
     assert "--no-stream" in line
     assert len(sim.chat_requests()) == 2  # worth one more try, not five
     assert_nothing_written(repo)
+
+
+def test_stream_cut_before_any_data_says_so_and_keeps_the_retry_policy(repo, cli):
+    chunked = head("text/event-stream", "Transfer-Encoding: chunked")
+    server = Hostile(lambda conn, stop: conn.sendall(chunked))  # then closes, mid-body
+    try:
+        r = run(cli, server.base_url, "--max-attempts", "3")
+    finally:
+        server.stop()
+    assert r.code == 6
+    line = one_error_line(r.err)
+    assert "answered 200 and the connection closed before any data" in line
+    assert "(after 3 attempts)" in line  # a crash, perhaps: worth the whole policy
+    assert len(server.seen) == 3
 
 
 def test_the_server_that_streams_nothing_gives_its_reason_without_streaming(
