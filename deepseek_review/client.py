@@ -10,9 +10,9 @@ server that refuses may be restarting, so it gets the whole policy) and a stream
 with no data at all.
 
 An error the server sends inside a 200 answer (a ``{"error": ...}`` body or stream chunk,
-llama.cpp's ``error:`` stream line, an SSE ``event: error``) is the server's error: it is
-handled as the status it carries would be, and a prompt over the context is never retried,
-streamed or not.
+llama.cpp's ``error:`` stream line, an SSE ``event: error``) is the server's error, in its
+words: handled as the status it carries (``code``) would be, or as an unusable answer when it
+names none; a prompt over the context is never retried, streamed or not.
 
 Every answer is bounded (:mod:`.bodyread`, :mod:`.deadline`): its decoded size, each stream
 line, the run of stream lines that carry nothing, and the whole attempt's time. Too big is
@@ -543,15 +543,18 @@ class ChatClient:
         retry_after: float | None = None,
     ) -> ServerError | _Retryable:
         """The error for a refusal, by its status; ``msg`` is the server's words and ``kind``
-        its error type. No status (an error object without one) is retried, as a 5xx is,
-        unless it says the prompt is over the context: that is never retried."""
+        its error type. A prompt over the context is never retried, whatever the status (exit
+        5, as its 400 is). Without a status (an error object inside a 200 that names none) it
+        is a failed attempt, as any unusable answer is."""
         text = f"{where}: {msg}"
         context = serverhints.is_context_error(msg, kind)
         if status == 413:
             return ServerError(f"{where}: request too large", hint="send less context")
         if context and status not in RETRY_STATUSES:
             return ServerError(text, hint=serverhints.context_overflow(self.advice))
-        if status is None or status in RETRY_STATUSES:
+        if status is None:
+            return _Retryable(BadResponse(text))
+        if status in RETRY_STATUSES:
             hint = "the server is rate-limiting; wait, or lower --jobs" if status == 429 else ""
             return _Retryable(ServerError(text, hint=hint), retry_after=retry_after)
         if status in (401, 403):

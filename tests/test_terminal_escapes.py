@@ -145,7 +145,7 @@ def test_server_error_in_a_stream_is_printed_escaped(
     body = b"data: " + json.dumps({"error": HOSTILE}).encode() + b"\n\ndata: [DONE]\n\n"
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
     r = review(cli, stub.base_url, "--stream")
-    assert r.code == 5, r.err
+    assert r.code == 6, r.err
     assert SHOWN in error_line(r.err)
     assert_no_raw_controls(r.err)
 
