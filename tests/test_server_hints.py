@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from deepseek_review.client import ChatClient, RetryPolicy
+from deepseek_review.errors import ServerError
 from deepseek_review.simulator import Simulator
 from tests.conftest import use_key
 from tests.stubs import Reply
@@ -101,9 +103,7 @@ def test_refused_loopback_connection_says_how_to_start_that_server(repo, cli, se
     assert "check --endpoint" in line
 
 
-def test_refused_loopback_connection_without_a_known_server_kind_gives_no_start_command(repo, cli):
-    from deepseek_review.client import ChatClient, RetryPolicy
-    from deepseek_review.errors import ServerError
+def test_library_client_without_a_server_kind_gives_no_start_command():
 
     port = closed_port()
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
@@ -118,7 +118,7 @@ def test_refused_loopback_connection_without_a_known_server_kind_gives_no_start_
 
 
 def test_default_endpoint_with_nothing_running_names_endpoint_and_ollama_host(repo, cli):
-    if closed_port_is_taken(11434):
+    if port_is_taken(11434):
         pytest.skip("something listens on the default port 11434 here")
     r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--retry-wait", "0.01")
     assert r.code == 5
@@ -127,7 +127,7 @@ def test_default_endpoint_with_nothing_running_names_endpoint_and_ollama_host(re
     assert "--endpoint" in line and "OLLAMA_HOST" in line
 
 
-def closed_port_is_taken(port: int) -> bool:
+def port_is_taken(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(1)
         return s.connect_ex(("127.0.0.1", port)) == 0
@@ -209,6 +209,15 @@ def test_error_chunk_with_a_busy_status_is_retried_and_reported_in_the_servers_w
     assert len(stub.seen) == 3
     line = one_error_line(r.err)
     assert "slot unavailable" in line and "(after 3 attempts)" in line
+
+
+def test_error_null_in_stream_chunks_is_no_error(repo, make_stub, cli):
+    pieces = [chunk({"role": "assistant", "content": "Fine."}), chunk({}, "stop")]
+    body = sse(*({**p, "error": None} for p in pieces))
+    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    r = run(cli, stub.base_url)
+    assert r.code == 0, r.err
+    assert len(stub.seen) == 1
 
 
 def test_error_object_in_a_200_json_answer_is_handled_as_its_status(repo, make_stub, cli):
