@@ -127,6 +127,11 @@ def test_default_endpoint_with_nothing_running_names_endpoint_and_ollama_host(re
     assert "--endpoint" in line and "OLLAMA_HOST" in line
 
 
+def streaming(make_stub: Callable[..., Any], body: bytes) -> Any:
+    """A stub that answers every request with the event stream ``body``."""
+    return make_stub([Reply(200, body, content_type="text/event-stream")])
+
+
 def port_is_taken(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(1)
@@ -189,7 +194,7 @@ def test_the_server_that_streams_nothing_gives_its_reason_without_streaming(
 def test_sse_error_event_is_the_servers_error(repo, make_stub, cli):
     body = b'event: error\ndata: {"type": "error", "error": {"type": "invalid_request_error", '
     body += b'"message": "prompt is too long: 210000 tokens > 200000 maximum"}}\n\n'
-    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    stub = streaming(make_stub, body)
     r = run(cli, stub.base_url, "--server", "vllm")
     assert r.code == 5
     assert len(stub.seen) == 1
@@ -203,7 +208,7 @@ def test_error_chunk_with_a_busy_status_is_retried_and_reported_in_the_servers_w
 ):
     body = sse(chunk({"content": "Half an"}), done=False)
     body += b'data: {"error": {"code": 503, "message": "slot unavailable"}}\n\n'
-    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    stub = streaming(make_stub, body)
     r = run(cli, stub.base_url, "--max-attempts", "3")
     assert r.code == 5
     assert len(stub.seen) == 3
@@ -214,7 +219,7 @@ def test_error_chunk_with_a_busy_status_is_retried_and_reported_in_the_servers_w
 def test_error_null_in_stream_chunks_is_no_error(repo, make_stub, cli):
     pieces = [chunk({"role": "assistant", "content": "Fine."}), chunk({}, "stop")]
     body = sse(*({**p, "error": None} for p in pieces))
-    stub = make_stub([Reply(200, body, content_type="text/event-stream")])
+    stub = streaming(make_stub, body)
     r = run(cli, stub.base_url)
     assert r.code == 0, r.err
     assert len(stub.seen) == 1
