@@ -53,6 +53,7 @@ from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewErr
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .pipeline import (
     Chain,
+    ReviewPlan,
     continue_chain,
     no_progress_message,
     plan_review,
@@ -63,6 +64,7 @@ from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import files_unchanged_since, find_repo_root, resolve_inside
 from .resume import segment_from
 from .segment import Segment
+from .serverhints import Advice
 from .storage import (
     check_writable_dir,
     stale_temp_files,
@@ -304,6 +306,12 @@ class _RequestSlots:
 
     def release(self) -> None:
         self._sem.release()
+
+
+def _client_key(plan: ReviewPlan) -> tuple[str, str | None, Advice]:
+    """Entries share a client when they share its endpoint, key and hints (--server)."""
+    ep, options = plan.endpoint, plan.options
+    return ep.url, ep.api_key, Advice.of(ep, options.continuation.server, options.api_key_env)
 
 
 class _BatchClient(ChatClient):
@@ -646,22 +654,25 @@ class _Runner:
         )
         self.slots = _RequestSlots(options.jobs, stop, self._may_start)
         self.throttles: dict[str, Throttle] = {}
-        self.clients: dict[tuple[str, str | None], _BatchClient] = {}
+        self.clients: dict[tuple[str, str | None, Advice], _BatchClient] = {}
         for w in prepared.work:
             ep = w.planned.plan.endpoint
             throttle = self.throttles.setdefault(ep.url, Throttle(stop))
-            if (ep.url, ep.api_key) not in self.clients:
-                self.clients[(ep.url, ep.api_key)] = _BatchClient(
+            key = _client_key(w.planned.plan)
+            if key not in self.clients:
+                client = _BatchClient(
                     ep.url,
                     ep.api_key,
                     policy=options.retry,
                     timeouts=options.timeouts,
                     throttle=throttle,
                     http=self.http,
+                    advice=key[2],
                 )
-                self.clients[(ep.url, ep.api_key)].slots = self.slots
-                self.clients[(ep.url, ep.api_key)].on_usage = self._received
-                self.clients[(ep.url, ep.api_key)].on_failure = self._request_failed
+                client.slots = self.slots
+                client.on_usage = self._received
+                client.on_failure = self._request_failed
+                self.clients[key] = client
 
     # -- bookkeeping (any thread) --------------------------------------------------------
 
@@ -781,7 +792,7 @@ class _Runner:
     def _review(self, work: Work) -> EntryReport:
         plan = work.planned.plan
         o = plan.options
-        client = self.clients[(plan.endpoint.url, plan.endpoint.api_key)]
+        client = self.clients[_client_key(plan)]
         segments: list[Segment] = []
         old = 0
         status: Status

@@ -4,7 +4,15 @@ The retry policy lives here alone. Retried (exponential backoff with jitter, ``R
 honoured up to a cap): connection errors, timeouts, 429, 500, 502, 503, 504, and any answer
 that is not a usable completion (bad JSON, a stream cut before its finish chunk or
 ``[DONE]``): such a body is a failed attempt, never an answer. Never retried: other 4xx, which
-get a message saying what to do instead.
+get a message saying what to do instead (worded for the server kind, :mod:`.serverhints`).
+Tried twice at most: a refused connection to loopback (no server is running there; a remote
+server that refuses may be restarting, so it gets the whole policy) and a stream that closes
+with no data at all.
+
+An error the server sends inside a 200 answer (a ``{"error": ...}`` body or stream chunk,
+llama.cpp's ``error:`` stream line, an SSE ``event: error``) is the server's error, in its
+words: handled as the status it carries (``code``) would be, or as an unusable answer when it
+names none; a prompt over the context is never retried, streamed or not.
 
 Every answer is bounded (:mod:`.bodyread`, :mod:`.deadline`): its decoded size, each stream
 line, the run of stream lines that carry nothing, and the whole attempt's time. Too big is
@@ -32,10 +40,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
-from . import __version__, bodyread, deadline, safejson
+from . import __version__, bodyread, deadline, safejson, serverhints
+from .endpoint import is_loopback_host, safe_url
 from .errors import BadResponse, ConfigError, Interrupted, ServerError
+from .serverhints import Advice
 from .textsafe import escape
 
 log = logging.getLogger("deepseek_review")
@@ -54,6 +64,8 @@ MAX_ERROR_BODY_BYTES = 1024 * 1024
 MAX_IDLE_LINES = 10_000
 #: The largest token count taken as real: JSON's exact integers (and far beyond any model).
 MAX_TOKEN_COUNT = 2**53
+#: Attempts in all for a failure that one more try may cure but four more would not.
+FAST_FAIL_ATTEMPTS = 2
 
 #: Called while a stream arrives: (completion pieces so far, seconds since the request).
 ProgressFn = Callable[[int, float], None]
@@ -128,12 +140,20 @@ class Timeouts:
 
 
 class _Retryable(Exception):
-    """An attempt failed in a way worth another try; carries the final error to raise."""
+    """An attempt failed in a way worth another try; carries the final error to raise.
 
-    def __init__(self, final: ServerError | BadResponse, retry_after: float | None = None):
+    ``cap``: the most attempts in all this failure is worth (None: the policy's)."""
+
+    def __init__(
+        self,
+        final: ServerError | BadResponse,
+        retry_after: float | None = None,
+        cap: int | None = None,
+    ):
         super().__init__(final.message)
         self.final = final
         self.retry_after = retry_after
+        self.cap = cap
 
 
 class Throttle:
@@ -187,20 +207,40 @@ def one_line(text: str, limit: int = 300) -> str:
     return escape(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
+def _error_body(body: bytes) -> Any:
+    """An error body as JSON, or None when it is not JSON (or is refused)."""
+    try:
+        return safejson.loads(body, what="error body")
+    except ValueError:
+        return None
+
+
+def _error_parts(data: Any) -> tuple[str | None, int | None, str]:
+    """The message, status and kind of an error object, or of a body that holds one.
+
+    Shapes: ``{"error": {"message", "code", "type"}}`` (OpenAI, llama.cpp, Ollama's compat
+    layer), ``{"error": "..."}`` (ollama.com), ``{"message", "code"}`` (vLLM; llama.cpp's bare
+    stream error object). The status is ``code`` when it is an HTTP error status; the kind
+    joins the ``type`` and a string ``code`` (``context_length_exceeded``)."""
+    err = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(err, str):
+        return one_line(err), None, ""
+    if not isinstance(err, dict):
+        return None, None, ""
+    message = err.get("message")
+    if not isinstance(message, str) and isinstance(data, dict):
+        message = data.get("message")
+    code = err.get("code")
+    status = code if type(code) is int and 400 <= code <= 599 else None
+    kind = " ".join(v for v in (err.get("type"), code) if isinstance(v, str))
+    return (one_line(message) if isinstance(message, str) else None), status, kind
+
+
 def error_message(body: bytes, content_type: str) -> str:
     """The server's own words from an error body, whichever shape it has."""
-    try:
-        data = safejson.loads(body, what="error body")
-    except ValueError:  # not JSON, or refused: shown as text below
-        data = None
-    if isinstance(data, dict):
-        err = data.get("error")
-        if isinstance(err, str):
-            return one_line(err)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return one_line(err["message"])
-        if isinstance(data.get("message"), str):
-            return one_line(data["message"])
+    message, _, _ = _error_parts(_error_body(body))
+    if message is not None:
+        return message
     text = body.decode("utf-8", errors="replace")
     if "html" in content_type.lower() or text.lstrip().startswith("<"):
         title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
@@ -253,6 +293,8 @@ class _StreamState:
     model: str | None = None
     done: bool = False
     pieces: int = 0
+    seen: bool = False
+    """Any line but blank ones arrived."""
 
 
 @functools.cache
@@ -284,9 +326,13 @@ class ChatClient:
         max_line_bytes: int | None = None,
         throttle: Throttle | None = None,
         http: httpx.Client | None = None,
+        advice: Advice | None = None,
     ) -> None:
         self.url = url
         self._key = api_key
+        self.advice = advice or Advice()
+        """What the hints say depends on: the server kind, the endpoint's source, the key's
+        variable."""
         self.policy = policy or RetryPolicy()
         self.timeouts = timeouts or Timeouts()
         # The module's defaults are read here, not frozen into the signature, so that a test
@@ -374,8 +420,14 @@ class ChatClient:
                 delay,
             )
 
+        def stop(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            cap = exc.cap if isinstance(exc, _Retryable) else None
+            limit = self.policy.max_attempts if cap is None else min(cap, self.policy.max_attempts)
+            return state.attempt_number >= limit
+
         retrying = Retrying(
-            stop=stop_after_attempt(self.policy.max_attempts),
+            stop=stop,
             wait=wait,
             retry=retry_if_exception_type(_Retryable),
             before_sleep=before_sleep,
@@ -423,8 +475,8 @@ class ChatClient:
                 answered = True
                 ctype = resp.headers.get("content-type", "")
                 if stream and "text/event-stream" in ctype:
-                    return self._read_stream(resp, progress, t0)
-                return self._read_json(resp)
+                    return self._read_stream(resp, progress, t0, model)
+                return self._read_json(resp, model)
         except httpx.TimeoutException as exc:
             if deadline.passed(end):
                 raise _Retryable(
@@ -451,8 +503,14 @@ class ChatClient:
                 raise _Retryable(
                     BadResponse(f"{self.url}: the answer broke off before its end ({why})")
                 ) from None
+            refused = _refused(exc)
+            hint = serverhints.unreachable(self.advice, self.url, why, model=model, refused=refused)
+            # Nothing listening on this machine is not cured by waiting 15 s; a remote server
+            # that refuses may be restarting.
+            local = refused and is_loopback_host(httpx.URL(self.url).host)
             raise _Retryable(
-                ServerError(f"cannot reach {self.url}: {why}", hint=_reach_hint(why))
+                ServerError(f"cannot reach {self.url}: {why}", hint=hint),
+                cap=FAST_FAIL_ATTEMPTS if local else None,
             ) from None
 
     def _timeout_hint(self, kind: str) -> str:
@@ -460,37 +518,70 @@ class ChatClient:
 
     def _raise_status(self, resp: httpx.Response, model: str) -> None:
         status = resp.status_code
+        kind = ""
         try:
-            raw = bodyread.read_body(resp, MAX_ERROR_BODY_BYTES)
-            msg = error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
+            raw = self._scrub_bytes(bodyread.read_body(resp, MAX_ERROR_BODY_BYTES))
+            msg = error_message(raw, resp.headers.get("content-type", ""))
+            kind = _error_parts(_error_body(raw))[2]
         except bodyread.BodyError as exc:
             msg = f"error body not shown ({exc})"
         where = f"{self.url} answered {status}"
-        if status in RETRY_STATUSES:
-            ra = parse_retry_after(resp.headers.get("retry-after"), self.policy.retry_after_cap)
-            hint = "the server is rate-limiting; wait, or lower --jobs" if status == 429 else ""
-            raise _Retryable(ServerError(f"{where}: {msg}", hint=hint), retry_after=ra)
         if 300 <= status < 400:
-            loc = resp.headers.get("location", "?")
-            raise ServerError(f"{where} (redirect to {loc}); use that URL as --endpoint")
-        if status in (401, 403):
-            raise ServerError(
-                f"{where}: {msg}",
-                hint="set OLLAMA_API_KEY (or --api-key-env) to a valid key for this server",
-            )
-        if status == 404:
-            raise ServerError(
-                f"{where}: {msg}",
-                hint=f"is the model pulled? run `ollama pull {model}`, or check --model "
-                "and the endpoint path",
-            )
+            loc = resp.headers.get("location")
+            shown = one_line(safe_url(self._scrub(loc)), 200) if loc else "?"
+            raise ServerError(f"{where} (redirect to {shown}); use that URL as --endpoint")
+        ra = parse_retry_after(resp.headers.get("retry-after"), self.policy.retry_after_cap)
+        raise self._refusal(status, where, msg, kind, model, retry_after=ra)
+
+    def _refusal(
+        self,
+        status: int | None,
+        where: str,
+        msg: str,
+        kind: str,
+        model: str,
+        retry_after: float | None = None,
+    ) -> ServerError | _Retryable:
+        """The error for a refusal, by its status; ``msg`` is the server's words and ``kind``
+        its error type. A prompt over the context is never retried, whatever the status (exit
+        5, as its 400 is). Without a status (an error object inside a 200 that names none) it
+        is a failed attempt, as any unusable answer is."""
+        text = f"{where}: {msg}"
+        context = serverhints.is_context_error(msg, kind)
         if status == 413:
-            raise ServerError(f"{where}: request too large", hint="send less context")
-        raise ServerError(
-            f"{where}: {msg}", hint="the server refused the request; check --model and --extra-body"
+            return ServerError(f"{where}: request too large", hint="send less context")
+        if context and status not in RETRY_STATUSES:
+            return ServerError(text, hint=serverhints.context_overflow(self.advice))
+        if status is None:
+            return _Retryable(BadResponse(text))
+        if status in RETRY_STATUSES:
+            hint = "the server is rate-limiting; wait, or lower --jobs" if status == 429 else ""
+            return _Retryable(ServerError(text, hint=hint), retry_after=retry_after)
+        if status in (401, 403):
+            sent = self._key is not None
+            hint = serverhints.unauthorized(self.advice, self.url, key_sent=sent)
+            return ServerError(text, hint=hint)
+        if status == 404:
+            return ServerError(text, hint=serverhints.not_found(self.advice, model, msg))
+        return ServerError(
+            text, hint="the server refused the request; check --model and --extra-body"
         )
 
-    def _read_json(self, resp: httpx.Response) -> Completion:
+    def _reported(self, raw: bytes, where: str, model: str) -> ServerError | _Retryable:
+        """An error the server sent inside a 200 answer (``raw``: the error's JSON, or text),
+        handled as the status it carries would be."""
+        raw = self._scrub_bytes(raw)
+        try:
+            data = safejson.loads(raw, what="error", max_bytes=self.max_line_bytes)
+        except ValueError:
+            data = raw.decode("utf-8", errors="replace")
+        msg, status, kind = _error_parts(data)
+        if msg is None:
+            msg = one_line(raw.decode("utf-8", errors="replace"), 200) or "no message"
+        shown = f"{where} (code {status})" if status is not None else where
+        return self._refusal(status, shown, msg, kind, model)
+
+    def _read_json(self, resp: httpx.Response, model: str) -> Completion:
         raw = bodyread.read_body(resp, self.max_response_bytes)
         try:
             data = safejson.loads(raw, what="answer", max_bytes=self.max_response_bytes)
@@ -503,6 +594,9 @@ class ChatClient:
                 else error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
             )
             raise _Retryable(BadResponse(f"{self.url}: answer is not JSON ({shown})")) from None
+        if isinstance(data, dict) and data.get("error") is not None:
+            where = f"{self.url} answered 200 with an error"
+            raise self._reported(raw[:MAX_ERROR_BODY_BYTES], where, model)
         try:
             return _completion_from_json(data)
         except ValueError as exc:
@@ -510,41 +604,24 @@ class ChatClient:
             raise _Retryable(BadResponse(f"{self.url}: unusable answer: {why}")) from None
 
     def _read_stream(
-        self, resp: httpx.Response, progress: ProgressFn | None, t0: float
+        self, resp: httpx.Response, progress: ProgressFn | None, t0: float, model: str
     ) -> Completion:
         st = _StreamState()
         lines = bodyread.split_lines(
             bodyread.iter_body(resp, self.max_response_bytes), self.max_line_bytes
         )
-        idle = 0
-        for line in lines:
-            payload = _sse_data(line)
-            if payload == b"[DONE]":
-                st.done = True
-                break
-            before = (st.pieces, st.finish_reason, st.usage)
-            if payload is not None:
-                try:
-                    chunk = safejson.loads(
-                        payload, what="stream chunk", max_bytes=self.max_line_bytes
-                    )
-                    _apply_chunk(st, chunk)
-                except ValueError as exc:
-                    raise _Retryable(
-                        BadResponse(
-                            f"{self.url}: bad stream chunk: {one_line(self._scrub(str(exc)), 200)}"
-                        )
-                    ) from None
-            idle = idle + 1 if (st.pieces, st.finish_reason, st.usage) == before else 0
-            if idle > MAX_IDLE_LINES:
-                raise _Retryable(
-                    BadResponse(
-                        f"{self.url}: {MAX_IDLE_LINES} stream lines in a row carried no "
-                        "content, reasoning, finish_reason or usage"
-                    )
-                )
-            if progress is not None and payload is not None:
-                progress(st.pieces, time.monotonic() - t0)
+        try:
+            self._read_events(st, lines, progress, t0, model)
+        except (httpx.RemoteProtocolError, httpx.ReadError):  # cut off; a timeout is not this
+            if st.seen:
+                raise
+            # A crash, perhaps, or a proxy's hiccup: the whole policy, as for any cut answer.
+            raise _Retryable(self._nothing("the connection closed before any data")) from None
+        if not st.seen:
+            # The server ended the answer on purpose, empty: it does so again for this request.
+            raise _Retryable(
+                self._nothing("closed the stream with no data at all"), cap=FAST_FAIL_ATTEMPTS
+            )
         if st.finish_reason is None or not st.done:
             missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
             raise _Retryable(BadResponse(f"{self.url}: stream ended without its {missing}"))
@@ -570,6 +647,70 @@ class ChatClient:
             elapsed=time.monotonic() - t0,
         )
 
+    def _read_events(
+        self,
+        st: _StreamState,
+        lines: Iterator[bytes],
+        progress: ProgressFn | None,
+        t0: float,
+        model: str,
+    ) -> None:
+        """Read the stream's lines into ``st`` up to ``data: [DONE]`` or the body's end.
+
+        An error the server reports in the stream ends it: a ``data:`` chunk holding
+        ``error``, the data of an ``event: error``, or llama.cpp's ``error:`` line (before its
+        HTTP layer was rewritten it sent the error as that line, then ``data: [DONE]``)."""
+        idle = 0
+        event = b""
+        where = f"{self.url} sent an error in its stream"
+        for line in lines:
+            st.seen = st.seen or bool(line.strip())
+            if line.startswith(b"event:"):
+                event = line[6:].strip()
+            elif not line:
+                event = b""  # a blank line ends an event
+            payload = _sse_data(line)
+            if line.startswith(b"error:"):
+                raise self._reported(line[6:].strip(), where, model)
+            if event == b"error" and payload is not None:
+                raise self._reported(payload, where, model)
+            if payload == b"[DONE]":
+                st.done = True
+                return
+            before = (st.pieces, st.finish_reason, st.usage)
+            if payload is not None:
+                try:
+                    chunk = safejson.loads(
+                        payload, what="stream chunk", max_bytes=self.max_line_bytes
+                    )
+                    if isinstance(chunk, dict) and chunk.get("error") is not None:
+                        raise self._reported(payload, where, model)
+                    _apply_chunk(st, chunk)
+                except ValueError as exc:
+                    raise _Retryable(
+                        BadResponse(
+                            f"{self.url}: bad stream chunk: {one_line(self._scrub(str(exc)), 200)}"
+                        )
+                    ) from None
+            idle = idle + 1 if (st.pieces, st.finish_reason, st.usage) == before else 0
+            if idle > MAX_IDLE_LINES:
+                raise _Retryable(
+                    BadResponse(
+                        f"{self.url}: {MAX_IDLE_LINES} stream lines in a row carried no "
+                        "content, reasoning, finish_reason or usage"
+                    )
+                )
+            if progress is not None and payload is not None:
+                progress(st.pieces, time.monotonic() - t0)
+
+    def _nothing(self, what: str) -> BadResponse:
+        """A 200 stream that ended before a single line, said plainly."""
+        return BadResponse(
+            f"{self.url} answered 200 and {what}",
+            hint="try --no-stream: some servers give their reason only there "
+            "(llama-cpp-python, for a prompt over its context)",
+        )
+
 
 def _join_text(pieces: list[str]) -> str:
     """The pieces as one valid Unicode string.
@@ -589,17 +730,17 @@ def _join_text(pieces: list[str]) -> str:
     return text
 
 
-_DNS_FAILURE_RE = re.compile(
-    r"name or service not known|nodename nor servname|name resolution|getaddrinfo|"
-    r"no address associated",
-    re.IGNORECASE,
-)
-
-
-def _reach_hint(why: str) -> str:
-    if _DNS_FAILURE_RE.search(why):
-        return "is the host name right? check --endpoint / OLLAMA_HOST"
-    return "is the server running? start it with `ollama serve`, or check --endpoint / OLLAMA_HOST"
+def _refused(exc: BaseException) -> bool:
+    """The connection was refused: nothing listens on that port (the OS error is the cause
+    of httpcore's error, itself the cause of httpx's)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "connection refused" in str(exc).lower()
 
 
 #: Delta fields that carry the answer's text (or the model's thinking).
@@ -630,10 +771,6 @@ def _sse_data(line: bytes) -> bytes | None:
 def _apply_chunk(st: _StreamState, chunk: Any) -> None:
     if not isinstance(chunk, dict):
         raise ValueError("chunk is not an object")
-    if "error" in chunk:
-        err = chunk["error"]
-        msg = err.get("message") if isinstance(err, dict) else err
-        raise ValueError(f"server error mid-stream: {msg}")
     if isinstance(chunk.get("model"), str):
         st.model = chunk["model"]
     if chunk.get("usage") is not None:
@@ -671,10 +808,6 @@ def _apply_chunk(st: _StreamState, chunk: Any) -> None:
 def _completion_from_json(data: Any) -> Completion:
     if not isinstance(data, dict):
         raise ValueError("body is not a JSON object")
-    if "error" in data:
-        err = data["error"]
-        msg = err.get("message") if isinstance(err, dict) else err
-        raise ValueError(f"server error: {msg}")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise ValueError("no choices")

@@ -80,7 +80,7 @@ def _refuse_unsafe(value: str, what: str) -> None:
     if _UNSAFE_URL_CHARS.search(value):
         escaped = value.encode("unicode_escape").decode("ascii")
         raise ConfigError(
-            f"{what} '{_safe(escaped)}': malformed URL (a space or control character in it)"
+            f"{what} '{safe_url(escaped)}': malformed URL (a space or control character in it)"
         )
     if "@" in value.split("?", 1)[0].split("#", 1)[0]:
         raise ConfigError(
@@ -157,13 +157,14 @@ def chat_url(value: str, *, what: str = "--endpoint") -> str:
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS:
         raise ConfigError(
-            f"{what} '{_safe(text)}': unsupported scheme {scheme or 'none'!r} (use http or https)"
+            f"{what} '{safe_url(text)}': unsupported scheme {scheme or 'none'!r} "
+            "(use http or https)"
         )
     parts = parts._replace(scheme=scheme)
     if not parts.hostname:
-        raise ConfigError(f"{what} {_safe(text)}: no host")
+        raise ConfigError(f"{what} {safe_url(text)}: no host")
     if parts.fragment:
-        raise ConfigError(f"{what} {_safe(text)}: a URL fragment is not allowed")
+        raise ConfigError(f"{what} {safe_url(text)}: a URL fragment is not allowed")
     for name, _ in parse_qsl(parts.query, keep_blank_values=True):
         if _SECRET_QUERY_RE.search(name):
             raise ConfigError(
@@ -176,7 +177,7 @@ def chat_url(value: str, *, what: str = "--endpoint") -> str:
     elif not path.endswith("/chat/completions"):
         if _OTHER_API.search(path) and not path.endswith("/api/v1"):
             raise ConfigError(
-                f"{what} {_safe(text)}: {path} is not a chat-completions path; give a base URL "
+                f"{what} {safe_url(text)}: {path} is not a chat-completions path; give a base URL "
                 f"(http://host:port or .../v1) or the full .../chat/completions URL"
             )
         path += CHAT_PATH
@@ -193,7 +194,7 @@ def canonical(url: str) -> str:
         return url
 
 
-def _safe(url: str) -> str:
+def safe_url(url: str) -> str:
     """A URL for an error message: userinfo and query removed."""
     try:
         p = urlsplit(url)
@@ -275,7 +276,7 @@ def resolve_endpoint(
         return Endpoint(url, _key_for(url, key, key_env), named_by)
     if not is_loopback_host(urlsplit(url).hostname or ""):
         raise ConfigError(
-            f"{what} {_safe(url)}: {named_by} may name only a loopback endpoint or one the "
+            f"{what} {safe_url(url)}: {named_by} may name only a loopback endpoint or one the "
             f"operator chose; choose it with --endpoint, {ENDPOINT_ENV} or OLLAMA_HOST, or "
             f"allow it with {ALLOWED_ENV}"
         )

@@ -32,6 +32,7 @@ from .request import (
     prepare,
 )
 from .segment import Segment, SegmentSpec, write_segment
+from .serverhints import Advice
 from .storage import check_topic, check_writable_dir, ensure_dir, longest_name
 from .tokens import estimate_tokens, looks_clipped
 
@@ -571,7 +572,11 @@ def send_review(
 
 def make_client(endpoint: Endpoint, options: ReviewOptions) -> ChatClient:
     return ChatClient(
-        endpoint.url, endpoint.api_key, policy=options.retry, timeouts=options.timeouts
+        endpoint.url,
+        endpoint.api_key,
+        policy=options.retry,
+        timeouts=options.timeouts,
+        advice=Advice.of(endpoint, options.continuation.server, options.api_key_env),
     )
 
 

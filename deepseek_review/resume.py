@@ -34,6 +34,7 @@ from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
 from .resources import prompts_dir
 from .segment import Segment
+from .serverhints import Advice
 from .storage import check_writable_dir, longest_name, topic_of
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
 
@@ -314,7 +315,11 @@ def continue_existing(
     before = len(chain.segments)
     own = client is None
     client = client or ChatClient(
-        endpoint.url, endpoint.api_key, policy=options.retry, timeouts=options.timeouts
+        endpoint.url,
+        endpoint.api_key,
+        policy=options.retry,
+        timeouts=options.timeouts,
+        advice=Advice.of(endpoint, options.continuation.server, options.api_key_env),
     )
     try:
         continue_chain(

@@ -16,7 +16,12 @@ from typing import Any, NoReturn
 from deepseek_review.errors import ConfigError
 from deepseek_review.simulator.config import SimulatorConfig
 from deepseek_review.simulator.server import Simulator
-from deepseek_review.simulator.wire import ALL_FAULTS, GARBAGE_FAULTS, TRANSIENT_FAULTS
+from deepseek_review.simulator.wire import (
+    ALL_FAULTS,
+    CONTEXT_OVERFLOWS,
+    GARBAGE_FAULTS,
+    TRANSIENT_FAULTS,
+)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -112,6 +117,16 @@ def build_parser(prog: str = "python -m deepseek_review.simulator") -> argparse.
         type=int,
         default=d.context_window,
         help="silently keep only this many prompt tokens (as Ollama does); none: keep all",
+    )
+    p.add_argument(
+        "--context-overflow",
+        choices=CONTEXT_OVERFLOWS,
+        default=d.context_overflow,
+        # Shown once the README's copy of this help is refreshed (scripts/readme_help.py):
+        # "a prompt over --context-window: clip it (Ollama), or refuse it as llama.cpp
+        # (refuse: a 400; error-line, error-chunk: in the stream) or llama-cpp-python (empty:
+        # an empty stream) do".
+        help=argparse.SUPPRESS,
     )
     p.add_argument("--legacy-stream", action="store_true", help="the older Ollama stream framing")
     p.add_argument("--llama-stream", action="store_true", help="llama.cpp's stream framing")

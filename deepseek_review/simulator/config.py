@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deepseek_review.simulator import wire
-from deepseek_review.simulator.wire import ALL_FAULTS, TRANSIENT_FAULTS
+from deepseek_review.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS, TRANSIENT_FAULTS
 
 
 @dataclass
@@ -27,6 +27,12 @@ class SimulatorConfig:
     echo_prefill: bool = False
     omit_usage: bool = False
     context_window: int | None = None
+    context_overflow: str = "clip"
+    """A prompt over ``context_window``: ``clip`` keeps its last tokens silently (Ollama);
+    the others refuse it with llama.cpp's error, as a 400 when not streaming and, streaming,
+    ``refuse``: a 400 too (llama.cpp now), ``error-line``/``error-chunk``: in the stream
+    (older llama.cpp; see :func:`.wire.overflow_events`), ``empty``: a stream with nothing in
+    it (llama-cpp-python)."""
     legacy_stream: bool = False
     llama_stream: bool = False
     """llama.cpp's stream framing: no empty role chunk, ``reasoning_content`` deltas, and a
@@ -53,6 +59,8 @@ class SimulatorConfig:
             raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(ALL_FAULTS)}")
         if self.answer_words < 2:
             raise ValueError("answer_words must be >= 2 (the END-OF-REVIEW line)")
+        if self.context_overflow not in CONTEXT_OVERFLOWS:
+            raise ValueError(f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOWS)}")
         if not 0.0 <= self.fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if self.capacity < 0 or self.latency < 0 or self.reasoning_words < 0:

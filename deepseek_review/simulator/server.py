@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from deepseek_review.simulator import wire
-from deepseek_review.simulator.answer import Plan, plan_completion
+from deepseek_review.simulator.answer import Plan, plan_completion, prompt_token_estimate
 from deepseek_review.simulator.config import (
     RecordedRequest,
     Reject,
@@ -214,6 +214,14 @@ class Simulator:
         return seconds <= 0 or not self._stopping.wait(seconds)
 
 
+def _overflow(cfg: SimulatorConfig, req: dict[str, Any]) -> dict[str, Any] | None:
+    """llama.cpp's error for a prompt over the context, when the config refuses one."""
+    if cfg.context_window is None or cfg.context_overflow == "clip":
+        return None
+    tokens = prompt_token_estimate(req["messages"])
+    return wire.context_error(tokens, cfg.context_window) if tokens > cfg.context_window else None
+
+
 def _route(path: str) -> str:
     return path.split("?", 1)[0]
 
@@ -347,6 +355,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if cfg.models is not None and req["model"] not in cfg.models:
                     message = f'model "{req["model"]}" not found, try pulling it first'
                     raise Reject(404, wire.error_body(404, message))
+                overflow = _overflow(cfg, req)
+                if overflow and (cfg.context_overflow == "refuse" or req.get("stream") is not True):
+                    raise Reject(400, {"error": overflow})
         except Reject as exc:
             reject = exc
         except ValueError:
@@ -403,6 +414,10 @@ class _Handler(BaseHTTPRequestHandler):
             if not sim._sleep(cfg.stall_seconds):
                 return self._reset()
             fault = None
+        overflow = _overflow(cfg, req)
+        if overflow:  # streaming (a 400 otherwise): refused in the stream, as the server would
+            events = wire.overflow_events(cfg.context_overflow, overflow)
+            return self._stream(sim, 0.0, events, complete=True)
         plan = plan_completion(
             req["messages"],
             max_tokens=req.get("max_tokens"),

@@ -55,6 +55,8 @@ HTML_502 = (
     b"</body>\r\n</html>\r\n"
 )
 HUGE_PADDING_BYTES = 80 * 1024 * 1024
+#: What a prompt over ``context_window`` gets (``SimulatorConfig.context_overflow``).
+CONTEXT_OVERFLOWS: tuple[str, ...] = ("clip", "refuse", "error-line", "error-chunk", "empty")
 _ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
 
 
@@ -70,6 +72,33 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     """The compat layer's OpenAI-shaped error object."""
     kind = _ERROR_TYPES.get(status, "api_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def context_error(prompt_tokens: int, n_ctx: int) -> dict[str, Any]:
+    """llama.cpp's error object for a prompt over its context (``send_error`` with
+    ``ERROR_TYPE_EXCEED_CONTEXT_SIZE``): the body of its 400 is ``{"error": <this>}``."""
+    return {
+        "code": 400,
+        "message": "the request exceeds the available context size, try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": prompt_tokens,
+        "n_ctx": n_ctx,
+    }
+
+
+def overflow_events(mode: str, error: dict[str, Any]) -> list[bytes]:
+    """The stream a server of ``mode`` sends for a prompt over its context, after a 200.
+
+    ``error-line``: llama.cpp before its HTTP layer was rewritten (late 2025) wrote the error
+    as a nonstandard ``error:`` SSE line, then ``data: [DONE]``. ``error-chunk``: llama.cpp's
+    error once a stream has started, a ``data:`` chunk holding ``error``, and the end.
+    ``empty``: llama-cpp-python, whose stream ends before a single line.
+    """
+    if mode == "error-line":
+        return [b"error: " + dumps(error) + b"\n\n", SSE_DONE]
+    if mode == "error-chunk":
+        return [sse({"error": error})]
+    return []
 
 
 def usage(plan: Plan) -> dict[str, int]:
