@@ -122,11 +122,9 @@ def build_parser(prog: str = "python -m deepseek_review.simulator") -> argparse.
         "--context-overflow",
         choices=CONTEXT_OVERFLOWS,
         default=d.context_overflow,
-        # Shown once the README's copy of this help is refreshed (scripts/readme_help.py):
-        # "a prompt over --context-window: clip it (Ollama), or refuse it as llama.cpp
-        # (refuse: a 400; error-line, error-chunk: in the stream) or llama-cpp-python (empty:
-        # an empty stream) do".
-        help=argparse.SUPPRESS,
+        help="a prompt over --context-window: clip it (Ollama), or refuse it as llama.cpp "
+        "(refuse: a 400; error-line, error-chunk: in the stream) or llama-cpp-python (empty: "
+        "an empty stream) do",
     )
     p.add_argument("--legacy-stream", action="store_true", help="the older Ollama stream framing")
     p.add_argument("--llama-stream", action="store_true", help="llama.cpp's stream framing")
