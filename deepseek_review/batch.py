@@ -20,6 +20,7 @@ The outcome is a :class:`BatchReport`: one record per entry of the shard, never 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -49,8 +50,9 @@ from .client import (
 )
 from .context import Output
 from .endpoint import canonical
-from .errors import ConfigError, InputError, Interrupted, OutputError, ReviewError
+from .errors import InputError, Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
+from .options import OPTIONS, check, default, name_of
 from .pipeline import (
     Chain,
     ReviewPlan,
@@ -95,12 +97,12 @@ class BatchOptions:
     repo_root: str | None = None
     shard: str | None = None
     """``K/N`` (0-based K): run only the entries whose topic hashes to shard K of N."""
-    jobs: int = 4
-    fail_fast: bool = False
-    max_total_tokens: int | None = None
+    jobs: int = default("jobs")
+    fail_fast: bool = default("fail_fast")
+    max_total_tokens: int | None = default("max_total_tokens")
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
-    resume: bool = True
+    resume: bool = default("resume")
     """Adopt what earlier runs left (receipts of finished or cut-off chains)."""
     trusted_rev: str | None = None
     """Adopt only receipts, answers and records committed unchanged in this git revision: in
@@ -109,10 +111,9 @@ class BatchOptions:
     """Where the report will be written (the CLI's ``--report``): never any entry's context."""
 
     def __post_init__(self) -> None:
-        if self.jobs < 1:
-            raise ConfigError(f"--jobs must be at least 1, got {self.jobs}")
-        if self.max_total_tokens is not None and self.max_total_tokens <= 0:
-            raise ConfigError(f"--max-total-tokens must be positive, got {self.max_total_tokens}")
+        check("jobs", self.jobs)
+        if self.max_total_tokens is not None:
+            check("max_total_tokens", self.max_total_tokens)
         if self.shard is not None:
             Shard.parse(self.shard)
 
@@ -424,7 +425,7 @@ def _trusted_files(options: BatchOptions, root: Path, folders: list[Path]) -> se
     if options.trusted_rev is None:
         return None
     rels = [f.relative_to(root).as_posix() for f in folders]
-    return files_unchanged_since(root, options.trusted_rev, rels, what="--resume-from")
+    return files_unchanged_since(root, options.trusted_rev, rels, what=name_of("resume_from"))
 
 
 def _segment_files(seg: ChainSegment) -> list[str]:
@@ -495,7 +496,7 @@ def _report_output(options: BatchOptions) -> tuple[Output, ...]:
         return ()
     try:
         root = find_repo_root(options.repo_root)
-        _, rel = resolve_inside(root, os.path.abspath(options.report), what="--report")
+        _, rel = resolve_inside(root, os.path.abspath(options.report), what=name_of("report"))
     except ReviewError:
         return ()
     return (Output(rel, "the batch report"),)
@@ -590,7 +591,7 @@ def _truncated_advice(segments: Sequence[Segment], cap: int) -> str:
     repeated for nothing.)"""
     last = segments[-1]
     used = len(segments) - 1
-    more = f"max_continuations (e.g. --max-continuations {2 * max(cap, 1)})"
+    more = f"max_continuations (e.g. {OPTIONS['max_continuations'].long_flag} {2 * max(cap, 1)})"
     if last.made_no_progress:
         also = f" and {more}" if used >= cap else ""
         return (
@@ -716,13 +717,15 @@ class _Runner:
             self._halt(
                 "budget",
                 f"token budget reached: this run's answers used {how} "
-                f"(--max-total-tokens {budget}); starting no new reviews",
+                f"({name_of('max_total_tokens')} {budget}); starting no new reviews",
             )
 
     def _request_failed(self) -> None:
         if self.options.fail_fast:
             topic = current_topic()
-            self._halt("fail-fast", f"{topic} failed: --fail-fast, starting no new reviews")
+            self._halt(
+                "fail-fast", f"{topic} failed: {name_of('fail_fast')}, starting no new reviews"
+            )
 
     def _received(self, tokens: int, estimated: bool) -> None:
         with self.lock:
@@ -750,7 +753,10 @@ class _Runner:
             self.estimated = self.estimated or report.new_tokens_estimated
         self._emit("done", entry=report, topic=report.topic)
         if report.status == "failed" and self.options.fail_fast:
-            self._halt("fail-fast", f"{report.topic} failed: --fail-fast, starting no new reviews")
+            self._halt(
+                "fail-fast",
+                f"{report.topic} failed: {name_of('fail_fast')}, starting no new reviews",
+            )
         self._check_halts()
         return report
 
@@ -759,8 +765,8 @@ class _Runner:
     def _not_started(self, work: Work) -> EntryReport:
         reason = {
             "interrupted": "not started: interrupted",
-            "budget": "not started: --max-total-tokens reached",
-            "fail-fast": "not started: --fail-fast after a failure",
+            "budget": f"not started: {name_of('max_total_tokens')} reached",
+            "fail-fast": f"not started: {name_of('fail_fast')} after a failure",
         }.get(self.halt_reason or "", "not started")
         existing = work.existing
         return EntryReport(
@@ -878,7 +884,11 @@ class _Runner:
             # requests are already waiting for a slot, so the endpoint never idles on us.
             workers = 2 * self.options.jobs
             with ThreadPoolExecutor(workers, thread_name_prefix="batch") as pool:
-                futures = {pool.submit(self.run_one, w): i for i, w in todo}
+                # Each worker runs in a copy of the caller's context: errors name options
+                # as the caller's layer does (the command line: its flags).
+                futures = {
+                    pool.submit(contextvars.copy_context().run, self.run_one, w): i for i, w in todo
+                }
                 # Compile the receipt schema while the first requests are out, rather than
                 # in every worker at its first receipt (or before anything is sent).
                 fast_validators()
@@ -942,10 +952,10 @@ def check_report_path(path: Path) -> None:
     the whole batch ran: a missing or unwritable folder, or a folder in the file's place."""
     folder = path.parent
     if not folder.is_dir():
-        raise OutputError(f"--report {path}: folder {folder} does not exist")
+        raise OutputError(f"{name_of('report')} {path}: folder {folder} does not exist")
     if path.is_dir():
-        raise OutputError(f"--report {path}: is a folder")
-    check_writable_dir(folder, shown=f"--report {path}: folder {folder}")
+        raise OutputError(f"{name_of('report')} {path}: is a folder")
+    check_writable_dir(folder, shown=f"{name_of('report')} {path}: folder {folder}")
 
 
 def write_report(report: BatchReport, path: Path) -> None:
@@ -954,4 +964,6 @@ def write_report(report: BatchReport, path: Path) -> None:
     try:
         write_replacing(path, data)
     except OSError as exc:
-        raise OutputError(f"--report {path}: cannot write ({exc.strerror or exc})") from None
+        raise OutputError(
+            f"{name_of('report')} {path}: cannot write ({exc.strerror or exc})"
+        ) from None

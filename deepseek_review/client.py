@@ -45,6 +45,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type
 from . import __version__, bodyread, deadline, safejson, serverhints
 from .endpoint import is_loopback_host, safe_url
 from .errors import BadResponse, ConfigError, Interrupted, ServerError
+from .options import check, default
 from .serverhints import Advice
 from .textsafe import escape
 
@@ -102,16 +103,15 @@ class Completion:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_attempts: int = 5
-    backoff_initial: float = 1.0
+    max_attempts: int = default("max_attempts")
+    backoff_initial: float = default("retry_wait")
     backoff_max: float = 30.0
     retry_after_cap: float = 120.0
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ConfigError(f"--max-attempts must be at least 1, got {self.max_attempts}")
+        check("max_attempts", self.max_attempts)
+        check("retry_wait", self.backoff_initial)
         for name, value in (
-            ("--retry-wait", self.backoff_initial),
             ("the longest backoff", self.backoff_max),
             ("the Retry-After cap", self.retry_after_cap),
         ):
@@ -121,22 +121,18 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class Timeouts:
-    connect: float = 10.0
-    read: float = 600.0
+    connect: float = default("connect_timeout")
+    read: float = default("read_timeout")
     """Longest wait for the next bytes: a non-streamed answer arrives whole, so this bounds
     the whole generation; when streaming it bounds the gap between chunks."""
-    total: float = 1800.0
+    total: float = default("total_timeout")
     """Longest one attempt may take, from connecting to the answer's last byte: a server that
     drips bytes or streams nothing forever is cut off here (each retry gets its own)."""
 
     def __post_init__(self) -> None:
-        for name, value in (
-            ("--connect-timeout", self.connect),
-            ("--read-timeout", self.read),
-            ("--total-timeout", self.total),
-        ):
-            if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a positive number of seconds, got {value:g}")
+        check("connect_timeout", self.connect)
+        check("read_timeout", self.read)
+        check("total_timeout", self.total)
 
 
 class _Retryable(Exception):

@@ -38,7 +38,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError, InputError
+from .errors import InputError
+from .options import check, default, name_of
 from .repo import (
     git_dirs,
     git_output,
@@ -51,8 +52,8 @@ from .storage import TEMP_PREFIX, TEMP_SUFFIX, name_order, topic_of
 
 #: Sized for a 128k-token model: ~4 bytes a token leaves about 28k tokens for the template
 #: and the answer.
-DEFAULT_MAX_CONTEXT_BYTES = 400_000
-DEFAULT_MAX_FILE_BYTES = 200_000
+DEFAULT_MAX_CONTEXT_BYTES: int = default("max_context_bytes")
+DEFAULT_MAX_FILE_BYTES: int = default("max_file_bytes")
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -81,10 +82,8 @@ class ContextLimits:
     max_context_bytes: int = DEFAULT_MAX_CONTEXT_BYTES
 
     def __post_init__(self) -> None:
-        if self.max_file_bytes <= 0:
-            raise ConfigError(f"--max-file-bytes must be positive, got {self.max_file_bytes}")
-        if self.max_context_bytes <= 0:
-            raise ConfigError(f"--max-context-bytes must be positive, got {self.max_context_bytes}")
+        check("max_file_bytes", self.max_file_bytes)
+        check("max_context_bytes", self.max_context_bytes)
 
 
 #: The kinds of what a folder or glob leaves out, as the summary line counts them.
@@ -430,7 +429,7 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
         else:
             add(rel, True)
     if not any_spec:
-        raise InputError("no context given: pass --context with a file, folder or glob")
+        raise InputError(f"no context given: pass {name_of('context')} with a file, folder or glob")
     left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
     if left_out_of:
         entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
@@ -647,7 +646,7 @@ def _read_fd(
             raise InputError(f"context file {rel}: not a regular file")
         return None  # listed FIFOs, sockets, devices, nested repositories: not files
     if st.st_size > max_file_bytes:
-        why = f"{st.st_size} bytes is over --max-file-bytes {max_file_bytes}"
+        why = f"{st.st_size} bytes is over {name_of('max_file_bytes')} {max_file_bytes}"
         return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
     first = os.read(fd, st.st_size + 1)
     if len(first) <= st.st_size:  # a regular file reads short only at its end
@@ -656,7 +655,7 @@ def _read_fd(
     chunks, size = [first], len(first)
     while chunks[-1]:
         if size > max_file_bytes:
-            why = f"over --max-file-bytes {max_file_bytes}"
+            why = f"over {name_of('max_file_bytes')} {max_file_bytes}"
             return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
         chunks.append(os.read(fd, 65536))
         size += len(chunks[-1])
@@ -764,8 +763,8 @@ def gather_context(
             total += cf.size
             if total > limits.max_context_bytes:
                 raise InputError(
-                    f"context total reaches {total} bytes at {rel}, over --max-context-bytes "
-                    f"{limits.max_context_bytes}"
+                    f"context total reaches {total} bytes at {rel}, over "
+                    f"{name_of('max_context_bytes')} {limits.max_context_bytes}"
                 )
             files.append(cf)
     read = {f.path for f in files}

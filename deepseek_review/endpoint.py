@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from .errors import ConfigError
+from .options import ENV_PREFIX, OPTIONS, name_of
 
 CHAT_PATH = "/v1/chat/completions"
 DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_KEY_ENV = "OLLAMA_API_KEY"
-ENDPOINT_ENV = "DEEPSEEK_REVIEW_ENDPOINT"
+ENDPOINT_ENV = ENV_PREFIX + "ENDPOINT"
 ALLOWED_ENV = "DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
@@ -143,8 +144,10 @@ def _canonical_netloc(parts: SplitResult) -> str:
     return host if port is None or port == _DEFAULT_PORTS[parts.scheme] else f"{host}:{port}"
 
 
-def chat_url(value: str, *, what: str = "--endpoint") -> str:
-    """Any spelling of an endpoint, validated, as its canonical chat-completions URL."""
+def chat_url(value: str, *, what: str | None = None) -> str:
+    """Any spelling of an endpoint, validated, as its canonical chat-completions URL; ``what``
+    names its source in errors (default: the ``endpoint`` option)."""
+    what = what or name_of("endpoint")
     text = value.strip()
     _refuse_unsafe(text, what)
     if "://" not in text:
@@ -229,7 +232,7 @@ def allowed_endpoints(env: Mapping[str, str]) -> list[str]:
 def _read_key(env: Mapping[str, str], key_env: str | None) -> str | None:
     name = key_env if key_env is not None else DEFAULT_KEY_ENV
     if not _ENV_NAME_RE.fullmatch(name) or not name.strip():
-        raise ConfigError(f"--api-key-env {name!r}: not an environment variable name")
+        raise ConfigError(f"{name_of('api_key_env')} {name!r}: not an environment variable name")
     raw = env.get(name, "")
     key = raw.strip() or None
     if raw and (key is None or "\n" in key or "\r" in key):
@@ -251,7 +254,7 @@ def resolve_endpoint(
     key_env: str | None = None,
     named_by: str | None = None,
     operator: Sequence[str] = (),
-    what: str = "--endpoint",
+    what: str | None = None,
 ) -> Endpoint:
     """The endpoint and key for a run, refusing what would leak the key or let a file under
     review choose a destination.
@@ -269,6 +272,7 @@ def resolve_endpoint(
     url = chat_url(endpoint, what=what)
     key = _read_key(env, key_env)
     if named_by is None:
+        # A source label (serverhints reads it), not a message.
         return Endpoint(url, _key_for(url, key, key_env), "--endpoint")
     chosen = [operator_endpoint(env).url, *allowed_endpoints(env)]
     chosen += [chat_url(u) for u in operator]
@@ -276,8 +280,9 @@ def resolve_endpoint(
         return Endpoint(url, _key_for(url, key, key_env), named_by)
     if not is_loopback_host(urlsplit(url).hostname or ""):
         raise ConfigError(
-            f"{what} {safe_url(url)}: {named_by} may name only a loopback endpoint or one the "
-            f"operator chose; choose it with --endpoint, {ENDPOINT_ENV} or OLLAMA_HOST, or "
+            f"{what or name_of('endpoint')} {safe_url(url)}: {named_by} may name only a loopback "
+            f"endpoint or one the operator chose; choose it with {OPTIONS['endpoint'].long_flag}, "
+            f"{ENDPOINT_ENV} or OLLAMA_HOST, or "
             f"allow it with {ALLOWED_ENV}"
         )
     return Endpoint(url, None, named_by)  # a local server a file named gets no key

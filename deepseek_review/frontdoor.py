@@ -1,39 +1,208 @@
-"""Review options from what the caller gave, the environment and the config file.
+"""The front door: what a caller gave, the environment and the config file, made into the
+options of one call, the same way for the command line and the library.
 
-``run`` and the library's ``review()`` both build their :class:`ReviewOptions` here, so a
-repository's ``.deepseek-review.toml`` and ``DEEPSEEK_REVIEW_*`` apply to both the same way
-(flags or keywords > environment > config file > defaults), and the same request bytes follow.
+Precedence is flags or keywords > environment > config file > built-in defaults, for
+``review``, ``continue_review`` and ``run_batch`` alike (a batch entry adds its own levels:
+:func:`merge` takes any number). Every value is typed and checked by the option table, and an
+error names the option as the calling layer spells it (:func:`.options.name_of`).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .client import RetryPolicy, Timeouts
-from .config import KEYS, resolve
-from .context import ContextLimits
-from .errors import ConfigError
-from .pipeline import ContinuationOptions, ReviewOptions
+from .config import Setting, resolve
+from .errors import ConfigError, InputError
+from .options import OPTIONS, check, in_scope, name_of
 from .repo import find_repo_root
 
-#: Options that are not settings (no config key, no environment variable): per call only.
-CALL_ONLY = frozenset(
-    {
-        "context",
-        "prompt",
-        "topic",
-        "template_file",
-        "extra_body",
-        "keep_reasoning",
-        "continuation_extra_body",
-        "allow_truncated_prompt",
-        "allow_secrets",
-        "retry_wait",
-    }
-)
+if TYPE_CHECKING:
+    from .batch import BatchOptions
+    from .client import RetryPolicy, Timeouts
+    from .pipeline import ReviewOptions
+    from .resume import ContinueOptions
+
+#: Where each option of a review goes in :class:`~.pipeline.ReviewOptions` (``group.field``
+#: for its nested dataclasses).
+REVIEW_FIELDS = {
+    "context": "context",
+    "topic": "topic",
+    "model": "model",
+    "endpoint": "endpoint",
+    "api_key_env": "api_key_env",
+    "output_dir": "output_dir",
+    "template": "template",
+    "template_file": "template_file",
+    "temperature": "temperature",
+    "max_tokens": "max_tokens",
+    "stream": "stream",
+    "extra_body": "extra_body",
+    "keep_reasoning": "keep_reasoning",
+    "context_window": "context_window",
+    "allow_truncated_prompt": "allow_truncated_prompt",
+    "allow_secrets": "allow_secrets",
+    "max_file_bytes": "limits.max_file_bytes",
+    "max_context_bytes": "limits.max_context_bytes",
+    "max_continuations": "continuation.max_continuations",
+    "continuation_style": "continuation.style",
+    "continuation_model": "continuation.model",
+    "continuation_max_tokens": "continuation.max_tokens",
+    "server": "continuation.server",
+    "continuation_extra_body": "continuation.extra_body",
+    "max_attempts": "retry.max_attempts",
+    "retry_wait": "retry.backoff_initial",
+    "connect_timeout": "timeouts.connect",
+    "read_timeout": "timeouts.read",
+    "total_timeout": "timeouts.total",
+}
+_CONTINUE_FIELDS = {
+    "endpoint": "endpoint",
+    "api_key_env": "api_key_env",
+    "stream": "stream",
+    "continuation_max_tokens": "max_tokens",
+    "allow_truncated_prompt": "allow_truncated_prompt",
+    "allow_secrets": "allow_secrets",
+    "keep_reasoning": "keep_reasoning",
+    "force": "force",
+    **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
+}
+
+Layer = Mapping[str, Setting]
+
+
+def given_options(given: Mapping[str, Any], scope: str, what: str) -> dict[str, Any]:
+    """The options a caller gave (None is "not given"), typed and checked.
+
+    An option ``scope`` does not take is a :class:`ConfigError` naming it, with the closest
+    one it takes."""
+    allowed = sorted(o.key for o in in_scope(scope) if not o.cli_only)
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown option {key!r} for {what}{hint}")
+        if value is None:
+            continue
+        streamed = key == "prompt" and hasattr(value, "read")  # the text comes from a stream
+        out[key] = value if streamed else check(key, value)
+    return out
+
+
+def given_layer(given: Mapping[str, Any]) -> dict[str, Setting]:
+    return {k: Setting(k, v, "flag") for k, v in given.items()}
+
+
+def configured_layer(root: Path, env: Mapping[str, str] | None) -> Layer:
+    """What the environment and the config file set (not the defaults), with its sources. The
+    whole config file is read and checked, also where the caller's values win."""
+    settings = resolve(root, env=env)
+    return {k: s for k, s in settings.items.items() if s.source != "default"}
+
+
+def merge(layers: Sequence[Layer], keys: Sequence[str]) -> dict[str, Setting]:
+    """Every option of ``keys`` from the first layer that sets it, else its default.
+
+    A template file set at some level beats a template name set at a less specific one or
+    the default (a config file's name does not clash with a file the caller chose)."""
+    out: dict[str, Setting] = {}
+    level: dict[str, int] = {}
+    for i, layer in enumerate(layers):
+        for key in keys:
+            s = layer.get(key)
+            if key not in out and s is not None and s.value is not None:
+                out[key], level[key] = s, i
+    if "template_file" in level and level.get("template", len(layers)) > level["template_file"]:
+        out["template"] = Setting("template", None, "default")
+    for key in keys:
+        default = OPTIONS[key].default
+        fresh = dict(default) if isinstance(default, dict) else default  # never shared
+        out.setdefault(key, Setting(key, fresh, "default"))
+    return out
+
+
+def _fields(values: Mapping[str, Setting], fields: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """The values as the dataclasses' fields take them (a manifest's list of context as a
+    tuple, its integer temperature as a float), by group (``""``: the top level)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for key, path in fields.items():
+        group, _, name = path.rpartition(".")
+        value = values[key].value
+        groups.setdefault(group, {})[name] = None if value is None else check(key, value)
+    return groups
+
+
+def build_review_options(
+    values: Mapping[str, Setting],
+    prompt: str,
+    root: Path,
+    *,
+    retry: RetryPolicy | None = None,
+    timeouts: Timeouts | None = None,
+    operator_endpoints: tuple[str, ...] = (),
+) -> ReviewOptions:
+    """The :class:`ReviewOptions` of settled ``values`` (every key of :data:`REVIEW_FIELDS`):
+    what ``run``, ``review()`` and every batch entry build, from one mapping. A batch gives
+    its run's ``retry`` and ``timeouts`` (its entries share one client per endpoint)."""
+    from .client import RetryPolicy, Timeouts
+    from .context import ContextLimits
+    from .pipeline import ContinuationOptions, ReviewOptions
+
+    g = _fields(values, REVIEW_FIELDS)
+    return ReviewOptions(
+        **g[""],
+        prompt=prompt,
+        repo_root=str(root),
+        limits=ContextLimits(**g["limits"]),
+        continuation=ContinuationOptions(**g["continuation"]),
+        retry=retry or RetryPolicy(**g["retry"]),
+        timeouts=timeouts or Timeouts(**g["timeouts"]),
+        endpoint_named_by=values["endpoint"].named_by,
+        operator_endpoints=operator_endpoints,
+    )
+
+
+def read_prompt_file(path: Path, shown: str, limit: int) -> str:
+    """A prompt file, read no further than ``limit`` bytes (plus one, so that a longer one is
+    refused): ``/dev/zero`` must not fill the memory."""
+    where = f"{name_of('prompt_file')} {shown}"
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise InputError(f"{where}: over {name_of('max_context_bytes')} {limit}")
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{where}: no such file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not UTF-8") from None
+    except OSError as exc:
+        raise InputError(f"{where}: cannot read ({exc.strerror or exc})") from None
+
+
+def _prompt(given: Mapping[str, Any], limit: int) -> str:
+    """The prompt from its one source: text, a file, or a text stream (read up to ``limit``)."""
+    prompt, path = given.get("prompt"), given.get("prompt_file")
+    if prompt is not None and path is not None:
+        both = f"{name_of('prompt')} or {name_of('prompt_file')}"
+        raise ConfigError(f"give the prompt once: {both}, not both")
+    if path is not None:
+        return read_prompt_file(Path(path), str(path), limit)
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    source = getattr(prompt, "name", "a stream")
+    try:
+        text = str(prompt.read(limit + 1))
+    except UnicodeDecodeError:
+        raise InputError(f"the prompt read from {source} is not UTF-8") from None
+    if len(text) > limit:
+        over = f"{name_of('max_context_bytes')} {limit}"
+        raise InputError(f"the prompt read from {source} is over {over}")
+    return text
 
 
 def review_options(
@@ -42,58 +211,80 @@ def review_options(
     repo_root: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> tuple[Path, ReviewOptions]:
-    """The repository root and the review's options.
+    """The repository root and the options of ``run`` / ``review()``.
 
-    ``given`` holds setting keys (``model``, ``max_tokens``, ``server``, ...) and call-only
-    options (``context``, ``prompt``, ...), each only when the caller set it (None is "not
-    set"). An unknown key is a :class:`ConfigError` naming it.
-    """
-    unknown = sorted(k for k in given if k not in KEYS and k not in CALL_ONLY)
-    if unknown:
-        raise ConfigError(f"unknown option {unknown[0]!r}")
+    ``given`` holds the options of ``run`` in snake_case, each only when the caller set it
+    (None is "not set"); ``prompt`` may also be a text stream."""
+    given = given_options(given, "run", "review()")
     root = find_repo_root(repo_root)
-    flags = {k: v for k, v in given.items() if k in KEYS and v is not None}
-    cfg = resolve(root, flags, env)
-    call = {k: v for k, v in given.items() if k in CALL_ONLY and v is not None}
-    context = call.get("context", ())
-    template_file = call.get("template_file")
-    options = ReviewOptions(
-        context=(context,) if isinstance(context, str) else tuple(context),
-        prompt=call.get("prompt", ""),
-        topic=call.get("topic", "review"),
-        model=cfg["model"],
+    values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))
+    prompt = _prompt(given, values["max_context_bytes"].value)
+    return root, build_review_options(values, prompt, root)
+
+
+def continue_options(
+    path: str,
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, ContinueOptions]:
+    """The repository root and the options of ``continue`` / ``continue_review()``.
+
+    The endpoint is the receipt's unless the caller names one: a continuation goes back to
+    the server that wrote the chain, so the environment's and the config file's are not
+    consulted."""
+    from .client import RetryPolicy, Timeouts
+    from .pipeline import ContinuationOptions
+    from .resume import ContinueOptions
+
+    given = given_options(given, "continue", "continue_review()")
+    root = find_repo_root(repo_root)
+    configured = {k: s for k, s in configured_layer(root, env).items() if k != "endpoint"}
+    values = merge([given_layer(given), configured], list(_CONTINUE_FIELDS))
+    g = _fields(values, _CONTINUE_FIELDS)
+    options = ContinueOptions(
+        path=path,
         repo_root=str(root),
-        output_dir=cfg["output_dir"],
-        # A template file given by the caller replaces the configured template name.
-        template=given.get("template") if template_file else cfg["template"],
-        template_file=template_file,
-        temperature=cfg["temperature"],
-        max_tokens=cfg["max_tokens"],
-        stream=cfg["stream"],
-        extra_body=dict(call.get("extra_body", {})),
-        limits=ContextLimits(
-            max_file_bytes=cfg["max_file_bytes"], max_context_bytes=cfg["max_context_bytes"]
-        ),
-        keep_reasoning=call.get("keep_reasoning", False),
-        continuation=ContinuationOptions(
-            max_continuations=cfg["max_continuations"],
-            style=cfg["continuation_style"],
-            model=cfg["continuation_model"],
-            max_tokens=cfg["continuation_max_tokens"],
-            server=cfg["server"],
-            extra_body=dict(call.get("continuation_extra_body", {})),
-        ),
-        context_window=cfg["context_window"],
-        allow_truncated_prompt=call.get("allow_truncated_prompt", False),
-        allow_secrets=call.get("allow_secrets", False),
-        endpoint=cfg["endpoint"],
-        endpoint_named_by=cfg.items["endpoint"].named_by,
-        api_key_env=cfg["api_key_env"],
-        retry=RetryPolicy(
-            max_attempts=cfg["max_attempts"], backoff_initial=call.get("retry_wait", 1.0)
-        ),
-        timeouts=Timeouts(
-            connect=cfg["connect_timeout"], read=cfg["read_timeout"], total=cfg["total_timeout"]
-        ),
+        **g[""],
+        continuation=ContinuationOptions(**g["continuation"]),
+        retry=RetryPolicy(**g["retry"]),
+        timeouts=Timeouts(**g["timeouts"]),
+    )
+    return root, options
+
+
+def batch_options(
+    manifest: str | os.PathLike[str],
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, BatchOptions]:
+    """The repository root and the options of ``batch`` / ``run_batch()``: the options of a
+    review that were given apply to every entry that does not set them (``overrides``); the
+    others belong to the whole run."""
+    from .batch import BatchOptions
+    from .client import RetryPolicy, Timeouts
+
+    given = given_options(given, "batch", "run_batch()")
+    root = find_repo_root(repo_root)
+    run_keys = [o.key for o in in_scope("batch") if not o.review and not o.argument]
+    values = merge([given_layer(given), configured_layer(root, env)], run_keys)
+    v = {k: s.value for k, s in values.items()}
+    options = BatchOptions(
+        manifest=os.fspath(manifest),
+        format=v["format"],
+        overrides={k: x for k, x in given.items() if OPTIONS[k].review},
+        repo_root=str(root),
+        shard=v["shard"],
+        jobs=v["jobs"],
+        fail_fast=v["fail_fast"],
+        max_total_tokens=v["max_total_tokens"],
+        retry=RetryPolicy(max_attempts=v["max_attempts"], backoff_initial=v["retry_wait"]),
+        timeouts=Timeouts(v["connect_timeout"], v["read_timeout"], v["total_timeout"]),
+        resume=v["resume"],
+        trusted_rev=v["resume_from"],
+        report=None if v["report"] is None else os.fspath(v["report"]),
     )
     return root, options

@@ -19,7 +19,8 @@ from typing import Any, Literal
 from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
-from .errors import ConfigError, InputError, PromptTruncated
+from .errors import InputError, PromptTruncated
+from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
 from .receipts import check_recordable
 from .repo import find_repo_root, resolve_inside
@@ -38,48 +39,31 @@ from .tokens import estimate_tokens, looks_clipped
 
 log = logging.getLogger("deepseek_review")
 
-DEFAULT_MODEL = "deepseek-v4-flash"
-DEFAULT_OUTPUT_DIR = "reviews"
-DEFAULT_MAX_TOKENS = 8192
-DEFAULT_MAX_CONTINUATIONS = 3
+# The built-in defaults live in the option table (:mod:`.options`); these names are theirs.
+DEFAULT_MODEL: str = default("model")
+DEFAULT_OUTPUT_DIR: str = default("output_dir")
+DEFAULT_MAX_TOKENS: int = default("max_tokens")
 
 ContinuationStyle = Literal["prefill", "directive"]
-
-#: Per-server fields that make a server continue the final assistant message (prefill).
-#: Ollama and llama.cpp need none; vLLM and DeepSeek's own API need these.
-SERVER_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "ollama": ({}, {}),
-    "llama.cpp": ({}, {}),
-    "vllm": ({"continue_final_message": True, "add_generation_prompt": False}, {}),
-    "deepseek": ({}, {"prefix": True}),
-}
+_DEFAULT_STYLE: ContinuationStyle = default("continuation_style")
 
 
 @dataclass(frozen=True)
 class ContinuationOptions:
-    max_continuations: int = DEFAULT_MAX_CONTINUATIONS
-    style: ContinuationStyle = "prefill"
-    model: str | None = None
-    max_tokens: int | None = None
-    server: str = "ollama"
+    max_continuations: int = default("max_continuations")
+    style: ContinuationStyle = _DEFAULT_STYLE
+    model: str | None = default("continuation_model")
+    max_tokens: int | None = default("continuation_max_tokens")
+    server: str = default("server")
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.max_continuations < 0:
-            raise ConfigError(
-                f"--max-continuations must be 0 or more, got {self.max_continuations}"
-            )
-        if self.style not in ("prefill", "directive"):
-            raise ConfigError(
-                f"--continuation-style must be prefill or directive, not {self.style!r}"
-            )
-        if self.server not in SERVER_PRESETS:
-            raise ConfigError(
-                f"--server must be one of {', '.join(SERVER_PRESETS)}, not {self.server!r}"
-            )
-        check_extra_body(self.extra_body, "--continuation-extra-body")
-        if self.max_tokens is not None and self.max_tokens <= 0:
-            raise ConfigError(f"--continuation-max-tokens must be positive, got {self.max_tokens}")
+        check("max_continuations", self.max_continuations)
+        check("continuation_style", self.style)
+        check("server", self.server)
+        check_extra_body(self.extra_body, name_of("continuation_extra_body"))
+        if self.max_tokens is not None:
+            check("continuation_max_tokens", self.max_tokens)
 
 
 @dataclass(frozen=True)
@@ -88,23 +72,23 @@ class ReviewOptions:
 
     context: tuple[str, ...]
     prompt: str
-    topic: str = "review"
-    model: str = DEFAULT_MODEL
+    topic: str = default("topic")
+    model: str = default("model")
     repo_root: str | None = None
-    output_dir: str = DEFAULT_OUTPUT_DIR
+    output_dir: str = default("output_dir")
     template: str | None = None
     template_file: str | None = None
-    temperature: float = 0.0
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    stream: bool = True
+    temperature: float = default("temperature")
+    max_tokens: int = default("max_tokens")
+    stream: bool = default("stream")
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     limits: ContextLimits = field(default_factory=ContextLimits)
-    keep_reasoning: bool = False
+    keep_reasoning: bool = default("keep_reasoning")
     continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
-    context_window: int | None = None
-    allow_truncated_prompt: bool = False
-    allow_secrets: bool = False
-    endpoint: str | None = None
+    context_window: int | None = default("context_window")
+    allow_truncated_prompt: bool = default("allow_truncated_prompt")
+    allow_secrets: bool = default("allow_secrets")
+    endpoint: str | None = default("endpoint")
     endpoint_named_by: str | None = None
     """The repository file (config, manifest) that chose ``endpoint``; None when the operator
     did. Such an endpoint must be loopback or one the operator chose, and gets the key only then.
@@ -114,7 +98,7 @@ class ReviewOptions:
     outputs: tuple[Output, ...] = ()
     """What else the tool writes besides ``output_dir`` (a batch: every entry's output folder,
     its report): folders and globs never send it."""
-    api_key_env: str | None = None
+    api_key_env: str | None = default("api_key_env")
     """The variable holding the key; None: ``OLLAMA_API_KEY``, sent over https only."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
@@ -251,8 +235,8 @@ def plan_review(
     """
     env = os.environ if env is None else env
     check_topic(options.topic)
-    if options.context_window is not None and options.context_window <= 0:
-        raise ConfigError(f"--context-window must be positive, got {options.context_window}")
+    if options.context_window is not None:
+        check("context_window", options.context_window)
     body_options = options.body_options()  # validates model, limits, extra body
     endpoint = resolve_endpoint(
         options.endpoint,
@@ -260,10 +244,10 @@ def plan_review(
         key_env=options.api_key_env,
         named_by=options.endpoint_named_by,
         operator=options.operator_endpoints,
-        what="--endpoint" if options.endpoint_named_by is None else "endpoint",
+        what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
     )
     root = find_repo_root(options.repo_root)
-    out_dir, out_named = resolve_inside(root, options.output_dir, what="--output-dir")
+    out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
     gathered = gather(root, options.context, options.limits, outputs)
@@ -273,7 +257,7 @@ def plan_review(
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
     if prompt_bytes > options.limits.max_context_bytes:
         raise InputError(
-            f"the prompt is {prompt_bytes} bytes, over --max-context-bytes "
+            f"the prompt is {prompt_bytes} bytes, over {name_of('max_context_bytes')} "
             f"{options.limits.max_context_bytes}"
         )
     if not (options.allow_secrets or endpoint.is_local):
@@ -293,9 +277,10 @@ def plan_review(
     estimate = estimate_tokens(m.content for m in messages)
     if options.context_window is not None and estimate > options.context_window:
         log.warning(
-            "the prompt is about %d tokens, over the declared --context-window %d: the server "
+            "the prompt is about %d tokens, over the declared %s %d: the server "
             "may silently drop part of it",
             estimate,
+            name_of("context_window"),
             options.context_window,
         )
     # What could otherwise only fail once an answer has been paid for is checked now.
@@ -316,8 +301,8 @@ def plan_review(
             context_files=None,
         )
     if check_output:
-        shown = f"--output-dir {options.output_dir}"
-        check_writable_dir(out_dir, shown=shown, root=root, longest=review_longest_name(options))
+        named = f"{name_of('output_dir')} {options.output_dir}"
+        check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))
     return ReviewPlan(
         root=root,
         endpoint=endpoint,
@@ -339,7 +324,7 @@ def check_framed_size(framed: int, files: int, limits: ContextLimits) -> None:
         raise InputError(
             f"the prompt as framed is {framed} bytes ({files} of context files and "
             f"{framed - files} of framing: headings, fences, the file list, the template and "
-            f"the prompt), over --max-context-bytes {limits.max_context_bytes}"
+            f"the prompt), over {name_of('max_context_bytes')} {limits.max_context_bytes}"
         )
 
 
@@ -355,12 +340,12 @@ def check_prompt_kept(completion: Completion, estimate: int, *, allow: bool, url
         "truncated the prompt"
     )
     if allow:
-        log.warning("%s (--allow-truncated-prompt: keeping the answer)", msg)
+        log.warning("%s (%s: keeping the answer)", msg, name_of("allow_truncated_prompt"))
         return
     raise PromptTruncated(
         msg,
         hint="raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH=<tokens> "
-        "ollama serve), send less context, or pass --allow-truncated-prompt",
+        f"ollama serve), send less context, or allow it with {name_of('allow_truncated_prompt')}",
     )
 
 
@@ -480,7 +465,7 @@ def continue_chain(
             made,
             options.max_continuations,
             chain.segments[-1].answer_path,
-            "ended normally (--force)" if forced else "was cut off at the token cap",
+            f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap",
             body.model,
         )
         completion = client.complete(

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from .context import UNSAFE_NAME, ContextFile
 from .errors import ConfigError, InputError
+from .options import name_of
 from .repo import has_unsafe_chars
 from .resources import prompts_dir
 
@@ -116,7 +117,9 @@ def parse_template(text: str, name: str) -> Template:
 def load_template(name: str | None = None, file: str | Path | None = None) -> Template:
     """A bundled template by name, or a template file; ``default`` when neither is given."""
     if name is not None and file is not None:
-        raise ConfigError("--template and --template-file cannot be used together")
+        raise ConfigError(
+            f"{name_of('template')} and {name_of('template_file')} cannot be used together"
+        )
     if file is not None:
         path = Path(file)
         try:
@@ -236,7 +239,10 @@ def render_messages(
 ) -> list[Message]:
     """The chat messages of a review: same inputs, same bytes."""
     if not prompt.strip():
-        raise InputError("the prompt is empty: give --prompt, --prompt-file or text on stdin")
+        raise InputError(
+            f"the prompt is empty: give {name_of('prompt')}, {name_of('prompt_file')} or text "
+            "on stdin"
+        )
     if "\x00" in prompt:
         raise InputError("the prompt holds a NUL byte")
     values = {"prompt": prompt.strip("\n"), "topic": topic, "file_list": file_list(files)}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import safejson
 from .errors import ConfigError, InputError, OutputError
+from .options import name_of
 from .repo import read_regular_file
 from .resources import schema_path
 
@@ -273,7 +274,8 @@ def check_recordable(
     if problems:
         raise ConfigError(
             f"the receipt of this review would not validate, so nothing is sent: {problems[0]}",
-            hint="the receipt's schema is frozen: check --endpoint and --model",
+            hint="the receipt's schema is frozen: check "
+            f"{name_of('endpoint')} and {name_of('model')}",
         )
 
 

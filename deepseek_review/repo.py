@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 from .errors import ConfigError, InputError
+from .options import name_of
 
 #: Forced on every git command. The repository under review is untrusted, and so is its
 #: ``.git/config``: nothing in it may make git run a program. ``ls-files`` and
@@ -137,7 +138,7 @@ def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | N
     if explicit is not None:
         root = (here / Path(explicit)).resolve()
         if not root.is_dir():
-            raise ConfigError(f"--repo-root {os.fspath(explicit)!s}: not a folder")
+            raise ConfigError(f"{name_of('repo_root')} {os.fspath(explicit)!s}: not a folder")
         return root
     top = git_toplevel(here)
     return (top if top is not None else here).resolve()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, InputError
+from .options import check, default, name_of
 from .prompt import FileRef, Message, Part
 
 RECORD_SCHEMA = "deepseek_review_request_record_v1"
@@ -28,10 +29,10 @@ RECORD_SCHEMA = "deepseek_review_request_record_v1"
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
 
 #: Fields ``extra_body`` may not set although no option sets them either, and why: each would
-#: be dropped, overridden or thrown away without a word.
+#: be dropped, overridden or thrown away without a word. (``{max_tokens}``: that option's name.)
 REFUSED_EXTRA_FIELDS = {
     "max_completion_tokens": "Ollama ignores it (the answer would be unbounded); use "
-    "--max-tokens, sent as max_tokens",
+    "{max_tokens}, sent as max_tokens",
     "stream_options": "deepseek-review sets it itself (include_usage, when streaming); a "
     "value given here would be overridden or dropped",
     "n": "a review keeps one answer per request; the other choices would be paid for and "
@@ -39,13 +40,16 @@ REFUSED_EXTRA_FIELDS = {
 }
 
 
-def check_extra_body(extra: Mapping[str, Any], option: str = "--extra-body") -> None:
-    """Refuse extra body fields that would not do what they say (exit 2, naming the field)."""
+def check_extra_body(extra: Mapping[str, Any], option: str | None = None) -> None:
+    """Refuse extra body fields that would not do what they say (exit 2, naming the field);
+    ``option`` names where they came from (default: the ``extra_body`` option)."""
+    option = option or name_of("extra_body")
     clash = sorted(CORE_FIELDS & set(extra))
     if clash:
         raise ConfigError(f"{option} may not set {clash[0]!r}; use the option for it instead")
     for name, why in REFUSED_EXTRA_FIELDS.items():
         if name in extra:
+            why = why.format(max_tokens=name_of("max_tokens"))
             raise ConfigError(f"{option} may not set {name!r}: {why}")
     try:  # Python's JSON reader takes NaN and Infinity; the body must be real JSON
         canonical_json(dict(extra))
@@ -87,18 +91,15 @@ class AnswerRef:
 @dataclass(frozen=True)
 class BodyOptions:
     model: str
-    temperature: float = 0.0
-    max_tokens: int = 8192
-    stream: bool = True
+    temperature: float = default("temperature")
+    max_tokens: int = default("max_tokens")
+    stream: bool = default("stream")
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.model.strip():
-            raise ConfigError("--model is empty")
-        if self.max_tokens <= 0:
-            raise ConfigError(f"--max-tokens must be positive, got {self.max_tokens}")
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError(f"--temperature must be between 0 and 2, got {self.temperature}")
+        check("model", self.model)
+        check("max_tokens", self.max_tokens)
+        check("temperature", self.temperature)
         check_extra_body(self.extra_body)
 
 

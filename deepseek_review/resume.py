@@ -21,6 +21,7 @@ from .client import ChatClient, ProgressFn, RetryPolicy, Timeouts, Usage
 from .context import ContextFile
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
+from .options import name_of
 from .pipeline import (
     DEFAULT_MAX_TOKENS,
     Chain,
@@ -66,6 +67,8 @@ class ContinueOutcome:
     new_segments: int
     had_record: bool
     already_complete: bool = False
+    max_continuations: int = 0
+    """The continuations this call allowed."""
 
 
 def _parts_from_record(content: Any, where: str) -> tuple[Part | AnswerRef, ...]:
@@ -246,9 +249,10 @@ def continue_existing(
     if last.finish_reason is not None and last.finish_reason != "length" and not options.force:
         log.info(
             "%s ended with finish_reason %r: the review is complete, nothing to continue "
-            "(--force sends one continuation anyway)",
+            "(%s sends one continuation anyway)",
             last.answer_path,
             last.finish_reason,
+            name_of("force"),
         )
         return ContinueOutcome(
             result=ReviewResult(
@@ -257,6 +261,7 @@ def continue_existing(
             new_segments=0,
             had_record=primary.record is not None,
             already_complete=True,
+            max_continuations=options.continuation.max_continuations,
         )
     # A receipt does not choose a destination: anyone who can write to the repository can
     # edit it. Its endpoint is used only if loopback or one the operator chose too.
@@ -265,7 +270,7 @@ def continue_existing(
         env,
         key_env=options.api_key_env,
         named_by=None if options.endpoint else "a receipt",
-        what="--endpoint" if options.endpoint else f"{last.receipt_path}: endpoint",
+        what=name_of("endpoint") if options.endpoint else f"{last.receipt_path}: endpoint",
     )
     if last.finish_reason is None:
         log.info(
@@ -340,4 +345,5 @@ def continue_existing(
         ),
         new_segments=len(chain.segments) - before,
         had_record=primary.record is not None,
+        max_continuations=options.continuation.max_continuations,
     )

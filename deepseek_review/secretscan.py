@@ -28,6 +28,7 @@ from typing import Any
 
 from .context import ContextFile
 from .errors import ConfigError, SecretsFound
+from .options import name_of
 
 _SKIPPED_PLUGINS = {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
 _PLACEHOLDER = re.compile(
@@ -132,7 +133,8 @@ def _line_scanner() -> Callable[[list[tuple[int, str]], str], Iterable[Any]]:
         raise ConfigError(
             f"the secret scan cannot run: detect-secrets {version('detect-secrets')} lacks "
             "the line scanner deepseek-review calls",
-            hint="install detect-secrets>=1.5,<1.6, or pass --allow-secrets to send unscanned",
+            hint=f"install detect-secrets>=1.5,<1.6, or pass {name_of('allow_secrets')} to send "
+            "unscanned",
         )
     return scanner  # type: ignore[no-any-return]
 
@@ -181,10 +183,12 @@ def refuse_secrets(files: Sequence[ContextFile], *, endpoint: str) -> None:
         (f,) = findings
         raise SecretsFound(
             f"{f.path}:{f.line}: looks like a secret ({f.kind}); refusing to send it to {endpoint}",
-            hint="remove it from the context, or pass --allow-secrets if it is not a secret",
+            hint=f"remove it from the context, or pass {name_of('allow_secrets')} if it is not a "
+            "secret",
         )
     listed = ", ".join(f"{f.path}:{f.line} ({f.kind})" for f in findings)
     raise SecretsFound(
         f"{len(findings)} secrets found: {listed}; refusing to send them to {endpoint}",
-        hint="remove them from the context, or pass --allow-secrets if they are not secrets",
+        hint=f"remove them from the context, or pass {name_of('allow_secrets')} if they are not "
+        "secrets",
     )

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import ConfigError, OutputError
+from .options import check, name_of
 
 TEMP_PREFIX = ".deepseek-review-"
 TEMP_SUFFIX = ".tmp"
@@ -32,8 +33,6 @@ PUBLIC_MODE = 0o644
 #: (request records, kept reasoning): the owner's only, whatever the umask. Share them with
 #: ``chmod`` if you mean to.
 PRIVATE_MODE = 0o600
-
-_TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 _MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 # --------------------------------------------------------------------------- test hook
@@ -246,7 +245,8 @@ def check_writable_dir(
         if exc.errno == errno.ENAMETOOLONG:
             raise OutputError(
                 f"{shown}: file names such as {longest} are too long for this file system",
-                hint="use a shorter --topic (the model's name is part of every file name)",
+                hint=f"use a shorter {name_of('topic')} (the model's name is part of every "
+                "file name)",
             ) from None
         verb = "cannot write in it" if here == path else f"cannot create it in {named}"
         raise OutputError(f"{shown}: {verb} ({exc.strerror or exc})") from None
@@ -256,12 +256,8 @@ def check_writable_dir(
 
 
 def check_topic(topic: str) -> str:
-    if not _TOPIC_RE.fullmatch(topic):
-        raise ConfigError(
-            f"--topic {topic!r}: use letters, digits, '.', '_' or '-' (at most 120), "
-            "starting with a letter or digit"
-        )
-    return topic
+    """``topic`` if it can name files (the ``topic`` option's check), else a ConfigError."""
+    return str(check("topic", topic))
 
 
 def model_slug(model: str) -> str:

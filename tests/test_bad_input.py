@@ -556,7 +556,7 @@ def _(w: World) -> list[str]:
     return spec("--continuation-max-tokens", "0")
 
 
-@case("run/continuation-style-unknown", 2, "--continuation-style must be prefill or directive")
+@case("run/continuation-style-unknown", 2, "--continuation-style must be one of prefill, directive")
 def _(w: World) -> list[str]:
     return spec("--continuation-style", "telepathy")
 
@@ -660,7 +660,11 @@ def _(w: World) -> list[str]:
     return ["config"]
 
 
-@case("config/env-setting-not-a-number", 2, "DEEPSEEK_REVIEW_MAX_TOKENS: max_tokens must be int")
+@case(
+    "config/env-setting-not-a-number",
+    2,
+    "DEEPSEEK_REVIEW_MAX_TOKENS: max_tokens must be an integer, not 'lots'",
+)
 def _(w: World) -> list[str]:
     w.env("DEEPSEEK_REVIEW_MAX_TOKENS", "lots")
     return spec()
@@ -1049,7 +1053,7 @@ def _(w: World) -> list[str]:
     return _manifest(w, '[[review]]\ntopic = "spec\n')
 
 
-@case("batch/wrong-type", 3, "'max_tokens' must be an integer, not a string", alone=False)
+@case("batch/wrong-type", 3, "max_tokens must be an integer, not a string ('lots')", alone=False)
 def _(w: World) -> list[str]:
     return _manifest(w, GOOD_ENTRY + 'max_tokens = "lots"\n')
 

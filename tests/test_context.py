@@ -460,9 +460,10 @@ def test_gathered_files_carry_text_size_and_hash(repo):
 def test_limits_must_be_positive():
     from deepseek_review.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="--max-file-bytes"):
+    # The library names the option by its key (the command line by its flag).
+    with pytest.raises(ConfigError, match=r"^max_file_bytes must be positive, got 0$"):
         ContextLimits(max_file_bytes=0)
-    with pytest.raises(ConfigError, match="--max-context-bytes"):
+    with pytest.raises(ConfigError, match=r"^max_context_bytes must be positive, got -1$"):
         ContextLimits(max_context_bytes=-1)
 
 

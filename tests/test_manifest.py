@@ -139,10 +139,13 @@ def test_bad_types_are_reported(repo):
         toml_entry("a", max_tokens="many", stream=1, context=[], extra_body="x"),
     )
     found = problems_of(path)
-    assert any("'max_tokens' must be an integer, not a string" in p for p in found)
-    assert any("'stream' must be true or false, not an integer" in p for p in found)
-    assert any("'context' must be a path or glob" in p for p in found)
-    assert any("'extra_body' must be a table" in p for p in found)
+    assert found == [
+        "entry 1 (line 3, topic 'a'): max_tokens must be an integer, not a string ('many')",
+        "entry 1 (line 4, topic 'a'): stream must be true or false, not an integer (1)",
+        "entry 1 (line 5, topic 'a'): context must be a path or glob, or a non-empty list of "
+        "them, not an empty list",
+        "entry 1 (line 6, topic 'a'): extra_body must be a table (JSON object), not a string ('x')",
+    ]
 
 
 def test_duplicate_topics_are_reported_naming_the_first(repo):
@@ -214,7 +217,7 @@ def test_unknown_template_is_reported(repo):
 def test_bad_option_value_is_reported_in_manifest_words(repo):
     path = write(repo / "r.toml", toml_entry("a", max_tokens=0))
     (problem,) = problems_of(path)
-    assert problem == "entry 1 (line 1, topic 'a'): max_tokens must be positive, got 0"
+    assert problem == "entry 1 (line 3, topic 'a'): max_tokens must be positive, got 0"
 
 
 def test_missing_prompt_file_is_reported(repo):

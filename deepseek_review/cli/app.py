@@ -25,7 +25,8 @@ from typing import Annotated, Any, NoReturn, TextIO
 import typer
 
 from .. import __version__
-from ..errors import ConfigError, InputError, Interrupted, ReviewError
+from ..errors import ConfigError, Interrupted, ReviewError
+from ..options import OPTIONS, naming
 from ..textsafe import escape, json_safe
 from .signals import Signalled, interrupting
 
@@ -191,37 +192,6 @@ def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     return value
 
 
-def _read_prompt(prompt: str | None, prompt_file: Path | None, limit: int) -> str:
-    """The prompt from its one source, read no further than ``limit`` bytes (plus one, so
-    that ``plan_review`` can refuse a longer one): ``/dev/zero`` must not fill the memory."""
-    if prompt is not None and prompt_file is not None:
-        raise ConfigError("give the prompt once: --prompt or --prompt-file, not both")
-    if prompt is not None:
-        return prompt
-    if prompt_file is not None:
-        try:
-            with prompt_file.open("rb") as fh:
-                data = fh.read(limit + 1)
-            if len(data) > limit:
-                raise InputError(f"--prompt-file {prompt_file}: over --max-context-bytes {limit}")
-            return data.decode("utf-8")
-        except FileNotFoundError:
-            raise InputError(f"--prompt-file {prompt_file}: no such file") from None
-        except UnicodeDecodeError:
-            raise InputError(f"--prompt-file {prompt_file}: not UTF-8") from None
-        except OSError as exc:
-            raise InputError(f"--prompt-file {prompt_file}: cannot read ({exc.strerror})") from None
-    if sys.stdin is None or sys.stdin.isatty():
-        raise InputError("no prompt: give --prompt, --prompt-file, or pipe it on stdin")
-    try:
-        text = sys.stdin.read(limit + 1)
-    except UnicodeDecodeError:
-        raise InputError("the prompt on stdin is not UTF-8") from None
-    if len(text) > limit:
-        raise InputError(f"the prompt on stdin is over --max-context-bytes {limit}")
-    return text
-
-
 class _Progress:
     """A live 'tokens, tokens/s' line on a TTY; nothing otherwise."""
 
@@ -250,76 +220,9 @@ class _Progress:
 
 # --------------------------------------------------------------------------- shared options
 
-ContextOpt = Annotated[
-    list[str],
-    typer.Option(
-        "--context",
-        "-c",
-        help="A file, folder or glob inside the repository (repeatable).",
-    ),
-]
-# Options a config file or the environment may set default to None here: None means "not
-# given on the command line", and `settings()` fills in environment > config file > default.
-EndpointOpt = Annotated[
-    str | None,
-    typer.Option(help="Chat-completions URL or base URL (else OLLAMA_HOST, else localhost:11434)."),
-]
-KeyEnvOpt = Annotated[
-    str | None,
-    typer.Option(help="Environment variable holding the API key (default: OLLAMA_API_KEY)."),
-]
 RepoRootOpt = Annotated[
     str | None,
-    typer.Option(help="Repository root (default: the enclosing git work tree, else .)."),
-]
-StreamOpt = Annotated[
-    bool | None, typer.Option("--stream/--no-stream", help="Stream the answer (default: on).")
-]
-KeepReasoningOpt = Annotated[
-    bool, typer.Option(help="Write the model's reasoning to <stem>.reasoning.md.")
-]
-MaxContOpt = Annotated[
-    int | None,
-    typer.Option(help="Continuation requests when cut off; 0 disables (default: 3)."),
-]
-ContStyleOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="prefill (assistant prefill, exact seam; the default) or directive (a user message)."
-    ),
-]
-ContModelOpt = Annotated[
-    str | None, typer.Option(help="Model for continuations (default: the review's).")
-]
-ContMaxTokensOpt = Annotated[
-    int | None, typer.Option(help="Token cap for continuations (default: the review's).")
-]
-ServerOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Server kind for prefill fields: ollama (default), llama.cpp, vllm, deepseek."
-    ),
-]
-ContExtraOpt = Annotated[
-    str | None, typer.Option(help="Extra JSON body fields for continuation requests only.")
-]
-AllowClippedOpt = Annotated[
-    bool, typer.Option(help="Keep an answer even if the server silently clipped the prompt.")
-]
-AttemptsOpt = Annotated[
-    int | None, typer.Option(help="Attempts per request, retries included (default: 5).")
-]
-RetryWaitOpt = Annotated[
-    float,
-    typer.Option(help="First backoff in seconds; doubles per retry (with jitter), up to 30."),
-]
-ConnectTimeoutOpt = Annotated[float | None, typer.Option(help="Seconds to connect (default: 10).")]
-ReadTimeoutOpt = Annotated[
-    float | None, typer.Option(help="Seconds to wait for the next bytes (default: 600).")
-]
-TotalTimeoutOpt = Annotated[
-    float | None,
-    typer.Option(help="Seconds one attempt may take in all, retries apart (default: 1800)."),
+    typer.Option(help=OPTIONS["repo_root"].help_text(), show_default=False),
 ]
 JsonOpt = Annotated[
     bool,
@@ -362,35 +265,6 @@ def shown_path(root: Path, rel: str) -> str:
     if not here:
         return rel
     return posixpath.relpath(rel, here)
-
-
-def settings(repo_root: str | None, **flags: Any) -> tuple[Path, Any]:
-    """The repository root and the effective settings (flags > env > config > defaults)."""
-    from ..config import resolve
-    from ..repo import find_repo_root
-
-    root = find_repo_root(repo_root)
-    return root, resolve(root, {k: v for k, v in flags.items() if v is not None})
-
-
-def _continuation_options(
-    max_continuations: int,
-    style: str,
-    model: str | None,
-    max_tokens: int | None,
-    server: str,
-    extra_body: str | None,
-) -> Any:  # -> review.ContinuationOptions (imported lazily: keep --help fast)
-    from ..pipeline import ContinuationOptions
-
-    return ContinuationOptions(
-        max_continuations=max_continuations,
-        style=style,  # type: ignore[arg-type]  # validated by the dataclass
-        model=model,
-        max_tokens=max_tokens,
-        server=server,
-        extra_body=_parse_json_object(extra_body, "--continuation-extra-body"),
-    )
 
 
 # --------------------------------------------------------------------------- main
@@ -495,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     real_stdout = sys.stdout
     sys.stdout = _PipeGuard(real_stdout)
     try:
-        with interrupting():
+        with interrupting(), naming("flag"):  # errors name options as flags here
             code = command.main(args=args, prog_name="deepseek-review", standalone_mode=False)
     except ReviewError as exc:
         _fail(exc)

@@ -7,198 +7,60 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any, TextIO
-
-import typer
+from typing import Any, TextIO
 
 from ..errors import BatchIncomplete, Interrupted
 from .app import (
     STATE,
-    AttemptsOpt,
-    ConnectTimeoutOpt,
-    EndpointOpt,
-    JsonOpt,
-    QuietOpt,
-    ReadTimeoutOpt,
-    RepoRootOpt,
-    RetryWaitOpt,
-    TotalTimeoutOpt,
-    VerboseOpt,
     _json_out,
     _write_lines,
-    app,
     example,
     log,
-    settings,
     tokens_text,
-    typed_path,
 )
 from .signals import graceful_stop
+from .table import Flags, table_command
 
 
-@app.command(
-    epilog=example("deepseek-review batch reviews.toml --jobs 8 --report batch-report.json")
+@table_command(
+    "batch",
+    epilog=example("deepseek-review batch reviews.toml --jobs 8 --report batch-report.json"),
 )
-def batch(
-    manifest: Annotated[
-        Path, typer.Argument(help="The manifest: reviews.toml, or JSON Lines (.jsonl/.ndjson).")
-    ],
-    jobs: Annotated[
-        int | None, typer.Option("--jobs", "-j", help="Reviews sent at the same time (default: 4).")
-    ] = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(help="K/N: run only shard K (0-based) of N, split by a hash of the topic."),
-    ] = None,
-    report: Annotated[
-        Path | None, typer.Option(help="Write the JSON report to this file (replaced if there).")
-    ] = None,
-    as_json: JsonOpt = False,
-    fail_fast: Annotated[
-        bool, typer.Option(help="Start no new review after the first failure.")
-    ] = False,
-    max_total_tokens: Annotated[
-        int | None,
-        typer.Option(help="Start no new review once this run's receipts used this many tokens."),
-    ] = None,
-    manifest_format: Annotated[
-        str | None,
-        typer.Option("--format", help="toml or jsonl (default: from the file's extension)."),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(help="Check and plan every entry, show what would be done; send nothing."),
-    ] = False,
-    repo_root: RepoRootOpt = None,
-    endpoint: EndpointOpt = None,
-    api_key_env: Annotated[
-        str | None, typer.Option(help="Environment variable holding the API key.")
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="Model for entries that name none.")] = None,
-    output_dir: Annotated[
-        str | None, typer.Option(help="Output folder, inside the repository.")
-    ] = None,
-    template: Annotated[str | None, typer.Option(help="Bundled template name.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Completion token cap.")] = None,
-    max_continuations: Annotated[
-        int | None, typer.Option(help="Continuation requests when cut off.")
-    ] = None,
-    stream: Annotated[
-        bool | None, typer.Option("--stream/--no-stream", help="Stream answers (SSE).")
-    ] = None,
-    server: Annotated[
-        str | None, typer.Option(help="Server kind for prefill: ollama, llama.cpp, vllm, deepseek.")
-    ] = None,
-    allow_secrets: Annotated[
-        bool,
-        typer.Option(
-            "--allow-secrets",
-            help="Send context that looks like it holds secrets to a remote endpoint.",
-        ),
-    ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(help="Adopt what earlier runs left; --no-resume redoes every entry."),
-    ] = True,
-    resume_from: Annotated[
-        str | None,
-        typer.Option(
-            help="Adopt earlier receipts only if committed unchanged in this git revision "
-            "(in CI on a pull request: the base branch, so the change's own receipts are not "
-            "believed)."
-        ),
-    ] = None,
-    max_attempts: AttemptsOpt = None,
-    retry_wait: RetryWaitOpt = 1.0,
-    connect_timeout: ConnectTimeoutOpt = None,
-    read_timeout: ReadTimeoutOpt = None,
-    total_timeout: TotalTimeoutOpt = None,
-    verbose: VerboseOpt = False,
-    quiet: QuietOpt = False,
-) -> None:
+def batch(flags: Flags) -> None:
     """Run every review of a manifest, N at a time; re-running resumes; --shard splits it.
 
-    Flags given here apply to every entry that does not set the key itself (entry > flags >
-    [defaults] > environment > config file > built-in defaults). Exit 0 only if every entry
-    is ok or skipped; 11 if any failed, stayed truncated or was not started; 3 for a bad
-    manifest (nothing sent); 130 when interrupted.
+    Options of a review given here apply to every entry that does not set the key itself
+    (entry > flags > [defaults] > environment > config file > built-in defaults). Exit 0 only
+    if every entry is ok or skipped; 11 if any failed, stayed truncated or was not started; 3
+    for a bad manifest (nothing sent); 130 when interrupted.
     """
-    from ..batch import (
-        BatchOptions,
-        check_report_path,
-        execute_batch,
-        prepare_batch,
-        remove_stale_temp_files,
-    )
-    from ..client import RetryPolicy, Timeouts
-    from ..manifest import ManifestError
+    from .. import api
 
-    root, cfg = settings(
-        repo_root,
-        jobs=jobs,
-        max_attempts=max_attempts,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        total_timeout=total_timeout,
-    )
-    given = {
-        "endpoint": endpoint,
-        "api_key_env": api_key_env,
-        "model": model,
-        "output_dir": typed_path(root, output_dir) if output_dir is not None else None,
-        "template": template,
-        "max_tokens": max_tokens,
-        "max_continuations": max_continuations,
-        "stream": stream,
-        "server": server,
-        "allow_secrets": allow_secrets or None,
-    }
-    options = BatchOptions(
-        manifest=str(manifest),
-        format=manifest_format,
-        overrides={k: v for k, v in given.items() if v is not None},
-        repo_root=str(root),
-        shard=shard,
-        jobs=cfg["jobs"],
-        fail_fast=fail_fast,
-        max_total_tokens=max_total_tokens,
-        retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
-        timeouts=Timeouts(
-            connect=cfg["connect_timeout"], read=cfg["read_timeout"], total=cfg["total_timeout"]
-        ),
-        resume=resume,
-        trusted_rev=resume_from,
-        report=str(report) if report is not None else None,
-    )
+    root = api.repo_root(flags["repo_root"])
     try:
-        prepared = prepare_batch(options, clean=not dry_run)
-    except ManifestError as exc:
+        plan = api.plan_batch(flags["manifest"], clean=not flags["dry_run"], **flags.given(root))
+    except api.ManifestError as exc:
         _write_lines(sys.stderr, (f"deepseek-review: {line}" for line in exc.lines()))
         raise
-    keys = [w.planned.plan.endpoint.api_key for w in prepared.work]
-    STATE.secret = next((k for k in keys if k), None)
-    for path in prepared.removed_temp_files:
+    STATE.secret = plan.api_key
+    for path in plan.prepared.removed_temp_files:
         log.info("removed %s (a temporary file left by a killed run)", path)
-    if report is not None:
-        check_report_path(report)  # a dry run finds it too
-        if not dry_run:
-            remove_stale_temp_files(report.parent)
-    if dry_run:
-        _render_dry_run(prepared, as_json)
+    if flags["dry_run"]:
+        _render_dry_run(plan.prepared, flags["as_json"])
         return
-    _log_start(prepared, options.jobs)
-
+    _log_start(plan.prepared, plan.options.jobs)
     stop = threading.Event()
     progress = _BatchProgress(sys.stderr, enabled=not STATE.quiet)
     with graceful_stop(stop, Interrupted.exit_code), progress.attached():
-        result = execute_batch(prepared, options, stop=stop, on_event=progress)
-    if report is not None:
-        from ..batch import write_report
-
-        write_report(result, report)
-    if as_json:
+        result = api.execute_batch(plan, stop=stop, on_event=progress)
+    if flags["as_json"]:
         _json_out(result.as_json())
-    _log_summary(result, report)
+    _log_summary(result, plan.report)
+    _raise_unless_complete(result, plan.report)
+
+
+def _raise_unless_complete(result: Any, report: Path | None) -> None:
+    """Exit 130 when interrupted, 11 when any entry is not ok or skipped, saying what to do."""
     counts = result.counts
     summary = ", ".join(f"{counts[s]} {s}" for s in counts)
     where = f"; see {report}" if report is not None else ""

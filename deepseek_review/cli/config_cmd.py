@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from ..textsafe import escape
@@ -17,27 +16,19 @@ def config(
     quiet: QuietOpt = False,
 ) -> None:
     """Show every setting's effective value and its source (flag, env, config file, default)."""
-    from ..config import KEYS, resolve
-    from ..endpoint import resolve_endpoint
-    from ..repo import find_repo_root
+    from .. import api
 
-    root = find_repo_root(repo_root)
-    settings = resolve(root)
-    endpoint = resolve_endpoint(
-        settings["endpoint"],
-        os.environ,
-        key_env=settings["api_key_env"],
-        named_by=settings.items["endpoint"].named_by,
-    )
+    found = api.configuration(repo_root=repo_root)
+    root, settings = found.root, found.settings
     data = settings.as_dict()
-    data["endpoint"]["resolved"] = endpoint.url
+    data["endpoint"]["resolved"] = found.endpoint
     if as_json:
         _json_out({"repo_root": str(root), "settings": data})
         return
-    width = max(len(k) for k in KEYS)
+    width = max(len(k) for k in settings.items)
     lines = [f"repository root: {root}"]
     for name, s in settings.items.items():
-        value = endpoint.url if name == "endpoint" else s.value
+        value = found.endpoint if name == "endpoint" else s.value
         # Values come from the repository's config file and the environment: escaped (before
         # padding, so the columns line up) rather than written to the terminal as they are.
         shown = "(not set)" if value is None else escape(str(value))

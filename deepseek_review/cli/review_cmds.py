@@ -2,203 +2,60 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from ..errors import NoProgress, TruncatedReview
+from ..errors import InputError, NoProgress, TruncatedReview
+from ..options import default
 from ..textsafe import escape
 from .app import (
     STATE,
-    AllowClippedOpt,
-    AttemptsOpt,
-    ConnectTimeoutOpt,
-    ContextOpt,
-    ContExtraOpt,
-    ContMaxTokensOpt,
-    ContModelOpt,
-    ContStyleOpt,
-    EndpointOpt,
-    JsonOpt,
-    KeepReasoningOpt,
-    KeyEnvOpt,
-    MaxContOpt,
-    QuietOpt,
-    ReadTimeoutOpt,
-    RepoRootOpt,
-    RetryWaitOpt,
-    ServerOpt,
-    StreamOpt,
-    TotalTimeoutOpt,
-    VerboseOpt,
-    _continuation_options,
     _json_out,
-    _parse_json_object,
     _Progress,
-    _read_prompt,
     _write_lines,
-    app,
     example,
     log,
-    settings,
     shown_path,
     tokens_text,
     typed_path,
 )
+from .table import Flags, table_command
 
 
-@app.command(
+@table_command(
+    "run",
     epilog=example(
         "deepseek-review run -c docs/spec.md -c 'src/**/*.py' -p \"Check the sums.\" --topic spec"
-    )
+    ),
 )
-def run(
-    context: ContextOpt,
-    prompt: Annotated[
-        str | None, typer.Option("--prompt", "-p", help="The review request.")
-    ] = None,
-    prompt_file: Annotated[
-        Path | None, typer.Option("--prompt-file", help="Read the review request from a file.")
-    ] = None,
-    topic: Annotated[
-        str, typer.Option(help="Names the output files: <topic>_deepseek_<model>_<stamp>.")
-    ] = "review",
-    model: Annotated[
-        str | None,
-        typer.Option(help="Model name as the server knows it (default: deepseek-v4-flash)."),
-    ] = None,
-    endpoint: EndpointOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    repo_root: RepoRootOpt = None,
-    output_dir: Annotated[
-        str | None,
-        typer.Option(
-            help="Output folder, inside the repository (default: reviews, at the repository root)."
-        ),
-    ] = None,
-    template: Annotated[
-        str | None,
-        typer.Option(help="Bundled template: default (the default), spec-review, code-review."),
-    ] = None,
-    template_file: Annotated[str | None, typer.Option(help="A template file of your own.")] = None,
-    temperature: Annotated[
-        float | None, typer.Option(help="Always sent; Ollama forces 1.0 when absent (default: 0).")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(help="Completion token cap, sent as max_tokens (default: 8192).")
-    ] = None,
-    stream: StreamOpt = None,
-    extra_body: Annotated[
-        str | None,
-        typer.Option(help='Extra JSON body fields, e.g. \'{"reasoning_effort":"none"}\'.'),
-    ] = None,
-    max_file_bytes: Annotated[
-        int | None, typer.Option(help="Refuse a context file larger than this (default: 200000).")
-    ] = None,
-    max_context_bytes: Annotated[
-        int | None, typer.Option(help="Refuse a larger context in total (default: 400000).")
-    ] = None,
-    keep_reasoning: KeepReasoningOpt = False,
-    max_continuations: MaxContOpt = None,
-    continuation_style: ContStyleOpt = None,
-    continuation_model: ContModelOpt = None,
-    continuation_max_tokens: ContMaxTokensOpt = None,
-    server: ServerOpt = None,
-    continuation_extra_body: ContExtraOpt = None,
-    context_window: Annotated[
-        int | None, typer.Option(help="The model's context window; warn before sending more.")
-    ] = None,
-    allow_truncated_prompt: AllowClippedOpt = False,
-    allow_secrets: Annotated[
-        bool,
-        typer.Option(help="Send context that looks like it holds secrets to a remote endpoint."),
-    ] = False,
-    max_attempts: AttemptsOpt = None,
-    retry_wait: RetryWaitOpt = 1.0,
-    connect_timeout: ConnectTimeoutOpt = None,
-    read_timeout: ReadTimeoutOpt = None,
-    total_timeout: TotalTimeoutOpt = None,
-    dry_run: Annotated[
-        bool, typer.Option(help="Show what would be sent; send and write nothing.")
-    ] = False,
-    as_json: JsonOpt = False,
-    verbose: VerboseOpt = False,
-    quiet: QuietOpt = False,
-) -> None:
+def run(flags: Flags) -> None:
     """Run one review: gather context, send it, write the answer, receipt and request record."""
-    from dataclasses import replace
+    from .. import api
 
-    from ..frontdoor import review_options
-    from ..pipeline import make_client, plan_review, send_review
-
-    root, options = review_options(
-        {
-            "context": tuple(context),
-            "topic": topic,
-            "model": model,
-            "endpoint": endpoint,
-            "api_key_env": api_key_env,
-            "output_dir": output_dir,
-            "template": template,
-            "template_file": template_file,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "stream": stream,
-            "extra_body": _parse_json_object(extra_body, "--extra-body"),
-            "max_file_bytes": max_file_bytes,
-            "max_context_bytes": max_context_bytes,
-            "keep_reasoning": keep_reasoning,
-            "max_continuations": max_continuations,
-            "continuation_style": continuation_style,
-            "continuation_model": continuation_model,
-            "continuation_max_tokens": continuation_max_tokens,
-            "server": server,
-            "continuation_extra_body": _parse_json_object(
-                continuation_extra_body, "--continuation-extra-body"
-            ),
-            "context_window": context_window,
-            "allow_truncated_prompt": allow_truncated_prompt,
-            "allow_secrets": allow_secrets,
-            "max_attempts": max_attempts,
-            "retry_wait": retry_wait,
-            "connect_timeout": connect_timeout,
-            "read_timeout": read_timeout,
-            "total_timeout": total_timeout,
-        },
-        repo_root=repo_root,
-    )
-    limit = options.limits.max_context_bytes
-    options = replace(
-        options,
-        prompt=_read_prompt(prompt, prompt_file, limit),
-        # Typed paths are relative to the current folder (see typed_path).
-        context=tuple(typed_path(root, c) for c in options.context),
-        output_dir=typed_path(root, output_dir) if output_dir else options.output_dir,
-    )
-    plan = plan_review(options)
+    root = api.repo_root(flags["repo_root"])
+    given = flags.given(root)
+    if "prompt" not in given and "prompt_file" not in given:
+        given["prompt"] = _stdin_prompt()
+    plan = api.plan_review(**given)
     STATE.secret = plan.endpoint.api_key
-    if dry_run:
-        _render_plan(plan, as_json)
+    if flags["dry_run"]:
+        _render_plan(plan, flags["as_json"])
         return
-    log.info(
-        "sending %d context files (%d bytes, ~%d tokens) to %s as %s",
-        len(plan.files),
-        plan.context_bytes,
-        plan.token_estimate,
-        plan.endpoint.url,
-        plan.options.model,
-    )
     progress = _Progress()
-    with make_client(plan.endpoint, options) as client:
-        try:
-            result = send_review(plan, client, progress=progress)
-        finally:
-            progress.done()
-    _render_result(root, result, as_json)
-    _raise_if_truncated(result, options.continuation.max_continuations, root)
+    try:
+        result = api.send_review(plan, progress=progress)
+    finally:
+        progress.done()
+    _render_result(root, result, flags["as_json"])
+    _raise_if_truncated(result, plan.options.continuation.max_continuations, root)
+
+
+def _stdin_prompt() -> Any:
+    """The prompt piped on stdin (read up to the context limit by the library)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("no prompt: give --prompt, --prompt-file, or pipe it on stdin")
+    return sys.stdin
 
 
 def _continue_command(root: Path | None, answer_path: str, endpoint: str) -> str:
@@ -216,7 +73,7 @@ def _continue_command(root: Path | None, answer_path: str, endpoint: str) -> str
 
 
 def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None:
-    from ..pipeline import DEFAULT_MAX_TOKENS, no_progress_message
+    from ..pipeline import no_progress_message
 
     if not result.truncated:
         return
@@ -225,7 +82,7 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
     command = _continue_command(root, last, result.endpoint)
     if result.stalled:
         # The same cap would buy the same nothing: the advice must raise it, or it loops.
-        raised = 2 * (last_segment.max_tokens or DEFAULT_MAX_TOKENS)
+        raised = 2 * (last_segment.max_tokens or default("max_tokens"))
         raise NoProgress(
             no_progress_message(last_segment),
             hint=f"raise the cap: {command} --continuation-max-tokens {raised} (for a new "
@@ -331,122 +188,47 @@ def _render_result(root: Path, result: Any, as_json: bool) -> None:
 # --------------------------------------------------------------------------- continue, show
 
 
-@app.command(
+@table_command(
     "continue",
     epilog=example(
         "deepseek-review continue reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md"
     ),
 )
-def continue_(
-    path: Annotated[str, typer.Argument(help="A receipt or answer file of the chain.")],
-    endpoint: Annotated[
-        str | None, typer.Option(help="Send to this URL instead of the one in the receipt.")
-    ] = None,
-    api_key_env: KeyEnvOpt = None,
-    repo_root: RepoRootOpt = None,
-    stream: StreamOpt = None,
-    max_continuations: MaxContOpt = None,
-    continuation_style: ContStyleOpt = None,
-    continuation_model: ContModelOpt = None,
-    continuation_max_tokens: ContMaxTokensOpt = None,
-    server: ServerOpt = None,
-    continuation_extra_body: ContExtraOpt = None,
-    allow_truncated_prompt: AllowClippedOpt = False,
-    allow_secrets: Annotated[
-        bool,
-        typer.Option(help="Send context that looks like it holds secrets to a remote endpoint."),
-    ] = False,
-    keep_reasoning: KeepReasoningOpt = False,
-    force: Annotated[
-        bool, typer.Option(help="Continue even if the last segment ended normally.")
-    ] = False,
-    max_attempts: AttemptsOpt = None,
-    retry_wait: RetryWaitOpt = 1.0,
-    connect_timeout: ConnectTimeoutOpt = None,
-    read_timeout: ReadTimeoutOpt = None,
-    total_timeout: TotalTimeoutOpt = None,
-    as_json: JsonOpt = False,
-    verbose: VerboseOpt = False,
-    quiet: QuietOpt = False,
-) -> None:
+def continue_(flags: Flags) -> None:
     """Continue a truncated review from the last segment of its chain."""
-    from ..client import RetryPolicy, Timeouts
-    from ..endpoint import DEFAULT_KEY_ENV
-    from ..resume import ContinueOptions, continue_existing
+    from .. import api
 
-    # The endpoint is the receipt's unless --endpoint says otherwise: a continuation goes
-    # back to the server that wrote the chain, so the configured endpoint is not consulted.
-    root, cfg = settings(
-        repo_root,
-        api_key_env=api_key_env,
-        stream=stream,
-        max_continuations=max_continuations,
-        continuation_style=continuation_style,
-        continuation_model=continuation_model,
-        continuation_max_tokens=continuation_max_tokens,
-        server=server,
-        max_attempts=max_attempts,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        total_timeout=total_timeout,
-    )
-    options = ContinueOptions(
-        path=typed_path(root, path),
-        repo_root=str(root),
-        endpoint=endpoint,
-        api_key_env=cfg["api_key_env"],
-        stream=cfg["stream"],
-        max_tokens=cfg["continuation_max_tokens"],
-        continuation=_continuation_options(
-            cfg["max_continuations"],
-            cfg["continuation_style"],
-            cfg["continuation_model"],
-            cfg["continuation_max_tokens"],
-            cfg["server"],
-            continuation_extra_body,
-        ),
-        allow_truncated_prompt=allow_truncated_prompt,
-        allow_secrets=allow_secrets,
-        keep_reasoning=keep_reasoning,
-        force=force,
-        retry=RetryPolicy(max_attempts=cfg["max_attempts"], backoff_initial=retry_wait),
-        timeouts=Timeouts(
-            connect=cfg["connect_timeout"], read=cfg["read_timeout"], total=cfg["total_timeout"]
-        ),
-    )
-    STATE.secret = os.environ.get(options.api_key_env or DEFAULT_KEY_ENV, "").strip() or None
+    root = api.repo_root(flags["repo_root"])
+    given = flags.given(root)
+    STATE.secret = api.api_key(given.get("api_key_env"))
     progress = _Progress()
     try:
-        outcome = continue_existing(options, progress=progress)
+        outcome = api.continue_review(typed_path(root, flags["path"]), progress=progress, **given)
     finally:
         progress.done()
-    _render_result(root, outcome.result, as_json)
-    _raise_if_truncated(outcome.result, options.continuation.max_continuations, root)
+    _render_result(root, outcome.result, flags["as_json"])
+    _raise_if_truncated(outcome.result, outcome.max_continuations, root)
 
 
-@app.command(
+@table_command(
+    "show",
     epilog=example(
         "deepseek-review show reviews/spec_deepseek_deepseek-v4-flash_20260512T033551Z.md"
-    )
+    ),
+    json=False,
 )
-def show(
-    path: Annotated[str, typer.Argument(help="A receipt or answer file of the chain.")],
-    repo_root: RepoRootOpt = None,
-    verbose: VerboseOpt = False,
-    quiet: QuietOpt = False,
-) -> None:
+def show(flags: Flags) -> None:
     """Print a chain's whole stitched answer, after checking every segment's hash.
 
     Piped or redirected, the output is exactly the stitched answer, byte for byte; on a
     terminal a final newline is added when the answer lacks one (so the prompt does not land
     on its last line). A chain still cut off at the token cap is noted on stderr.
     """
-    from ..chain import find_chain, stitched_text
-    from ..repo import find_repo_root
+    from .. import api
 
-    root = find_repo_root(repo_root)
-    chain = find_chain(root, typed_path(root, path))
-    text = stitched_text(root, chain)
+    root = api.repo_root(flags["repo_root"])
+    shown = api.show(typed_path(root, flags["path"]), repo_root=root)
+    text = shown.text
     if sys.stdout.isatty():
         # The answer is the server's text: on a terminal its control sequences (OSC 52 writes
         # the clipboard) are shown, not obeyed. Piped or redirected, it is the exact bytes.
@@ -455,6 +237,7 @@ def show(
     if text and not text.endswith("\n") and sys.stdout.isatty():
         sys.stdout.write("\n")
     sys.stdout.flush()
+    chain = shown.segments
     last = chain[-1]
     if last.finish_reason == "length":
         log.warning(

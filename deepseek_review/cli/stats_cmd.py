@@ -18,7 +18,6 @@ from .app import (
     app,
     example,
     log,
-    settings,
     typed_path,
 )
 
@@ -38,11 +37,10 @@ def stats(
     quiet: QuietOpt = False,
 ) -> None:
     """Count reviews, segments and tokens per model and per month, read from the receipts."""
-    from ..stats import collect_stats
+    from .. import api
 
-    root, cfg = settings(repo_root)
-    typed = [typed_path(root, p) for p in paths or ()]
-    result = collect_stats(root, typed, default_folder=cfg["output_dir"])
+    root = api.repo_root(repo_root)
+    result = api.stats([typed_path(root, p) for p in paths or ()], repo_root=root)
     if result.invalid:
         log.warning(
             "%d receipt(s) do not validate and are not counted (run `deepseek-review verify`)",

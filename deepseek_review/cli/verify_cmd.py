@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -24,13 +23,6 @@ from .app import (
 
 if TYPE_CHECKING:
     from ..verification import ReceiptReport, VerifyReport
-
-
-def _default_folder(root: Path) -> str:
-    """Where ``run`` writes: the configured ``output_dir`` (flags, environment, config file)."""
-    from ..config import resolve
-
-    return str(resolve(root)["output_dir"])
 
 
 def _line(r: ReceiptReport) -> str:
@@ -130,14 +122,11 @@ def verify(
     Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
     3 when a PATH does not exist, 2 on a usage error.
     """
-    from ..repo import find_repo_root
-    from ..verification import DEFAULT_FOLDER
-    from ..verification import verify as run_verify
+    from .. import api
 
-    root = find_repo_root(repo_root)
-    default = DEFAULT_FOLDER if paths else _default_folder(root)  # a bad config file: exit 2
+    root = api.repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
-    report = run_verify(typed, root=root, strict=strict, jobs=jobs, default_folder=default)
+    report = api.verify(typed, root=root, strict=strict, jobs=jobs)
     _render(report, as_json)
     if not report.ok:
         raise VerificationFailed(_failure(report))

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from deepseek_review.options import default
 from deepseek_review.simulator import wire
 from deepseek_review.simulator.answer import Plan, plan_completion, prompt_token_estimate
 from deepseek_review.simulator.config import (
@@ -34,7 +35,7 @@ from deepseek_review.simulator.config import (
 from deepseek_review.simulator.wire import ALL_FAULTS
 
 CHAT_PATH = "/v1/chat/completions"
-DEFAULT_MODEL = "deepseek-v4-flash"
+DEFAULT_MODEL: str = default("model")  # the model the tool asks for by default
 _CHUNK = 1024 * 1024
 
 

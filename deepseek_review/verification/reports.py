@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..options import default
 from ..receipts import CONTINUATION, PRIMARY
 
 #: The check names, in the order they run and are reported.
 CHECKS = ("schema", "answer", "chain", "context", "prompt")
 
-#: What ``verify`` searches without a PATH: ``run``'s default output folder
-#: (``pipeline.DEFAULT_OUTPUT_DIR``; not imported, to keep the HTTP client out of verify).
-DEFAULT_FOLDER = "reviews"
+#: What ``verify`` searches without a PATH: ``run``'s default output folder.
+DEFAULT_FOLDER: str = default("output_dir")
 
 REPORT_SCHEMA = "deepseek_review_verify_report_v1"
 

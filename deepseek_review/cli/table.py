@@ -1,0 +1,111 @@
+"""Typer options from the option table: ``run``, ``continue`` and ``batch`` take every option
+of their scope from :mod:`..options`, so a flag, its help and its default are written once and
+the commands cannot drift apart.
+
+A command function decorated with :func:`table_command` receives one :class:`Flags` instead
+of a parameter per option: typer sees the generated signature.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..options import OPTIONS, Option, in_scope
+from .app import JsonOpt, QuietOpt, VerboseOpt, _parse_json_object, app, typed_path
+
+_PY = {"str": str, "path": Path, "int": int, "float": float, "json": str}
+
+
+def _annotation(option: Option) -> tuple[Any, Any]:
+    """The parameter's annotation and default: None ("not given") unless it is a plain
+    switch (False) or required (no default); the table fills in the real default later."""
+    help_text = option.help_text()
+    if option.argument:
+        return Annotated[_PY[option.kind], typer.Argument(help=help_text)], inspect.Parameter.empty
+    decls = [option.long_flag, *([option.short] if option.short else [])]
+    default: Any = None
+    kind: Any = _PY.get(option.kind)
+    if option.kind == "bool":
+        if option.negatable:
+            decls[0] = f"{option.long_flag}/--no-{option.long_flag[2:]}"
+            kind = bool | None
+        else:
+            kind, default = bool, False
+    elif option.kind == "paths":
+        kind = list[str] | None
+    else:
+        kind = kind | None
+    if option.required:
+        default = inspect.Parameter.empty
+    info = typer.Option(*decls, help=help_text, show_default=False)
+    return Annotated[kind, info], default
+
+
+def parameters(command: str) -> list[inspect.Parameter]:
+    """The typer parameters of ``command``: its options from the table, in table order."""
+    params = []
+    for option in in_scope(command):
+        annotation, default = _annotation(option)
+        kind = inspect.Parameter.KEYWORD_ONLY
+        params.append(inspect.Parameter(option.key, kind, default=default, annotation=annotation))
+    return params
+
+
+class Flags:
+    """What one command line gave: table options by key, and the command's own flags."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values.get(key)
+
+    def given(self, root: Path | None = None) -> dict[str, Any]:
+        """The table options given (None, an empty list and a plain switch left off are not
+        given), JSON objects parsed; with ``root``, typed paths made root-relative."""
+        out: dict[str, Any] = {}
+        for key, value in self.values.items():
+            option = OPTIONS.get(key)
+            if option is None or option.cli_only or option.argument or value in (None, []):
+                continue
+            if option.kind == "bool" and not option.negatable and value is False:
+                continue
+            if option.kind == "json":
+                value = _parse_json_object(value, option.long_flag)
+            if option.under_root and root is not None:
+                typed = [
+                    typed_path(root, v) for v in ([value] if isinstance(value, str) else value)
+                ]
+                value = typed[0] if isinstance(value, str) else typed
+            out[key] = value
+        return out
+
+
+def table_command(
+    name: str, *, epilog: str, json: bool = True
+) -> Callable[[Callable[[Flags], None]], Any]:
+    """Register ``func(flags)`` as command ``name`` with the table's options of ``name``,
+    ``--json`` (unless ``json`` is off), ``-v`` and ``-q``."""
+
+    def register(func: Callable[[Flags], None]) -> Callable[[Flags], None]:
+        def command(**values: Any) -> None:
+            func(Flags(values))
+
+        extra = [("as_json", JsonOpt, False)] if json else []
+        extra += [("verbose", VerboseOpt, False), ("quiet", QuietOpt, False)]
+        own = [
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
+            for n, a, d in extra
+        ]
+        command.__signature__ = inspect.Signature([*parameters(name), *own])  # type: ignore[attr-defined]
+        command.__doc__ = func.__doc__
+        command.__name__ = func.__name__
+        app.command(name, epilog=epilog)(command)
+        return func
+
+    return register
