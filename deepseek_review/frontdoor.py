@@ -83,6 +83,8 @@ def given_options(given: Mapping[str, Any], scope: str, what: str) -> dict[str, 
     out: dict[str, Any] = {}
     for key, value in given.items():
         if key not in allowed:
+            if key in OPTIONS:
+                raise ConfigError(f"{key!r} is not an option of {what}")
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"unknown option {key!r} for {what}{hint}")

@@ -29,7 +29,8 @@ from .optvalues import BadValue
 
 MANIFEST_SCHEMA_NAME = "deepseek-review-manifest.schema.json"
 CONFIG_SCHEMA_NAME = "deepseek-review-config.schema.json"
-_BASE_URL = "https://deepseek-review.invalid/schemas/"
+#: Draft 4: what taplo (Even Better TOML) reads in full; fastjsonschema and jsonschema too.
+DRAFT = "http://json-schema.org/draft-04/schema#"
 _CONFIG_PLACE = "the repository's config"
 
 #: Entry keys that are per review only: ``[defaults]`` refuses them.
@@ -54,8 +55,9 @@ def property_schema(option: Option) -> dict[str, Any]:
 
 
 def _refused(why: str) -> dict[str, Any]:
-    """A key that is known but may not be set here: editors show ``why`` on it."""
-    return {"not": {}, "description": why}
+    """A key that is known but may not be set here: editors show ``why`` on it (and taplo
+    leaves it out of its completions)."""
+    return {"not": {}, "description": why, "x-taplo": {"hidden": True}}
 
 
 def _table(scope: str, place: str) -> dict[str, Any]:
@@ -88,19 +90,18 @@ def defaults_schema() -> dict[str, Any]:
 def manifest_schema() -> dict[str, Any]:
     """The whole TOML manifest, for editors (``#:schema`` in taplo / Even Better TOML)."""
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": _BASE_URL + MANIFEST_SCHEMA_NAME,
+        "$schema": DRAFT,
         "title": "deepseek-review batch manifest",
         "description": "A [defaults] table and [[review]] entries; an entry's keys are run's "
         "options in snake_case (a JSON Lines manifest: one entry a line, validated by "
-        '#/$defs/entry, or a first line {"defaults": ...}).',
+        '#/definitions/entry, or a first line {"defaults": ...}).',
         "type": "object",
         "properties": {
-            "defaults": {"$ref": "#/$defs/defaults"},
-            "review": {"type": "array", "items": {"$ref": "#/$defs/entry"}},
+            "defaults": {"$ref": "#/definitions/defaults"},
+            "review": {"type": "array", "items": {"$ref": "#/definitions/entry"}},
         },
         "additionalProperties": False,
-        "$defs": {"entry": entry_schema(), "defaults": defaults_schema()},
+        "definitions": {"entry": entry_schema(), "defaults": defaults_schema()},
     }
 
 
@@ -112,9 +113,10 @@ def config_schema() -> dict[str, Any]:
             props[o.key] = property_schema(o)
         elif o.refusal:
             props[o.key] = _refused(f"{o.key} {o.not_here(_CONFIG_PLACE)}")
+    for key in [k for k in props if "_" in k]:  # a config file may spell keys with dashes
+        props[key.replace("_", "-")] = props[key]
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": _BASE_URL + CONFIG_SCHEMA_NAME,
+        "$schema": DRAFT,
         "title": "deepseek-review settings",
         "type": "object",
         "properties": props,
@@ -133,7 +135,7 @@ def _schemas() -> dict[str, tuple[dict[str, Any], _Validate]]:
     import fastjsonschema
 
     made = {"entry": entry_schema(), "defaults": defaults_schema()}
-    return {k: (s, fastjsonschema.compile(s)) for k, s in made.items()}
+    return {k: (s, fastjsonschema.compile({"$schema": DRAFT, **s})) for k, s in made.items()}
 
 
 def _unknown_key(key: str, allowed: Sequence[str]) -> str:
@@ -168,9 +170,9 @@ def table_problems(table: Mapping[str, Any], kind: str) -> dict[str | None, str]
     try:
         fast(dict(table))
     except Exception:  # fastjsonschema.JsonSchemaException: jsonschema says which keys
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft4Validator
 
-        for error in Draft202012Validator(schema).iter_errors(dict(table)):
+        for error in Draft4Validator(schema).iter_errors(dict(table)):
             if error.absolute_path:
                 key = str(error.absolute_path[0])
                 problems.setdefault(key, _key_problem(key, table[key], kind))

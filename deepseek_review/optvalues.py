@@ -32,7 +32,7 @@ class Positive:
         )
 
     def schema(self) -> dict[str, Any]:
-        return {"exclusiveMinimum": 0}
+        return {"minimum": 0, "exclusiveMinimum": True}  # JSON Schema draft 4, as taplo reads
 
 
 @dataclass(frozen=True)
