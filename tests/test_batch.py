@@ -362,6 +362,7 @@ def test_missing_report_folder_is_refused_before_sending(repo, simulator, cli):
     manifest(repo, ["a"])
     r = batch(cli, simulator, "--report", "no/such/folder/report.json")
     assert r.code == 10
+    assert "--report no/such/folder/report.json: folder no/such/folder does not exist" in r.err
     assert simulator.chat_requests() == []
 
 

@@ -433,6 +433,7 @@ def test_max_attempts_below_one_is_refused(repo, simulator, cli):
 def test_non_positive_timeout_is_refused(repo, simulator, cli, option):
     r = run(cli, simulator.base_url, option, "0")
     assert r.code == 2
+    assert f"{option} must be a positive number of seconds, got 0.0" in r.err
     assert simulator.chat_requests() == []
 
 

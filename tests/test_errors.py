@@ -204,14 +204,6 @@ def test_console_script_failure_is_one_line_in_a_real_process(repo):
     assert out.stdout == ""
 
 
-def test_interrupt_exits_130(repo, cli, monkeypatch):
-    def interrupted(*a: Any, **kw: Any) -> Any:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr("deepseek_review.pipeline.plan_review", interrupted)
-    assert cli("run", "-p", "x", "-c", "docs/spec.md").code == 130
-
-
 class _ClosedPipe(io.TextIOBase):
     def write(self, s: str) -> int:
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")

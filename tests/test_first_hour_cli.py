@@ -466,7 +466,9 @@ def test_verify_warns_that_a_chain_is_still_cut_off(repo, make_simulator, cli):
         "the answer is still cut off at the token cap (finish_reason length): "
         f"`deepseek-review continue` goes on from {seg['answer_path']}"
     )
-    assert cli("verify", "--strict").code == 9
+    strict = cli("verify", "--strict")
+    assert strict.code == 9
+    assert "1 of 1 receipt failed verification (chain: 1)" in strict.err
 
 
 def test_verify_does_not_warn_once_the_chain_is_continued(repo, make_simulator, cli):

@@ -189,11 +189,13 @@ def test_unknown_template_exits_2_naming_the_choices(repo, simulator, cli):
 def test_continuation_directive_is_not_a_review_template(repo, cli):
     r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x", "--template", "continuation")
     assert r.code == 2
+    assert "unknown template 'continuation'; choose from" in r.err
 
 
 def test_template_name_with_a_path_is_refused(repo, cli):
     r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x", "--template", "../README")
     assert r.code == 2
+    assert "unknown template '../README'; choose from" in r.err
 
 
 def test_template_and_template_file_together_are_refused(repo, cli, tmp_path):
@@ -212,6 +214,7 @@ def test_template_and_template_file_together_are_refused(repo, cli, tmp_path):
         str(tpl),
     )
     assert r.code == 2
+    assert "--template and --template-file cannot be used together" in r.err
 
 
 def test_missing_template_file_is_refused_naming_it(repo, cli, tmp_path):
@@ -406,6 +409,7 @@ def test_empty_prompt_is_refused(repo, simulator, cli, prompt):
 def test_empty_prompt_on_stdin_is_refused(repo, simulator, cli):
     r = cli("run", "-c", "docs/spec.md", "--endpoint", simulator.base_url, stdin="")
     assert r.code == 3
+    assert "the prompt is empty: give --prompt, --prompt-file or text on stdin" in r.err
     assert simulator.chat_requests() == []
 
 
@@ -414,6 +418,7 @@ def test_empty_prompt_file_is_refused(repo, simulator, cli, tmp_path):
     pf.write_text("")
     r = cli("run", "-c", "docs/spec.md", "--prompt-file", str(pf), "--endpoint", simulator.base_url)
     assert r.code == 3
+    assert "the prompt is empty" in r.err
     assert simulator.chat_requests() == []
 
 
@@ -436,11 +441,13 @@ def test_prompt_and_prompt_file_together_are_refused(repo, cli, tmp_path):
     pf.write_text("x")
     r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x", "--prompt-file", str(pf))
     assert r.code == 2
+    assert "give the prompt once: --prompt or --prompt-file, not both" in r.err
 
 
 def test_prompt_with_a_nul_byte_is_refused(repo, cli):
     r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "a\x00b")
     assert r.code == 3
+    assert "the prompt holds a NUL byte" in r.err
 
 
 def test_template_names_in_help_match_the_bundled_templates(repo, cli):

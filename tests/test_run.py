@@ -227,6 +227,7 @@ def test_nothing_is_written_when_the_server_fails(repo, make_simulator, cli):
     sim = make_simulator(fault_rate=1.0, fault_kinds=("500",))
     r = run(cli, sim.base_url, "--max-attempts", "2")
     assert r.code == 5
+    assert "answered 500" in r.err
     assert files_under(repo / "reviews") == []
     assert no_temp_files(repo)
 
@@ -324,6 +325,7 @@ def test_key_never_appears_when_the_server_refuses_it(repo, make_simulator, cli,
     use_key(monkeypatch, KEY)
     r = run(cli, sim.base_url, verbose=True)
     assert r.code == 5
+    assert "answered 401" in r.err
     assert_key_nowhere(r, repo)
 
 
@@ -376,6 +378,7 @@ def test_key_never_appears_when_it_is_refused_over_plain_http(repo, cli, monkeyp
     use_key(monkeypatch, KEY)
     r = run(cli, "http://gpu-box.invalid:11434", verbose=True)
     assert r.code == 2
+    assert "refusing to send OLLAMA_API_KEY over plain http to gpu-box.invalid" in r.err
     assert_key_nowhere(r, repo)
 
 
@@ -448,6 +451,7 @@ def test_dry_run_to_a_remote_endpoint_also_refuses_secrets(repo, cli):
     (repo / "docs" / "leak.md").write_text(PRIVATE_KEY)
     r = run(cli, "https://example.invalid", "--dry-run", context=("docs/leak.md",))
     assert r.code == 8
+    assert "docs/leak.md:2: looks like a secret (Private Key)" in r.err
 
 
 # --------------------------------------------------------------------------- the library
