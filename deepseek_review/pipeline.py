@@ -575,23 +575,3 @@ def review(
     plan = plan_review(options, env)
     with make_client(plan.endpoint, options) as client:
         return send_review(plan, client, progress=progress)
-
-
-def segment_summary(segments: Sequence[Segment]) -> list[dict[str, Any]]:
-    return [
-        {
-            "answer_path": s.answer_path,
-            "receipt_path": s.receipt_path,
-            "record_path": s.record_path,
-            "answer_sha256": s.answer_sha256,
-            "prompt_sha256": s.prompt_sha256,
-            "model": s.model,
-            "usage": s.usage.as_dict() if s.usage_reported else None,
-            "usage_reported": s.usage_reported,
-            "estimated_tokens": s.estimated_tokens,
-            "finish_reason": s.finish_reason,
-            "attempts": s.attempts,
-            "reasoning_path": s.reasoning_path,
-        }
-        for s in segments
-    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, NoProgress, TruncatedReview
 from ..options import default
@@ -21,6 +21,10 @@ from .app import (
     typed_path,
 )
 from .table import Flags, table_command
+
+if TYPE_CHECKING:
+    from ..pipeline import ReviewPlan, ReviewResult
+    from ..segment import Segment
 
 
 @table_command(
@@ -94,10 +98,7 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
     )
 
 
-def _render_plan(plan: Any, as_json: bool) -> None:
-    from ..pipeline import ReviewPlan
-
-    assert isinstance(plan, ReviewPlan)
+def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
     info = {
         "dry_run": True,
         "endpoint": plan.endpoint.url,
@@ -140,12 +141,9 @@ def _render_plan(plan: Any, as_json: bool) -> None:
     log.info("dry run: nothing was sent and nothing was written")
 
 
-def _render_result(root: Path, result: Any, as_json: bool) -> None:
+def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
     """``--json``: the result, paths relative to the root (as in receipts); else the files
     written, one a line, relative to the current folder (see ``typed_path``)."""
-    from ..pipeline import ReviewResult, segment_summary
-
-    assert isinstance(result, ReviewResult)
     if as_json:
         last = result.segments[-1]
         _json_out(
@@ -164,7 +162,7 @@ def _render_result(root: Path, result: Any, as_json: bool) -> None:
                 if result.usage_reported
                 else None,
                 "estimated_tokens": result.estimated_tokens,
-                "segments": segment_summary(result.segments),
+                "segments": [_segment_json(s) for s in result.segments],
             }
         )
         return
@@ -183,6 +181,24 @@ def _render_result(root: Path, result: Any, as_json: bool) -> None:
         tokens_text(result.total_tokens, result.estimated_tokens),
         last.finish_reason,
     )
+
+
+def _segment_json(s: Segment) -> dict[str, Any]:
+    """One segment in ``--json`` output (paths relative to the root, as in receipts)."""
+    return {
+        "answer_path": s.answer_path,
+        "receipt_path": s.receipt_path,
+        "record_path": s.record_path,
+        "answer_sha256": s.answer_sha256,
+        "prompt_sha256": s.prompt_sha256,
+        "model": s.model,
+        "usage": s.usage.as_dict() if s.usage_reported else None,
+        "usage_reported": s.usage_reported,
+        "estimated_tokens": s.estimated_tokens,
+        "finish_reason": s.finish_reason,
+        "attempts": s.attempts,
+        "reasoning_path": s.reasoning_path,
+    }
 
 
 # --------------------------------------------------------------------------- continue, show

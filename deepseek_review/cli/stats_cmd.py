@@ -55,6 +55,11 @@ def stats(
     if as_json:
         _json_out(result.to_json())
         return
+    _write_lines(sys.stdout, _table(result))
+
+
+def _table(result: Any) -> list[str]:
+    """The tally per model and month, then the total, in aligned columns."""
     head = f"{'model':<28} {'month':<8} {'reviews':>8} {'segments':>9} {'prompt':>10} "
     lines = [head + f"{'completion':>11} {'total':>11}"]
     rows = [(m, mo, t) for (m, mo), t in sorted(result.by_model_month.items())]
@@ -65,7 +70,7 @@ def stats(
             f"{escape(model):<28} {month:<8} {t.reviews:>8} {t.segments:>9} {p:>10} {c:>11} "
             f"{total:>11}"
         )
-    _write_lines(sys.stdout, lines)
+    return lines
 
 
 def _tokens(tally: Any, count: int) -> str:
