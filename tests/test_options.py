@@ -340,3 +340,12 @@ def test_the_table_module_is_cheap_to_import():
 def test_scopes_name_only_known_places():
     places = set(table.COMMANDS) | {table.ENTRY, table.DEFAULTS, table.CONFIG_FILE, table.ENV}
     assert {s for o in OPTIONS.values() for s in o.scopes} <= places
+
+
+def test_the_documented_tables_of_options_are_the_tables():
+    import scripts.option_docs as docs
+
+    for path in docs.DOCS:
+        text = path.read_text(encoding="utf-8")
+        assert docs.BLOCK.search(text), path.name
+        assert docs.render(text) == text, f"{path.name}: run python scripts/option_docs.py"
