@@ -106,6 +106,17 @@ def configured_layer(root: Path, env: Mapping[str, str] | None) -> Layer:
     return {k: s for k, s in settings.items.items() if s.source != "default"}
 
 
+#: The built-in defaults as settings, made once (a batch merges them for every entry).
+_DEFAULTS = {k: Setting(k, o.default, "default") for k, o in OPTIONS.items()}
+
+
+def _default(key: str) -> Setting:
+    default = OPTIONS[key].default
+    if isinstance(default, dict):  # a mutable default is never shared
+        return Setting(key, dict(default), "default")
+    return _DEFAULTS[key]
+
+
 def merge(layers: Sequence[Layer], keys: Sequence[str]) -> dict[str, Setting]:
     """Every option of ``keys`` from the first layer that sets it, else its default.
 
@@ -113,28 +124,29 @@ def merge(layers: Sequence[Layer], keys: Sequence[str]) -> dict[str, Setting]:
     the default (a config file's name does not clash with a file the caller chose)."""
     out: dict[str, Setting] = {}
     level: dict[str, int] = {}
-    for i, layer in enumerate(layers):
-        for key in keys:
+    for key in keys:
+        for i, layer in enumerate(layers):
             s = layer.get(key)
-            if key not in out and s is not None and s.value is not None:
+            if s is not None and s.value is not None:
                 out[key], level[key] = s, i
+                break
+        else:
+            out[key] = _default(key)
     if "template_file" in level and level.get("template", len(layers)) > level["template_file"]:
         out["template"] = Setting("template", None, "default")
-    for key in keys:
-        default = OPTIONS[key].default
-        fresh = dict(default) if isinstance(default, dict) else default  # never shared
-        out.setdefault(key, Setting(key, fresh, "default"))
     return out
 
 
 def _fields(values: Mapping[str, Setting], fields: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """The values as the dataclasses' fields take them (a manifest's list of context as a
-    tuple, its integer temperature as a float), by group (``""``: the top level)."""
+    tuple, its integer temperature as a float), by group (``""``: the top level). Their
+    ranges are checked by the dataclasses, with the table's checks."""
     groups: dict[str, dict[str, Any]] = {}
     for key, path in fields.items():
         group, _, name = path.rpartition(".")
-        value = values[key].value
-        groups.setdefault(group, {})[name] = None if value is None else check(key, value)
+        s = values[key]
+        typed = s.value if s.value is None or s.source == "default" else OPTIONS[key].typed(s.value)
+        groups.setdefault(group, {})[name] = typed
     return groups
 
 

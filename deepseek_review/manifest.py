@@ -146,6 +146,18 @@ def _layer(values: Mapping[str, Any], source: str) -> dict[str, Setting]:
     }
 
 
+_KEYS = list(REVIEW_FIELDS)
+
+
+def _levels_below(
+    manifest: Manifest, overrides: Mapping[str, Any], base: Mapping[str, Setting]
+) -> list[Mapping[str, Setting]]:
+    """The levels of precedence under an entry: ``batch``'s options, ``[defaults]``, and the
+    environment and config file (``base``)."""
+    given = {k: Setting(k, v, "flag") for k, v in overrides.items()}
+    return [given, _layer(manifest.defaults, "manifest [defaults]"), base]
+
+
 def entry_options(
     manifest: Manifest,
     entry: Entry,
@@ -156,16 +168,17 @@ def entry_options(
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
     prompt_files: _PromptFiles | None = None,
+    below: Sequence[Mapping[str, Setting]] | None = None,
 ) -> ReviewOptions:
-    """The entry as :class:`ReviewOptions` (what ``run`` would build from the same options)."""
+    """The entry as :class:`ReviewOptions` (what ``run`` would build from the same options).
+
+    ``below`` holds the levels under the entry (the options given to ``batch``,
+    ``[defaults]``, the environment and config file) when the caller built them once for
+    every entry."""
     overrides = overrides or {}
-    layers = [
-        _layer(entry.values, f"manifest entry {entry.index}"),
-        {k: Setting(k, v, "flag") for k, v in overrides.items()},
-        _layer(manifest.defaults, "manifest [defaults]"),
-        base or {},
-    ]
-    values = merge(layers, list(REVIEW_FIELDS))
+    if below is None:
+        below = _levels_below(manifest, overrides, base or {})
+    values = merge([_layer(entry.values, f"manifest entry {entry.index}"), *below], _KEYS)
     root = find_repo_root(repo_root)
     if "prompt_file" in entry.values:
         path = _inside_repo(manifest, root, "prompt_file", entry.values["prompt_file"])
@@ -229,12 +242,10 @@ class ContextCache:
 
 
 def _output_folders(
-    manifest: Manifest, overrides: Mapping[str, Any], base: Mapping[str, Setting], root: Path
+    manifest: Manifest, below: Sequence[Mapping[str, Setting]], root: Path
 ) -> list[Output]:
     """Every entry's output folder (every shard's): an entry's problem with its own is
     reported when it is planned, so such a folder is passed over here."""
-    given = {k: Setting(k, v, "flag") for k, v in overrides.items()}
-    below = [given, _layer(manifest.defaults, "manifest [defaults]"), base]
     folders = []
     for entry in manifest.entries:
         layers = [_layer(entry.values, f"manifest entry {entry.index}"), *below]
@@ -311,7 +322,8 @@ def plan_manifest(
     if not any(p.entry is None for p in problems):
         prompt_files = _PromptFiles()
         gather = ContextCache()
-        written = (*_output_folders(manifest, overrides, base, root), *outputs)
+        below = _levels_below(manifest, overrides, base)
+        written = (*_output_folders(manifest, below, root), *outputs)
         for entry in selected:
             try:
                 with naming("manifest"):
@@ -324,6 +336,7 @@ def plan_manifest(
                         retry=retry,
                         timeouts=timeouts,
                         prompt_files=prompt_files,
+                        below=below,
                     )
                     options = replace(options, outputs=written)
                     planned.append(PlannedEntry(entry, plan(options, env, gather=gather)))
