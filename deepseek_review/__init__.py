@@ -1,9 +1,11 @@
 """deepseek-review: ask a DeepSeek model to review repository files, with verifiable receipts.
 
-The library API is :func:`review`, :func:`verify` and :func:`run_batch` (see
-:mod:`deepseek_review.api`); they return dataclasses and raise :class:`ReviewError`
-subclasses. Names are imported on first use, so ``import deepseek_review`` stays cheap for
-the command line.
+The library API is one call per command: :func:`review` (and :func:`plan_review` /
+:func:`send_review`), :func:`continue_review`, :func:`show`, :func:`verify`, :func:`stats`,
+:func:`run_batch` (and :func:`plan_batch` / :func:`execute_batch`) and :func:`configuration`
+(see :mod:`deepseek_review.api`); they apply keywords > environment > config file > defaults
+as the commands do, return dataclasses and raise :class:`ReviewError` subclasses. Names are
+imported on first use, so ``import deepseek_review`` stays cheap for the command line.
 """
 
 from __future__ import annotations
@@ -18,7 +20,19 @@ __version__ = "0.1.0"
 logging.getLogger("deepseek_review").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
-    from .api import review, run_batch, verify
+    from .api import (
+        configuration,
+        continue_review,
+        execute_batch,
+        plan_batch,
+        plan_review,
+        review,
+        run_batch,
+        send_review,
+        show,
+        stats,
+        verify,
+    )
     from .batch import BatchOptions, BatchReport, EntryReport
     from .errors import ReviewError
     from .pipeline import ContinuationOptions, ReviewOptions, ReviewResult
@@ -26,9 +40,22 @@ if TYPE_CHECKING:
     from .verification import CheckResult, ReceiptReport, VerifyReport
 
 _LAZY = {
-    "review": "api",
-    "verify": "api",
-    "run_batch": "api",
+    **dict.fromkeys(
+        (
+            "configuration",
+            "continue_review",
+            "execute_batch",
+            "plan_batch",
+            "plan_review",
+            "review",
+            "run_batch",
+            "send_review",
+            "show",
+            "stats",
+            "verify",
+        ),
+        "api",
+    ),
     "ReviewOptions": "pipeline",
     "ContinuationOptions": "pipeline",
     "ReviewResult": "pipeline",
@@ -55,8 +82,16 @@ __all__ = [
     "Segment",
     "VerifyReport",
     "__version__",
+    "configuration",
+    "continue_review",
+    "execute_batch",
+    "plan_batch",
+    "plan_review",
     "review",
     "run_batch",
+    "send_review",
+    "show",
+    "stats",
     "verify",
 ]
 
