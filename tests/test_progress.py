@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from deepseek_review.simulator import Simulator
+from tests.stubs import Reply
 from tests.test_batch import manifest
 
 Cli = Callable[..., Any]
@@ -133,6 +134,15 @@ def test_plain_batch_says_when_an_answer_arrived_unless_its_review_finished_next
         # the review's own finish line right after would say it all: then it is not printed
         following = next(line for line in lines[i + 1 :] if "] answered " not in line)
         assert not re.search(rf"\] (ok|truncated) {m.group(1)} ", following), r.err
+
+
+def test_quiet_batch_still_warns_of_a_failed_entry(repo, make_stub, cli):
+    stub = make_stub([Reply(400, b'{"error": {"message": "bad request"}}')])
+    manifest(repo, ["a"])
+    r = cli("batch", "reviews.toml", "--endpoint", stub.base_url, "--quiet")
+    assert r.code == 11, r.err
+    assert "] failed a: " in r.err and "bad request" in r.err
+    assert "] start a" not in r.err  # the info lines stay quiet
 
 
 class _Spawned:
