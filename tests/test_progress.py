@@ -14,7 +14,6 @@ import itertools
 import os
 import pty
 import re
-import select
 import signal
 import struct
 import subprocess
@@ -31,6 +30,7 @@ import pytest
 
 from deepseek_review.simulator import Simulator
 from tests.stubs import Reply
+from tests.terminal import read_until_closed
 from tests.test_batch import manifest
 
 Cli = Callable[..., Any]
@@ -211,18 +211,7 @@ def _on_a_terminal(repo: Path, *args: str, term: str = "xterm-256color") -> tupl
         cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
     )  # fmt: skip
     os.close(slave)
-    out = b""
-    try:
-        while select.select([master], [], [], 60)[0]:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the terminal's last writer is gone
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
+    out = read_until_closed(master, timeout=60)
     return proc.wait(timeout=60), out
 
 
