@@ -199,8 +199,11 @@ def test_no_continuation_line_for_a_continuation_an_interrupt_kept_from_being_se
 # --------------------------------------------------------------------------- on a terminal
 
 
-def _on_a_terminal(repo: Path, *args: str, term: str = "xterm-256color") -> tuple[int, bytes]:
-    """The CLI as its own process with stderr on a pseudo-terminal: exit code, raw bytes."""
+def _spawn_on_a_terminal(
+    repo: Path, *args: str, term: str = "xterm-256color"
+) -> tuple[subprocess.Popen[bytes], int]:
+    """The CLI as its own process with stderr on a pseudo-terminal: the process, the
+    terminal's reading end."""
     master, slave = pty.openpty()
     tty.setraw(slave)  # no "\n" -> "\r\n" translation: the bytes the tool wrote
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
@@ -211,6 +214,12 @@ def _on_a_terminal(repo: Path, *args: str, term: str = "xterm-256color") -> tupl
         cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
     )  # fmt: skip
     os.close(slave)
+    return proc, master
+
+
+def _on_a_terminal(repo: Path, *args: str, term: str = "xterm-256color") -> tuple[int, bytes]:
+    """The CLI run with stderr on a pseudo-terminal: exit code, the raw bytes it wrote."""
+    proc, master = _spawn_on_a_terminal(repo, *args, term=term)
     out = read_until_closed(master, timeout=60)
     return proc.wait(timeout=60), out
 
@@ -293,6 +302,20 @@ def test_batch_on_a_terminal_erases_its_live_line_and_shows_the_cursor_again(rep
     assert after_last_erase.startswith(b"deepseek-review: batch complete: 1 ok, 0 skipped")
     assert after_last_erase.count(b"\n") == 1 and after_last_erase.endswith(b"\n")
     assert out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l")  # the cursor is not left hidden
+
+
+def test_a_second_ctrl_c_on_a_terminal_leaves_the_cursor_shown(repo, make_simulator):
+    sim = make_simulator(answer_words=20, latency=30.0)
+    manifest(repo, ["a", "b"])
+    proc, master = _spawn_on_a_terminal(repo, "batch", "reviews.toml", "--endpoint", sim.base_url)
+    _wait_for(lambda: len(sim.chat_requests()) == 2)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)  # exits at once: no clean-up code runs
+    out = read_until_closed(master)
+    assert proc.wait(timeout=30) == 130, out
+    assert b"again: exiting now" in out
+    assert out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l")
 
 
 def test_quiet_on_a_terminal_draws_no_live_line(repo, simulator):

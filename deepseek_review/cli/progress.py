@@ -80,6 +80,9 @@ def live_line(render: Callable[[], RenderableType]) -> Iterator[None]:
     )
     handlers = [h for h in log.handlers if isinstance(h, logging.StreamHandler)]
     with live:
+        # rich hides the cursor while live; a second Ctrl-C exits at once (os._exit), and
+        # would leave the user's terminal without one.
+        console.show_cursor(True)
         swapped = [(h, h.setStream(_ConsoleStream(console))) for h in handlers]
         try:
             yield
