@@ -78,7 +78,8 @@ def live_line(render: Callable[[], RenderableType]) -> Iterator[None]:
         redirect_stdout=False,  # results and --json go to stdout untouched
         redirect_stderr=True,  # a stray write to stderr is printed above the line too
     )
-    handlers = [h for h in log.handlers if isinstance(h, logging.StreamHandler)]
+    stderr = (sys.stderr, sys.__stderr__)
+    handlers = [h for h in log.handlers if type(h) is logging.StreamHandler and h.stream in stderr]
     with live:
         # rich hides the cursor while live; a second Ctrl-C exits at once (os._exit), and
         # would leave the user's terminal without one.
