@@ -309,8 +309,9 @@ def execute_batch(
     on_event: EventFn | None = None,
 ) -> BatchReport:
     """Run a planned batch; resumes what exists. Set ``stop`` to stop starting new reviews;
-    ``on_event`` receives a :class:`~deepseek_review.batch.BatchEvent` per start, finish or
-    skip, in this thread."""
+    ``on_event`` receives a :class:`~deepseek_review.batch.BatchEvent` per start,
+    continuation request, answer, finish or skip, in this thread, in the order they
+    happened."""
     from .batch import execute_batch as _execute
     from .batch import write_report
 

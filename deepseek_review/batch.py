@@ -229,31 +229,58 @@ class PreparedBatch:
 
 @dataclass(frozen=True)
 class Progress:
-    """A snapshot of the batch, carried by every event."""
+    """A snapshot of the batch, carried by every event, taken as the event happened: the
+    snapshots of successive events never go back, and ``finished + in_flight + waiting`` is
+    ``total`` in each."""
 
     total: int
     counts: Mapping[str, int]
     in_flight: int
+    """Reviews started (their first request got a slot) and not finished: asking the server,
+    or writing what it answered."""
     tokens: int
+    """Tokens of the answers received by this run."""
     elapsed: float
     tokens_estimated: bool = False
     """Some of ``tokens`` are estimates (the server reported no usage)."""
+    requests: int = 0
+    """Requests in flight, each holding one of the ``jobs`` slots (at most ``jobs``)."""
+    streaming: int = 0
+    """Pieces of the answers still streaming in: an estimate of their tokens, counted in
+    ``tokens`` (as the server's count, where it gives one) once each answer is complete."""
 
     @property
     def finished(self) -> int:
         return sum(self.counts.values())
 
+    @property
+    def waiting(self) -> int:
+        """Entries not started yet."""
+        return self.total - self.finished - self.in_flight
+
 
 @dataclass(frozen=True)
 class BatchEvent:
-    """``start`` / ``done`` of an entry, ``halt`` (no new work, and why), or ``tick``."""
+    """What happened, in the order it happened:
 
-    kind: Literal["start", "done", "halt", "tick"]
+    * ``start``: a review's first request got its slot and is sent now;
+    * ``continue``: a continuation request got its slot and is sent now (``message`` says
+      which answer it continues, as ``run`` logs it);
+    * ``answered``: a request gave its slot back, with its answer's ``tokens`` (None when
+      it failed or was stopped);
+    * ``done``: an entry is finished (``entry`` is its report), skipped or not started;
+    * ``halt``: no new review will start, and why; ``tick``: a fresh snapshot.
+    """
+
+    kind: Literal["start", "continue", "answered", "done", "halt", "tick"]
     progress: Progress
     entry: EntryReport | None = None
     topic: str | None = None
     action: Action | None = None
     message: str = ""
+    tokens: int | None = None
+    """``answered``: the answer's tokens (the server's count, else an estimate)."""
+    tokens_estimated: bool = False
 
 
 EventFn = Callable[[BatchEvent], None]
@@ -324,6 +351,12 @@ class _BatchClient(ChatClient):
     whether they are an estimate (the server reported no usage)."""
     on_failure: Callable[[], None] | None = None
     """Told of a request that failed for good, before its slot is given back."""
+    on_sending: Callable[[], None] | None = None
+    """Told that a request holds its slot and is sent now."""
+    on_streamed: Callable[[int], None] | None = None
+    """Told how many pieces of the answer have streamed in so far."""
+    on_returned: Callable[[], None] | None = None
+    """Told that a request is over (answered or not), before its slot is given back."""
 
     def complete(
         self,
@@ -336,8 +369,17 @@ class _BatchClient(ChatClient):
         if self.slots is None:
             return super().complete(body, model=model, stream=stream, progress=progress)
         self.slots.acquire()
+
+        def streamed(pieces: int, elapsed: float) -> None:
+            if self.on_streamed is not None:
+                self.on_streamed(pieces)
+            if progress is not None:
+                progress(pieces, elapsed)
+
         try:
-            completion = super().complete(body, model=model, stream=stream, progress=progress)
+            if self.on_sending is not None:
+                self.on_sending()
+            completion = super().complete(body, model=model, stream=stream, progress=streamed)
             if self.on_usage is not None:
                 if completion.usage is not None:
                     self.on_usage(completion.usage.total_tokens, False)
@@ -350,6 +392,8 @@ class _BatchClient(ChatClient):
                 self.on_failure()
             raise
         finally:
+            if self.on_returned is not None:
+                self.on_returned()
             self.slots.release()
 
 
@@ -626,7 +670,9 @@ class _Runner:
         self.stop = stop
         self.on_event = on_event
         self.now = now
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        """Guards the counters; an event is queued under it, so events are in the order of
+        their snapshots."""
         self.events: queue.Queue[BatchEvent] = queue.Queue()
         self.halt = threading.Event()
         self.halt_reason: str | None = None
@@ -640,6 +686,9 @@ class _Runner:
         """Some of ``received`` are estimates."""
         self.counts: Counter[str] = Counter()
         self.in_flight = 0
+        self.requests = 0
+        self.streaming: dict[int, int] = {}
+        """Pieces streamed so far of each answer still arriving, by worker thread."""
         self.started = time.monotonic()
         self.http = httpx.Client(
             timeout=httpx.Timeout(
@@ -673,6 +722,9 @@ class _Runner:
                 client.slots = self.slots
                 client.on_usage = self._received
                 client.on_failure = self._request_failed
+                client.on_sending = self._sending
+                client.on_streamed = self._streamed
+                client.on_returned = self._returned
                 self.clients[key] = client
 
     # -- bookkeeping (any thread) --------------------------------------------------------
@@ -685,12 +737,13 @@ class _Runner:
             tokens=max(self.tokens, self.received),
             elapsed=time.monotonic() - self.started,
             tokens_estimated=self.estimated or self.received_estimated,
+            requests=self.requests,
+            streaming=sum(self.streaming.values()),
         )
 
     def _emit(self, kind: Any, **kw: Any) -> None:
         with self.lock:
-            snap = self._snapshot()
-        self.events.put(BatchEvent(kind=kind, progress=snap, **kw))
+            self.events.put(BatchEvent(kind=kind, progress=self._snapshot(), **kw))
 
     def _halt(self, reason: str, message: str) -> None:
         with self.lock:
@@ -731,6 +784,8 @@ class _Runner:
         with self.lock:
             self.received += tokens
             self.received_estimated = self.received_estimated or estimated
+            self.streaming.pop(threading.get_ident(), None)
+        _local.answered = (tokens, estimated)
         self._check_halts()
 
     def _may_start(self) -> bool:
@@ -739,10 +794,38 @@ class _Runner:
         with self.lock:
             if self.halt.is_set():
                 return False
-            self.in_flight += 1
-        _local.started = True
-        self._emit("start", topic=current_topic(), action=getattr(_local, "action", None))
+        _local.starting = True
         return True
+
+    def _sending(self) -> None:
+        """A request holds its slot and goes out now: the one moment to say it starts."""
+        with self.lock:
+            self.requests += 1
+            if getattr(_local, "starting", False):
+                _local.starting, _local.started = False, True
+                self.in_flight += 1
+                self._emit("start", topic=current_topic(), action=getattr(_local, "action", None))
+            note, _local.note = getattr(_local, "note", None), None
+            if note:
+                self._emit("continue", topic=current_topic(), message=note)
+
+    def _announce(self, message: str) -> None:
+        """A continuation's line, kept until its request holds a slot (see ``_sending``):
+        one that never gets a slot (the batch was interrupted) is never said."""
+        _local.note = message
+
+    def _streamed(self, pieces: int) -> None:
+        with self.lock:
+            self.streaming[threading.get_ident()] = pieces
+
+    def _returned(self) -> None:
+        """A request gives its slot back: with its answer's tokens, or none (it failed)."""
+        answered, _local.answered = getattr(_local, "answered", None), None
+        tokens, estimated = answered if answered is not None else (None, False)
+        with self.lock:
+            self.requests -= 1
+            self.streaming.pop(threading.get_ident(), None)
+            self._emit("answered", topic=current_topic(), tokens=tokens, tokens_estimated=estimated)
 
     def _finish(self, report: EntryReport, *, started: bool) -> EntryReport:
         with self.lock:
@@ -751,7 +834,7 @@ class _Runner:
             self.counts[report.status] += 1
             self.tokens += report.new_tokens
             self.estimated = self.estimated or report.new_tokens_estimated
-        self._emit("done", entry=report, topic=report.topic)
+            self._emit("done", entry=report, topic=report.topic)
         if report.status == "failed" and self.options.fail_fast:
             self._halt(
                 "fail-fast",
@@ -785,13 +868,14 @@ class _Runner:
             return self._finish(self._not_started(work), started=False)
         _local.topic, _local.action = work.topic, work.action
         _local.requests, _local.started, _local.first_request = 0, False, True
+        _local.starting, _local.note, _local.answered = False, None, None
         try:
             report = self._review(work)
         finally:
             attempts = int(getattr(_local, "requests", 0))
             started = bool(getattr(_local, "started", False))
-            _local.topic = _local.action = None
-            _local.first_request = False
+            _local.topic = _local.action = _local.note = None
+            _local.first_request = _local.starting = False
         report.attempts = attempts
         return self._finish(report, started=started)
 
@@ -823,6 +907,7 @@ class _Runner:
                     allow_truncated_prompt=o.allow_truncated_prompt,
                     keep_reasoning=o.keep_reasoning,
                     now=self.now,
+                    announce=self._announce,
                 )
             status = "truncated" if segments[-1].truncated else "ok"
             if status == "truncated":
@@ -898,7 +983,7 @@ class _Runner:
                     for f in done:
                         results[futures[f]] = f.result()
                     self._check_halts()
-                    if time.monotonic() - last_tick >= 1.0:
+                    if time.monotonic() - last_tick >= 0.25:  # a live line shows streaming
                         last_tick = time.monotonic()
                         self._emit("tick")
                     self._drain()

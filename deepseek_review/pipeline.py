@@ -426,12 +426,15 @@ def continue_chain(
     progress: ProgressFn | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     force: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
     """Send continuation requests while the last segment is cut off, up to the cap.
 
     A segment that was cut off without adding any text ends the chain (the result is
     ``stalled``) unless the continuation cap is larger than that segment's. ``force`` sends
-    the first continuation even though the last segment ended normally.
+    the first continuation even though the last segment ended normally. Each continuation's
+    line ("asking ... to go on") is logged, or given to ``announce``: a batch says it only
+    once the request holds a slot and is really sent.
     """
     _, prefill_extra = SERVER_PRESETS[options.server]
     body = continuation_body(chain.body, options)
@@ -460,14 +463,15 @@ def continue_chain(
         prepared = prepare(body, messages)
         estimate = estimate_tokens(m.content for m in messages)
         index = len(chain.segments)
-        log.info(
-            "continuation %d/%d: %s %s; asking %s to go on",
-            made,
-            options.max_continuations,
-            chain.segments[-1].answer_path,
-            f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap",
-            body.model,
+        why = f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
+        line = (
+            f"continuation {made}/{options.max_continuations}: "
+            f"{chain.segments[-1].answer_path} {why}; asking {body.model} to go on"
         )
+        if announce is None:
+            log.info("%s", line)
+        else:
+            announce(line)
         completion = client.complete(
             prepared.body_bytes, model=body.model, stream=body.stream, progress=progress
         )

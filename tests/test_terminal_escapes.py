@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
 import tty
@@ -26,6 +25,7 @@ import pytest
 from deepseek_review.textsafe import escape
 from tests.builders import primary_receipt, sha, write_receipt
 from tests.stubs import Reply, Stub
+from tests.terminal import read_until_closed
 
 Cli = Callable[..., Any]
 MakeStub = Callable[..., Stub]
@@ -203,18 +203,9 @@ def _show_on_a_terminal(repo: Path, answer_path: str) -> bytes:
         stderr=subprocess.PIPE,
     )
     os.close(slave)
-    out = b""
     try:
-        while select.select([master], [], [], 30)[0]:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the terminal's last writer is gone
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = read_until_closed(master)
     finally:
-        os.close(master)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     return out

@@ -16,7 +16,6 @@ import logging
 import os
 import posixpath
 import sys
-import time
 import traceback
 from collections.abc import Iterable
 from pathlib import Path
@@ -190,32 +189,6 @@ def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"{option}: must be a JSON object")
     return value
-
-
-class _Progress:
-    """A live 'tokens, tokens/s' line on a TTY; nothing otherwise."""
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty() and not STATE.quiet
-        self._last = 0.0
-        self._shown = False
-
-    def __call__(self, pieces: int, elapsed: float) -> None:
-        now = time.monotonic()
-        if not self.enabled or now - self._last < 0.1:
-            return
-        self._last = now
-        rate = pieces / elapsed if elapsed > 0 else 0.0
-        # Pieces of the stream, not the server's count: an estimate, and shown as one.
-        sys.stderr.write(f"\r  receiving: ~{pieces} tokens, ~{rate:.1f} tokens/s ")
-        sys.stderr.flush()
-        self._shown = True
-
-    def done(self) -> None:
-        if self._shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-            self._shown = False
 
 
 # --------------------------------------------------------------------------- shared options

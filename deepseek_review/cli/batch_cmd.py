@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import threading
-import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..errors import BatchIncomplete, Interrupted
 from .app import (
@@ -18,6 +16,7 @@ from .app import (
     log,
     tokens_text,
 )
+from .progress import BatchProgress
 from .signals import graceful_stop
 from .table import Flags, table_command
 
@@ -50,7 +49,7 @@ def batch(flags: Flags) -> None:
         return
     _log_start(plan.prepared, plan.options.jobs)
     stop = threading.Event()
-    progress = _BatchProgress(sys.stderr, enabled=not STATE.quiet)
+    progress = BatchProgress(sys.stderr)
     with graceful_stop(stop, Interrupted.exit_code), progress.attached():
         result = api.execute_batch(plan, stop=stop, on_event=progress)
     if flags["as_json"]:
@@ -79,164 +78,6 @@ def _raise_unless_complete(result: Any, report: Path | None) -> None:
                 "--max-continuations (or continuation_max_tokens where the error says so)"
             )
         raise BatchIncomplete(f"batch incomplete ({summary}){where}", hint="; ".join(hints))
-
-
-# --------------------------------------------------------------------------- progress
-
-
-def _fmt_seconds(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-class _BarStream:
-    """Stands in for stderr in the log handler: clears the bar, writes, redraws it."""
-
-    def __init__(self, owner: _BatchProgress) -> None:
-        self.owner = owner
-
-    def write(self, text: str) -> int:
-        with self.owner.lock:
-            self.owner._clear()
-            self.owner.out.write(text)
-            self.owner._draw()
-        return len(text)
-
-    def flush(self) -> None:
-        self.owner.out.flush()
-
-
-class _TopicFilter(logging.Filter):
-    """Prefixes log lines from a batch worker with the entry's topic."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        from ..batch import current_topic
-
-        topic = current_topic()
-        if topic and not getattr(record, "_batch_topic", False):
-            record.msg = f"{topic}: {record.msg}"
-            record._batch_topic = True
-        return True
-
-
-class _BatchProgress:
-    """A redrawn status line on a TTY; one line per event otherwise."""
-
-    def __init__(self, out: TextIO, *, enabled: bool) -> None:
-        self.out = out
-        self.enabled = enabled
-        self.tty = enabled and out.isatty()
-        self.lock = threading.RLock()
-        self.line = ""
-        self.shown = False
-        self.last_draw = 0.0
-
-    # -- log handler plumbing
-    def attached(self) -> Any:
-        import contextlib
-
-        @contextlib.contextmanager
-        def cm() -> Any:
-            handlers = [h for h in log.handlers if isinstance(h, logging.StreamHandler)]
-            topic_filter = _TopicFilter()
-            swapped: list[tuple[logging.StreamHandler[Any], Any]] = []
-            for h in handlers:
-                h.addFilter(topic_filter)
-                if self.tty:
-                    swapped.append((h, h.setStream(_BarStream(self))))
-            try:
-                yield self
-            finally:
-                with self.lock:
-                    self._clear()
-                for h, old in swapped:
-                    h.setStream(old)
-                for h in handlers:
-                    h.removeFilter(topic_filter)
-
-        return cm()
-
-    def _clear(self) -> None:
-        if self.shown:
-            self.out.write("\r\x1b[K")
-            self.shown = False
-
-    def _draw(self) -> None:
-        if self.tty and self.line:
-            self.out.write(self.line)
-            self.out.flush()
-            self.shown = True
-
-    # -- events
-    def __call__(self, event: Any) -> None:
-        from ..batch import BatchEvent
-
-        assert isinstance(event, BatchEvent)
-        if not self.enabled:
-            return
-        p = event.progress
-        if event.kind == "halt":
-            log.warning("%s", event.message)
-        elif event.kind == "start" and not self.tty:
-            action = " (continuing its chain)" if event.action == "continue" else ""
-            log.info("[%d/%d] start %s%s", p.finished, p.total, event.topic, action)
-        elif event.kind == "done" and event.entry is not None:
-            self._done_line(event.entry, p)
-        if self.tty:
-            now = time.monotonic()
-            if event.kind != "tick" and now - self.last_draw < 0.05 and p.finished < p.total:
-                return
-            self.last_draw = now
-            with self.lock:
-                self._clear()
-                self.line = self._bar(p)
-                self._draw()
-
-    def _done_line(self, e: Any, p: Any) -> None:
-        where = f"[{p.finished}/{p.total}] {e.status} {e.topic}"
-        if e.status in ("failed", "truncated") or (e.status == "pending" and e.error):
-            if e.status == "pending" and e.error.startswith("not started"):
-                return
-            log.warning("%s: %s", where, e.error)
-            return
-        if self.tty:
-            return
-        known = e.usage["total_tokens"] if e.usage is not None else None
-        segs = len(e.receipt_paths)
-        detail = f"{segs} segment{'s' if segs != 1 else ''}, "
-        detail += tokens_text(known, e.estimated_tokens)
-        if e.status != "skipped":
-            detail += f", {e.attempts} request{'s' if e.attempts != 1 else ''}"
-        log.info("%s (%s)", where, detail)
-
-    def _bar(self, p: Any) -> str:
-        c = p.counts
-        done = c["ok"] + c["skipped"]
-        ran = p.finished - c["skipped"]
-        remaining = p.total - p.finished
-        if remaining == 0:
-            eta = "done"
-        elif ran > 0:
-            eta = "ETA " + _fmt_seconds(p.elapsed / ran * remaining)
-        else:
-            eta = "ETA --"
-        width = 20
-        filled = int(width * p.finished / p.total) if p.total else width
-        bar = "#" * filled + "-" * (width - filled)
-        parts = [
-            f"[{bar}] {p.finished}/{p.total}",
-            f"{done} done ({c['skipped']} skipped)",
-            f"{c['failed']} failed",
-        ]
-        if c["truncated"]:
-            parts.append(f"{c['truncated']} truncated")
-        if c["pending"]:
-            parts.append(f"{c['pending']} not started")
-        tokens = f"~{p.tokens} tokens (estimated)" if p.tokens_estimated else f"{p.tokens} tokens"
-        parts += [f"{p.in_flight} in flight", tokens, eta]
-        return "  ".join(parts)
 
 
 # --------------------------------------------------------------------------- rendering

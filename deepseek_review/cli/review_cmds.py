@@ -12,7 +12,6 @@ from ..textsafe import escape
 from .app import (
     STATE,
     _json_out,
-    _Progress,
     _write_lines,
     example,
     log,
@@ -20,6 +19,7 @@ from .app import (
     tokens_text,
     typed_path,
 )
+from .progress import review_progress
 from .table import Flags, table_command
 
 if TYPE_CHECKING:
@@ -46,11 +46,8 @@ def run(flags: Flags) -> None:
     if flags["dry_run"]:
         _render_plan(plan, flags["as_json"])
         return
-    progress = _Progress()
-    try:
+    with review_progress() as progress:
         result = api.send_review(plan, progress=progress)
-    finally:
-        progress.done()
     _render_result(root, result, flags["as_json"])
     _raise_if_truncated(result, plan.options.continuation.max_continuations, root)
 
@@ -217,11 +214,8 @@ def continue_(flags: Flags) -> None:
     root = api.repo_root(flags["repo_root"])
     given = flags.given(root)
     STATE.secret = api.api_key(given.get("api_key_env"))
-    progress = _Progress()
-    try:
+    with review_progress() as progress:
         outcome = api.continue_review(typed_path(root, flags["path"]), progress=progress, **given)
-    finally:
-        progress.done()
     _render_result(root, outcome.result, flags["as_json"])
     _raise_if_truncated(outcome.result, outcome.max_continuations, root)
 
