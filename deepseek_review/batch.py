@@ -38,16 +38,9 @@ from typing import Any, Literal
 
 import httpx
 
+from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .chain import RECORD_SUFFIX, ChainSegment, load_segment
-from .client import (
-    ChatClient,
-    Completion,
-    ProgressFn,
-    RetryPolicy,
-    Throttle,
-    Timeouts,
-    _tls_context,
-)
+from .client import ChatClient, Throttle, _tls_context
 from .context import Output
 from .endpoint import canonical
 from .errors import InputError, Interrupted, OutputError, ReviewError
