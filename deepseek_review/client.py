@@ -18,8 +18,7 @@ Every answer is bounded (:mod:`.bodyread`, :mod:`.deadline`): its decoded size, 
 line, the run of stream lines that carry nothing, and the whole attempt's time. Too big is
 not retried (the same request would get the same answer, paid for again); the rest is.
 
-Error bodies come as ``{"error": {"message": ...}}`` (OpenAI, Ollama's compat layer) or as
-``{"error": "..."}`` (ollama.com, Ollama's cloud proxy); both are read. The API key is only
+Error bodies are read by :mod:`.errorbody`, answers by :mod:`.chatwire`. The API key is only
 ever placed in the ``Authorization`` header and is scrubbed from every message.
 """
 
@@ -29,24 +28,20 @@ import email.utils
 import functools
 import logging
 import random
-import re
-import reprlib
 import ssl
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
-from . import __version__, bodyread, deadline, safejson, serverhints
-from .calls import Completion, ProgressFn, RetryPolicy, Timeouts, Usage
+from . import __version__, bodyread, chatwire, deadline, safejson, serverhints
+from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .endpoint import is_loopback_host, safe_url
+from .errorbody import error_body, error_message, error_parts, one_line
 from .errors import BadResponse, Interrupted, ServerError
 from .serverhints import Advice
-from .textsafe import escape
 
 log = logging.getLogger("deepseek_review")
 
@@ -59,11 +54,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 #: An error body is read for its message only.
 MAX_ERROR_BODY_BYTES = 1024 * 1024
-#: Stream lines in a row that carry no content, reasoning, finish_reason or usage (blank
-#: lines, comments, empty deltas): a stream that keeps sending nothing is not an answer.
-MAX_IDLE_LINES = 10_000
-#: The largest token count taken as real: JSON's exact integers (and far beyond any model).
-MAX_TOKEN_COUNT = 2**53
 #: Attempts in all for a failure that one more try may cure but four more would not.
 FAST_FAIL_ATTEMPTS = 2
 
@@ -126,104 +116,6 @@ def parse_retry_after(value: str | None, cap: float) -> float | None:
     if seconds != seconds:  # NaN
         return None
     return min(max(seconds, 0.0), cap)
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """A server's words for an error message: one line, at most ``limit`` characters (before
-    escaping), and its control characters shown as escapes, so that a library caller who
-    prints the message is as safe as the command line."""
-    text = re.sub(r"\s+", " ", text).strip()
-    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
-
-
-def _error_body(body: bytes) -> Any:
-    """An error body as JSON, or None when it is not JSON (or is refused)."""
-    try:
-        return safejson.loads(body, what="error body")
-    except ValueError:
-        return None
-
-
-def _error_parts(data: Any) -> tuple[str | None, int | None, str]:
-    """The message, status and kind of an error object, or of a body that holds one.
-
-    Shapes: ``{"error": {"message", "code", "type"}}`` (OpenAI, llama.cpp, Ollama's compat
-    layer), ``{"error": "..."}`` (ollama.com), ``{"message", "code"}`` (vLLM; llama.cpp's bare
-    stream error object). The status is ``code`` when it is an HTTP error status; the kind
-    joins the ``type`` and a string ``code`` (``context_length_exceeded``)."""
-    err = data.get("error", data) if isinstance(data, dict) else data
-    if isinstance(err, str):
-        return one_line(err), None, ""
-    if not isinstance(err, dict):
-        return None, None, ""
-    message = err.get("message")
-    if not isinstance(message, str) and isinstance(data, dict):
-        message = data.get("message")
-    code = err.get("code")
-    status = code if type(code) is int and 400 <= code <= 599 else None
-    kind = " ".join(v for v in (err.get("type"), code) if isinstance(v, str))
-    return (one_line(message) if isinstance(message, str) else None), status, kind
-
-
-def error_message(body: bytes, content_type: str) -> str:
-    """The server's own words from an error body, whichever shape it has."""
-    message, _, _ = _error_parts(_error_body(body))
-    if message is not None:
-        return message
-    text = body.decode("utf-8", errors="replace")
-    if "html" in content_type.lower() or text.lstrip().startswith("<"):
-        title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
-        return "HTML page" + (f" ({one_line(title.group(1), 120)})" if title else "")
-    return one_line(text) if text.strip() else "empty body"
-
-
-_SHORT = reprlib.Repr()
-_SHORT.maxlong = _SHORT.maxstring = 24
-
-
-def _token_count(value: Any, name: str) -> int:
-    """A usage count as the receipt may hold it: an integer from 0 to 2**53, nothing else
-    (not a bool, a float such as 1e400, or thousands of digits)."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
-        return value
-    raise ValueError(
-        f"usage.{name} is {_SHORT.repr(value)}, not a token count (an integer from 0 to 2**53)"
-    )
-
-
-def _usage(raw: Any) -> Usage | None:
-    """The server's token counts; malformed ones make the answer unusable (as any other
-    malformed field does): they would go into the receipt and every total built on it."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise ValueError("usage is not an object")
-    prompt = _token_count(raw.get("prompt_tokens"), "prompt_tokens")
-    completion = _token_count(raw.get("completion_tokens"), "completion_tokens")
-    total = _token_count(raw.get("total_tokens", prompt + completion), "total_tokens")
-    return Usage(prompt, completion, total)
-
-
-def _text_field(obj: dict[str, Any], *names: str) -> str | None:
-    for n in names:
-        v = obj.get(n)
-        if isinstance(v, str):
-            return v
-    return None
-
-
-@dataclass
-class _StreamState:
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    keys: dict[str, None] = field(default_factory=dict)
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    model: str | None = None
-    done: bool = False
-    pieces: int = 0
-    seen: bool = False
-    """Any line but blank ones arrived."""
 
 
 @functools.cache
@@ -451,7 +343,7 @@ class ChatClient:
         try:
             raw = self._scrub_bytes(bodyread.read_body(resp, MAX_ERROR_BODY_BYTES))
             msg = error_message(raw, resp.headers.get("content-type", ""))
-            kind = _error_parts(_error_body(raw))[2]
+            kind = error_parts(error_body(raw))[2]
         except bodyread.BodyError as exc:
             msg = f"error body not shown ({exc})"
         where = f"{self.url} answered {status}"
@@ -504,7 +396,7 @@ class ChatClient:
             data = safejson.loads(raw, what="error", max_bytes=self.max_line_bytes)
         except ValueError:
             data = raw.decode("utf-8", errors="replace")
-        msg, status, kind = _error_parts(data)
+        msg, status, kind = error_parts(data)
         if msg is None:
             msg = one_line(raw.decode("utf-8", errors="replace"), 200) or "no message"
         shown = f"{where} (code {status})" if status is not None else where
@@ -523,11 +415,11 @@ class ChatClient:
                 else error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
             )
             raise _Retryable(BadResponse(f"{self.url}: answer is not JSON ({shown})")) from None
-        if isinstance(data, dict) and data.get("error") is not None:
+        if chatwire.carries_error(data):
             where = f"{self.url} answered 200 with an error"
             raise self._reported(raw[:MAX_ERROR_BODY_BYTES], where, model)
         try:
-            return _completion_from_json(data)
+            return chatwire.completion_from_json(data)
         except ValueError as exc:
             why = one_line(self._scrub(str(exc)))
             raise _Retryable(BadResponse(f"{self.url}: unusable answer: {why}")) from None
@@ -535,7 +427,7 @@ class ChatClient:
     def _read_stream(
         self, resp: httpx.Response, progress: ProgressFn | None, t0: float, model: str
     ) -> Completion:
-        st = _StreamState()
+        st = chatwire.StreamState()
         lines = bodyread.split_lines(
             bodyread.iter_body(resp, self.max_response_bytes), self.max_line_bytes
         )
@@ -551,86 +443,43 @@ class ChatClient:
             raise _Retryable(
                 self._nothing("closed the stream with no data at all"), cap=FAST_FAIL_ATTEMPTS
             )
-        if st.finish_reason is None or not st.done:
-            missing = "finish chunk" if st.finish_reason is None else "data: [DONE]"
-            raise _Retryable(BadResponse(f"{self.url}: stream ended without its {missing}"))
-        _read_past_done(lines)
-        if st.keys and not st.keys.keys() & _TEXT_KEYS:
-            # A stream that ended with its finish chunk is complete whatever its content: an
-            # empty answer may be just `delta: {}` + finish (llama.cpp, when the answer ended
-            # exactly at the previous cap). But deltas that carry fields and never a text
-            # field hold a message in a shape we cannot read: not an answer.
-            raise _Retryable(BadResponse(f"{self.url}: stream carried no message content"))
         try:
-            content, reasoning = _join_text(st.content), _join_text(st.reasoning)
+            chatwire.check_ended(st)
         except ValueError as exc:
-            raise _Retryable(BadResponse(f"{self.url}: unusable answer: {exc}")) from None
-        return Completion(
-            content=content,
-            reasoning=reasoning or None,
-            finish_reason=st.finish_reason,
-            usage=st.usage,
-            message_keys=tuple(st.keys),
-            model=st.model,
-            attempts=1,
-            elapsed=time.monotonic() - t0,
-        )
+            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
+        _read_past_done(lines)
+        try:
+            return chatwire.stream_completion(st, time.monotonic() - t0)
+        except ValueError as exc:
+            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
 
     def _read_events(
         self,
-        st: _StreamState,
+        st: chatwire.StreamState,
         lines: Iterator[bytes],
         progress: ProgressFn | None,
         t0: float,
         model: str,
     ) -> None:
-        """Read the stream's lines into ``st`` up to ``data: [DONE]`` or the body's end.
+        """Read the stream's lines into ``st`` (:func:`.chatwire.read_events`), its failures
+        worded for this endpoint."""
+        on_data = None
+        if progress is not None:
+            report = progress
 
-        An error the server reports in the stream ends it: a ``data:`` chunk holding
-        ``error``, the data of an ``event: error``, or llama.cpp's ``error:`` line (before its
-        HTTP layer was rewritten it sent the error as that line, then ``data: [DONE]``)."""
-        idle = 0
-        event = b""
-        where = f"{self.url} sent an error in its stream"
-        for line in lines:
-            st.seen = st.seen or bool(line.strip())
-            if line.startswith(b"event:"):
-                event = line[6:].strip()
-            elif not line:
-                event = b""  # a blank line ends an event
-            payload = _sse_data(line)
-            if line.startswith(b"error:"):
-                raise self._reported(line[6:].strip(), where, model)
-            if event == b"error" and payload is not None:
-                raise self._reported(payload, where, model)
-            if payload == b"[DONE]":
-                st.done = True
-                return
-            before = (st.pieces, st.finish_reason, st.usage)
-            if payload is not None:
-                try:
-                    chunk = safejson.loads(
-                        payload, what="stream chunk", max_bytes=self.max_line_bytes
-                    )
-                    if isinstance(chunk, dict) and chunk.get("error") is not None:
-                        raise self._reported(payload, where, model)
-                    _apply_chunk(st, chunk)
-                except ValueError as exc:
-                    raise _Retryable(
-                        BadResponse(
-                            f"{self.url}: bad stream chunk: {one_line(self._scrub(str(exc)), 200)}"
-                        )
-                    ) from None
-            idle = idle + 1 if (st.pieces, st.finish_reason, st.usage) == before else 0
-            if idle > MAX_IDLE_LINES:
-                raise _Retryable(
-                    BadResponse(
-                        f"{self.url}: {MAX_IDLE_LINES} stream lines in a row carried no "
-                        "content, reasoning, finish_reason or usage"
-                    )
-                )
-            if progress is not None and payload is not None:
-                progress(st.pieces, time.monotonic() - t0)
+            def on_data(pieces: int) -> None:
+                report(pieces, time.monotonic() - t0)
+
+        try:
+            chatwire.read_events(st, lines, max_line_bytes=self.max_line_bytes, on_data=on_data)
+        except chatwire.ReportedError as exc:
+            where = f"{self.url} sent an error in its stream"
+            raise self._reported(exc.raw, where, model) from None
+        except chatwire.BadChunk as exc:
+            why = one_line(self._scrub(str(exc)), 200)
+            raise _Retryable(BadResponse(f"{self.url}: bad stream chunk: {why}")) from None
+        except chatwire.IdleStream as exc:
+            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
 
     def _nothing(self, what: str) -> BadResponse:
         """A 200 stream that ended before a single line, said plainly."""
@@ -639,24 +488,6 @@ class ChatClient:
             hint="try --no-stream: some servers give their reason only there "
             "(llama-cpp-python, for a prompt over its context)",
         )
-
-
-def _join_text(pieces: list[str]) -> str:
-    """The pieces as one valid Unicode string.
-
-    JSON ``\\uXXXX`` escapes can encode UTF-16 surrogates; a server that splits a pair across
-    two stream chunks leaves two halves that only make a character once joined. An unpaired
-    half cannot be written as UTF-8 at all, so it makes the answer unusable.
-    """
-    text = "".join(pieces)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
-        except UnicodeDecodeError:
-            raise ValueError("the text holds an unpaired UTF-16 surrogate (not Unicode)") from None
-    return text
 
 
 def _refused(exc: BaseException) -> bool:
@@ -672,9 +503,6 @@ def _refused(exc: BaseException) -> bool:
     return "connection refused" in str(exc).lower()
 
 
-#: Delta fields that carry the answer's text (or the model's thinking).
-_TEXT_KEYS = frozenset({"content", "reasoning", "reasoning_content"})
-
 #: Lines read after ``data: [DONE]`` at most (a server sends none, or a blank one).
 _MAX_LINES_AFTER_DONE = 16
 
@@ -689,81 +517,3 @@ def _read_past_done(lines: Iterator[bytes]) -> None:
                 return
     except (bodyread.BodyError, httpx.HTTPError):
         return
-
-
-def _sse_data(line: bytes) -> bytes | None:
-    """The payload of an SSE ``data:`` line; None for any other line (comments, ``event:``,
-    blanks)."""
-    return line[5:].strip() if line.startswith(b"data:") else None
-
-
-def _apply_chunk(st: _StreamState, chunk: Any) -> None:
-    if not isinstance(chunk, dict):
-        raise ValueError("chunk is not an object")
-    if isinstance(chunk.get("model"), str):
-        st.model = chunk["model"]
-    if chunk.get("usage") is not None:
-        st.usage = _usage(chunk["usage"])
-    choices = chunk.get("choices")
-    if choices is None:
-        return
-    if not isinstance(choices, list):
-        raise ValueError("choices is not a list")
-    for choice in choices[:1]:
-        if not isinstance(choice, dict):
-            raise ValueError("choice is not an object")
-        delta = choice.get("delta") or {}
-        if not isinstance(delta, dict):
-            raise ValueError("delta is not an object")
-        for k in delta:
-            st.keys.setdefault(k)
-        text = delta.get("content")
-        if text is not None and not isinstance(text, str):
-            raise ValueError("delta.content is not a string")
-        thought = _text_field(delta, "reasoning", "reasoning_content")
-        if text:
-            st.content.append(text)
-            st.pieces += 1
-        if thought:
-            st.reasoning.append(thought)
-            st.pieces += 1
-        if choice.get("finish_reason") is not None:
-            fr = choice["finish_reason"]
-            if not isinstance(fr, str):
-                raise ValueError("finish_reason is not a string")
-            st.finish_reason = fr
-
-
-def _completion_from_json(data: Any) -> Completion:
-    if not isinstance(data, dict):
-        raise ValueError("body is not a JSON object")
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise ValueError("no choices")
-    choice = choices[0]
-    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
-        raise ValueError("choices[0].message is missing")
-    message = choice["message"]
-    if "content" not in message:
-        raise ValueError("message.content is missing")
-    content = message["content"]
-    if content is None:
-        content = ""
-    if not isinstance(content, str):
-        raise ValueError(f"message.content is {type(content).__name__}, not a string")
-    content = _join_text([content])
-    reasoning = _text_field(message, "reasoning", "reasoning_content")
-    reasoning = _join_text([reasoning]) if reasoning else None
-    fr = choice.get("finish_reason")
-    if fr is not None and not isinstance(fr, str):
-        raise ValueError("finish_reason is not a string")
-    return Completion(
-        content=content,
-        reasoning=reasoning or None,
-        finish_reason=fr,
-        usage=_usage(data.get("usage")),
-        message_keys=tuple(str(k) for k in message),
-        model=data.get("model") if isinstance(data.get("model"), str) else None,
-        attempts=1,
-        elapsed=0.0,
-    )
