@@ -40,7 +40,7 @@ import httpx
 
 from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .chain import RECORD_SUFFIX, ChainSegment, load_segment
-from .client import ChatClient, Throttle, _tls_context
+from .client import ChatClient, Throttle
 from .context import Output
 from .endpoint import canonical
 from .errors import InputError, Interrupted, OutputError, ReviewError
@@ -68,6 +68,7 @@ from .storage import (
     write_replacing,
 )
 from .tokens import estimate_exchange
+from .transport import make_http_client, tls_context
 
 log = logging.getLogger("deepseek_review")
 
@@ -504,7 +505,7 @@ def prepare_batch(
     when the manifest has problems. ``clean`` removes stale temporary files of killed runs.
     """
     # Load the CA bundle (~50 ms, without the GIL) while the manifest is planned.
-    tls = threading.Thread(target=_tls_context, name="tls-context", daemon=True)
+    tls = threading.Thread(target=tls_context, name="tls-context", daemon=True)
     tls.start()
     planned = plan_manifest(
         Path(options.manifest),
@@ -634,17 +635,11 @@ class _Runner:
         self.counts: Counter[str] = Counter()
         self.in_flight = 0
         self.started = time.monotonic()
-        self.http = httpx.Client(
-            timeout=httpx.Timeout(
-                options.timeouts.read, connect=options.timeouts.connect, pool=None
-            ),
-            limits=httpx.Limits(
-                max_connections=max(64, options.jobs),
-                max_keepalive_connections=max(64, options.jobs),
-            ),
-            follow_redirects=False,
-            verify=_tls_context(),
-            event_hooks={"request": [_count_request]},
+        self.http = make_http_client(
+            options.timeouts,
+            https=any(w.planned.plan.endpoint.url.startswith("https:") for w in prepared.work),
+            connections=options.jobs,
+            on_request=_count_request,
         )
         self.slots = _RequestSlots(options.jobs, stop, self._may_start)
         self.throttles: dict[str, Throttle] = {}

@@ -25,10 +25,8 @@ ever placed in the ``Authorization`` header and is scrubbed from every message.
 from __future__ import annotations
 
 import email.utils
-import functools
 import logging
 import random
-import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -36,12 +34,13 @@ from collections.abc import Iterator
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
-from . import __version__, bodyread, chatwire, deadline, safejson, serverhints
+from . import bodyread, chatwire, deadline, safejson, serverhints, transport
 from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .endpoint import is_loopback_host, safe_url
 from .errorbody import error_body, error_message, error_parts, one_line
 from .errors import BadResponse, Interrupted, ServerError
 from .serverhints import Advice
+from .transport import make_http_client, request_headers
 
 log = logging.getLogger("deepseek_review")
 
@@ -118,21 +117,6 @@ def parse_retry_after(value: str | None, cap: float) -> float | None:
     return min(max(seconds, 0.0), cap)
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext | bool:
-    """httpx's default verifying TLS context, built once per process: loading the CA bundle
-    takes ~50 ms, which every client (one per review, per batch endpoint) would pay again."""
-    make = getattr(httpx, "create_ssl_context", None)  # public from httpx 0.28
-    return make() if make is not None else True
-
-
-@functools.cache
-def _no_tls_context() -> ssl.SSLContext:
-    """For plain-http endpoints: a context that trusts no certificate at all, so nothing can
-    ever be accepted over TLS with it, and that costs nothing to build (no CA bundle)."""
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
 class ChatClient:
     """One endpoint, one connection pool; safe to share between threads."""
 
@@ -162,16 +146,7 @@ class ChatClient:
         self.max_line_bytes = max_line_bytes or DEFAULT_MAX_LINE_BYTES
         self.throttle = throttle or Throttle()
         self._own_http = http is None
-        self._http = http or httpx.Client(
-            timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect, pool=None),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
-            follow_redirects=False,
-            # Loading the CA bundle costs ~50 ms, a sixth of a whole local review: only an
-            # https endpoint needs it.
-            verify=_tls_context() if url.startswith("https:") else _no_tls_context(),
-        )
-        if self._own_http:
-            deadline.bound_client(self._http)
+        self._http = http or make_http_client(self.timeouts, https=url.startswith("https:"))
 
     def close(self) -> None:
         if self._own_http:
@@ -190,18 +165,6 @@ class ChatClient:
 
     def _scrub_bytes(self, data: bytes) -> bytes:
         return data.replace(self._key.encode("utf-8"), b"[redacted]") if self._key else data
-
-    def _headers(self, stream: bool) -> dict[str, str]:
-        h = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream" if stream else "application/json",
-            # Only what bodyread can inflate within bounds (httpx would offer br/zstd too).
-            "Accept-Encoding": "gzip, deflate",
-            "User-Agent": f"deepseek-review/{__version__}",
-        }
-        if self._key:
-            h["Authorization"] = f"Bearer {self._key}"
-        return h
 
     # ------------------------------------------------------------------ public
 
@@ -288,7 +251,7 @@ class ChatClient:
             with (
                 deadline.within(self.timeouts.total) as end,
                 self._http.stream(
-                    "POST", self.url, content=body, headers=self._headers(stream)
+                    "POST", self.url, content=body, headers=request_headers(stream, self._key)
                 ) as resp,
             ):
                 if resp.status_code != 200:
@@ -324,7 +287,7 @@ class ChatClient:
                 raise _Retryable(
                     BadResponse(f"{self.url}: the answer broke off before its end ({why})")
                 ) from None
-            refused = _refused(exc)
+            refused = transport.refused(exc)
             hint = serverhints.unreachable(self.advice, self.url, why, model=model, refused=refused)
             # Nothing listening on this machine is not cured by waiting 15 s; a remote server
             # that refuses may be restarting.
@@ -488,19 +451,6 @@ class ChatClient:
             hint="try --no-stream: some servers give their reason only there "
             "(llama-cpp-python, for a prompt over its context)",
         )
-
-
-def _refused(exc: BaseException) -> bool:
-    """The connection was refused: nothing listens on that port (the OS error is the cause
-    of httpcore's error, itself the cause of httpx's)."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            break
-        if isinstance(seen, ConnectionRefusedError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return "connection refused" in str(exc).lower()
 
 
 #: Lines read after ``data: [DONE]`` at most (a server sends none, or a blank one).
