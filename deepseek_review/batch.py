@@ -40,7 +40,7 @@ import httpx
 
 from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .chain import RECORD_SUFFIX, ChainSegment, load_segment
-from .client import ChatClient, Throttle
+from .client import ChatClient
 from .context import Output
 from .endpoint import canonical
 from .errors import InputError, Interrupted, OutputError, ReviewError
@@ -58,6 +58,7 @@ from .pipeline import (
 from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import files_unchanged_since, find_repo_root, resolve_inside
 from .resume import segment_from
+from .retry import Throttle
 from .segment import Segment
 from .serverhints import Advice
 from .storage import (

@@ -1,9 +1,10 @@
 """Calling an OpenAI-compatible ``/v1/chat/completions`` endpoint, with retries.
 
-The retry policy lives here alone. Retried (exponential backoff with jitter, ``Retry-After``
-honoured up to a cap): connection errors, timeouts, 429, 500, 502, 503, 504, and any answer
-that is not a usable completion (bad JSON, a stream cut before its finish chunk or
-``[DONE]``): such a body is a failed attempt, never an answer. Never retried: other 4xx, which
+What is retried is decided here alone (the waiting between tries is :mod:`.retry`'s).
+Retried (exponential backoff with jitter, ``Retry-After`` honoured up to a cap): connection
+errors, timeouts, 429, 500, 502, 503, 504, and any answer that is not a usable completion
+(bad JSON, a stream cut before its finish chunk or ``[DONE]``): such a body is a failed
+attempt, never an answer. Never retried: other 4xx, which
 get a message saying what to do instead (worded for the server kind, :mod:`.serverhints`).
 Tried twice at most: a refused connection to loopback (no server is running there; a remote
 server that refuses may be restarting, so it gets the whole policy) and a stream that closes
@@ -24,25 +25,19 @@ ever placed in the ``Authorization`` header and is scrubbed from every message.
 
 from __future__ import annotations
 
-import email.utils
-import logging
-import random
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
-from . import bodyread, chatwire, deadline, safejson, serverhints, transport
+from . import bodyread, chatwire, deadline, retry, safejson, serverhints, transport
 from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .endpoint import is_loopback_host, safe_url
 from .errorbody import error_body, error_message, error_parts, one_line
-from .errors import BadResponse, Interrupted, ServerError
+from .errors import BadResponse, ServerError
+from .retry import Retryable, Throttle, parse_retry_after
 from .serverhints import Advice
 from .transport import make_http_client, request_headers
-
-log = logging.getLogger("deepseek_review")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: One answer's body, decoded (decompressed), streamed or not: a streamed answer costs about
@@ -55,66 +50,6 @@ DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_ERROR_BODY_BYTES = 1024 * 1024
 #: Attempts in all for a failure that one more try may cure but four more would not.
 FAST_FAIL_ATTEMPTS = 2
-
-
-class _Retryable(Exception):
-    """An attempt failed in a way worth another try; carries the final error to raise.
-
-    ``cap``: the most attempts in all this failure is worth (None: the policy's)."""
-
-    def __init__(
-        self,
-        final: ServerError | BadResponse,
-        retry_after: float | None = None,
-        cap: int | None = None,
-    ):
-        super().__init__(final.message)
-        self.final = final
-        self.retry_after = retry_after
-        self.cap = cap
-
-
-class Throttle:
-    """Shared by every job on one endpoint: a 429 slows everyone, not just its own job."""
-
-    def __init__(self, stop: threading.Event | None = None) -> None:
-        self._lock = threading.Lock()
-        self._not_before = 0.0
-        self.stop = stop or threading.Event()
-
-    def penalize(self, seconds: float) -> None:
-        with self._lock:
-            self._not_before = max(self._not_before, time.monotonic() + seconds)
-
-    def wait_turn(self) -> None:
-        while True:
-            with self._lock:
-                delay = self._not_before - time.monotonic()
-            if delay <= 0:
-                return
-            self.sleep(delay)
-
-    def sleep(self, seconds: float) -> None:
-        if self.stop.wait(seconds):
-            raise Interrupted("interrupted while waiting to retry")
-
-
-def parse_retry_after(value: str | None, cap: float) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), capped."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - time.time()
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(seconds, 0.0), cap)
 
 
 class ChatClient:
@@ -180,44 +115,7 @@ class ChatClient:
         started = time.monotonic()
         attempts = 0
 
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            backoff = min(
-                self.policy.backoff_max,
-                self.policy.backoff_initial * 2 ** (state.attempt_number - 1),
-            )
-            delay = random.uniform(backoff / 2, backoff) if backoff else 0.0
-            if isinstance(exc, _Retryable) and exc.retry_after is not None:
-                delay = max(delay, exc.retry_after)
-            return delay
-
-        def before_sleep(state: RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            delay = state.upcoming_sleep
-            if isinstance(exc, _Retryable) and exc.retry_after is not None:
-                self.throttle.penalize(delay)
-            log.warning(
-                "attempt %d/%d failed: %s; retrying in %.1fs",
-                state.attempt_number,
-                self.policy.max_attempts,
-                exc,
-                delay,
-            )
-
-        def stop(state: RetryCallState) -> bool:
-            exc = state.outcome.exception() if state.outcome else None
-            cap = exc.cap if isinstance(exc, _Retryable) else None
-            limit = self.policy.max_attempts if cap is None else min(cap, self.policy.max_attempts)
-            return state.attempt_number >= limit
-
-        retrying = Retrying(
-            stop=stop,
-            wait=wait,
-            retry=retry_if_exception_type(_Retryable),
-            before_sleep=before_sleep,
-            sleep=self.throttle.sleep,
-            reraise=True,
-        )
+        retrying = retry.retrying(self.policy, self.throttle)
         try:
             for attempt in retrying:
                 with attempt:
@@ -234,7 +132,7 @@ class ChatClient:
                         attempts=attempts,
                         elapsed=time.monotonic() - started,
                     )
-        except _Retryable as exc:
+        except Retryable as exc:
             final = exc.final
             suffix = f" (after {attempts} attempt{'s' if attempts != 1 else ''})"
             raise type(final)(final.message + suffix, hint=final.hint) from None
@@ -263,7 +161,7 @@ class ChatClient:
                 return self._read_json(resp, model)
         except httpx.TimeoutException as exc:
             if deadline.passed(end):
-                raise _Retryable(
+                raise Retryable(
                     ServerError(
                         f"{self.url}: no complete answer within --total-timeout "
                         f"{self.timeouts.total:g}s",
@@ -271,7 +169,7 @@ class ChatClient:
                     )
                 ) from None
             kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
-            raise _Retryable(
+            raise Retryable(
                 ServerError(f"{self.url}: {kind} timeout", hint=self._timeout_hint(kind))
             ) from None
         except bodyread.TooBig as exc:
@@ -280,11 +178,11 @@ class ChatClient:
                 hint="is --endpoint the chat-completions server you meant?",
             ) from None
         except bodyread.BodyError as exc:
-            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
+            raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
         except httpx.TransportError as exc:
             why = one_line(self._scrub(str(exc))) or type(exc).__name__
             if answered:  # reached, and it said 200: the answer itself broke off
-                raise _Retryable(
+                raise Retryable(
                     BadResponse(f"{self.url}: the answer broke off before its end ({why})")
                 ) from None
             refused = transport.refused(exc)
@@ -292,7 +190,7 @@ class ChatClient:
             # Nothing listening on this machine is not cured by waiting 15 s; a remote server
             # that refuses may be restarting.
             local = refused and is_loopback_host(httpx.URL(self.url).host)
-            raise _Retryable(
+            raise Retryable(
                 ServerError(f"cannot reach {self.url}: {why}", hint=hint),
                 cap=FAST_FAIL_ATTEMPTS if local else None,
             ) from None
@@ -325,7 +223,7 @@ class ChatClient:
         kind: str,
         model: str,
         retry_after: float | None = None,
-    ) -> ServerError | _Retryable:
+    ) -> ServerError | Retryable:
         """The error for a refusal, by its status; ``msg`` is the server's words and ``kind``
         its error type. A prompt over the context is never retried, whatever the status (exit
         5, as its 400 is). Without a status (an error object inside a 200 that names none) it
@@ -337,10 +235,10 @@ class ChatClient:
         if context and status not in RETRY_STATUSES:
             return ServerError(text, hint=serverhints.context_overflow(self.advice))
         if status is None:
-            return _Retryable(BadResponse(text))
+            return Retryable(BadResponse(text))
         if status in RETRY_STATUSES:
             hint = "the server is rate-limiting; wait, or lower --jobs" if status == 429 else ""
-            return _Retryable(ServerError(text, hint=hint), retry_after=retry_after)
+            return Retryable(ServerError(text, hint=hint), retry_after=retry_after)
         if status in (401, 403):
             sent = self._key is not None
             hint = serverhints.unauthorized(self.advice, self.url, key_sent=sent)
@@ -351,7 +249,7 @@ class ChatClient:
             text, hint="the server refused the request; check --model and --extra-body"
         )
 
-    def _reported(self, raw: bytes, where: str, model: str) -> ServerError | _Retryable:
+    def _reported(self, raw: bytes, where: str, model: str) -> ServerError | Retryable:
         """An error the server sent inside a 200 answer (``raw``: the error's JSON, or text),
         handled as the status it carries would be."""
         raw = self._scrub_bytes(raw)
@@ -370,14 +268,14 @@ class ChatClient:
         try:
             data = safejson.loads(raw, what="answer", max_bytes=self.max_response_bytes)
         except safejson.JSONRefused as exc:
-            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
+            raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
         except ValueError:
             shown = (
                 "empty body"
                 if not raw.strip()
                 else error_message(self._scrub_bytes(raw), resp.headers.get("content-type", ""))
             )
-            raise _Retryable(BadResponse(f"{self.url}: answer is not JSON ({shown})")) from None
+            raise Retryable(BadResponse(f"{self.url}: answer is not JSON ({shown})")) from None
         if chatwire.carries_error(data):
             where = f"{self.url} answered 200 with an error"
             raise self._reported(raw[:MAX_ERROR_BODY_BYTES], where, model)
@@ -385,7 +283,7 @@ class ChatClient:
             return chatwire.completion_from_json(data)
         except ValueError as exc:
             why = one_line(self._scrub(str(exc)))
-            raise _Retryable(BadResponse(f"{self.url}: unusable answer: {why}")) from None
+            raise Retryable(BadResponse(f"{self.url}: unusable answer: {why}")) from None
 
     def _read_stream(
         self, resp: httpx.Response, progress: ProgressFn | None, t0: float, model: str
@@ -400,21 +298,21 @@ class ChatClient:
             if st.seen:
                 raise
             # A crash, perhaps, or a proxy's hiccup: the whole policy, as for any cut answer.
-            raise _Retryable(self._nothing("the connection closed before any data")) from None
+            raise Retryable(self._nothing("the connection closed before any data")) from None
         if not st.seen:
             # The server ended the answer on purpose, empty: it does so again for this request.
-            raise _Retryable(
+            raise Retryable(
                 self._nothing("closed the stream with no data at all"), cap=FAST_FAIL_ATTEMPTS
             )
         try:
             chatwire.check_ended(st)
         except ValueError as exc:
-            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
+            raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
         _read_past_done(lines)
         try:
             return chatwire.stream_completion(st, time.monotonic() - t0)
         except ValueError as exc:
-            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
+            raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
 
     def _read_events(
         self,
@@ -440,9 +338,9 @@ class ChatClient:
             raise self._reported(exc.raw, where, model) from None
         except chatwire.BadChunk as exc:
             why = one_line(self._scrub(str(exc)), 200)
-            raise _Retryable(BadResponse(f"{self.url}: bad stream chunk: {why}")) from None
+            raise Retryable(BadResponse(f"{self.url}: bad stream chunk: {why}")) from None
         except chatwire.IdleStream as exc:
-            raise _Retryable(BadResponse(f"{self.url}: {exc}")) from None
+            raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
 
     def _nothing(self, what: str) -> BadResponse:
         """A 200 stream that ended before a single line, said plainly."""
