@@ -45,7 +45,7 @@ class _Client:
         self.calls = 0
 
     def complete(self, body: bytes, *, model: str, stream: bool, progress: Any = None) -> Any:
-        from deepseek_review.client import Completion, Usage
+        from deepseek_review.calls import Completion, Usage
 
         self.calls += 1
         self.segments_left -= 1

@@ -35,8 +35,8 @@ from .manifestfile import ManifestError
 
 if TYPE_CHECKING:
     from .batch import BatchOptions, BatchReport, EventFn, PreparedBatch
+    from .calls import ProgressFn
     from .chain import ChainSegment
-    from .client import ProgressFn
     from .config import Settings
     from .pipeline import ReviewOptions, ReviewPlan, ReviewResult
     from .resume import ContinueOutcome

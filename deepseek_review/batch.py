@@ -38,16 +38,9 @@ from typing import Any, Literal
 
 import httpx
 
+from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .chain import RECORD_SUFFIX, ChainSegment, load_segment
-from .client import (
-    ChatClient,
-    Completion,
-    ProgressFn,
-    RetryPolicy,
-    Throttle,
-    Timeouts,
-    _tls_context,
-)
+from .client import ChatClient
 from .context import Output
 from .endpoint import canonical
 from .errors import InputError, Interrupted, OutputError, ReviewError
@@ -65,6 +58,7 @@ from .pipeline import (
 from .receipts import RECEIPT_SUFFIX, fast_validators
 from .repo import files_unchanged_since, find_repo_root, resolve_inside
 from .resume import segment_from
+from .retry import Throttle
 from .segment import Segment
 from .serverhints import Advice
 from .storage import (
@@ -75,6 +69,7 @@ from .storage import (
     write_replacing,
 )
 from .tokens import estimate_exchange
+from .transport import make_http_client, tls_context
 
 log = logging.getLogger("deepseek_review")
 
@@ -555,7 +550,7 @@ def prepare_batch(
     when the manifest has problems. ``clean`` removes stale temporary files of killed runs.
     """
     # Load the CA bundle (~50 ms, without the GIL) while the manifest is planned.
-    tls = threading.Thread(target=_tls_context, name="tls-context", daemon=True)
+    tls = threading.Thread(target=tls_context, name="tls-context", daemon=True)
     tls.start()
     planned = plan_manifest(
         Path(options.manifest),
@@ -690,17 +685,11 @@ class _Runner:
         self.streaming: dict[int, int] = {}
         """Pieces streamed so far of each answer still arriving, by worker thread."""
         self.started = time.monotonic()
-        self.http = httpx.Client(
-            timeout=httpx.Timeout(
-                options.timeouts.read, connect=options.timeouts.connect, pool=None
-            ),
-            limits=httpx.Limits(
-                max_connections=max(64, options.jobs),
-                max_keepalive_connections=max(64, options.jobs),
-            ),
-            follow_redirects=False,
-            verify=_tls_context(),
-            event_hooks={"request": [_count_request]},
+        self.http = make_http_client(
+            options.timeouts,
+            https=any(w.planned.plan.endpoint.url.startswith("https:") for w in prepared.work),
+            connections=options.jobs,
+            on_request=_count_request,
         )
         self.slots = _RequestSlots(options.jobs, stop, self._may_start)
         self.throttles: dict[str, Throttle] = {}

@@ -22,7 +22,7 @@ from .repo import find_repo_root
 
 if TYPE_CHECKING:
     from .batch import BatchOptions
-    from .client import RetryPolicy, Timeouts
+    from .calls import RetryPolicy, Timeouts
     from .pipeline import ReviewOptions
     from .resume import ContinueOptions
 
@@ -162,7 +162,7 @@ def build_review_options(
     """The :class:`ReviewOptions` of settled ``values`` (every key of :data:`REVIEW_FIELDS`):
     what ``run``, ``review()`` and every batch entry build, from one mapping. A batch gives
     its run's ``retry`` and ``timeouts`` (its entries share one client per endpoint)."""
-    from .client import RetryPolicy, Timeouts
+    from .calls import RetryPolicy, Timeouts
     from .context import ContextLimits
     from .pipeline import ContinuationOptions, ReviewOptions
 
@@ -248,7 +248,7 @@ def continue_options(
     The endpoint is the receipt's unless the caller names one: a continuation goes back to
     the server that wrote the chain, so the environment's and the config file's are not
     consulted."""
-    from .client import RetryPolicy, Timeouts
+    from .calls import RetryPolicy, Timeouts
     from .pipeline import ContinuationOptions
     from .resume import ContinueOptions
 
@@ -279,7 +279,7 @@ def batch_options(
     review that were given apply to every entry that does not set them (``overrides``); the
     others belong to the whole run."""
     from .batch import BatchOptions
-    from .client import RetryPolicy, Timeouts
+    from .calls import RetryPolicy, Timeouts
 
     given = given_options(given, "batch", "run_batch()")
     root = find_repo_root(repo_root)

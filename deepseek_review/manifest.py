@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .client import RetryPolicy, Timeouts
+from .calls import RetryPolicy, Timeouts
 from .config import Setting, configured_review_values
 from .context import ContextLimits, Gathered, Output, gather_context
 from .errors import ConfigError, InputError, ReviewError

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .client import ChatClient, Completion, ProgressFn, RetryPolicy, Timeouts
+from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
+from .client import ChatClient
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, PromptTruncated

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .calls import ProgressFn, RetryPolicy, Timeouts, Usage
 from .chain import RECORD_SUFFIX, ChainSegment, find_chain, read_answer
-from .client import ChatClient, ProgressFn, RetryPolicy, Timeouts, Usage
+from .client import ChatClient
 from .context import ContextFile
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .client import Completion, Usage
+from .calls import Completion, Usage
 from .context import ContextFile
 from .errors import OutputError
 from .receipts import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes

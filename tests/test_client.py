@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.client import parse_retry_after
+from deepseek_review.retry import parse_retry_after
 from deepseek_review.simulator import GARBAGE_FAULTS, TRANSIENT_FAULTS, Simulator
 from tests.conftest import files_under
 from tests.stubs import Reply

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.client import ChatClient, RetryPolicy
+from deepseek_review.calls import RetryPolicy
+from deepseek_review.client import ChatClient
 from deepseek_review.errors import ServerError
 from deepseek_review.simulator import Simulator
 from tests.conftest import use_key
