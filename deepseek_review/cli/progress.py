@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..batch import BatchEvent, EntryReport, Progress
-    from ..client import ProgressFn
+    from ..calls import ProgressFn
 
 #: Terminals that cannot redraw a line in place.
 _DUMB_TERMINALS = ("dumb", "unknown")
