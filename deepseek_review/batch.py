@@ -56,18 +56,13 @@ from .pipeline import (
     send_review,
 )
 from .receipts import RECEIPT_SUFFIX, fast_validators
+from .records.naming import topic_of, unreceipted_answers
 from .repo import files_unchanged_since, find_repo_root, resolve_inside
 from .resume import segment_from
 from .retry import Throttle
 from .segment import Segment
 from .serverhints import Advice
-from .storage import (
-    check_writable_dir,
-    stale_temp_files,
-    topic_of,
-    unreceipted_answers,
-    write_replacing,
-)
+from .storage import check_writable_dir, stale_temp_files, write_replacing
 from .tokens import estimate_exchange
 from .transport import make_http_client, tls_context
 

@@ -15,8 +15,9 @@ from typing import Any
 from . import safejson
 from .errors import InputError, VerificationFailed
 from .receipts import RECEIPT_SUFFIX, Receipt
+from .records.canonical import sha256_tag
 from .repo import read_regular_file, resolve_inside
-from .request import RECORD_SCHEMA, sha256_tag
+from .request import RECORD_SCHEMA
 
 RECORD_SUFFIX = ".request.json"
 REASONING_SUFFIX = ".reasoning.md"

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .options import check, default, name_of
+from .records.naming import name_order, topic_of
 from .repo import (
     git_dirs,
     git_output,
@@ -48,7 +49,7 @@ from .repo import (
     resolve_inside,
     under_dot_git,
 )
-from .storage import TEMP_PREFIX, TEMP_SUFFIX, name_order, topic_of
+from .storage import TEMP_PREFIX, TEMP_SUFFIX
 
 #: Sized for a 128k-token model: ~4 bytes a token leaves about 28k tokens for the template
 #: and the answer.
@@ -150,7 +151,7 @@ _STAMP_END = re.compile(r"_[0-9]{8}T[0-9]{6}Z\Z")
 def written_by_tool(rel: str) -> bool:
     """Whether ``rel`` is named as this tool names the files it writes: an answer, receipt,
     request record or kept reasoning (``<topic>_deepseek_<model>[_continuation]_<stamp>
-    [-N].{md,receipt.json,request.json,reasoning.md}``, see :func:`.storage.stem_for`), or
+    [-N].{md,receipt.json,request.json,reasoning.md}``, see :func:`.records.naming.stem_for`), or
     a temporary file a killed writer left."""
     name = rel.rpartition("/")[2]
     if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):

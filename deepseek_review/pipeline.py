@@ -24,6 +24,7 @@ from .errors import InputError, PromptTruncated
 from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
 from .receipts import check_recordable
+from .records.naming import check_topic, longest_name
 from .repo import find_repo_root, resolve_inside
 from .request import (
     AnswerRef,
@@ -35,7 +36,7 @@ from .request import (
 )
 from .segment import Segment, SegmentSpec, write_segment
 from .serverhints import Advice
-from .storage import check_topic, check_writable_dir, ensure_dir, longest_name
+from .storage import check_writable_dir, ensure_dir
 from .tokens import estimate_tokens, looks_clipped
 
 log = logging.getLogger("deepseek_review")

@@ -12,8 +12,6 @@ Message contents on the wire are strings, so such an object can never be mistake
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 from .errors import ConfigError, InputError
 from .options import check, default, name_of
 from .prompt import FileRef, Message, Part
+from .records.canonical import canonical_json, sha256_tag
 
 RECORD_SCHEMA = "deepseek_review_request_record_v1"
 
@@ -59,24 +58,6 @@ def check_extra_body(extra: Mapping[str, Any], option: str | None = None) -> Non
         ) from None
     except TypeError as exc:
         raise ConfigError(f"{option}: not JSON ({exc})") from None
-
-
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
-
-
-def canonical_json(obj: Any) -> bytes:
-    """The one serialisation whose bytes are hashed and sent.
-
-    Encoded piece by piece: ``json.dumps(...).encode()`` would hold the escaped text, the
-    joined text and the bytes at once, three copies of a 5 MB context instead of two.
-    """
-    return b"".join(chunk.encode("utf-8") for chunk in _CANONICAL.iterencode(obj))
-
-
-def sha256_tag(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,14 @@ from .pipeline import (
 )
 from .prompt import FileRef, Part
 from .receipts import RECEIPT_SUFFIX, check_recordable
+from .records.canonical import sha256_tag
+from .records.naming import longest_name, topic_of
 from .repo import find_repo_root, resolve_inside
-from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader, sha256_tag
+from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader
 from .resources import prompts_dir
 from .segment import Segment
 from .serverhints import Advice
-from .storage import check_writable_dir, longest_name, topic_of
+from .storage import check_writable_dir
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
 
 log = logging.getLogger("deepseek_review")

@@ -12,17 +12,14 @@ import contextlib
 import errno
 import functools
 import os
-import re
 import secrets
 import signal
 import threading
 import time
-from collections.abc import Collection, Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import ConfigError, OutputError
-from .options import check, name_of
+from .options import name_of
 
 TEMP_PREFIX = ".deepseek-review-"
 TEMP_SUFFIX = ".tmp"
@@ -33,7 +30,6 @@ PUBLIC_MODE = 0o644
 #: (request records, kept reasoning): the owner's only, whatever the umask. Share them with
 #: ``chmod`` if you mean to.
 PRIVATE_MODE = 0o600
-_MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 # --------------------------------------------------------------------------- test hook
 
@@ -201,14 +197,6 @@ def ensure_dir(path: Path, *, shown: str) -> None:
         raise OutputError(f"{shown}: not a folder")
 
 
-def longest_name(topic: str, stems: Iterable[tuple[str, bool]]) -> str:
-    """The longest file name a review may write, for ``(model, is_continuation)`` pairs:
-    the stem with the largest clash suffix and the longest extension."""
-    stamp = utc_stamp(datetime(2000, 1, 1, tzinfo=UTC))
-    names = [stem_for(topic, m, stamp, continuation=c) + "-9999.reasoning.md" for m, c in stems]
-    return max(names, key=lambda n: len(n.encode("utf-8")), default="")
-
-
 def check_writable_dir(
     path: Path, *, shown: str, root: Path | None = None, longest: str = ""
 ) -> None:
@@ -253,102 +241,6 @@ def check_writable_dir(
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)
-
-
-def check_topic(topic: str) -> str:
-    """``topic`` if it can name files (the ``topic`` option's check), else a ConfigError."""
-    return str(check("topic", topic))
-
-
-def model_slug(model: str) -> str:
-    """The model name as it appears in file names (``deepseek-v3.1:671b`` → ``…-671b``)."""
-    slug = _MODEL_UNSAFE_RE.sub("-", model).strip("-.")
-    return slug or "model"
-
-
-def utc_stamp(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-
-
-def stem_for(topic: str, model: str, stamp: str, *, continuation: bool) -> str:
-    """``<topic>_deepseek_<model>[_continuation]_<stamp>``, as the seed repository names them."""
-    middle = "_continuation" if continuation else ""
-    return f"{topic}_deepseek_{model_slug(model)}{middle}_{stamp}"
-
-
-def topic_of(answer_path: str) -> str | None:
-    """The topic a file name was made from by :func:`stem_for`; None for other names."""
-    name = answer_path.rsplit("/", 1)[-1]
-    topic, sep, _ = name.partition("_deepseek_")
-    return topic if sep and topic else None
-
-
-_NAME_RE = re.compile(
-    r"(?P<base>.*?)(?:-(?P<n>[1-9][0-9]*))?"
-    r"(?P<suffix>\.receipt\.json|\.request\.json|\.reasoning\.md|\.md)"
-)
-
-
-def name_order(path: str) -> tuple[str, str, int, str]:
-    """A sort key that orders the files :func:`claim_answer` names as it made them.
-
-    Plain string order puts ``…Z-10.md`` before ``…Z-2.md`` and both before ``…Z.md`` (the
-    first of them). The naming rule is frozen (receipts and the seed fixtures use it), so
-    listings sort with this key instead: folder, stem without ``-N``, N (1 for none), suffix.
-    """
-    folder, _, name = path.rpartition("/")
-    m = _NAME_RE.fullmatch(name)
-    if m is None:
-        return folder, name, 0, ""
-    return folder, m["base"], int(m["n"] or 1), m["suffix"]
-
-
-def unreceipted_answers(names: Collection[str]) -> list[str]:
-    """The answer files of a folder listing (names :func:`stem_for` makes) whose receipt is
-    not beside them: a run stopped between the answer and its receipt, the commit point."""
-    return sorted(
-        n
-        for n in names
-        if n.endswith(".md")
-        and not n.endswith(".reasoning.md")
-        and topic_of(n) is not None
-        and n[: -len(".md")] + ".receipt.json" not in names
-    )
-
-
-def sibling_paths(answer: Path) -> dict[str, Path]:
-    """The files that belong to an answer ``<stem>.md``."""
-    stem = answer.name[: -len(".md")]
-    return {
-        "answer": answer,
-        "receipt": answer.with_name(f"{stem}.receipt.json"),
-        "record": answer.with_name(f"{stem}.request.json"),
-        "reasoning": answer.with_name(f"{stem}.reasoning.md"),
-    }
-
-
-def claim_answer(folder: Path, stem: str, data: bytes, *, shown_folder: str) -> Path:
-    """Write the answer under the first free name ``stem``, ``stem-2``, ...
-
-    The answer is written first and is the claim on the name: a receipt or record already
-    present under a candidate name also makes it taken, so stale files are never mixed in.
-    """
-    for n in range(1, 10_000):
-        name = stem if n == 1 else f"{stem}-{n}"
-        answer = folder / f"{name}.md"
-        siblings = sibling_paths(answer)
-        if any(p.exists() for k, p in siblings.items() if k != "answer"):
-            continue
-        try:
-            write_new(answer, data)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise OutputError(
-                f"{shown_folder}/{answer.name}: cannot write ({exc.strerror or exc})"
-            ) from None
-        return answer
-    raise OutputError(f"{shown_folder}: no free file name for {stem}")
 
 
 def stale_temp_files(folder: Path) -> list[Path]:

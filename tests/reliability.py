@@ -31,7 +31,8 @@ from deepseek_review.chain import (
     stitched_text,
 )
 from deepseek_review.receipts import RECEIPT_SUFFIX
-from deepseek_review.request import rebuild_body, repo_reader, sha256_tag
+from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.request import rebuild_body, repo_reader
 from deepseek_review.simulator import RecordedRequest, full_answer
 from deepseek_review.simulator.answer import key_digest
 from deepseek_review.storage import TEMP_PREFIX, TEMP_SUFFIX

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from deepseek_review.request import canonical_json, rebuild_body, repo_reader, sha256_tag
+from deepseek_review.records.canonical import canonical_json, sha256_tag
+from deepseek_review.request import rebuild_body, repo_reader
 from deepseek_review.resources import schema_path
 from deepseek_review.simulator import full_answer
 from tests.conftest import run_review

@@ -507,7 +507,7 @@ def test_verify_lists_receipts_in_chain_order_not_name_order(
 
 
 def test_name_order_sorts_a_names_number_suffix_as_the_tool_wrote_them():
-    from deepseek_review.storage import name_order
+    from deepseek_review.records.naming import name_order
 
     stem = "reviews/t_deepseek_m_continuation_20260512T033551Z"
     names = [f"{stem}-10.md", f"{stem}-2.md", f"{stem}.md", f"{stem}-11.md"]

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from deepseek_review.records.canonical import canonical_json
 from deepseek_review.request import (
     BodyOptions,
     WireMessage,
-    canonical_json,
     prepare,
     rebuild_body,
     repo_reader,

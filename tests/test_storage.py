@@ -12,17 +12,14 @@ import pytest
 
 from deepseek_review import storage
 from deepseek_review.errors import ConfigError, OutputError
-from deepseek_review.storage import (
+from deepseek_review.records.naming import (
     check_topic,
     claim_answer,
-    ensure_dir,
     model_slug,
-    stale_temp_files,
     stem_for,
     utc_stamp,
-    write_new,
-    write_output,
 )
+from deepseek_review.storage import ensure_dir, stale_temp_files, write_new, write_output
 
 
 def temps(folder: Path) -> list[str]:

@@ -20,7 +20,8 @@ import pytest
 from deepseek_review import receipts as R
 from deepseek_review import verification as V
 from deepseek_review.receipts import validator
-from deepseek_review.request import canonical_json, rebuild_body, repo_reader, sha256_tag
+from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.request import rebuild_body, repo_reader
 from deepseek_review.verification import checks as VC
 from deepseek_review.verification import files as VF
 from deepseek_review.verification import rebuild as VR
@@ -195,11 +196,6 @@ def test_escaping_bytes_matches_json_escaping(text: str) -> None:
 
 def test_escaping_refuses_what_is_not_utf8() -> None:
     assert VR._escape_utf8(b"\xff\xfe") is None
-
-
-def test_canonical_encoder_matches_request_canonical_json() -> None:
-    obj = {"b": [1, 2.5, None, True], "a": {"z": "é\n", "y": "\u2028"}, "c": "\x00"}
-    assert VF._CANONICAL.encode(obj).encode("utf-8") == canonical_json(obj)
 
 
 def test_default_folder_is_where_run_writes() -> None:

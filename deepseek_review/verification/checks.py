@@ -13,10 +13,11 @@ from .. import safejson
 from ..chain import REASONING_SUFFIX, RECORD_SUFFIX
 from ..errors import InputError
 from ..receipts import CONTINUATION, PRIMARY, RECEIPT_SUFFIX, schema_problems
+from ..records.canonical import CANONICAL, RECORD_DECODER, sha256_tag
+from ..records.naming import name_order
 from ..repo import resolve_inside
-from ..request import RECORD_SCHEMA, rebuild_body, sha256_tag
-from ..storage import name_order
-from .files import _CANONICAL, _RECORD_DECODER, Problem, RepoFiles, parse_receipt
+from ..request import RECORD_SCHEMA, rebuild_body
+from .files import Problem, RepoFiles, parse_receipt
 from .rebuild import (
     _MARKERS,
     _PLACEHOLDERS,
@@ -162,7 +163,7 @@ class Verifier:
     def chain_order(self, rel: str) -> tuple[Any, ...]:
         """A sort key listing receipts chain by chain, each primary first and then its
         continuations in chain order (file names do not sort that way: ``-10`` before ``-2``);
-        chains by their primary's name (:func:`storage.name_order`)."""
+        chains by their primary's name (:func:`.records.naming.name_order`)."""
         r = self._receipts.get(rel)
         depth, head, seen = 0, rel, {rel}
         while r is not None and r.data is not None and r.data["schema"] == CONTINUATION:
@@ -395,7 +396,7 @@ class Verifier:
         if isinstance(raw, Problem):
             return None if raw.kind == "missing" else f"request record {raw.detail}"
         try:
-            data = safejson.loads(raw, what="request record", decoder=_RECORD_DECODER)
+            data = safejson.loads(raw, what="request record", decoder=RECORD_DECODER)
         except safejson.JSONRefused as exc:
             return f"{record_rel}: {exc}"
         except ValueError as exc:
@@ -581,7 +582,7 @@ class Verifier:
             if len(contents) >= len(_PLACEHOLDERS):
                 return None
         try:
-            frame = _CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")
+            frame = CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")
         except (TypeError, ValueError):
             return None
         chunks: list[bytes] = []

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..receipts import RECEIPT_SUFFIX
+from ..records.naming import name_order, unreceipted_answers
 from ..repo import resolve_inside
-from ..storage import name_order, unreceipted_answers
 from .reports import DEFAULT_FOLDER
 
 # --------------------------------------------------------------------------- discovery

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import stat
@@ -13,50 +12,22 @@ from typing import Any, Literal
 
 from .. import safejson
 from ..errors import InputError
+from ..records.canonical import RECEIPT_DECODER, DuplicateKey, sha256_tag
 from ..repo import resolve_inside
-from ..request import sha256_tag
 
 # --------------------------------------------------------------------------- schema
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _DuplicateKey(k)
-            seen.add(k)
-    return d
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# Decoders and the encoder are built once: json.loads/dumps with options build one per call.
-_RECEIPT_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-_RECORD_DECODER = json.JSONDecoder(parse_constant=_no_constant)
-#: ``request.canonical_json``'s settings (a test holds them equal).
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
 
 
 def parse_receipt(raw: bytes) -> tuple[Any, str | None]:
     """The receipt's JSON value, or a problem: strict UTF-8 JSON, one value per key, and
     neither too big nor nested too deeply."""
     try:
-        return safejson.loads(raw, what="receipt", decoder=_RECEIPT_DECODER), None
+        return safejson.loads(raw, what="receipt", decoder=RECEIPT_DECODER), None
     except UnicodeDecodeError as exc:
         return None, f"not UTF-8 (byte {exc.start})"
     except safejson.JSONRefused as exc:
         return None, str(exc)
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         return None, f"not valid JSON: duplicate key {exc.args[0]!r}"
     except ValueError as exc:
         return None, f"not JSON ({exc})"

@@ -6,15 +6,14 @@ import json
 import re
 from typing import Any
 
+from ..records.canonical import escaped
 from .files import Problem
 
 _PLACEHOLDERS = tuple(f"\x00deepseek-review-content-{i}\x00" for i in range(64))
 _MARKERS = tuple(json.dumps(p).encode("ascii") for p in _PLACEHOLDERS)
 
 
-def _escape(text: str) -> bytes:
-    """``text`` as ``canonical_json`` writes it inside a JSON string, without the quotes."""
-    return json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8")
+_escape = escaped
 
 
 _RARE_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
