@@ -55,8 +55,8 @@ from .pipeline import (
     review_longest_name,
     send_review,
 )
-from .receipts import RECEIPT_SUFFIX, fast_validators
-from .records.naming import topic_of, unreceipted_answers
+from .records.naming import RECEIPT_SUFFIX, topic_of, unreceipted_answers
+from .records.receipt import fast_validators
 from .repo import files_unchanged_since, find_repo_root, resolve_inside
 from .resume import segment_from
 from .retry import Throttle

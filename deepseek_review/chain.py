@@ -14,8 +14,9 @@ from typing import Any
 
 from . import safejson
 from .errors import InputError, VerificationFailed
-from .receipts import RECEIPT_SUFFIX, Receipt
 from .records.canonical import sha256_tag
+from .records.naming import RECEIPT_SUFFIX
+from .records.receipt import Receipt
 from .repo import read_regular_file, resolve_inside
 from .request import RECORD_SCHEMA
 

@@ -31,9 +31,9 @@ from .pipeline import (
     continue_chain,
 )
 from .prompt import FileRef, Part
-from .receipts import RECEIPT_SUFFIX, check_recordable
 from .records.canonical import sha256_tag
-from .records.naming import longest_name, topic_of
+from .records.naming import RECEIPT_SUFFIX, longest_name, topic_of
+from .records.receipt import check_recordable
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader
 from .resources import prompts_dir

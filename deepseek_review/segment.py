@@ -20,9 +20,9 @@ from . import __version__
 from .calls import Completion, Usage
 from .context import ContextFile
 from .errors import OutputError
-from .receipts import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
 from .records.canonical import sha256_tag
 from .records.naming import claim_answer, sibling_paths, stem_for, utc_stamp
+from .records.receipt import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
 from .request import RECORD_SCHEMA, PreparedRequest
 from .storage import PRIVATE_MODE, crash_at, crash_point, write_output
 from .tokens import estimate_exchange

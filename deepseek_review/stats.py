@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .receipts import PRIMARY, fast_valid
+from .records.receipt import PRIMARY, fast_valid
 from .repo import resolve_inside
 from .verification import DEFAULT_FOLDER, discover, parse_receipt
 

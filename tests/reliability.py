@@ -30,8 +30,8 @@ from deepseek_review.chain import (
     read_answer,
     stitched_text,
 )
-from deepseek_review.receipts import RECEIPT_SUFFIX
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.naming import RECEIPT_SUFFIX
 from deepseek_review.request import rebuild_body, repo_reader
 from deepseek_review.simulator import RecordedRequest, full_answer
 from deepseek_review.simulator.answer import key_digest

@@ -153,3 +153,19 @@ def test_batch_resumes_a_cut_off_chain_and_lists_its_segments_in_order(repo, mak
         (repo / again["answer_paths"][2].replace(".md", ".request.json")).read_text()
     )
     assert record["continuation"]["previous_answer_path"] == entry["answer_paths"][1]
+
+
+# --------------------------------------------------------------------------- one receipt parser
+
+
+def test_show_refuses_a_receipt_with_a_duplicate_key_as_verify_does(repo, make_simulator, cli):
+    segs = chain_of_three(cli, make_simulator)
+    receipt = repo / segs[0]["receipt_path"]
+    text = receipt.read_text(encoding="utf-8")
+    receipt.write_text(text.replace('"model":', '"model": "other",\n  "model":', 1))
+    shown = cli("show", segs[0]["answer_path"])
+    assert shown.code == 3
+    problem = "not valid JSON: duplicate key 'model'"
+    assert f"{segs[0]['receipt_path']}: {problem}" in shown.err
+    checked = cli("verify", "--json", segs[0]["receipt_path"]).json()["receipts"][0]
+    assert checked["checks"][0]["detail"] == problem

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from deepseek_review import receipts as R
 from deepseek_review import verification as V
-from deepseek_review.receipts import validator
+from deepseek_review.records import receipt as R
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.receipt import validator
 from deepseek_review.request import rebuild_body, repo_reader
 from deepseek_review.verification import checks as VC
 from deepseek_review.verification import files as VF
@@ -248,7 +248,7 @@ def test_receipt_checks_in_a_run_never_import_jsonschema_or_fastjsonschema():
     import sys
 
     code = (
-        "import sys; from deepseek_review.receipts import fast_valid; "
+        "import sys; from deepseek_review.records.receipt import fast_valid; "
         "fast_valid({'schema': 'x'}); "
         "print('jsonschema' in sys.modules, 'fastjsonschema' in sys.modules)"
     )

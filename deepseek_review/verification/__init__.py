@@ -38,10 +38,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..receipts import fast_validators
+from ..records.receipt import fast_validators, parse_receipt
 from .checks import Verifier, _Local
 from .discovery import discover
-from .files import parse_receipt
 from .reports import (
     _OK_BY_VALUE,
     CHECKS,

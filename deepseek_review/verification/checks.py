@@ -12,12 +12,12 @@ from typing import Any, Literal
 from .. import safejson
 from ..chain import REASONING_SUFFIX, RECORD_SUFFIX
 from ..errors import InputError
-from ..receipts import CONTINUATION, PRIMARY, RECEIPT_SUFFIX, schema_problems
 from ..records.canonical import CANONICAL, RECORD_DECODER, sha256_tag
-from ..records.naming import name_order
+from ..records.naming import RECEIPT_SUFFIX, name_order
+from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
 from ..repo import resolve_inside
 from ..request import RECORD_SCHEMA, rebuild_body
-from .files import Problem, RepoFiles, parse_receipt
+from .files import Problem, RepoFiles
 from .rebuild import (
     _MARKERS,
     _PLACEHOLDERS,

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..receipts import RECEIPT_SUFFIX
-from ..records.naming import name_order, unreceipted_answers
+from ..records.naming import RECEIPT_SUFFIX, name_order, unreceipted_answers
 from ..repo import resolve_inside
 from .reports import DEFAULT_FOLDER
 

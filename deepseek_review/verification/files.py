@@ -1,4 +1,4 @@
-"""Reading what receipts name: strict JSON, and repository files that never leave the root."""
+"""Reading the repository files receipts and records name: never outside the root, each once."""
 
 from __future__ import annotations
 
@@ -8,32 +8,11 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from .. import safejson
 from ..errors import InputError
-from ..records.canonical import RECEIPT_DECODER, DuplicateKey, sha256_tag
+from ..records.canonical import sha256_tag
 from ..repo import resolve_inside
-
-# --------------------------------------------------------------------------- schema
-
-
-def parse_receipt(raw: bytes) -> tuple[Any, str | None]:
-    """The receipt's JSON value, or a problem: strict UTF-8 JSON, one value per key, and
-    neither too big nor nested too deeply."""
-    try:
-        return safejson.loads(raw, what="receipt", decoder=RECEIPT_DECODER), None
-    except UnicodeDecodeError as exc:
-        return None, f"not UTF-8 (byte {exc.start})"
-    except safejson.JSONRefused as exc:
-        return None, str(exc)
-    except DuplicateKey as exc:
-        return None, f"not valid JSON: duplicate key {exc.args[0]!r}"
-    except ValueError as exc:
-        return None, f"not JSON ({exc})"
-
-
-# --------------------------------------------------------------------------- files
 
 
 @dataclass(frozen=True)

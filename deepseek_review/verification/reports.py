@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..options import default
-from ..receipts import CONTINUATION, PRIMARY
+from ..records.receipt import CONTINUATION, PRIMARY
 
 #: The check names, in the order they run and are reported.
 CHECKS = ("schema", "answer", "chain", "context", "prompt")

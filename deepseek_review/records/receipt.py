@@ -16,18 +16,18 @@ from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import safejson
-from .errors import ConfigError, InputError, OutputError
-from .options import name_of
-from .repo import read_regular_file
-from .resources import schema_path
+from .. import safejson
+from ..errors import ConfigError, InputError, OutputError
+from ..options import name_of
+from ..repo import read_regular_file
+from ..resources import schema_path
+from .canonical import RECEIPT_DECODER, DuplicateKey, pretty_json
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 PRIMARY = "ollama_deepseek_review_receipt_v1"
 CONTINUATION = "ollama_deepseek_review_continuation_receipt_v1"
-RECEIPT_SUFFIX = ".receipt.json"
 
 
 @cache
@@ -109,11 +109,9 @@ def fast_validators() -> dict[str, Callable[[Any], Any]]:
     """
     import hashlib
 
-    from .resources import schema_path
-
     formats = {"date-time": _is_date_time, "uri": _is_uri}
     raw = schema_path().read_bytes()
-    from . import _compiled_schema as compiled
+    from .. import _compiled_schema as compiled
 
     if hashlib.sha256(raw).hexdigest() == compiled.SCHEMA_SHA256:
         fns = {PRIMARY: compiled.validate_primary, CONTINUATION: compiled.validate_continuation}
@@ -196,7 +194,7 @@ class Receipt:
         return d
 
     def to_bytes(self) -> bytes:
-        return (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        return pretty_json(self.to_json())
 
     @classmethod
     def from_json(cls, data: Any, *, where: str = "receipt") -> Receipt:
@@ -224,19 +222,38 @@ class Receipt:
     @classmethod
     def load(cls, path: Path, *, shown: str | None = None) -> Receipt:
         shown = shown or str(path)
-        try:
-            raw = read_regular_file(path)
-        except FileNotFoundError:
-            raise InputError(f"{shown}: no such receipt") from None
-        except OSError as exc:
-            raise InputError(f"{shown}: cannot read ({exc.strerror or exc})") from None
-        try:
-            data = safejson.loads(raw, what="receipt")
-        except safejson.JSONRefused as exc:
-            raise InputError(f"{shown}: {exc}") from None
-        except ValueError as exc:
-            raise InputError(f"{shown}: not JSON ({exc})") from None
+        raw = read_file(path, shown)
+        if raw is None:
+            raise InputError(f"{shown}: no such receipt")
+        data, problem = parse_receipt(raw)
+        if problem is not None:
+            raise InputError(f"{shown}: {problem}")
         return cls.from_json(data, where=shown)
+
+
+def read_file(path: Path, shown: str) -> bytes | None:
+    """The bytes of a receipt or record (a regular file), None when there is none."""
+    try:
+        return read_regular_file(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+
+
+def parse_receipt(raw: bytes) -> tuple[Any, str | None]:
+    """The receipt's JSON value, or a problem: strict UTF-8 JSON, one value per key, and
+    neither too big nor nested too deeply."""
+    try:
+        return safejson.loads(raw, what="receipt", decoder=RECEIPT_DECODER), None
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (byte {exc.start})"
+    except safejson.JSONRefused as exc:
+        return None, str(exc)
+    except DuplicateKey as exc:
+        return None, f"not valid JSON: duplicate key {exc.args[0]!r}"
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
 
 
 def created_at(now: datetime) -> str:
