@@ -69,7 +69,7 @@ def run(work: Path) -> BenchResult:
         key=lambda p: json.loads(p.read_text())["prompt_token_estimate"],
     )
     body_bytes = json.loads(record.read_text())
-    from deepseek_review.request import rebuild_body, repo_reader
+    from deepseek_review.records.rebuild import rebuild_body, repo_reader
 
     rebuilt = rebuild_body(body_bytes["body"], repo_reader(repo))
     assert rebuilt.body_bytes is not None

@@ -70,7 +70,7 @@ def run(work: Path) -> BenchResult:
         # curl sends the exact body our tool sent (rebuilt from its request record).
         run_command(ours_cmd, cwd=repo)
         record = sorted((repo / "reviews").glob("*.request.json"))[0]
-        from deepseek_review.request import rebuild_body, repo_reader
+        from deepseek_review.records.rebuild import rebuild_body, repo_reader
 
         rebuilt = rebuild_body(json.loads(record.read_text())["body"], repo_reader(repo))
         assert rebuilt.body_bytes is not None

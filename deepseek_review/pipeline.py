@@ -24,10 +24,10 @@ from .errors import InputError, PromptTruncated
 from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
 from .records.naming import check_topic, longest_name
+from .records.parts import AnswerRef
 from .records.receipt import check_recordable
 from .repo import find_repo_root, resolve_inside
 from .request import (
-    AnswerRef,
     BodyOptions,
     PreparedRequest,
     WireMessage,

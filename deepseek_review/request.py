@@ -1,26 +1,22 @@
-"""The exact request body, its hash, and the request record that can rebuild it.
+"""The exact request body and its hash, and the recorded form of its messages.
 
-The body is canonical JSON: keys sorted, separators ``,`` and ``:``, UTF-8, no ASCII escaping.
-That form is a contract: ``prompt_sha256`` is the sha256 of exactly these bytes, which are
-exactly the bytes sent, and :func:`rebuild_body` must reproduce them from a request record.
-
-The request record (``<stem>.request.json``) holds the body with every context file's text
-replaced by ``{"$file": {"path", "sha256", "bytes"}}`` and every earlier answer segment by
-``{"$answer": {"path", "sha256", "bytes"}}``, inside ``{"$parts": [...]}`` message contents.
-Message contents on the wire are strings, so such an object can never be mistaken for text.
+The body is canonical JSON (:mod:`.records.canonical`): ``prompt_sha256`` is the sha256 of
+exactly the bytes sent. :func:`prepare` serialises it once and also gives the body as the
+request record holds it, every file text and earlier answer replaced by a reference
+(:mod:`.records.parts`), from which :func:`.records.rebuild.rebuild_body` rebuilds the bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InputError
+from .errors import ConfigError
 from .options import check, default, name_of
-from .prompt import FileRef, Message, Part
+from .prompt import Message, Part
 from .records.canonical import canonical_json, sha256_tag
+from .records.parts import AnswerRef, encode_content
 
 RECORD_SCHEMA = "deepseek_review_request_record_v1"
 
@@ -58,15 +54,6 @@ def check_extra_body(extra: Mapping[str, Any], option: str | None = None) -> Non
         ) from None
     except TypeError as exc:
         raise ConfigError(f"{option}: not JSON ({exc})") from None
-
-
-@dataclass(frozen=True)
-class AnswerRef:
-    """An earlier answer segment inside a continuation request."""
-
-    path: str
-    sha256: str
-    size: int
 
 
 @dataclass(frozen=True)
@@ -121,123 +108,13 @@ def _body(options: BodyOptions, messages: list[dict[str, Any]]) -> dict[str, Any
     return body
 
 
-def _record_part(p: Part | AnswerRef) -> str | dict[str, Any]:
-    if isinstance(p, str):
-        return p
-    key = "$file" if isinstance(p, FileRef) else "$answer"
-    return {key: {"path": p.path, "sha256": p.sha256, "bytes": p.size}}
-
-
 def prepare(options: BodyOptions, messages: Sequence[WireMessage]) -> PreparedRequest:
     """Serialise the body once; its bytes are both sent and hashed."""
     wire = [{"role": m.role, "content": m.content, **m.extra} for m in messages]
     body_bytes = canonical_json(_body(options, wire))
-    recorded = []
-    for m in messages:
-        if len(m.parts) == 1 and isinstance(m.parts[0], str):
-            content: Any = m.parts[0]
-        else:
-            content = {"$parts": [_record_part(p) for p in m.parts]}
-        recorded.append({"role": m.role, "content": content, **m.extra})
+    recorded = [{"role": m.role, "content": encode_content(m.parts), **m.extra} for m in messages]
     return PreparedRequest(
         body_bytes=body_bytes,
         prompt_sha256=sha256_tag(body_bytes),
         record_body=_body(options, recorded),
     )
-
-
-# --------------------------------------------------------------------------- rebuilding
-
-
-@dataclass
-class Rebuild:
-    """The outcome of rebuilding a body from its record."""
-
-    body_bytes: bytes | None
-    changed: list[str] = field(default_factory=list)
-    """Referenced files whose bytes no longer match the record."""
-    missing: list[str] = field(default_factory=list)
-    """Referenced files that are gone (or unreadable, or outside the root)."""
-
-    @property
-    def complete(self) -> bool:
-        return self.body_bytes is not None
-
-
-#: Reads a repo-relative path (never outside the root); None when it cannot be read.
-Reader = Callable[[str], bytes | None]
-
-
-def rebuild_body(record_body: Mapping[str, Any], read: Reader) -> Rebuild:
-    """Rebuild the exact body bytes, or say which referenced files changed or are missing."""
-    result = Rebuild(body_bytes=None)
-    try:
-        messages_in = record_body["messages"]
-        if not isinstance(messages_in, list):
-            raise TypeError
-    except (KeyError, TypeError):
-        raise InputError("request record: body has no messages list") from None
-    cache: dict[str, bytes | None] = {}
-    messages_out = []
-    for m in messages_in:
-        if not isinstance(m, dict):
-            raise InputError("request record: a message is not an object")
-        content = m.get("content")
-        if isinstance(content, dict):
-            parts = content.get("$parts")
-            if not isinstance(parts, list):
-                raise InputError("request record: a message content object lacks $parts")
-            text = []
-            for p in parts:
-                text.append(_resolve_part(p, read, cache, result))
-            m = {**m, "content": "".join(text)}
-        elif not isinstance(content, str):
-            raise InputError("request record: a message content is neither text nor $parts")
-        messages_out.append(m)
-    if result.changed or result.missing:
-        return result
-    result.body_bytes = canonical_json({**record_body, "messages": messages_out})
-    return result
-
-
-def _resolve_part(p: Any, read: Reader, cache: dict[str, bytes | None], result: Rebuild) -> str:
-    if isinstance(p, str):
-        return p
-    if not isinstance(p, dict) or len(p) != 1:
-        raise InputError("request record: a part is neither text nor a single reference")
-    ((kind, ref),) = p.items()
-    if kind not in ("$file", "$answer") or not isinstance(ref, dict):
-        raise InputError(f"request record: unknown part {kind!r}")
-    path, digest = ref.get("path"), ref.get("sha256")
-    if not isinstance(path, str) or not isinstance(digest, str):
-        raise InputError("request record: a reference lacks path or sha256")
-    if path not in cache:
-        cache[path] = read(path)
-    data = cache[path]
-    if data is None:
-        if path not in result.missing:
-            result.missing.append(path)
-        return ""
-    if sha256_tag(data) != digest:
-        if path not in result.changed:
-            result.changed.append(path)
-        return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:  # cannot happen when the hash matches what we wrote
-        result.changed.append(path)
-        return ""
-
-
-def repo_reader(root: Path) -> Reader:
-    """A :data:`Reader` that refuses anything outside ``root`` (a record may be hostile)."""
-    from .repo import resolve_inside
-
-    def read(rel: str) -> bytes | None:
-        try:
-            path, _ = resolve_inside(root, rel)
-            return path.read_bytes() if path.is_file() else None
-        except (InputError, OSError):
-            return None
-
-    return read

@@ -30,12 +30,12 @@ from .pipeline import (
     ReviewResult,
     continue_chain,
 )
-from .prompt import FileRef, Part
-from .records.canonical import sha256_tag
 from .records.naming import RECEIPT_SUFFIX, longest_name, topic_of
+from .records.parts import file_refs, parse_messages
+from .records.rebuild import repo_reader, resolve
 from .records.receipt import check_recordable
 from .repo import find_repo_root, resolve_inside
-from .request import CORE_FIELDS, AnswerRef, BodyOptions, WireMessage, repo_reader
+from .request import CORE_FIELDS, BodyOptions, WireMessage
 from .resources import prompts_dir
 from .segment import Segment
 from .serverhints import Advice
@@ -74,43 +74,6 @@ class ContinueOutcome:
     """The continuations this call allowed."""
 
 
-def _parts_from_record(content: Any, where: str) -> tuple[Part | AnswerRef, ...]:
-    """A recorded message content as parts; :class:`InputError` naming ``where`` if malformed."""
-    if isinstance(content, str):
-        return (content,)
-    parts = content.get("$parts") if isinstance(content, dict) else None
-    if not isinstance(parts, list):
-        raise InputError(f"{where}: a message content is neither text nor $parts")
-    out: list[Part | AnswerRef] = []
-    for p in parts:
-        if isinstance(p, str):
-            out.append(p)
-            continue
-        kind, ref = next(iter(p.items())) if isinstance(p, dict) and len(p) == 1 else ("", None)
-        if (
-            kind not in ("$file", "$answer")
-            or not isinstance(ref, dict)
-            or not isinstance(ref.get("path"), str)
-            or not isinstance(ref.get("sha256"), str)
-            or not isinstance(ref.get("bytes"), int)
-            or isinstance(ref.get("bytes"), bool)
-        ):
-            raise InputError(f"{where}: a part is neither text nor a $file/$answer reference")
-        make = FileRef if kind == "$file" else AnswerRef
-        out.append(make(ref["path"], ref["sha256"], ref["bytes"]))
-    return tuple(out)
-
-
-def _record_messages(record: dict[str, Any], where: str) -> list[dict[str, Any]]:
-    messages = record["body"].get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise InputError(f"{where}: request record: body has no messages list")
-    for m in messages:
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise InputError(f"{where}: request record: a message is not an object with a role")
-    return messages
-
-
 def base_messages_from_record(
     root: Path, record: dict[str, Any], *, where: str = "request record"
 ) -> tuple[WireMessage, ...]:
@@ -126,48 +89,37 @@ def _rebuild_base(
     root: Path, record: dict[str, Any], where: str
 ) -> tuple[tuple[WireMessage, ...], list[ContextFile]]:
     """:func:`base_messages_from_record`, plus the context files it put back in (in order)."""
-    read = repo_reader(root)
-    messages = []
-    files: dict[str, ContextFile] = {}
-    changed: list[str] = []
-    missing: list[str] = []
-    for m in _record_messages(record, where):
-        parts = _parts_from_record(m.get("content"), where)
-        texts = []
-        for p in parts:
-            if isinstance(p, str):
-                texts.append(p)
-                continue
+    try:
+        messages = parse_messages(record["body"])
+    except InputError as exc:
+        raise InputError(f"{where}: {exc.message}") from None
+    for m in messages:
+        for ref in m.refs():
             try:
-                resolve_inside(root, p.path, what="reference")
+                resolve_inside(root, ref.path, what="reference")
             except InputError:
                 raise InputError(
-                    f"{where}: references {p.path} (outside the repository root); "
+                    f"{where}: references {ref.path} (outside the repository root); "
                     "refusing to read it"
                 ) from None
-            data = read(p.path)
-            if data is None:
-                missing.append(p.path)
-            elif sha256_tag(data) != p.sha256:
-                changed.append(p.path)
-            else:
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise InputError(f"{where}: references {p.path}, which is not UTF-8") from None
-                texts.append(text)
-                if isinstance(p, FileRef):
-                    files.setdefault(p.path, ContextFile(p.path, text, p.sha256, len(data)))
-        extra = {k: v for k, v in m.items() if k not in ("role", "content")}
-        messages.append(WireMessage(m["role"], parts, "".join(texts), extra=extra))
-    if changed or missing:
-        what = "changed since the review" if changed else "missing"
-        names = ", ".join(changed or missing)
+    rebuilt = resolve(messages, repo_reader(root))
+    if rebuilt.changed or rebuilt.missing:
+        what = "changed since the review" if rebuilt.changed else "missing"
+        names = ", ".join(rebuilt.changed or rebuilt.missing)
         raise InputError(
             f"cannot continue: context file {what}: {names} (the continuation would not "
             "continue the same conversation; run a new review instead)"
         )
-    return tuple(messages), list(files.values())
+    wire = tuple(
+        WireMessage(m.role, m.parts, text, extra=m.extra)
+        for m, text in zip(messages, rebuilt.contents, strict=True)
+    )
+    texts = rebuilt.texts
+    files = [
+        ContextFile(path, texts[path], ref.sha256, len(texts[path].encode("utf-8")))
+        for path, ref in file_refs(messages).items()
+    ]
+    return wire, files
 
 
 def _body_from_record(

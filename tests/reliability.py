@@ -32,7 +32,7 @@ from deepseek_review.chain import (
 )
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import RECEIPT_SUFFIX
-from deepseek_review.request import rebuild_body, repo_reader
+from deepseek_review.records.rebuild import rebuild_body, repo_reader
 from deepseek_review.simulator import RecordedRequest, full_answer
 from deepseek_review.simulator.answer import key_digest
 from deepseek_review.storage import TEMP_PREFIX, TEMP_SUFFIX

@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from deepseek_review.records.canonical import canonical_json, sha256_tag
-from deepseek_review.request import rebuild_body, repo_reader
+from deepseek_review.records.rebuild import rebuild_body, repo_reader
 from deepseek_review.resources import schema_path
 from deepseek_review.simulator import full_answer
 from tests.conftest import run_review

@@ -20,11 +20,9 @@ import pytest
 from deepseek_review import verification as V
 from deepseek_review.records import receipt as R
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.rebuild import Rebuilder, escaped_utf8, rebuild_body, repo_reader
 from deepseek_review.records.receipt import validator
-from deepseek_review.request import rebuild_body, repo_reader
-from deepseek_review.verification import checks as VC
 from deepseek_review.verification import files as VF
-from deepseek_review.verification import rebuild as VR
 
 HERE = Path(__file__).parent
 SEEDS = sorted((HERE / "fixtures" / "research-stack").rglob("*.receipt.json"))
@@ -148,11 +146,11 @@ def records(root: Path) -> list[dict[str, Any]]:
 
 
 def test_fast_prompt_hash_is_the_hash_of_rebuild_body() -> None:
-    v = VC.Verifier(UNTOUCHED)
+    v = Rebuilder(repo_reader(UNTOUCHED))
     for record in records(UNTOUCHED):
         rebuilt = rebuild_body(record["body"], repo_reader(UNTOUCHED))
         assert rebuilt.body_bytes is not None
-        assert v._fast_digest(record["body"]) == sha256_tag(rebuilt.body_bytes)
+        assert v.digest(record["body"]) == sha256_tag(rebuilt.body_bytes)
         assert sha256_tag(rebuilt.body_bytes) == record["prompt_sha256"]
 
 
@@ -168,10 +166,10 @@ def test_placeholder_look_alike_in_a_record_is_still_rebuilt_exactly(
     # In the body's frame, where the placeholders go: inside a text, and a whole value.
     record["body"]["messages"][0]["content"] += "\x00deepseek-review-content-0\x00 \\u0000"
     digest = sha256_tag(rebuild_body(record["body"], repo_reader(root)).body_bytes or b"")
-    assert VC.Verifier(root)._fast_digest(record["body"]) == digest
+    assert Rebuilder(repo_reader(root)).digest(record["body"]) == digest
     record["body"]["x-extra"] = "\x00deepseek-review-content-0\x00"
     digest = sha256_tag(rebuild_body(record["body"], repo_reader(root)).body_bytes or b"")
-    assert VC.Verifier(root)._fast_digest(record["body"]) is None
+    assert Rebuilder(repo_reader(root)).digest(record["body"]) is None
     record["prompt_sha256"] = digest
     record_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
     receipt_path = record_path.with_name(record_path.name.replace(".request.json", ".receipt.json"))
@@ -189,13 +187,13 @@ def test_placeholder_look_alike_in_a_record_is_still_rebuilt_exactly(
      "\u2028\u2029", 'mixed "a\\b"\n\tend\x1b[0m', "x" * 10_000 + "\n"],
 )  # fmt: skip
 def test_escaping_bytes_matches_json_escaping(text: str) -> None:
-    assert VR._escape_utf8(text.encode("utf-8")) == json.dumps(text, ensure_ascii=False)[
-        1:-1
-    ].encode("utf-8")
+    assert escaped_utf8(text.encode("utf-8")) == json.dumps(text, ensure_ascii=False)[1:-1].encode(
+        "utf-8"
+    )
 
 
 def test_escaping_refuses_what_is_not_utf8() -> None:
-    assert VR._escape_utf8(b"\xff\xfe") is None
+    assert escaped_utf8(b"\xff\xfe") is None
 
 
 def test_default_folder_is_where_run_writes() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,22 +11,14 @@ from typing import Any, Literal
 from .. import safejson
 from ..chain import REASONING_SUFFIX, RECORD_SUFFIX
 from ..errors import InputError
-from ..records.canonical import CANONICAL, RECORD_DECODER, sha256_tag
+from ..records.canonical import RECORD_DECODER, sha256_tag
 from ..records.naming import RECEIPT_SUFFIX, name_order
+from ..records.parts import AnswerRef, answer_paths, file_refs, parse_messages
+from ..records.rebuild import Rebuilder, rebuild_body
 from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
 from ..repo import resolve_inside
-from ..request import RECORD_SCHEMA, rebuild_body
+from ..request import RECORD_SCHEMA
 from .files import Problem, RepoFiles
-from .rebuild import (
-    _MARKERS,
-    _PLACEHOLDERS,
-    _as_bytes,
-    _escape,
-    _escape_utf8,
-    _file_refs,
-    _references,
-    _rehash,
-)
 from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus
 
 # --------------------------------------------------------------------------- checking
@@ -93,8 +84,7 @@ class Verifier:
         """Answers some valid continuation goes on from."""
         self._claimed: set[str] = set()
         """Answers some receipt says it continues, valid or not."""
-        self._escaped: dict[str, bytes | None] = {}
-        self._escaped_text: dict[str, bytes] = {}
+        self.rebuilder = Rebuilder(self._reference, self._reference_digest)
 
     # -- loading and indexing
 
@@ -462,49 +452,43 @@ class Verifier:
     def _prefill(self, body: dict[str, Any]) -> bytes | None:
         """The text of the request's last assistant message (the answer so far), from the
         files its references name when they still hash as recorded; None otherwise."""
-        messages = body.get("messages")
-        last = None
-        for m in messages if isinstance(messages, list) else []:
-            if isinstance(m, dict) and m.get("role") == "assistant":
-                last = m.get("content")
-        parts = last.get("$parts") if isinstance(last, dict) else None
-        if not isinstance(parts, list):
-            return last.encode("utf-8") if isinstance(last, str) else None
+        try:
+            last = [m for m in parse_messages(body) if m.role == "assistant"][-1]
+        except (InputError, IndexError):
+            return None
         out = []
-        for p in parts:
+        for p in last.parts:
             if isinstance(p, str):
                 out.append(p.encode("utf-8"))
                 continue
-            ref = p.get("$answer") if isinstance(p, dict) else None
-            if not isinstance(ref, dict) or not isinstance(ref.get("path"), str):
-                return None
-            data = self.files.read(ref["path"], what="reference")
-            if not isinstance(data, bytes) or self.files.digest(ref["path"], data) != ref.get(
-                "sha256"
-            ):
+            data = self._reference(p.path) if isinstance(p, AnswerRef) else None
+            if data is None or self.files.digest(p.path, data) != p.sha256:
                 return None
             out.append(data)
         return b"".join(out)
 
+    def _reference(self, path: str) -> bytes | None:
+        """A file a record references (kept: other records reference it too), or None."""
+        data = self.files.read(path, what="reference")
+        return data if isinstance(data, bytes) else None
+
+    def _reference_digest(self, path: str) -> str | None:
+        digest = self.files.hash(path, what="reference")
+        return digest if isinstance(digest, str) else None
+
+    def _outside(self, path: str) -> bool:
+        got = self.files.read(path, what="reference")
+        return isinstance(got, Problem) and got.kind == "outside"
+
     def _rebuild(self, d: dict[str, Any], record: dict[str, Any]) -> CheckResult:
-        if self._fast_digest(record["body"]) == d["prompt_sha256"]:
-            return _OK["prompt"]
-        # Anything else is decided (and explained) by request.rebuild_body, the reference.
-        refs = _references(record["body"])
-        outside: list[str] = []
-
-        def read(path: str) -> bytes | None:
-            data = self.files.read(path, what="reference")
-            if isinstance(data, Problem):
-                if data.kind == "outside":
-                    outside.append(path)
-                return None
-            return data
-
+        body = record["body"]
         try:
-            rebuilt = rebuild_body(record["body"], read)
+            rebuilt = self.rebuilder.check(body, d["prompt_sha256"])
         except InputError as exc:
             return CheckResult("prompt", "fail", exc.message)
+        if rebuilt is None:
+            return _OK["prompt"]
+        outside = [p for p in rebuilt.missing if self._outside(p)]
         if outside:
             return CheckResult(
                 "prompt",
@@ -513,18 +497,16 @@ class Verifier:
                 f"{_join(outside)}",
             )
         if rebuilt.body_bytes is not None:
-            digest = sha256_tag(rebuilt.body_bytes)
-            if digest == d["prompt_sha256"]:
-                return _OK["prompt"]
             return CheckResult(
                 "prompt",
                 "fail",
-                f"the rebuilt request hashes to {digest}, not prompt_sha256 "
-                "(the request record was altered)",
+                f"the rebuilt request hashes to {sha256_tag(rebuilt.body_bytes)}, not "
+                "prompt_sha256 (the request record was altered)",
             )
-        answers = [p for p in rebuilt.changed + rebuilt.missing if refs.get(p) == "$answer"]
-        if answers:
-            what = [f"{p} ({'changed' if p in rebuilt.changed else 'missing'})" for p in answers]
+        answers = answer_paths(parse_messages(body))
+        bad = [p for p in rebuilt.changed + rebuilt.missing if p in answers]
+        if bad:
+            what = [f"{p} ({'changed' if p in rebuilt.changed else 'missing'})" for p in bad]
             return CheckResult(
                 "prompt", "fail", f"an earlier answer segment it continued: {_join(what)}"
             )
@@ -533,7 +515,8 @@ class Verifier:
                 "prompt",
                 f"cannot rebuild the request: context file missing: {_join(rebuilt.missing)}",
             )
-        if self._record_hashes_wrong(record, rebuilt.changed, d["prompt_sha256"]):
+        as_they_are = rebuild_body(body, self._reference, unchecked=rebuilt.changed)
+        if as_they_are.body_bytes and sha256_tag(as_they_are.body_bytes) == d["prompt_sha256"]:
             return CheckResult(
                 "prompt",
                 "fail",
@@ -544,99 +527,6 @@ class Verifier:
             "prompt", f"context file changed since the review: {_join(rebuilt.changed)}"
         )
 
-    def _fast_digest(self, body: dict[str, Any]) -> str | None:
-        """The hash of the rebuilt request when every reference is intact, else None.
-
-        The same bytes as ``canonical_json`` of the rebuilt body (what
-        :func:`request.rebuild_body` returns), without re-serialising file texts for every
-        receipt: JSON string escaping is per character, so a message's content is the
-        concatenation of its parts' escaped forms, each escaped once per run. The body is
-        serialised with a placeholder per such content, and the hash is fed the pieces. Only
-        a match counts: any other outcome goes to ``rebuild_body``, so this path can make
-        verify faster, never more lenient (equal hashes mean the exact bytes were rebuilt).
-        """
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            return None
-        skeleton: list[Any] = []
-        contents: list[list[bytes]] = []
-        for m in messages:
-            content = m.get("content") if isinstance(m, dict) else None
-            if isinstance(content, str):  # plain text (a system prompt): escaped once per run
-                pieces = [self._escaped_literal(content)]
-            elif isinstance(content, dict):
-                parts = content.get("$parts")
-                if not isinstance(parts, list) or len(content) != 1:
-                    return None
-                pieces = []
-                for p in parts:
-                    piece = self._escaped_literal(p) if isinstance(p, str) else self._escaped_ref(p)
-                    if piece is None:
-                        return None
-                    pieces.append(piece)
-            else:
-                skeleton.append(m)
-                continue
-            skeleton.append({**m, "content": _PLACEHOLDERS[len(contents)]})
-            contents.append(pieces)
-            if len(contents) >= len(_PLACEHOLDERS):
-                return None
-        try:
-            frame = CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")
-        except (TypeError, ValueError):
-            return None
-        chunks: list[bytes] = []
-        pos = 0
-        for i, pieces in enumerate(contents):
-            marker = _MARKERS[i]
-            at = frame.find(marker, pos)
-            if at < 0 or frame.count(marker) != 1:
-                return None  # a placeholder look-alike in the record: let the slow path judge
-            chunks.append(frame[pos : at + 1])  # up to and with the opening quote
-            chunks += pieces
-            pos = at + len(marker) - 1  # from the closing quote on
-        chunks.append(frame[pos:])
-        return "sha256:" + hashlib.sha256(b"".join(chunks)).hexdigest()
-
-    def _escaped_literal(self, text: str) -> bytes:
-        got = self._escaped_text.get(text)
-        if got is None:
-            got = self._escaped_text[text] = _escape(text)
-        return got
-
-    def _escaped_ref(self, p: Any) -> bytes | None:
-        """A reference's file text, JSON-escaped, if it still hashes as the record says."""
-        if not isinstance(p, dict) or len(p) != 1:
-            return None
-        ((kind, ref),) = p.items()
-        if kind not in ("$file", "$answer") or not isinstance(ref, dict):
-            return None
-        path = ref.get("path")
-        if not isinstance(path, str):
-            return None
-        digest = self.files.hash(path, what="reference")
-        if digest != ref.get("sha256"):
-            return None
-        if path not in self._escaped:
-            data = self.files.read(path, what="reference")
-            self._escaped[path] = _escape_utf8(data) if isinstance(data, bytes) else None
-        return self._escaped[path]
-
-    def _record_hashes_wrong(self, record: dict[str, Any], changed: list[str], want: str) -> bool:
-        """Does the request, built from the files as they are, hash to ``prompt_sha256``?"""
-        current = {}
-        for path in changed:
-            data = self.files.read(path)
-            if not isinstance(data, bytes):
-                return False
-            current[path] = self.files.digest(path, data)
-        body = _rehash(record["body"], current)
-        try:
-            rebuilt = rebuild_body(body, lambda p: _as_bytes(self.files.read(p)))
-        except InputError:
-            return False
-        return rebuilt.body_bytes is not None and sha256_tag(rebuilt.body_bytes) == want
-
 
 def _context_list_problem(record: dict[str, Any]) -> str | None:
     """Why the record's ``context_files`` list (path, sha256, bytes per file) does not match
@@ -644,7 +534,7 @@ def _context_list_problem(record: dict[str, Any]) -> str | None:
     listed = record.get("context_files")
     if not isinstance(listed, list):
         return None
-    refs = _file_refs(record["body"])
+    refs = {p: (r.sha256, r.size) for p, r in file_refs(parse_messages(record["body"])).items()}
     for f in listed:
         path = f.get("path") if isinstance(f, dict) else None
         if not isinstance(path, str) or refs.get(path) != (f.get("sha256"), f.get("bytes")):

@@ -1,0 +1,121 @@
+"""``$parts``: how a request record stands for the texts of a request's messages.
+
+A record holds the request body with every context file's text replaced by
+``{"$file": {"path", "sha256", "bytes"}}`` and every earlier answer segment by
+``{"$answer": {"path", "sha256", "bytes"}}``, inside ``{"$parts": [...]}`` message contents.
+Message contents on the wire are strings, so such an object can never be mistaken for text.
+:func:`encode_content` writes that form and :func:`parse_messages` is the one reader of it
+(``continue``, ``verify`` and :func:`.rebuild.rebuild_body` all go through it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from ..prompt import FileRef
+
+
+@dataclass(frozen=True)
+class AnswerRef:
+    """An earlier answer segment inside a continuation request."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+Ref = FileRef | AnswerRef
+RecordPart = str | FileRef | AnswerRef
+
+_KEYS: dict[type[Ref], str] = {FileRef: "$file", AnswerRef: "$answer"}
+_MAKERS: dict[str, type[Ref]] = {key: cls for cls, key in _KEYS.items()}
+
+
+def encode_part(p: RecordPart) -> str | dict[str, Any]:
+    if isinstance(p, str):
+        return p
+    return {_KEYS[type(p)]: {"path": p.path, "sha256": p.sha256, "bytes": p.size}}
+
+
+def encode_content(parts: Sequence[RecordPart]) -> str | dict[str, Any]:
+    """A message content as the record holds it: plain text, or ``{"$parts": [...]}``."""
+    if len(parts) == 1 and isinstance(parts[0], str):
+        return parts[0]
+    return {"$parts": [encode_part(p) for p in parts]}
+
+
+@dataclass(frozen=True)
+class RecordedMessage:
+    """One message of a recorded request body, its content as parts."""
+
+    role: str
+    parts: tuple[RecordPart, ...]
+    extra: Mapping[str, Any]
+    """Its other fields (e.g. DeepSeek's ``prefix: true``), sent as recorded."""
+
+    def refs(self) -> Iterator[Ref]:
+        return (p for p in self.parts if not isinstance(p, str))
+
+
+def _error(what: str) -> InputError:
+    return InputError(f"request record: {what}")
+
+
+def _part(p: Any) -> RecordPart:
+    if isinstance(p, str):
+        return p
+    if isinstance(p, dict) and len(p) == 1:
+        ((key, ref),) = p.items()
+        make = _MAKERS.get(key)
+        if (
+            make is not None
+            and isinstance(ref, dict)
+            and isinstance(ref.get("path"), str)
+            and isinstance(ref.get("sha256"), str)
+            and type(ref.get("bytes")) is int
+        ):
+            return make(ref["path"], ref["sha256"], ref["bytes"])
+    raise _error("a part is neither text nor a $file/$answer reference")
+
+
+def parse_content(content: Any) -> tuple[RecordPart, ...]:
+    """A recorded message content as parts; :class:`InputError` if it is neither form."""
+    if isinstance(content, str):
+        return (content,)
+    parts = content.get("$parts") if isinstance(content, dict) and len(content) == 1 else None
+    if not isinstance(parts, list):
+        raise _error("a message content is neither text nor $parts")
+    return tuple(_part(p) for p in parts)
+
+
+def parse_messages(body: Mapping[str, Any]) -> list[RecordedMessage]:
+    """The messages of a recorded body; :class:`InputError` (``request record: …``) when the
+    body holds none or one is malformed. A record may be hostile: nothing is read here."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _error("body has no messages list")
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise _error("a message is not an object with a role")
+        extra = {k: v for k, v in m.items() if k not in ("role", "content")}
+        out.append(RecordedMessage(m["role"], parse_content(m.get("content")), extra))
+    return out
+
+
+def file_refs(messages: Sequence[RecordedMessage]) -> dict[str, FileRef]:
+    """Every context file a request references, the first reference to each path."""
+    out: dict[str, FileRef] = {}
+    for m in messages:
+        for r in m.refs():
+            if isinstance(r, FileRef):
+                out.setdefault(r.path, r)
+    return out
+
+
+def answer_paths(messages: Sequence[RecordedMessage]) -> set[str]:
+    """The earlier answer segments a request references."""
+    return {r.path for m in messages for r in m.refs() if isinstance(r, AnswerRef)}
