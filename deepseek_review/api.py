@@ -36,7 +36,7 @@ from .manifestfile import ManifestError
 if TYPE_CHECKING:
     from .batch import BatchOptions, BatchReport, EventFn, PreparedBatch
     from .calls import ProgressFn
-    from .chain import ChainSegment
+    from .records.stored import ChainSegment
     from .config import Settings
     from .pipeline import ReviewOptions, ReviewPlan, ReviewResult
     from .resume import ContinueOutcome

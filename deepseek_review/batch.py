@@ -39,7 +39,6 @@ from typing import Any, Literal
 import httpx
 
 from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
-from .chain import RECORD_SUFFIX, ChainSegment, load_segment
 from .client import ChatClient
 from .context import Output
 from .endpoint import canonical
@@ -55,8 +54,9 @@ from .pipeline import (
     review_longest_name,
     send_review,
 )
-from .records.naming import RECEIPT_SUFFIX, topic_of, unreceipted_answers
+from .records.naming import RECEIPT_SUFFIX, RECORD_SUFFIX, topic_of, unreceipted_answers
 from .records.receipt import fast_validators
+from .records.stored import ChainSegment, load_segment
 from .repo import files_unchanged_since, find_repo_root, resolve_inside
 from .resume import segment_from
 from .retry import Throttle

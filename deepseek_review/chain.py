@@ -8,94 +8,14 @@ receipt is refused with a message naming the segment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import safejson
 from .errors import InputError, VerificationFailed
 from .records.canonical import sha256_tag
 from .records.naming import RECEIPT_SUFFIX
-from .records.receipt import Receipt
+from .records.stored import ChainSegment, load_segment, receipt_for
 from .repo import read_regular_file, resolve_inside
-from .request import RECORD_SCHEMA
-
-RECORD_SUFFIX = ".request.json"
-REASONING_SUFFIX = ".reasoning.md"
-
-
-@dataclass(frozen=True)
-class ChainSegment:
-    """A receipt, where it lives, and its request record when there is one."""
-
-    receipt_path: str
-    receipt: Receipt
-    record: dict[str, Any] | None
-
-    @property
-    def answer_path(self) -> str:
-        return self.receipt.answer_path
-
-    @property
-    def finish_reason(self) -> str | None:
-        if self.record is None:
-            return None
-        response = self.record.get("response")
-        fr = response.get("finish_reason") if isinstance(response, dict) else None
-        return fr if isinstance(fr, str) else None
-
-    @property
-    def usage_reported(self) -> bool:
-        """False when its record says the server reported no usage (the receipt's zeros are
-        then not a count); receipts of other tools, without a record, are taken as counts."""
-        response = self.record.get("response") if self.record else None
-        return not (isinstance(response, dict) and response.get("usage_reported") is False)
-
-
-def receipt_for(root: Path, user_path: str) -> tuple[Path, str]:
-    """The receipt of ``user_path`` (a receipt, or an answer ``<stem>.md``)."""
-    path, rel = resolve_inside(root, user_path, what="path")
-    if rel.endswith(RECEIPT_SUFFIX):
-        return path, rel
-    if rel.endswith(".md"):
-        stem = rel[: -len(".md")]
-        receipt_rel = stem + RECEIPT_SUFFIX
-        receipt_path, _ = resolve_inside(root, receipt_rel, what="receipt")
-        if not receipt_path.is_file():
-            raise InputError(f"{rel}: no receipt beside it ({receipt_rel})")
-        return receipt_path, receipt_rel
-    raise InputError(f"{rel}: expected a receipt (*{RECEIPT_SUFFIX}) or an answer (*.md)")
-
-
-def load_record(root: Path, receipt_rel: str) -> dict[str, Any] | None:
-    """The request record beside a receipt, None when there is none (other emitters)."""
-    rel = receipt_rel[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX
-    path, _ = resolve_inside(root, rel, what="request record")
-    try:
-        raw = read_regular_file(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise InputError(f"{rel}: cannot read ({exc.strerror or exc})") from None
-    try:
-        data = safejson.loads(raw, what="request record")
-    except safejson.JSONRefused as exc:
-        raise InputError(f"{rel}: {exc}") from None
-    except ValueError as exc:
-        raise InputError(f"{rel}: request record is not JSON ({exc})") from None
-    if (
-        not isinstance(data, dict)
-        or data.get("record") != RECORD_SCHEMA
-        or not isinstance(data.get("body"), dict)
-    ):
-        raise InputError(f"{rel}: not a {RECORD_SCHEMA} request record")
-    return data
-
-
-def load_segment(root: Path, receipt_rel: str) -> ChainSegment:
-    path, rel = resolve_inside(root, receipt_rel, what="receipt")
-    receipt = Receipt.load(path, shown=rel)
-    return ChainSegment(receipt_path=rel, receipt=receipt, record=load_record(root, rel))
 
 
 def _receipts_in(root: Path, folder_rel: str) -> list[str]:
@@ -153,8 +73,7 @@ def _one(rels: list[str], what: str) -> str | None:
 
 def find_chain(root: Path, user_path: str) -> list[ChainSegment]:
     """The whole chain ``user_path`` belongs to, primary first, every segment validated."""
-    _, receipt_rel = receipt_for(root, user_path)
-    start = load_segment(root, receipt_rel)
+    start = load_segment(root, receipt_for(root, user_path))
     index = _Index(root)
     chain = [start]
     seen = {start.answer_path}

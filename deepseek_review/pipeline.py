@@ -26,6 +26,7 @@ from .prompt import Template, continuation_directive, load_template, render_mess
 from .records.naming import check_topic, longest_name
 from .records.parts import AnswerRef
 from .records.receipt import check_recordable
+from .records.request_record import Continuation
 from .repo import find_repo_root, resolve_inside
 from .request import (
     BodyOptions,
@@ -495,13 +496,13 @@ def continue_chain(
                 content=content,
                 echo_stripped_chars=echoed,
                 prompt_token_estimate=estimate,
-                continuation={
-                    "index": index,
-                    "style": options.style,
-                    "server": options.server,
-                    "primary_answer_path": chain.primary_answer_path,
-                    "previous_answer_path": chain.segments[-1].answer_path,
-                },
+                continuation=Continuation(
+                    index=index,
+                    style=options.style,
+                    server=options.server,
+                    primary_answer_path=chain.primary_answer_path,
+                    previous_answer_path=chain.segments[-1].answer_path,
+                ),
                 keep_reasoning=keep_reasoning,
             ),
             now(),

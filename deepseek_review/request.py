@@ -18,8 +18,6 @@ from .prompt import Message, Part
 from .records.canonical import canonical_json, sha256_tag
 from .records.parts import AnswerRef, encode_content
 
-RECORD_SCHEMA = "deepseek_review_request_record_v1"
-
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
 

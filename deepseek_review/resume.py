@@ -14,10 +14,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .calls import ProgressFn, RetryPolicy, Timeouts, Usage
-from .chain import RECORD_SUFFIX, ChainSegment, find_chain, read_answer
+from .chain import find_chain, read_answer
 from .client import ChatClient
 from .context import ContextFile
 from .endpoint import resolve_endpoint
@@ -30,10 +29,12 @@ from .pipeline import (
     ReviewResult,
     continue_chain,
 )
-from .records.naming import RECEIPT_SUFFIX, longest_name, topic_of
-from .records.parts import file_refs, parse_messages
+from .records.naming import longest_name, topic_of
+from .records.parts import file_refs
 from .records.rebuild import repo_reader, resolve
 from .records.receipt import check_recordable
+from .records.request_record import RequestRecord
+from .records.stored import ChainSegment
 from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, BodyOptions, WireMessage
 from .resources import prompts_dir
@@ -74,23 +75,15 @@ class ContinueOutcome:
     """The continuations this call allowed."""
 
 
-def base_messages_from_record(
-    root: Path, record: dict[str, Any], *, where: str = "request record"
-) -> tuple[WireMessage, ...]:
-    """The primary request's messages, rebuilt exactly; refused if a context file changed.
-
-    ``where`` names the record in errors. A reference outside the repository root is refused
-    without being read (a record may be hostile).
-    """
-    return _rebuild_base(root, record, where)[0]
-
-
-def _rebuild_base(
-    root: Path, record: dict[str, Any], where: str
+def rebuild_base(
+    root: Path, record: RequestRecord, where: str
 ) -> tuple[tuple[WireMessage, ...], list[ContextFile]]:
-    """:func:`base_messages_from_record`, plus the context files it put back in (in order)."""
+    """The primary request's messages, rebuilt exactly, and the context files they hold (in
+    order); refused if a context file changed. ``where`` names the record in errors. A
+    reference outside the repository root is refused without being read (a record may be
+    hostile)."""
     try:
-        messages = parse_messages(record["body"])
+        messages = record.messages
     except InputError as exc:
         raise InputError(f"{where}: {exc.message}") from None
     for m in messages:
@@ -123,9 +116,9 @@ def _rebuild_base(
 
 
 def _body_from_record(
-    record: dict[str, Any], stream: bool, max_tokens: int | None, *, where: str = "request record"
+    record: RequestRecord, stream: bool, max_tokens: int | None, *, where: str
 ) -> BodyOptions:
-    body = record["body"]
+    body = record.body
     extra = {k: v for k, v in body.items() if k not in CORE_FIELDS and k != "stream_options"}
     model = body.get("model")
     temperature = body.get("temperature", 0.0)
@@ -158,22 +151,20 @@ def segment_from(root: Path, cs: ChainSegment, *, assume_truncated: bool = False
     """
     r = cs.receipt
     content = read_answer(root, cs)
-    record = cs.record or {}
-    cap = record.get("body", {}).get("max_tokens")
+    record = cs.record
+    cap = None if record is None else record.body.get("max_tokens")
     estimated = None
-    if not cs.usage_reported:
-        response = record.get("response")
-        prompt = record.get("prompt_token_estimate")
-        thought = response.get("reasoning_chars") if isinstance(response, dict) else None
+    if not cs.usage_reported and record is not None:  # only a record says so
+        thought = record.response.reasoning_chars or 0
         estimated = (
-            (prompt if isinstance(prompt, int) else 0)
+            (record.prompt_token_estimate or 0)
             + estimate_tokens([content])
-            + (thought // BYTES_PER_TOKEN if isinstance(thought, int) else 0)
+            + thought // BYTES_PER_TOKEN
         )
     return Segment(
         answer_path=r.answer_path,
         receipt_path=cs.receipt_path,
-        record_path=cs.receipt_path[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX,
+        record_path=cs.record_path,
         answer_sha256=r.answer_sha256,
         prompt_sha256=r.prompt_sha256,
         usage=Usage(**r.usage),
@@ -233,8 +224,8 @@ def continue_existing(
             last.answer_path,
         )
     if primary.record is not None:
-        where = primary.receipt_path[: -len(".receipt.json")] + ".request.json"
-        base, files = _rebuild_base(root, primary.record, where)
+        where = primary.record_path
+        base, files = rebuild_base(root, primary.record, where)
         body = _body_from_record(primary.record, options.stream, options.max_tokens, where=where)
         if not (options.allow_secrets or endpoint.is_local):
             from .secretscan import refuse_secrets

@@ -10,7 +10,6 @@ they cost one environment lookup each.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +22,8 @@ from .errors import OutputError
 from .records.canonical import sha256_tag
 from .records.naming import claim_answer, sibling_paths, stem_for, utc_stamp
 from .records.receipt import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
-from .request import RECORD_SCHEMA, PreparedRequest
+from .records.request_record import Continuation, FileEntry, RequestRecord, Response
+from .request import PreparedRequest
 from .storage import PRIVATE_MODE, crash_at, crash_point, write_output
 from .tokens import estimate_exchange
 
@@ -84,7 +84,7 @@ class SegmentSpec:
     context_files: tuple[ContextFile, ...] = ()
     template: tuple[str, str] | None = None
     prompt_token_estimate: int = 0
-    continuation: dict[str, Any] | None = None
+    continuation: Continuation | None = None
     keep_reasoning: bool = False
 
 
@@ -120,45 +120,38 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         reasoning_sha = sha256_tag(data)
 
     usage = c.usage or ZERO_USAGE
-    record: dict[str, Any] = {
-        "record": RECORD_SCHEMA,
-        "tool": f"deepseek-review {__version__}",
-        "kind": "continuation" if is_cont else "primary",
-        "created_at": created_at(now),
-        "answer_path": answer_rel,
-        "receipt_path": _rel(spec.root, paths["receipt"]),
-        "endpoint": spec.endpoint,
-        "prompt_sha256": spec.prepared.prompt_sha256,
-        "prompt_token_estimate": spec.prompt_token_estimate,
-        "body": spec.prepared.record_body,
-        "response": {
-            "finish_reason": c.finish_reason,
-            "usage": c.usage.as_dict() if c.usage else None,
-            "usage_reported": c.usage is not None,
-            "message_keys": list(c.message_keys),
-            "model": c.model,
-            "attempts": c.attempts,
-            "elapsed_seconds": round(c.elapsed, 3),
-            "content_sha256": sha256_tag(c.content.encode("utf-8")),
-            "echo_stripped_chars": spec.echo_stripped_chars,
-            "reasoning_chars": len(c.reasoning or ""),
-            "reasoning_path": reasoning_rel,
-            "reasoning_sha256": reasoning_sha,
-        },
-    }
-    if is_cont:
-        record["continuation"] = spec.continuation
-    else:
-        record["template"] = (
-            {"name": spec.template[0], "sha256": spec.template[1]} if spec.template else None
-        )
-        record["context_files"] = [
-            {"path": f.path, "sha256": f.sha256, "bytes": f.size} for f in spec.context_files
-        ]
+    record = RequestRecord(
+        tool=f"deepseek-review {__version__}",
+        kind="continuation" if is_cont else "primary",
+        created_at=created_at(now),
+        answer_path=answer_rel,
+        receipt_path=_rel(spec.root, paths["receipt"]),
+        endpoint=spec.endpoint,
+        prompt_sha256=spec.prepared.prompt_sha256,
+        prompt_token_estimate=spec.prompt_token_estimate,
+        body=spec.prepared.record_body,
+        response=Response(
+            finish_reason=c.finish_reason,
+            usage=c.usage.as_dict() if c.usage else None,
+            usage_reported=c.usage is not None,
+            message_keys=c.message_keys,
+            model=c.model,
+            attempts=c.attempts,
+            elapsed_seconds=round(c.elapsed, 3),
+            content_sha256=sha256_tag(c.content.encode("utf-8")),
+            echo_stripped_chars=spec.echo_stripped_chars,
+            reasoning_chars=len(c.reasoning or ""),
+            reasoning_path=reasoning_rel,
+            reasoning_sha256=reasoning_sha,
+        ),
+        continuation=spec.continuation,
+        template=spec.template,
+        context_files=tuple(FileEntry(f.path, f.sha256, f.size) for f in spec.context_files),
+    )
     record_rel = _rel(spec.root, paths["record"])
     write_output(
         paths["record"],
-        (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+        record.to_bytes(),
         shown=record_rel,
         mode=PRIVATE_MODE,  # the prompt, the template: not for other users of the machine
     )
@@ -175,9 +168,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         usage=usage.as_dict(),
         answer_path=answer_rel,
         context_files=None if is_cont else tuple(f.path for f in spec.context_files),
-        previous_answer_path=spec.continuation["previous_answer_path"]
-        if spec.continuation
-        else None,
+        previous_answer_path=spec.continuation.previous_answer_path if spec.continuation else None,
         message_keys=tuple(_message_keys(c.message_keys)) if is_cont else None,
     )
     receipt_rel = _rel(spec.root, paths["receipt"])

@@ -22,17 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_review.batch import BatchOptions, prepare_batch
-from deepseek_review.chain import (
-    RECORD_SUFFIX,
-    ChainSegment,
-    find_chain,
-    load_segment,
-    read_answer,
-    stitched_text,
-)
+from deepseek_review.chain import find_chain, read_answer, stitched_text
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.naming import RECEIPT_SUFFIX
+from deepseek_review.records.naming import RECEIPT_SUFFIX, RECORD_SUFFIX
 from deepseek_review.records.rebuild import rebuild_body, repo_reader
+from deepseek_review.records.stored import ChainSegment, load_segment
 from deepseek_review.simulator import RecordedRequest, full_answer
 from deepseek_review.simulator.answer import key_digest
 from deepseek_review.storage import TEMP_PREFIX, TEMP_SUFFIX
@@ -387,7 +381,7 @@ class Chains:
 def primary_messages(repo: Path, primary: ChainSegment) -> list[dict[str, Any]]:
     """The primary request's messages, rebuilt from its request record and the repository."""
     assert primary.record is not None
-    rebuilt = rebuild_body(primary.record["body"], repo_reader(repo))
+    rebuilt = rebuild_body(primary.record.body, repo_reader(repo))
     assert rebuilt.body_bytes is not None, (rebuilt.changed, rebuilt.missing)
     assert sha256_tag(rebuilt.body_bytes) == primary.receipt.prompt_sha256
     messages: list[dict[str, Any]] = json.loads(rebuilt.body_bytes)["messages"]

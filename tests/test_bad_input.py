@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 import pytest
 
-from deepseek_review.request import RECORD_SCHEMA
+from deepseek_review.records.request_record import RECORD_SCHEMA
 from deepseek_review.simulator import Simulator
 from tests.builders import continuation_receipt, primary_receipt, sha
 from tests.stubs import Reply, Stub

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import InputError
@@ -47,9 +48,10 @@ def encode_content(parts: Sequence[RecordPart]) -> str | dict[str, Any]:
     return {"$parts": [encode_part(p) for p in parts]}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RecordedMessage:
-    """One message of a recorded request body, its content as parts."""
+    """One message of a recorded request body, its content as parts (read-only by
+    convention: a verify run parses tens of thousands)."""
 
     role: str
     parts: tuple[RecordPart, ...]
@@ -64,9 +66,7 @@ def _error(what: str) -> InputError:
     return InputError(f"request record: {what}")
 
 
-def _part(p: Any) -> RecordPart:
-    if isinstance(p, str):
-        return p
+def _ref(p: Any) -> Ref:
     if isinstance(p, dict) and len(p) == 1:
         ((key, ref),) = p.items()
         make = _MAKERS.get(key)
@@ -88,7 +88,14 @@ def parse_content(content: Any) -> tuple[RecordPart, ...]:
     parts = content.get("$parts") if isinstance(content, dict) and len(content) == 1 else None
     if not isinstance(parts, list):
         raise _error("a message content is neither text nor $parts")
-    return tuple(_part(p) for p in parts)
+    return tuple([p if isinstance(p, str) else _ref(p) for p in parts])
+
+
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+
+
+def _extra(m: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in m.items() if k not in ("role", "content")}
 
 
 def parse_messages(body: Mapping[str, Any]) -> list[RecordedMessage]:
@@ -101,7 +108,7 @@ def parse_messages(body: Mapping[str, Any]) -> list[RecordedMessage]:
     for m in messages:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise _error("a message is not an object with a role")
-        extra = {k: v for k, v in m.items() if k not in ("role", "content")}
+        extra = _NO_EXTRA if len(m) == 2 and "content" in m else _extra(m)
         out.append(RecordedMessage(m["role"], parse_content(m.get("content")), extra))
     return out
 

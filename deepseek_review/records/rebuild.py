@@ -163,17 +163,25 @@ class Rebuilder:
         data = self.read(path)
         return None if data is None else sha256_tag(data)
 
-    def check(self, body: Mapping[str, Any], want: str) -> Rebuild | None:
+    def check(
+        self,
+        body: Mapping[str, Any],
+        want: str,
+        messages: Sequence[RecordedMessage] | None = None,
+    ) -> Rebuild | None:
         """None when the body rebuilds to bytes hashing to ``want``; else the reference's
-        :class:`Rebuild` (complete, hashing to something else, or naming the files)."""
-        if self.digest(body) == want:
+        :class:`Rebuild` (complete, hashing to something else, or naming the files).
+        ``messages``: the body's, parsed already (:func:`.parts.parse_messages`)."""
+        if self.digest(body, messages) == want:
             return None
         rebuilt = rebuild_body(body, self.read)
         if rebuilt.body_bytes is not None and sha256_tag(rebuilt.body_bytes) == want:
             return None
         return rebuilt
 
-    def digest(self, body: Mapping[str, Any]) -> str | None:
+    def digest(
+        self, body: Mapping[str, Any], messages: Sequence[RecordedMessage] | None = None
+    ) -> str | None:
         """The hash of the rebuilt request when every reference is intact, else None.
 
         The same bytes as :func:`rebuild_body` gives, without re-serialising file texts for
@@ -182,22 +190,23 @@ class Rebuilder:
         serialised with a placeholder per content, and the hash is fed the pieces. Only a
         match counts (:meth:`check`): this path can make a run faster, never more lenient.
         """
-        try:
-            messages = parse_messages(body)
-        except InputError:
-            return None
+        if messages is None:
+            try:
+                messages = parse_messages(body)
+            except InputError:
+                return None
         if len(messages) > len(_PLACEHOLDERS):
             return None
         skeleton: list[Any] = []
         contents: list[list[bytes]] = []
-        for i, m in enumerate(messages):
+        for i, (m, raw) in enumerate(zip(messages, body["messages"], strict=True)):
             pieces = []
             for p in m.parts:
                 piece = self._escaped_literal(p) if isinstance(p, str) else self._escaped_ref(p)
                 if piece is None:
                     return None
                 pieces.append(piece)
-            skeleton.append({**m.extra, "role": m.role, "content": _PLACEHOLDERS[i]})
+            skeleton.append({**raw, "content": _PLACEHOLDERS[i]})
             contents.append(pieces)
         try:
             frame = CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")

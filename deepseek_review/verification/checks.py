@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import safejson
-from ..chain import REASONING_SUFFIX, RECORD_SUFFIX
 from ..errors import InputError
-from ..records.canonical import RECORD_DECODER, sha256_tag
-from ..records.naming import RECEIPT_SUFFIX, name_order
-from ..records.parts import AnswerRef, answer_paths, file_refs, parse_messages
+from ..records.canonical import sha256_tag
+from ..records.naming import RECEIPT_SUFFIX, name_order, sibling
+from ..records.parts import AnswerRef, RecordedMessage, answer_paths, file_refs
 from ..records.rebuild import Rebuilder, rebuild_body
 from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
+from ..records.request_record import RequestRecord
 from ..repo import resolve_inside
-from ..request import RECORD_SCHEMA
 from .files import Problem, RepoFiles
 from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus
 
@@ -44,11 +42,6 @@ _CHAIN_KEYS = ("schema", "answer_path", "previous_answer_path", "context_files")
 #: Set (to True) in a ``_Local``'s data when its request record says the answer was cut off
 #: at the token cap (not a receipt key: the schema is closed).
 _CUT_OFF = "$cut_off"
-
-
-def _finish_reason(record: dict[str, Any]) -> Any:
-    response = record.get("response")
-    return response.get("finish_reason") if isinstance(response, dict) else None
 
 
 @dataclass
@@ -191,7 +184,7 @@ class Verifier:
             self._prompt(rel, d, record, answer_ok=answer.status == "ok"),
         ]
         kept = {k: d[k] for k in _CHAIN_KEYS if k in d}
-        if isinstance(record, dict) and _finish_reason(record) == "length":
+        if isinstance(record, RequestRecord) and record.response.finish_reason == "length":
             kept[_CUT_OFF] = True
         return _Local(rel, kept, [], checks, r.continues)
 
@@ -237,17 +230,16 @@ class Verifier:
         failure under ``strict``."""
         return CheckResult(name, "fail" if self.strict else "warn", detail)
 
-    def _reasoning(self, rel: str, record: dict[str, Any] | str | None) -> CheckResult:
+    def _reasoning(self, rel: str, record: RequestRecord | str | None) -> CheckResult:
         """The answer check, its file already matched: now the reasoning file the record
         names (``--keep-reasoning``), whose hash it holds."""
-        response = record.get("response") if isinstance(record, dict) else None
-        if not isinstance(response, dict):
+        if not isinstance(record, RequestRecord):
             return _OK["answer"]
-        path, digest = response.get("reasoning_path"), response.get("reasoning_sha256")
+        path, digest = record.response.reasoning_path, record.response.reasoning_sha256
         if path is None and digest is None:
             return _OK["answer"]
-        expected = rel[: -len(RECEIPT_SUFFIX)] + REASONING_SUFFIX
-        if path != expected or not isinstance(digest, str):
+        expected = sibling(rel, "reasoning")
+        if path != expected or digest is None:
             problem = (
                 f"the request record names reasoning_path {path!r} with reasoning_sha256 "
                 f"{digest!r}; the tool writes {expected} and its hash"
@@ -379,28 +371,19 @@ class Verifier:
 
     # -- the request record
 
-    def _record(self, rel: str) -> dict[str, Any] | str | None:
-        """The request record beside the receipt: its data, a problem, or None if absent."""
-        record_rel = rel[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX
+    def _record(self, rel: str) -> RequestRecord | str | None:
+        """The request record beside the receipt: the record, a problem, or None if absent."""
+        record_rel = sibling(rel, "record")
         raw = self.files.read_once(record_rel, what="request record")
         if isinstance(raw, Problem):
             return None if raw.kind == "missing" else f"request record {raw.detail}"
         try:
-            data = safejson.loads(raw, what="request record", decoder=RECORD_DECODER)
-        except safejson.JSONRefused as exc:
-            return f"{record_rel}: {exc}"
-        except ValueError as exc:
-            return f"request record {record_rel} is not JSON ({exc})"
-        if (
-            not isinstance(data, dict)
-            or data.get("record") != RECORD_SCHEMA
-            or not isinstance(data.get("body"), dict)
-        ):
-            return f"{record_rel} is not a {RECORD_SCHEMA} request record"
-        return data
+            return RequestRecord.load(raw, record_rel)
+        except InputError as exc:
+            return exc.message
 
     def _prompt(
-        self, rel: str, d: dict[str, Any], record: dict[str, Any] | str | None, *, answer_ok: bool
+        self, rel: str, d: dict[str, Any], record: RequestRecord | str | None, *, answer_ok: bool
     ) -> CheckResult:
         if record is None:
             return CheckResult("prompt", "info", "not re-checkable: no request record")
@@ -411,36 +394,39 @@ class Verifier:
             return CheckResult(
                 "prompt", "fail", f"the request record disagrees with the receipt on {disagree}"
             )
-        rebuilt = self._rebuild(d, record)
+        try:
+            messages = record.messages
+        except InputError as exc:
+            return CheckResult("prompt", "fail", exc.message)
+        rebuilt = self._rebuild(d, record.body, messages)
         if rebuilt.status == "fail":
             return rebuilt
         # The record's other hashes: its list of context files, and the server's content
         # (checked against the answer only when the answer check passed: no double report).
-        problem = _context_list_problem(record)
+        problem = _context_list_problem(record, messages)
         if problem is None and answer_ok:
-            problem = self._content_problem(d, record)
+            problem = self._content_problem(d, record, messages)
         return rebuilt if problem is None else CheckResult("prompt", "fail", problem)
 
-    def _content_problem(self, d: dict[str, Any], record: dict[str, Any]) -> str | None:
+    def _content_problem(
+        self, d: dict[str, Any], record: RequestRecord, messages: list[RecordedMessage]
+    ) -> str | None:
         """Why the record's ``content_sha256`` (the server's content, before an echoed
         prefill was cut off it) does not fit the answer file; None when it does."""
-        response = record.get("response")
-        want = response.get("content_sha256") if isinstance(response, dict) else None
-        if want is None:  # older records
+        want = record.response.content_sha256
+        if want is None:  # records of hand
             return None
-        assert isinstance(response, dict)
-        echoed = response.get("echo_stripped_chars") or 0
+        echoed = record.response.echo_stripped_chars or 0
         if not echoed:
             if want == d["answer_sha256"]:
                 return None
             return "the request record's content_sha256 is not the answer's answer_sha256"
-        prefill = self._prefill(record["body"])
+        prefill = self._prefill(messages)
         answer = self.files.read(d["answer_path"], keep=False)
         if prefill is None or not isinstance(answer, bytes):
             return None  # unreadable: the answer and prompt checks say why
         if (
-            isinstance(echoed, int)
-            and len(prefill.decode("utf-8", "replace")) == echoed
+            len(prefill.decode("utf-8", "replace")) == echoed
             and sha256_tag(prefill + answer) == want
         ):
             return None
@@ -449,13 +435,13 @@ class Verifier:
             "plus this answer"
         )
 
-    def _prefill(self, body: dict[str, Any]) -> bytes | None:
+    def _prefill(self, messages: list[RecordedMessage]) -> bytes | None:
         """The text of the request's last assistant message (the answer so far), from the
         files its references name when they still hash as recorded; None otherwise."""
-        try:
-            last = [m for m in parse_messages(body) if m.role == "assistant"][-1]
-        except (InputError, IndexError):
+        answers = [m for m in messages if m.role == "assistant"]
+        if not answers:
             return None
+        last = answers[-1]
         out = []
         for p in last.parts:
             if isinstance(p, str):
@@ -480,12 +466,10 @@ class Verifier:
         got = self.files.read(path, what="reference")
         return isinstance(got, Problem) and got.kind == "outside"
 
-    def _rebuild(self, d: dict[str, Any], record: dict[str, Any]) -> CheckResult:
-        body = record["body"]
-        try:
-            rebuilt = self.rebuilder.check(body, d["prompt_sha256"])
-        except InputError as exc:
-            return CheckResult("prompt", "fail", exc.message)
+    def _rebuild(
+        self, d: dict[str, Any], body: Mapping[str, Any], messages: list[RecordedMessage]
+    ) -> CheckResult:
+        rebuilt = self.rebuilder.check(body, d["prompt_sha256"], messages)
         if rebuilt is None:
             return _OK["prompt"]
         outside = [p for p in rebuilt.missing if self._outside(p)]
@@ -503,7 +487,7 @@ class Verifier:
                 f"the rebuilt request hashes to {sha256_tag(rebuilt.body_bytes)}, not "
                 "prompt_sha256 (the request record was altered)",
             )
-        answers = answer_paths(parse_messages(body))
+        answers = answer_paths(messages)
         bad = [p for p in rebuilt.changed + rebuilt.missing if p in answers]
         if bad:
             what = [f"{p} ({'changed' if p in rebuilt.changed else 'missing'})" for p in bad]
@@ -528,60 +512,54 @@ class Verifier:
         )
 
 
-def _context_list_problem(record: dict[str, Any]) -> str | None:
+def _context_list_problem(record: RequestRecord, messages: list[RecordedMessage]) -> str | None:
     """Why the record's ``context_files`` list (path, sha256, bytes per file) does not match
     the ``$file`` references its body was rebuilt from; None when it does."""
-    listed = record.get("context_files")
-    if not isinstance(listed, list):
+    if record.context_files is None:
         return None
-    refs = {p: (r.sha256, r.size) for p, r in file_refs(parse_messages(record["body"])).items()}
-    for f in listed:
-        path = f.get("path") if isinstance(f, dict) else None
-        if not isinstance(path, str) or refs.get(path) != (f.get("sha256"), f.get("bytes")):
+    refs = file_refs(messages)
+    for f in record.context_files:
+        ref = refs.get(f.path)
+        if ref is None or (ref.sha256, ref.size) != (f.sha256, f.size):
             return (
-                f"the request record's context_files entry for {path} does not match the "
+                f"the request record's context_files entry for {f.path} does not match the "
                 "file reference in its body (sha256 and bytes)"
             )
     return None
 
 
-def _disagreements(rel: str, d: dict[str, Any], record: dict[str, Any]) -> str:
+def _disagreements(rel: str, d: dict[str, Any], record: RequestRecord) -> str:
     """The fields on which a request record and its receipt disagree, comma-separated.
 
     ``prompt_sha256`` and ``answer_path`` must be in the record; the rest is compared where
-    the record has it (so older records still check what they can).
+    the record has it (so records of hand still check what they can).
     """
-    bad = []
-    for key in ("prompt_sha256", "answer_path"):
-        if record.get(key) != d[key]:
-            bad.append(key)
+    bad = [k for k in ("prompt_sha256", "answer_path") if getattr(record, k) != d[k]]
     is_cont = d["schema"] == CONTINUATION
-    raw_response = record.get("response")
-    response: dict[str, Any] = raw_response if isinstance(raw_response, dict) else {}
-    body = record["body"]
+    response = record.response
     expected: list[tuple[str, Any, Any]] = [
-        ("receipt_path", record.get("receipt_path"), rel),
-        ("kind", record.get("kind"), "continuation" if is_cont else "primary"),
-        ("created_at", record.get("created_at"), d["created_at"]),
-        ("endpoint", record.get("endpoint"), d["endpoint"]),
-        ("model", body.get("model"), d["model"]),
+        ("receipt_path", record.receipt_path, rel),
+        ("kind", record.kind, "continuation" if is_cont else "primary"),
+        ("created_at", record.created_at, d["created_at"]),
+        ("endpoint", record.endpoint, d["endpoint"]),
+        ("model", record.body.get("model"), d["model"]),
     ]
-    if "usage" in response:
-        usage = response["usage"]
-        if usage is None:
-            usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        expected.append(("usage", usage, d["usage"]))
+    if response.usage is not None or response.usage_reported is False:
+        expected.append(("usage", response.usage or _NO_USAGE, d["usage"]))
     if is_cont:
-        if isinstance(response.get("message_keys"), list):
-            keys = list(dict.fromkeys(k for k in response["message_keys"] if k))
+        if response.message_keys is not None:
+            keys = list(dict.fromkeys(k for k in response.message_keys if k))
             expected.append(("message_keys", keys, d.get("message_keys")))
-        cont = record.get("continuation")
-        if isinstance(cont, dict) and "previous_answer_path" in cont:
+        if record.continuation is not None:
             expected.append(
-                ("previous_answer_path", cont["previous_answer_path"], d["previous_answer_path"])
+                (
+                    "previous_answer_path",
+                    record.continuation.previous_answer_path,
+                    d["previous_answer_path"],
+                )
             )
-    elif isinstance(record.get("context_files"), list):
-        paths = [f.get("path") if isinstance(f, dict) else None for f in record["context_files"]]
+    elif record.context_files is not None:
+        paths = [f.path for f in record.context_files]
         expected.append(("context_files", paths, d["context_files"]))
     for name, got, want in expected:
         if got is not None and got != want:
@@ -589,4 +567,4 @@ def _disagreements(rel: str, d: dict[str, Any], record: dict[str, Any]) -> str:
     return ", ".join(bad)
 
 
-#: Below this many receipts a pool costs more than it saves.
+_NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}

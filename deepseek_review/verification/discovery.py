@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..records.naming import RECEIPT_SUFFIX, name_order, unreceipted_answers
+from ..records.stored import receipt_for
 from ..repo import resolve_inside
 from .reports import DEFAULT_FOLDER
 
@@ -77,19 +78,7 @@ def discover(root: Path, paths: Sequence[str], default_folder: str = DEFAULT_FOL
             orphans.update(prefix + o for o in unclaimed)
             scanned.add("" if rel == "." else rel)
         elif path.is_file() or (path.exists() and not path.is_dir()):
-            found.add(_receipt_of(root, rel))
+            found.add(receipt_for(root, rel, folders=True))
         elif paths:
             raise InputError(f"{user_path}: no such file or folder")
     return Discovery(sorted(found), shown, scanned, sorted(orphans, key=name_order))
-
-
-def _receipt_of(root: Path, rel: str) -> str:
-    if rel.endswith(RECEIPT_SUFFIX):
-        return rel
-    if rel.endswith(".md"):
-        receipt = rel[: -len(".md")] + RECEIPT_SUFFIX
-        receipt_path, _ = resolve_inside(root, receipt, what="receipt")
-        if not receipt_path.is_file():
-            raise InputError(f"{rel}: no receipt beside it ({receipt})")
-        return receipt
-    raise InputError(f"{rel}: expected a receipt (*{RECEIPT_SUFFIX}), an answer (*.md) or a folder")

@@ -1,0 +1,343 @@
+"""The request record ``<stem>.request.json``: what a segment's request was, typed.
+
+Written beside every answer (after the answer, before the receipt), it holds the request body
+with every file text replaced by a reference (:mod:`.parts`), so the exact bytes whose hash is
+``prompt_sha256`` can be rebuilt, and what the server answered beyond the receipt's fields.
+Its JSON Schema is ``schemas/deepseek-review-request-record-v1.schema.json``, one file per
+version (:data:`RECORD_VERSIONS`).
+
+:meth:`RequestRecord.load` accepts every version written so far. A reader is tolerant of
+what is absent (``None``: records of hand or of other tools check what they can) and of
+unknown keys, and strict about the types of what is there: a field of the wrong type makes
+the whole record invalid, named with its JSON path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import safejson
+from ..errors import InputError
+from .canonical import RECORD_DECODER, pretty_json
+from .parts import RecordedMessage, parse_messages
+
+RECORD_SCHEMA = "deepseek_review_request_record_v1"
+#: Every record version this tool wrote, oldest first: each stays readable.
+RECORD_VERSIONS = (RECORD_SCHEMA,)
+
+_Types = frozenset[type]
+_STR: _Types = frozenset({str})
+_OPT_STR: _Types = frozenset({str, type(None)})
+_INT: _Types = frozenset({int})
+_NUMBER: _Types = frozenset({int, float})
+_BOOL: _Types = frozenset({bool})
+_LIST: _Types = frozenset({list})
+_OPT_OBJECT: _Types = frozenset({dict, type(None)})
+_OBJECT: _Types = frozenset({dict})
+_NAMES = {
+    _STR: "a string",
+    _OPT_STR: "a string or null",
+    _INT: "an integer",
+    _NUMBER: "a number",
+    _BOOL: "true or false",
+    _LIST: "a list",
+    _OPT_OBJECT: "an object or null",
+    _OBJECT: "an object",
+}
+
+
+class _Absent:
+    """What an absent key reads as while checking types (absent is allowed, null is not)."""
+
+
+_ABSENT = _Absent()
+
+
+class _Shape:
+    """The typed fields of one kind of JSON object in a record, in order.
+
+    :meth:`values` checks every field's type (a bool is not an integer; absent is allowed,
+    null only where the table says so). The type signatures found valid are remembered, so
+    the records of a run, which share a handful of them, cost one tuple each to check.
+    """
+
+    def __init__(self, path: str, fields: tuple[tuple[str, _Types], ...]) -> None:
+        self.path = path
+        self.keys = tuple(k for k, _ in fields)
+        self.fields = fields
+        self._absents = (_ABSENT,) * len(fields)
+        self._valid: set[tuple[type, ...]] = set()
+
+    def values(self, data: Mapping[str, Any], where: str, path: str | None = None) -> list[Any]:
+        """The fields' values (None where absent); :class:`InputError` naming a bad one."""
+        got = list(map(data.get, self.keys, self._absents))
+        signature = tuple(map(type, got))
+        if signature not in self._valid:
+            for (key, types), v in zip(self.fields, got, strict=True):
+                if v is not _ABSENT and type(v) not in types:
+                    raise _invalid(where, f"{path or self.path}.{key}", _NAMES[types])
+            if len(self._valid) < 256:
+                self._valid.add(signature)
+        return [None if v is _ABSENT else v for v in got]
+
+
+_TOP = _Shape(
+    "$",
+    (
+        ("tool", _STR),
+        ("kind", _STR),
+        ("created_at", _STR),
+        ("answer_path", _STR),
+        ("receipt_path", _STR),
+        ("endpoint", _STR),
+        ("prompt_sha256", _STR),
+        ("prompt_token_estimate", _INT),
+        ("response", _OBJECT),
+        ("continuation", _OBJECT),
+        ("template", _OPT_OBJECT),
+        ("context_files", _LIST),
+    ),
+)
+_RESPONSE = _Shape(
+    "$.response",
+    (
+        ("finish_reason", _OPT_STR),
+        ("usage", _OPT_OBJECT),
+        ("usage_reported", _BOOL),
+        ("message_keys", _LIST),
+        ("model", _OPT_STR),
+        ("attempts", _INT),
+        ("elapsed_seconds", _NUMBER),
+        ("content_sha256", _STR),
+        ("echo_stripped_chars", _INT),
+        ("reasoning_chars", _INT),
+        ("reasoning_path", _OPT_STR),
+        ("reasoning_sha256", _OPT_STR),
+    ),
+)
+_CONTINUATION = _Shape(
+    "$.continuation",
+    (
+        ("index", _INT),
+        ("style", _STR),
+        ("server", _STR),
+        ("primary_answer_path", _STR),
+        ("previous_answer_path", _STR),
+    ),
+)
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_USAGE_TYPES = (int, int, int)
+_ENTRY = _Shape("$.context_files[]", (("path", _STR), ("sha256", _STR), ("bytes", _INT)))
+_TEMPLATE = _Shape("$.template", (("name", _STR), ("sha256", _STR)))
+
+
+def _invalid(where: str, path: str, expected: str) -> InputError:
+    return InputError(f"{where}: not a valid request record: {path} is not {expected}")
+
+
+def _all_of(shape: _Shape, data: Any, where: str, path: str, expected: str) -> list[Any]:
+    """Every field of ``shape``, all required."""
+    got = shape.values(data, where, path) if isinstance(data, dict) else [None]
+    if None in got:
+        raise _invalid(where, path, expected)
+    return got
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A context file of a primary request: what the record's ``context_files`` lists."""
+
+    path: str
+    sha256: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256, "bytes": self.size}
+
+
+@dataclass(slots=True)
+class Response:
+    """What the server answered, beyond the receipt's fields (None: not recorded)."""
+
+    finish_reason: str | None = None
+    usage: Mapping[str, int] | None = None
+    usage_reported: bool | None = None
+    message_keys: tuple[str, ...] | None = None
+    model: str | None = None
+    attempts: int | None = None
+    elapsed_seconds: float | None = None
+    content_sha256: str | None = None
+    """The server's content before an echoed prefill was cut off it."""
+    echo_stripped_chars: int | None = None
+    reasoning_chars: int | None = None
+    reasoning_path: str | None = None
+    reasoning_sha256: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "finish_reason": self.finish_reason,
+            "usage": None if self.usage is None else dict(self.usage),
+            "usage_reported": self.usage_reported,
+            "message_keys": None if self.message_keys is None else list(self.message_keys),
+            "model": self.model,
+            "attempts": self.attempts,
+            "elapsed_seconds": self.elapsed_seconds,
+            "content_sha256": self.content_sha256,
+            "echo_stripped_chars": self.echo_stripped_chars,
+            "reasoning_chars": self.reasoning_chars,
+            "reasoning_path": self.reasoning_path,
+            "reasoning_sha256": self.reasoning_sha256,
+        }
+
+    @classmethod
+    def read(cls, data: Mapping[str, Any], where: str) -> Response:
+        v = _RESPONSE.values(data, where)
+        usage, keys = v[1], v[3]
+        if usage is not None and tuple(map(type, map(usage.get, _USAGE_KEYS))) != _USAGE_TYPES:
+            raise _invalid(where, "$.response.usage", "a usage object of three integers")
+        if keys is not None:
+            if set(map(type, keys)) - {str}:
+                raise _invalid(where, "$.response.message_keys", "a list of strings")
+            v[3] = tuple(keys)
+        return cls(*v)
+
+
+@dataclass(slots=True)
+class Continuation:
+    """Where a continuation request stands in its chain."""
+
+    index: int | None = None
+    style: str | None = None
+    server: str | None = None
+    primary_answer_path: str | None = None
+    previous_answer_path: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "style": self.style,
+            "server": self.server,
+            "primary_answer_path": self.primary_answer_path,
+            "previous_answer_path": self.previous_answer_path,
+        }
+
+    @classmethod
+    def read(cls, data: Mapping[str, Any], where: str) -> Continuation:
+        return cls(*_CONTINUATION.values(data, where))
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request record. ``body`` is the request body with ``$parts`` contents.
+
+    Read-only by convention, not frozen: ``verify`` builds one per receipt, and a frozen
+    dataclass costs several times as much to build.
+    """
+
+    body: Mapping[str, Any]
+    tool: str | None = None
+    kind: str | None = None
+    """``primary`` or ``continuation``."""
+    created_at: str | None = None
+    answer_path: str | None = None
+    receipt_path: str | None = None
+    endpoint: str | None = None
+    prompt_sha256: str | None = None
+    prompt_token_estimate: int | None = None
+    response: Response = field(default_factory=Response)
+    continuation: Continuation | None = None
+    template: tuple[str, str] | None = None
+    """A primary's template: (name, sha256)."""
+    context_files: tuple[FileEntry, ...] | None = None
+    record: str = RECORD_SCHEMA
+    _messages: list[RecordedMessage] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    @property
+    def is_continuation(self) -> bool:
+        return self.kind == "continuation"
+
+    @property
+    def messages(self) -> list[RecordedMessage]:
+        """The body's messages, parsed (:class:`InputError` when malformed; parsed once)."""
+        if self._messages is None:
+            self._messages = parse_messages(self.body)
+        return self._messages
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the tool writes it (key order included, so records diff cleanly)."""
+        d: dict[str, Any] = {
+            "record": self.record,
+            "tool": self.tool,
+            "kind": self.kind,
+            "created_at": self.created_at,
+            "answer_path": self.answer_path,
+            "receipt_path": self.receipt_path,
+            "endpoint": self.endpoint,
+            "prompt_sha256": self.prompt_sha256,
+            "prompt_token_estimate": self.prompt_token_estimate,
+            "body": self.body,
+            "response": self.response.to_json(),
+        }
+        if self.is_continuation:
+            d["continuation"] = (self.continuation or Continuation()).to_json()
+        else:
+            t = self.template
+            d["template"] = None if t is None else {"name": t[0], "sha256": t[1]}
+            d["context_files"] = [f.to_json() for f in self.context_files or ()]
+        return d
+
+    def to_bytes(self) -> bytes:
+        return pretty_json(self.to_json())
+
+    @classmethod
+    def load(cls, raw: bytes, where: str) -> RequestRecord:
+        """The record in ``raw``; :class:`InputError` naming ``where`` when it is not JSON,
+        not a request record of a known version, or a field has the wrong type."""
+        try:
+            data = safejson.loads(raw, what="request record", decoder=RECORD_DECODER)
+        except safejson.JSONRefused as exc:
+            raise InputError(f"{where}: {exc}") from None
+        except ValueError as exc:
+            raise InputError(f"{where}: request record is not JSON ({exc})") from None
+        return cls.from_json(data, where)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> RequestRecord:
+        if (
+            not isinstance(data, dict)
+            or data.get("record") not in RECORD_VERSIONS
+            or not isinstance(data.get("body"), dict)
+        ):
+            raise InputError(f"{where}: not a {RECORD_SCHEMA} request record")
+        (tool, kind, created, answer, receipt, endpoint, prompt, estimate, response, cont,
+         template, files) = _TOP.values(data, where)  # fmt: skip
+        return cls(
+            body=data["body"],
+            tool=tool,
+            kind=kind,
+            created_at=created,
+            answer_path=answer,
+            receipt_path=receipt,
+            endpoint=endpoint,
+            prompt_sha256=prompt,
+            prompt_token_estimate=estimate,
+            response=Response() if response is None else Response.read(response, where),
+            continuation=None if cont is None else Continuation.read(cont, where),
+            template=None
+            if template is None
+            else tuple(_all_of(_TEMPLATE, template, where, "$.template", "name and sha256")),
+            context_files=None
+            if files is None
+            else tuple(
+                FileEntry(*_all_of(_ENTRY, f, where, f"$.context_files[{i}]", _ENTRY_NEEDS))
+                for i, f in enumerate(files)
+            ),
+            record=data["record"],
+        )
+
+
+_ENTRY_NEEDS = "an object with path, sha256 and bytes"
