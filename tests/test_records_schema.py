@@ -1,0 +1,189 @@
+"""The request record: a published, versioned JSON Schema, and one typed reader of it.
+
+Every record the tool writes validates against the schema and reads back to the same bytes;
+every record of the fixtures (written by earlier versions, some tampered with) still loads;
+and a field of the wrong type is refused by the reader exactly where the schema refuses it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from deepseek_review.errors import InputError
+from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS, RequestRecord
+from deepseek_review.resources import record_schema_path
+from tests.conftest import files_under, run_review
+
+HERE = Path(__file__).parent
+FIXTURE_RECORDS = sorted((HERE / "fixtures").rglob("*.request.json"))
+UNTOUCHED = sorted((HERE / "fixtures" / "tampered" / "untouched").rglob("*.request.json"))
+
+
+@cache
+def validator() -> Draft202012Validator:
+    schema = json.loads(record_schema_path().read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def schema_errors(data: Any) -> list[str]:
+    return [f"{e.json_path}: {e.message}" for e in validator().iter_errors(data)]
+
+
+def records_under(folder: Path) -> list[Path]:
+    return [folder / rel for rel in files_under(folder) if rel.endswith(".request.json")]
+
+
+def test_the_schema_is_versioned_and_names_the_version_records_carry() -> None:
+    schema = json.loads(record_schema_path().read_text(encoding="utf-8"))
+    assert schema["properties"]["record"] == {"const": RECORD_SCHEMA}
+    assert schema["$id"].endswith(
+        f"/deepseek-review-request-record-{RECORD_SCHEMA[-2:]}.schema.json"
+    )
+    assert RECORD_VERSIONS[-1] == RECORD_SCHEMA
+    for version in RECORD_VERSIONS:  # one schema file per version, none dropped
+        assert record_schema_path(version.rsplit("_", 1)[1]).is_file()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--max-tokens", "20", "--keep-reasoning"),
+        ("--max-tokens", "20", "--continuation-style", "directive", "--no-stream"),
+        ("--max-tokens", "20", "--server", "deepseek", "--extra-body", '{"seed": 7}'),
+    ],
+    ids=["prefill-reasoning", "directive-no-stream", "deepseek-prefix-extra-body"],
+)
+def test_every_record_a_review_writes_validates_and_reads_back_to_its_bytes(
+    repo, make_simulator, cli, args
+):
+    sim = make_simulator(answer_words=60, reasoning_words=5, echo_prefill=True)
+    r = run_review(cli, sim, *args)
+    assert r.code == 0, r.err
+    written = records_under(repo / "reviews")
+    assert len(written) == len(r.json()["segments"]) >= 2
+    for path in written:
+        raw = path.read_bytes()
+        assert schema_errors(json.loads(raw)) == [], path.name
+        assert RequestRecord.load(raw, path.name).to_bytes() == raw
+
+
+def test_a_record_without_usage_validates(repo, make_simulator, cli):
+    r = run_review(cli, make_simulator(omit_usage=True))
+    assert r.code == 0, r.err
+    (path,) = records_under(repo / "reviews")
+    raw = path.read_bytes()
+    assert schema_errors(json.loads(raw)) == []
+    record = RequestRecord.load(raw, path.name)
+    assert record.response.usage is None and record.response.usage_reported is False
+
+
+@pytest.mark.parametrize(
+    "path", FIXTURE_RECORDS, ids=[str(p.relative_to(HERE / "fixtures")) for p in FIXTURE_RECORDS]
+)
+def test_records_written_by_earlier_versions_still_load(path: Path) -> None:
+    raw = path.read_bytes()
+    record = RequestRecord.load(raw, path.name)
+    assert record.record in RECORD_VERSIONS
+    assert schema_errors(json.loads(raw)) == []
+    assert record.to_bytes() == raw
+
+
+def test_a_minimal_record_of_hand_loads_with_what_it_lacks_as_none() -> None:
+    record = RequestRecord.load(json.dumps({"record": RECORD_SCHEMA, "body": {}}).encode(), "x")
+    assert record.answer_path is None and record.response.finish_reason is None
+    assert record.context_files is None and record.continuation is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b"{", "x: request record is not JSON ("),
+        (b'{"record": "other", "body": {}}', f"x: not a {RECORD_SCHEMA} request record"),
+        (b'{"record": "' + RECORD_SCHEMA.encode() + b'"}', "not a " + RECORD_SCHEMA),
+        (b'{"record": "' + RECORD_SCHEMA.encode() + b'", "body": {}, "x": NaN}', "not JSON"),
+        (b"[" * 200 + b"]" * 200, "x: request record is nested too deeply"),
+    ],
+    ids=["not-json", "other-version", "no-body", "nan", "deep"],
+)
+def test_what_is_not_a_record_is_refused_naming_the_file(raw: bytes, problem: str) -> None:
+    with pytest.raises(InputError) as exc:
+        RequestRecord.load(raw, "x")
+    assert problem in exc.value.message
+
+
+# --------------------------------------------------------------------------- types
+
+
+def _typed_fields(record: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Every field the reader types: (key,) at the top, (object, key) one level down."""
+    out: list[tuple[str, ...]] = [(k,) for k in record if k not in ("record", "body")]
+    for outer in ("response", "continuation", "template"):
+        if isinstance(record.get(outer), dict):
+            out += [(outer, k) for k in record[outer]]
+    if record.get("context_files"):
+        out += [("context_files", "0", k) for k in record["context_files"][0]]
+    return out
+
+
+def _with(record: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(record)
+    node: Any = out
+    for k in where[:-1]:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    node[where[-1]] = value
+    return out
+
+
+WRONG = ["text", 7, 2.5, True, None, [], {}, ["x", 1]]
+
+
+def _mutations() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in UNTOUCHED:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        for where in _typed_fields(record):
+            for value in WRONG:
+                out.append(
+                    (f"{path.name[-20:]}:{'.'.join(where)}={value!r}", _with(record, where, value))
+                )
+    return out
+
+
+MUTATIONS = _mutations()
+
+
+def test_the_mutations_cover_every_typed_field_and_most_are_invalid() -> None:
+    invalid = [name for name, data in MUTATIONS if schema_errors(data)]
+    assert len(MUTATIONS) > 500 and len(invalid) > 0.7 * len(MUTATIONS)
+
+
+def _is_type_error(e: Any) -> bool:
+    """A value of the wrong JSON type (a missing field is allowed; formats are not types)."""
+    if e.validator == "oneOf":
+        return all(_is_type_error(c) for c in e.context)
+    return bool(e.validator == "type")
+
+
+@pytest.mark.parametrize(("name", "data"), MUTATIONS, ids=[n for n, _ in MUTATIONS])
+def test_a_field_of_the_wrong_type_is_refused_where_the_schema_refuses_it(
+    name: str, data: dict[str, Any]
+) -> None:
+    """The reader checks types, the schema also formats and ranges: whatever the reader
+    accepts, the schema accepts but for those; whatever it refuses, the schema refuses."""
+    errors = validator().iter_errors(data)
+    type_errors = [e for e in errors if _is_type_error(e)]
+    try:
+        RequestRecord.from_json(data, "x")
+    except InputError as exc:
+        assert schema_errors(data), f"the reader refused what the schema accepts: {exc.message}"
+        assert "x: not a valid request record: $." in exc.message
+    else:
+        assert type_errors == [], f"the reader accepted a wrong type: {name}"
