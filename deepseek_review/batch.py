@@ -54,7 +54,14 @@ from .pipeline import (
     review_longest_name,
     send_review,
 )
-from .records.naming import RECEIPT_SUFFIX, RECORD_SUFFIX, topic_of, unreceipted_answers
+from .records.index import Entry, ReceiptIndex
+from .records.naming import (
+    ANSWER_SUFFIX,
+    RECEIPT_SUFFIX,
+    orphan_files,
+    resume_checked,
+    topic_of,
+)
 from .records.receipt import fast_validators
 from .records.stored import ChainSegment, load_segment
 from .repo import files_unchanged_since, find_repo_root, resolve_inside
@@ -392,14 +399,28 @@ class _BatchClient(ChatClient):
 
 @dataclass
 class _FolderIndex:
+    """The receipts of one output folder (loaded once per batch run) and what lies there."""
+
+    receipts: ReceiptIndex[ChainSegment]
     primaries: dict[tuple[str, str], list[ChainSegment]] = field(default_factory=dict)
-    children: dict[str, list[ChainSegment]] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+    """Every file of the folder, repo-relative."""
     orphans: list[str] = field(default_factory=list)
+
+
+def _resumable(root: Path, rel: str) -> Entry[ChainSegment] | None:
+    """A receipt loaded in full for resuming; one that does not load is passed over."""
+    try:
+        seg = load_segment(root, rel)
+    except InputError as exc:
+        log.warning("%s: ignored for resuming (%s)", rel, exc.message)
+        return None
+    return Entry(rel, seg.answer_path, seg.receipt.previous_answer_path, seg)
 
 
 def index_folder(root: Path, folder: Path) -> _FolderIndex:
     """Every receipt in ``folder`` (loaded once per batch run), and its orphan answers."""
-    idx = _FolderIndex()
+    idx = _FolderIndex(ReceiptIndex(root, partial(_resumable, root), lazy=False))
     try:
         names = set(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
@@ -408,40 +429,24 @@ def index_folder(root: Path, folder: Path) -> _FolderIndex:
         raise OutputError(f"{folder}: cannot list ({exc.strerror or exc})") from None
     rel_dir = folder.relative_to(root).as_posix()
     prefix = "" if rel_dir in ("", ".") else rel_dir + "/"
+    idx.files = {prefix + n for n in names}
     for name in sorted(names):
-        if name.endswith(RECEIPT_SUFFIX):
-            try:
-                seg = load_segment(root, prefix + name)
-            except InputError as exc:
-                log.warning("%s: ignored for resuming (%s)", prefix + name, exc.message)
-                continue
-            if seg.receipt.is_continuation:
-                prev = seg.receipt.previous_answer_path or ""
-                idx.children.setdefault(prev, []).append(seg)
-            else:
-                key = (seg.receipt.prompt_sha256, canonical(seg.receipt.endpoint))
-                idx.primaries.setdefault(key, []).append(seg)
-    for name in unreceipted_answers(names):
-        stem = name[: -len(".md")]
-        for sibling in (name, stem + RECORD_SUFFIX, stem + ".reasoning.md"):
-            if sibling in names:
-                idx.orphans.append(prefix + sibling)
+        entry = idx.receipts.get(prefix + name) if name.endswith(RECEIPT_SUFFIX) else None
+        if entry is not None and entry.continues is None:
+            seg = entry.item
+            key = (seg.receipt.prompt_sha256, canonical(seg.receipt.endpoint))
+            idx.primaries.setdefault(key, []).append(seg)
+    idx.orphans = [prefix + n for n in orphan_files(names)]
     return idx
 
 
 def _walk(idx: _FolderIndex, primary: ChainSegment) -> list[ChainSegment] | None:
     """The chain from ``primary`` forward; None if it forks or loops (not ours to guess)."""
-    chain = [primary]
-    seen = {primary.answer_path}
-    while True:
-        nxt = idx.children.get(chain[-1].answer_path, [])
-        if not nxt:
-            return chain
-        if len(nxt) > 1 or nxt[0].answer_path in seen:
-            log.warning("%s: its chain forks or loops; not resuming from it", primary.receipt_path)
-            return None
-        seen.add(nxt[0].answer_path)
-        chain.append(nxt[0])
+    rels, broken = idx.receipts.walk_forward(primary.receipt_path)
+    if broken is not None:
+        log.warning("%s: its chain forks or loops; not resuming from it", primary.receipt_path)
+        return None
+    return [primary, *(idx.receipts.entries[r].item for r in rels)]
 
 
 def _answer_inside(root: Path, answer_path: str) -> bool:
@@ -462,11 +467,13 @@ def _trusted_files(options: BatchOptions, root: Path, folders: list[Path]) -> se
     return files_unchanged_since(root, options.trusted_rev, rels, what=name_of("resume_from"))
 
 
-def _segment_files(seg: ChainSegment) -> list[str]:
-    files = [seg.receipt_path, seg.answer_path]
-    if seg.record is not None:
-        files.append(seg.receipt_path[: -len(RECEIPT_SUFFIX)] + RECORD_SUFFIX)
-    return files
+def _segment_files(idx: _FolderIndex, seg: ChainSegment) -> list[str]:
+    """The files of a segment ``--resume-from`` must find committed unchanged: its answer
+    (as its receipt names it) and every other file of its stem the table says to check
+    (:func:`.records.naming.resume_checked`) that is there."""
+    stem = seg.receipt_path[: -len(RECEIPT_SUFFIX)]
+    others = [f for f in resume_checked(stem) if f in idx.files and f != stem + ANSWER_SUFFIX]
+    return [seg.answer_path, *others]
 
 
 def existing_chain(
@@ -494,7 +501,9 @@ def existing_chain(
                 primary.receipt_path,
             )
             continue
-        if trusted is not None and not all(f in trusted for s in chain for f in _segment_files(s)):
+        if trusted is not None and not all(
+            f in trusted for s in chain for f in _segment_files(idx, s)
+        ):
             log.warning(
                 "%s: its chain is not committed unchanged in the trusted revision; not "
                 "resuming from it",

@@ -1,114 +1,92 @@
 """Finding a review's chain of segments from its receipts: primary → c1 → c2 → ...
 
-Receipts only link backwards (``previous_answer_path``). Walking back from any segment finds the
-primary; walking forward needs the receipts beside each segment, which are indexed once. A
-chain that forks (two continuations of one segment), loops, or points at a segment without a
+The walks are the records index's (:mod:`.records.index`), over a cheap look at the receipts
+of the folders involved; the segments of the chain are loaded and validated in full. A chain
+that forks (two continuations of one segment), loops, or points at a segment without a
 receipt is refused with a message naming the segment.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from . import safejson
 from .errors import InputError, VerificationFailed
 from .records.canonical import sha256_tag
-from .records.naming import RECEIPT_SUFFIX
+from .records.index import Break, Entry, ReceiptIndex
 from .records.stored import ChainSegment, load_segment, receipt_for
 from .repo import read_regular_file, resolve_inside
 
 
-def _receipts_in(root: Path, folder_rel: str) -> list[str]:
-    folder, _ = resolve_inside(root, folder_rel or ".", what="folder")
+def _glance(root: Path, rel: str) -> Entry[None] | None:
+    """A receipt's two path fields, read without validating it: a folder of thousands of
+    receipts costs milliseconds; the segments of the chain are then loaded in full. A
+    receipt that is not JSON claims nothing (``verify`` reports it)."""
     try:
-        names = sorted(p.name for p in folder.iterdir() if p.name.endswith(RECEIPT_SUFFIX))
-    except OSError:
-        return []
-    prefix = "" if folder_rel in ("", ".") else folder_rel.rstrip("/") + "/"
-    return [prefix + n for n in names]
-
-
-def _folder(rel: str) -> str:
-    return rel.rsplit("/", 1)[0] if "/" in rel else ""
-
-
-class _Index:
-    """Which receipts claim which answer, and which continue it: read lazily, per folder.
-
-    Only the two path fields of each receipt are read here (a cheap JSON parse), so a folder
-    of thousands of receipts costs milliseconds; the receipts that end up in the chain are
-    then loaded and validated in full. A receipt that is not JSON is skipped here: it claims
-    nothing (``verify`` reports it).
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.owners: dict[str, list[str]] = {}
-        self.children: dict[str, list[str]] = {}
-        self._scanned: set[str] = set()
-
-    def scan(self, folder: str) -> None:
-        if folder in self._scanned:
-            return
-        self._scanned.add(folder)
-        for rel in _receipts_in(self.root, folder):
-            try:
-                data = safejson.loads(read_regular_file(self.root / rel), what="receipt")
-            except (OSError, ValueError):  # refused too: it claims nothing (verify reports it)
-                continue
-            if not isinstance(data, dict):
-                continue
-            answer, previous = data.get("answer_path"), data.get("previous_answer_path")
-            if isinstance(answer, str):
-                self.owners.setdefault(answer, []).append(rel)
-            if isinstance(previous, str):
-                self.children.setdefault(previous, []).append(rel)
-
-
-def _one(rels: list[str], what: str) -> str | None:
-    if len(rels) > 1:
-        raise InputError(f"{what} ({', '.join(sorted(rels))})")
-    return rels[0] if rels else None
+        data = safejson.loads(read_regular_file(root / rel), what="receipt")
+    except (OSError, ValueError):  # refused too
+        return None
+    if not isinstance(data, dict):
+        return None
+    answer, previous = data.get("answer_path"), data.get("previous_answer_path")
+    return Entry(
+        rel,
+        answer if isinstance(answer, str) else None,
+        previous if isinstance(previous, str) else None,
+        None,
+    )
 
 
 def find_chain(root: Path, user_path: str) -> list[ChainSegment]:
-    """The whole chain ``user_path`` belongs to, primary first, every segment validated."""
+    """The whole chain ``user_path`` belongs to, primary first, every segment validated.
+
+    A chain that forks, loops, or continues an answer claimed by no receipt or by several
+    is refused (:class:`InputError`) naming where.
+    """
     start = load_segment(root, receipt_for(root, user_path))
-    index = _Index(root)
+    index: ReceiptIndex[None] = ReceiptIndex(root, partial(_glance, root))
+    previous = start.receipt.previous_answer_path
+    index.add(Entry(start.receipt_path, start.answer_path, previous, None))
     chain = [start]
-    seen = {start.answer_path}
-    # Back to the primary.
-    while chain[0].receipt.is_continuation:
-        prev_path = chain[0].receipt.previous_answer_path or ""
+
+    def load(rel: str) -> None:
+        chain.append(load_segment(root, rel))
+
+    def link(answer: str) -> None:
         # Refused by name before its folder is looked at (a receipt may be hostile).
-        resolve_inside(root, prev_path, what=f"{chain[0].receipt_path}: previous_answer_path")
-        index.scan(_folder(prev_path))
-        rel = _one(
-            index.owners.get(prev_path, []), f"{prev_path}: claimed by more than one receipt"
+        resolve_inside(root, answer, what=f"{chain[-1].receipt_path}: previous_answer_path")
+
+    if previous is not None:
+        _, broken = index.walk_back(
+            previous,
+            seen={start.answer_path},
+            link=link,
+            visit=load,
         )
-        if rel is None:
-            raise InputError(
-                f"{chain[0].receipt_path}: continues {prev_path}, which has no receipt"
-            )
-        prev = load_segment(root, rel)
-        if prev.answer_path in seen:
-            raise InputError(f"{prev.receipt_path}: the chain loops back on itself")
-        seen.add(prev.answer_path)
-        chain.insert(0, prev)
-    # Forward to the last segment.
-    while True:
-        index.scan(_folder(chain[-1].receipt_path))
-        rels = [
-            r for r in index.children.get(chain[-1].answer_path, []) if r != chain[-1].receipt_path
-        ]
-        rel = _one(rels, f"{chain[-1].answer_path}: continued more than once")
-        if rel is None:
-            return chain
-        nxt = load_segment(root, rel)
-        if nxt.answer_path in seen:
-            raise InputError(f"{nxt.receipt_path}: the chain loops back on itself")
-        seen.add(nxt.answer_path)
-        chain.append(nxt)
+        if broken is not None:
+            raise InputError(_refusal(broken, chain))
+        chain.reverse()
+    _, broken = index.walk_forward(
+        start.receipt_path, seen={s.answer_path for s in chain}, visit=load
+    )
+    if broken is not None:
+        raise InputError(_refusal(broken, chain))
+    return chain
+
+
+def _refusal(broken: Break, chain: list[ChainSegment]) -> str:
+    """Why a chain is refused, naming where (``chain``: the segments loaded, the last one
+    loaded last)."""
+    if broken.kind == "unclaimed":
+        return f"{chain[-1].receipt_path}: continues {broken.at}, which has no receipt"
+    if broken.kind == "claimed-twice":
+        return f"{broken.at}: claimed by more than one receipt ({', '.join(broken.rels)})"
+    if broken.kind == "fork":
+        return f"{broken.at}: continued more than once ({', '.join(broken.rels)})"
+    # Forward, the receipt that came back; back, the one in the chain claiming the answer.
+    looped = broken.rels or [s.receipt_path for s in chain if s.answer_path == broken.at]
+    return f"{looped[0]}: the chain loops back on itself"
 
 
 def read_answer(root: Path, seg: ChainSegment) -> str:

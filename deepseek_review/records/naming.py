@@ -154,6 +154,16 @@ def unreceipted_answers(names: Collection[str]) -> list[str]:
     return sorted(out)
 
 
+def orphan_files(names: Collection[str]) -> list[str]:
+    """The files of the segments of a folder listing that have no receipt, answer first
+    per segment (:func:`unreceipted_answers`): left by a run stopped before its receipt."""
+    out = []
+    for answer in unreceipted_answers(names):
+        stem = answer[: -len(ANSWER_SUFFIX)]
+        out += [name for name in segment_files(stem).values() if name in names]
+    return out
+
+
 def claim_answer(folder: Path, stem: str, data: bytes, *, shown_folder: str) -> Path:
     """Write the answer under the first free name ``stem``, ``stem-2``, ...
 
