@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,12 +9,12 @@ from typing import Any, Literal
 
 from ..errors import InputError
 from ..records.canonical import sha256_tag
-from ..records.naming import RECEIPT_SUFFIX, name_order, sibling
+from ..records.index import Break, Entry, ReceiptIndex
+from ..records.naming import name_order, sibling
 from ..records.parts import AnswerRef, RecordedMessage, answer_paths, file_refs
 from ..records.rebuild import Rebuilder, rebuild_body
 from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
 from ..records.request_record import RequestRecord
-from ..repo import resolve_inside
 from .files import Problem, RepoFiles
 from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus
 
@@ -57,6 +56,25 @@ class _Local:
     """The ``previous_answer_path`` it names, even when it failed ``schema``."""
 
 
+def _entry_of(r: _Receipt) -> Entry[_Receipt]:
+    """What the index needs of a receipt: a valid one claims its answer."""
+    return Entry(r.rel, None if r.data is None else r.data["answer_path"], r.continues, r)
+
+
+def _chain_problem(broken: Break, prev: str) -> str:
+    """The chain check's words for where the walk back from ``prev`` broke."""
+    if broken.kind == "loop":
+        return f"the chain loops back on itself at {broken.at}"
+    if broken.kind == "link":
+        problem = broken.detail
+    elif broken.kind == "unclaimed":
+        problem = f"previous answer {broken.at} is not covered by any valid receipt"
+    else:
+        n, rels = len(broken.rels), _join(broken.rels)
+        problem = f"previous answer {broken.at} is claimed by {n} receipts ({rels})"
+    return problem if broken.at == prev else f"the chain is broken further back: {problem}"
+
+
 def _join(items: Sequence[str], limit: int = 5) -> str:
     shown = ", ".join(items[:limit])
     return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
@@ -69,22 +87,14 @@ class Verifier:
         self.root = root
         self.strict = strict
         self.files = RepoFiles(root)
-        self._receipts: dict[str, _Receipt] = {}
-        self._by_answer: dict[str, list[str]] = {}
-        self._scanned: set[str] = set()
-        self._chain_memo: dict[str, str | None] = {}
-        self._continued: set[str] = set()
-        """Answers some valid continuation goes on from."""
-        self._claimed: set[str] = set()
-        """Answers some receipt says it continues, valid or not."""
+        self.receipts: ReceiptIndex[_Receipt] = ReceiptIndex(root, self._entry)
+        self._chain_memo: dict[str, Break | None] = {}
         self.rebuilder = Rebuilder(self._reference, self._reference_digest)
 
     # -- loading and indexing
 
-    def load(self, rel: str) -> _Receipt:
-        got = self._receipts.get(rel)
-        if got is not None:
-            return got
+    def _entry(self, rel: str) -> Entry[_Receipt]:
+        """A receipt read and validated: it claims its answer only when valid."""
         raw = self.files.read_once(rel, what="receipt")
         if isinstance(raw, Problem):
             got = _Receipt(rel, None, [f"cannot read the receipt: {raw.detail}"])
@@ -97,67 +107,33 @@ class Verifier:
                 prev = data.get("previous_answer_path") if isinstance(data, dict) else None
                 continues = prev if isinstance(prev, str) else None
                 got = _Receipt(rel, None if problems else data, problems, continues)
-        self._receipts[rel] = got
-        if got.continues is not None:
-            self._claimed.add(got.continues)
-        if got.data is not None:
-            self._by_answer.setdefault(got.data["answer_path"], []).append(rel)
-            if got.data["schema"] == CONTINUATION:
-                self._continued.add(got.data["previous_answer_path"])
-        return got
+        return _entry_of(got)
+
+    def load(self, rel: str) -> _Receipt:
+        entry = self.receipts.get(rel)
+        assert entry is not None  # _entry indexes every receipt, valid or not
+        return entry.item
 
     def index(self, receipts: Sequence[str], scanned: set[str]) -> None:
         """Load ``receipts``; ``scanned``: folders whose every receipt is among them."""
         for rel in receipts:
-            self.load(rel)
-        self._scanned |= scanned
+            self.receipts.get(rel)
+        self.receipts.mark_scanned(scanned)
 
     def mark_scanned(self, folders: set[str]) -> None:
-        self._scanned |= folders
-
-    def _scan(self, folder: str) -> None:
-        """Load every receipt of ``folder`` (once per run)."""
-        if folder in self._scanned:
-            return
-        self._scanned.add(folder)
-        try:
-            base, rel_folder = resolve_inside(self.root, folder or ".", what="folder")
-            names = sorted(n for n in os.listdir(base) if n.endswith(RECEIPT_SUFFIX))
-        except (InputError, OSError):
-            names = []
-        prefix = "" if rel_folder in ("", ".") else rel_folder + "/"
-        for name in names:
-            self.load(prefix + name)
-
-    def _owners(self, answer: str) -> list[str]:
-        """The valid receipts claiming ``answer``; its folder is scanned once on a miss."""
-        if answer not in self._by_answer:
-            self._scan(answer.rpartition("/")[0])
-        return self._by_answer.get(answer, [])
-
-    def _is_continued(self, answer: str) -> bool:
-        """Whether a receipt, valid or not, says it continues ``answer`` (its folder scanned
-        on a miss: ``continue`` writes next to the segment it continues). An invalid one
-        counts: it fails on its own, and ``continue`` would refuse to fork the chain."""
-        if answer not in self._claimed:
-            self._scan(answer.rpartition("/")[0])
-        return answer in self._claimed
+        self.receipts.mark_scanned(folders)
 
     def chain_order(self, rel: str) -> tuple[Any, ...]:
         """A sort key listing receipts chain by chain, each primary first and then its
         continuations in chain order (file names do not sort that way: ``-10`` before ``-2``);
-        chains by their primary's name (:func:`.records.naming.name_order`)."""
-        r = self._receipts.get(rel)
-        depth, head, seen = 0, rel, {rel}
-        while r is not None and r.data is not None and r.data["schema"] == CONTINUATION:
-            owners = self._by_answer.get(r.data["previous_answer_path"], [])
-            if len(owners) != 1 or owners[0] in seen:
-                break  # a broken or forked chain: listed from where it breaks
-            head = owners[0]
-            seen.add(head)
-            depth += 1
-            r = self._receipts.get(head)
-        return (name_order(head), depth, name_order(rel))
+        chains by their primary's name (:func:`.records.naming.name_order`). A broken or
+        forked chain is listed from where it breaks."""
+        entry = self.receipts.entries.get(rel)
+        back: list[str] = []
+        if entry is not None and entry.answer is not None and entry.continues is not None:
+            back, _ = self.receipts.walk_back(entry.continues, seen={entry.answer})
+        head = back[-1] if back else rel
+        return (name_order(head), len(back), name_order(rel))
 
     # -- one receipt
 
@@ -190,15 +166,10 @@ class Verifier:
 
     def adopt(self, done: _Local) -> None:
         """Index a receipt that another process loaded and checked (see :func:`verify`)."""
-        self._receipts[done.rel] = r = _Receipt(done.rel, done.data, done.problems, done.continues)
-        if done.continues is not None:
-            self._claimed.add(done.continues)
-        if r.data is not None:
-            self._by_answer.setdefault(r.data["answer_path"], []).append(done.rel)
-            if r.data["schema"] == CONTINUATION:
-                self._continued.add(r.data["previous_answer_path"])
-            if done.checks[1] is _OK["answer"]:  # the worker read it: a file inside the root
-                self.files.known_file(r.data["answer_path"])
+        r = _Receipt(done.rel, done.data, done.problems, done.continues)
+        self.receipts.add(_entry_of(r))
+        if r.data is not None and done.checks[1] is _OK["answer"]:
+            self.files.known_file(r.data["answer_path"])  # the worker read it: inside the root
 
     def finish(self, done: _Local) -> ReceiptReport:
         """Add the ``chain`` check, which needs the index of every receipt."""
@@ -224,6 +195,12 @@ class Verifier:
             "continuation" if d["schema"] == CONTINUATION else "primary"
         )
         return ReceiptReport(done.rel, status, checks, kind, d["answer_path"])
+
+    def _is_continued(self, answer: str) -> bool:
+        """Whether a receipt, valid or not, says it continues ``answer`` (its folder scanned
+        on a miss: ``continue`` writes next to the segment it continues). An invalid one
+        counts: it fails on its own, and ``continue`` would refuse to fork the chain."""
+        return bool(self.receipts.continuers(answer))
 
     def _soft(self, name: str, detail: str) -> CheckResult:
         """A missing or changed context file, or an answer still cut off: a warning, a
@@ -262,7 +239,7 @@ class Verifier:
         path = d["answer_path"]
         # Keep the bytes only of answers that a continuation goes on from: its record
         # references them (and every earlier segment), so its rebuild needs them.
-        digest = self.files.hash(path, what="answer_path", keep=path in self._continued)
+        digest = self.files.hash(path, what="answer_path", keep=self.receipts.continued(path))
         if isinstance(digest, Problem):
             if digest.kind == "outside":
                 return CheckResult("answer", "fail", f"{digest.detail} (not read)")
@@ -278,7 +255,7 @@ class Verifier:
     def _chain(self, rel: str, d: dict[str, Any]) -> CheckResult:
         problems: list[str] = []
         answer = d["answer_path"]
-        others = [o for o in self._owners(answer) if o != rel]
+        others = [o for o in self.receipts.owners(answer) if o != rel]
         if others:
             problems.append(f"{answer} is also claimed by {_join(others)}")
         if d["schema"] == PRIMARY:
@@ -293,61 +270,21 @@ class Verifier:
             if prev == answer:
                 problems.append("it continues itself")
             else:
-                problem = self._link(prev)
-                if problem is None:
-                    problem = self._back_to_primary(prev)
-                if problem is not None:
-                    problems.append(problem)
+                _, broken = self.receipts.walk_back(prev, link=self._link, memo=self._chain_memo)
+                if broken is not None:
+                    problems.append(_chain_problem(broken, prev))
         if problems:
             return CheckResult("chain", "fail", "; ".join(problems))
         return _OK["chain-primary" if d["schema"] == PRIMARY else "chain"]
 
-    def _link(self, prev: str) -> str | None:
-        """Why ``prev`` (an answer some continuation continues) is not a sound link."""
-        missing = self.files.file_problem(prev, what="previous_answer_path")
-        if missing is not None:
-            if missing.kind == "outside":
-                return f"previous_answer_path: {missing.detail}"
-            return f"previous answer {missing.detail}"
-        owners = self._owners(prev)
-        if not owners:
-            return f"previous answer {prev} is not covered by any valid receipt"
-        if len(owners) > 1:
-            return f"previous answer {prev} is claimed by {len(owners)} receipts ({_join(owners)})"
-        return None
-
-    def _back_to_primary(self, start: str) -> str | None:
-        """Walk back from ``start`` to a primary: None, or where the chain breaks or loops.
-
-        Memoised per answer, so 10,000 segments of one long chain cost one walk.
-        """
-        walked: list[str] = []
-        seen: set[str] = set()
-        cur = start
-        result: str | None
-        while True:
-            if cur in self._chain_memo:
-                result = self._chain_memo[cur]
-                break
-            if cur in seen:
-                result = f"the chain loops back on itself at {cur}"
-                break
-            walked.append(cur)
-            seen.add(cur)
-            if cur != start:
-                result = self._link(cur)
-                if result is not None:
-                    result = f"the chain is broken further back: {result}"
-                    break
-            owner = self.load(self._owners(cur)[0])
-            assert owner.data is not None  # owners are valid receipts
-            if owner.data["schema"] == PRIMARY:
-                result = None
-                break
-            cur = owner.data["previous_answer_path"]
-        for answer in walked:
-            self._chain_memo[answer] = result
-        return result
+    def _link(self, answer: str) -> str | None:
+        """Why ``answer`` (an answer some continuation continues) is not there to continue."""
+        missing = self.files.file_problem(answer, what="previous_answer_path")
+        if missing is None:
+            return None
+        if missing.kind == "outside":
+            return f"previous_answer_path: {missing.detail}"
+        return f"previous answer {missing.detail}"
 
     def _context(self, d: dict[str, Any]) -> CheckResult:
         if d["schema"] == CONTINUATION:
