@@ -205,7 +205,7 @@ def test_default_folder_is_where_run_writes() -> None:
 @pytest.mark.parametrize(
     "rel",
     ["a", "a/b.md", "a/.b", "a/...", "..a/b", "", "/a", "a//b", "a/", "./a", "a/./b", "a/../b",
-     "..", ".", "a/b/.", "a\x00b"],
+     "..", ".", "a/b/.", "a\x00b", "a/..", "../a", "a/b/..", "x/./", "a/../", ".../a", "a/..b"],
 )  # fmt: skip
 def test_clean_paths_are_exactly_those_resolve_inside_keeps_as_named(
     rel: str, tmp_path: Path

@@ -13,6 +13,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import OutputError
@@ -43,6 +44,9 @@ _BY_KIND = {f.kind: f for f in SEGMENT_FILES}
 #: Longest first: ``.md`` is also the end of ``.reasoning.md``.
 _BY_LENGTH = sorted(SEGMENT_FILES, key=lambda f: -len(f.suffix))
 
+_SUFFIXES = tuple(f.suffix for f in _BY_LENGTH)
+_SUFFIX_OF = {f.kind: f.suffix for f in SEGMENT_FILES}
+
 ANSWER_SUFFIX = _BY_KIND["answer"].suffix
 RECEIPT_SUFFIX = _BY_KIND["receipt"].suffix
 RECORD_SUFFIX = _BY_KIND["record"].suffix
@@ -70,10 +74,10 @@ def segment_files(stem: str) -> dict[str, str]:
 
 def sibling(name: str, kind: str) -> str:
     """The file of ``kind`` of the segment that owns ``name`` (a segment file's name or path)."""
-    split = split_name(name)
-    if split is None:
-        raise ValueError(f"{name}: not a segment file name")
-    return split[0] + _BY_KIND[kind].suffix
+    for suffix in _SUFFIXES:  # inlined split_name: verify asks this for every receipt
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)] + _SUFFIX_OF[kind]
+    raise ValueError(f"{name}: not a segment file name")
 
 
 def sibling_paths(answer: Path) -> dict[str, Path]:
@@ -127,6 +131,7 @@ def longest_name(topic: str, stems: Iterable[tuple[str, bool]]) -> str:
     return max(names, key=lambda n: len(n.encode("utf-8")), default="")
 
 
+@lru_cache(maxsize=1 << 16)  # a listing sorts by it: each chain's head is asked many times
 def name_order(path: str) -> tuple[str, str, int, str]:
     """A sort key that orders the files :func:`claim_answer` names as it made them.
 

@@ -33,6 +33,8 @@ RecordPart = str | FileRef | AnswerRef
 
 _KEYS: dict[type[Ref], str] = {FileRef: "$file", AnswerRef: "$answer"}
 _MAKERS: dict[str, type[Ref]] = {key: cls for cls, key in _KEYS.items()}
+#: The keys of a reference part.
+REF_KEYS = tuple(_MAKERS)
 
 
 def encode_part(p: RecordPart) -> str | dict[str, Any]:

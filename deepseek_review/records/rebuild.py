@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +18,12 @@ from typing import Any
 
 from ..errors import InputError
 from .canonical import CANONICAL, canonical_json, escaped, sha256_tag
-from .parts import RecordedMessage, Ref, parse_messages
+from .parts import REF_KEYS, RecordedMessage, Ref, parse_messages
 
 #: Reads a repo-relative path (never outside the root); None when it cannot be read.
 Reader = Callable[[str], bytes | None]
+#: The files a request references: path → (sha256, bytes).
+FileHashes = dict[str, tuple[str, int]]
 
 
 @dataclass
@@ -120,7 +121,9 @@ def repo_reader(root: Path) -> Reader:
 
 _PLACEHOLDERS = tuple(f"\x00deepseek-review-content-{i}\x00" for i in range(64))
 _MARKERS = tuple(json.dumps(p).encode("ascii") for p in _PLACEHOLDERS)
-_RARE_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+#: The control characters JSON escapes as \uXXXX (the others it escapes as \n, \r, \t).
+_RARE_CONTROL = bytes(b for b in range(0x20) if b not in b"\n\r\t")
+_KINDS = frozenset(REF_KEYS)
 
 
 def escaped_utf8(data: bytes) -> bytes | None:
@@ -134,7 +137,7 @@ def escaped_utf8(data: bytes) -> bytes | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if _RARE_CONTROL.search(data):
+    if len(data.translate(None, _RARE_CONTROL)) != len(data):  # 5x a regex search
         return escaped(text)
     return (
         data.replace(b"\\", b"\\\\")
@@ -164,24 +167,20 @@ class Rebuilder:
         return None if data is None else sha256_tag(data)
 
     def check(
-        self,
-        body: Mapping[str, Any],
-        want: str,
-        messages: Sequence[RecordedMessage] | None = None,
+        self, body: Mapping[str, Any], want: str, files: FileHashes | None = None
     ) -> Rebuild | None:
         """None when the body rebuilds to bytes hashing to ``want``; else the reference's
         :class:`Rebuild` (complete, hashing to something else, or naming the files).
-        ``messages``: the body's, parsed already (:func:`.parts.parse_messages`)."""
-        if self.digest(body, messages) == want:
+        :class:`InputError` when the body is malformed (:func:`.parts.parse_messages`).
+        ``files``: see :meth:`digest`."""
+        if self.digest(body, files) == want:
             return None
         rebuilt = rebuild_body(body, self.read)
         if rebuilt.body_bytes is not None and sha256_tag(rebuilt.body_bytes) == want:
             return None
         return rebuilt
 
-    def digest(
-        self, body: Mapping[str, Any], messages: Sequence[RecordedMessage] | None = None
-    ) -> str | None:
+    def digest(self, body: Mapping[str, Any], files: FileHashes | None = None) -> str | None:
         """The hash of the rebuilt request when every reference is intact, else None.
 
         The same bytes as :func:`rebuild_body` gives, without re-serialising file texts for
@@ -189,24 +188,26 @@ class Rebuilder:
         concatenation of its parts' escaped forms, each escaped once per run. The body is
         serialised with a placeholder per content, and the hash is fed the pieces. Only a
         match counts (:meth:`check`): this path can make a run faster, never more lenient.
+
+        It reads the body itself, taking only the forms :func:`.parts.parse_messages` takes
+        (anything else: None, and the reference decides), so that the records of a run are
+        not all parsed into objects first. When it gives a hash, ``files`` (if given) is
+        filled with each ``$file`` reference's path → (sha256, bytes), as
+        :func:`.parts.file_refs` would list them.
         """
-        if messages is None:
-            try:
-                messages = parse_messages(body)
-            except InputError:
-                return None
-        if len(messages) > len(_PLACEHOLDERS):
+        seen: FileHashes = {}
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not 0 < len(messages) <= len(_PLACEHOLDERS):
             return None
         skeleton: list[Any] = []
         contents: list[list[bytes]] = []
-        for i, (m, raw) in enumerate(zip(messages, body["messages"], strict=True)):
-            pieces = []
-            for p in m.parts:
-                piece = self._escaped_literal(p) if isinstance(p, str) else self._escaped_ref(p)
-                if piece is None:
-                    return None
-                pieces.append(piece)
-            skeleton.append({**raw, "content": _PLACEHOLDERS[i]})
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                return None
+            pieces = self._pieces(m.get("content"), seen)
+            if pieces is None:
+                return None
+            skeleton.append({**m, "content": _PLACEHOLDERS[i]})
             contents.append(pieces)
         try:
             frame = CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")
@@ -223,7 +224,24 @@ class Rebuilder:
             chunks += pieces
             pos = at + len(marker) - 1  # from the closing quote on
         chunks.append(frame[pos:])
+        if files is not None:
+            files.update(seen)
         return "sha256:" + hashlib.sha256(b"".join(chunks)).hexdigest()
+
+    def _pieces(self, content: Any, files: FileHashes) -> list[bytes] | None:
+        """A message content's escaped pieces; None unless every reference is intact."""
+        if isinstance(content, str):
+            return [self._escaped_literal(content)]
+        parts = content.get("$parts") if isinstance(content, dict) and len(content) == 1 else None
+        if not isinstance(parts, list):
+            return None
+        pieces = []
+        for p in parts:
+            piece = self._escaped_literal(p) if isinstance(p, str) else self._escaped_ref(p, files)
+            if piece is None:
+                return None
+            pieces.append(piece)
+        return pieces
 
     def _escaped_literal(self, text: str) -> bytes:
         got = self._escaped_text.get(text)
@@ -231,11 +249,21 @@ class Rebuilder:
             got = self._escaped_text[text] = escaped(text)
         return got
 
-    def _escaped_ref(self, ref: Ref) -> bytes | None:
-        """A reference's file text, JSON-escaped, if it still hashes as the record says."""
-        if self._digest(ref.path) != ref.sha256:
+    def _escaped_ref(self, p: Any, files: FileHashes) -> bytes | None:
+        """A reference's file text, JSON-escaped, if it is a well-formed ``$file`` or
+        ``$answer`` reference and the file still hashes as the record says."""
+        if not isinstance(p, dict) or len(p) != 1:
             return None
-        if ref.path not in self._escaped:
-            data = self.read(ref.path)
-            self._escaped[ref.path] = None if data is None else escaped_utf8(data)
-        return self._escaped[ref.path]
+        ((kind, ref),) = p.items()
+        if kind not in _KINDS or not isinstance(ref, dict) or type(ref.get("bytes")) is not int:
+            return None
+        path = ref.get("path")
+        digest = ref.get("sha256")
+        if not isinstance(path, str) or not isinstance(digest, str) or self._digest(path) != digest:
+            return None
+        if kind == "$file":
+            files.setdefault(path, (digest, ref["bytes"]))
+        if path not in self._escaped:
+            data = self.read(path)
+            self._escaped[path] = None if data is None else escaped_utf8(data)
+        return self._escaped[path]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .. import safejson
 from ..errors import InputError
@@ -49,7 +49,8 @@ _NAMES = {
 
 
 class _Absent:
-    """What an absent key reads as while checking types (absent is allowed, null is not)."""
+    """What an absent field reads as while its type is checked (absent is allowed where
+    null is not)."""
 
 
 _ABSENT = _Absent()
@@ -59,8 +60,9 @@ class _Shape:
     """The typed fields of one kind of JSON object in a record, in order.
 
     :meth:`values` checks every field's type (a bool is not an integer; absent is allowed,
-    null only where the table says so). The type signatures found valid are remembered, so
-    the records of a run, which share a handful of them, cost one tuple each to check.
+    null only where the table says so). A verify run reads thousands of records that share
+    a handful of type signatures, so each signature found valid is remembered (with where
+    its absent fields are): most records cost one tuple to check.
     """
 
     def __init__(self, path: str, fields: tuple[tuple[str, _Types], ...]) -> None:
@@ -68,19 +70,27 @@ class _Shape:
         self.keys = tuple(k for k, _ in fields)
         self.fields = fields
         self._absents = (_ABSENT,) * len(fields)
-        self._valid: set[tuple[type, ...]] = set()
+        self._valid: dict[tuple[type, ...], tuple[int, ...]] = {}
 
     def values(self, data: Mapping[str, Any], where: str, path: str | None = None) -> list[Any]:
         """The fields' values (None where absent); :class:`InputError` naming a bad one."""
         got = list(map(data.get, self.keys, self._absents))
         signature = tuple(map(type, got))
-        if signature not in self._valid:
-            for (key, types), v in zip(self.fields, got, strict=True):
-                if v is not _ABSENT and type(v) not in types:
-                    raise _invalid(where, f"{path or self.path}.{key}", _NAMES[types])
-            if len(self._valid) < 256:
-                self._valid.add(signature)
-        return [None if v is _ABSENT else v for v in got]
+        absent = self._valid.get(signature)
+        if absent is None:
+            absent = self._check(signature, where, path or self.path)
+        for i in absent:
+            got[i] = None
+        return got
+
+    def _check(self, signature: tuple[type, ...], where: str, path: str) -> tuple[int, ...]:
+        for (key, types), t in zip(self.fields, signature, strict=True):
+            if t not in types and t is not _Absent:
+                raise _invalid(where, f"{path}.{key}", _NAMES[types])
+        absent = tuple(i for i, t in enumerate(signature) if t is _Absent)
+        if len(self._valid) < 256:
+            self._valid[signature] = absent
+        return absent
 
 
 _TOP = _Shape(
@@ -137,15 +147,25 @@ def _invalid(where: str, path: str, expected: str) -> InputError:
     return InputError(f"{where}: not a valid request record: {path} is not {expected}")
 
 
-def _all_of(shape: _Shape, data: Any, where: str, path: str, expected: str) -> list[Any]:
-    """Every field of ``shape``, all required."""
-    got = shape.values(data, where, path) if isinstance(data, dict) else [None]
+def _template(data: Any, where: str) -> tuple[str, str]:
+    got = _TEMPLATE.values(data, where) if isinstance(data, dict) else [None]
     if None in got:
-        raise _invalid(where, path, expected)
-    return got
+        raise _invalid(where, "$.template", "an object with name and sha256")
+    return cast(tuple[str, str], (got[0], got[1]))
 
 
-@dataclass(frozen=True)
+def _file_entries(files: list[Any], where: str) -> tuple[FileEntry, ...]:
+    out = []
+    for i, f in enumerate(files):
+        path = None if isinstance(f, dict) else f"$.context_files[{i}]"
+        got = [None] if path else _ENTRY.values(f, where, "$.context_files[]")
+        if None in got:
+            raise _invalid(where, f"$.context_files[{i}]", "an object with path, sha256 and bytes")
+        out.append(FileEntry(*got))
+    return tuple(out)
+
+
+@dataclass(slots=True)
 class FileEntry:
     """A context file of a primary request: what the record's ``context_files`` lists."""
 
@@ -198,8 +218,10 @@ class Response:
         if usage is not None and tuple(map(type, map(usage.get, _USAGE_KEYS))) != _USAGE_TYPES:
             raise _invalid(where, "$.response.usage", "a usage object of three integers")
         if keys is not None:
-            if set(map(type, keys)) - {str}:
-                raise _invalid(where, "$.response.message_keys", "a list of strings")
+            try:
+                "".join(keys)  # the quickest check that every item is a string
+            except TypeError:
+                raise _invalid(where, "$.response.message_keys", "a list of strings") from None
             v[3] = tuple(keys)
         return cls(*v)
 
@@ -313,31 +335,15 @@ class RequestRecord:
             or not isinstance(data.get("body"), dict)
         ):
             raise InputError(f"{where}: not a {RECORD_SCHEMA} request record")
-        (tool, kind, created, answer, receipt, endpoint, prompt, estimate, response, cont,
-         template, files) = _TOP.values(data, where)  # fmt: skip
-        return cls(
-            body=data["body"],
-            tool=tool,
-            kind=kind,
-            created_at=created,
-            answer_path=answer,
-            receipt_path=receipt,
-            endpoint=endpoint,
-            prompt_sha256=prompt,
-            prompt_token_estimate=estimate,
-            response=Response() if response is None else Response.read(response, where),
-            continuation=None if cont is None else Continuation.read(cont, where),
-            template=None
-            if template is None
-            else tuple(_all_of(_TEMPLATE, template, where, "$.template", "name and sha256")),
-            context_files=None
-            if files is None
-            else tuple(
-                FileEntry(*_all_of(_ENTRY, f, where, f"$.context_files[{i}]", _ENTRY_NEEDS))
-                for i, f in enumerate(files)
-            ),
-            record=data["record"],
-        )
-
-
-_ENTRY_NEEDS = "an object with path, sha256 and bytes"
+        v = _TOP.values(data, where)
+        response, cont, template, files = v[8:]
+        args: list[Any] = [  # positional, in field order: the quickest way to build one
+            data["body"],
+            *v[:8],
+            Response() if response is None else Response.read(response, where),
+            None if cont is None else Continuation.read(cont, where),
+            None if template is None else _template(template, where),
+            None if files is None else _file_entries(files, where),
+            data["record"],
+        ]
+        return cls(*args)

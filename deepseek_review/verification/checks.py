@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -12,7 +12,7 @@ from ..records.canonical import sha256_tag
 from ..records.index import Break, Entry, ReceiptIndex
 from ..records.naming import name_order, sibling
 from ..records.parts import AnswerRef, RecordedMessage, answer_paths, file_refs
-from ..records.rebuild import Rebuilder, rebuild_body
+from ..records.rebuild import FileHashes, Rebuilder, rebuild_body
 from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
 from ..records.request_record import RequestRecord
 from .files import Problem, RepoFiles
@@ -128,12 +128,8 @@ class Verifier:
         continuations in chain order (file names do not sort that way: ``-10`` before ``-2``);
         chains by their primary's name (:func:`.records.naming.name_order`). A broken or
         forked chain is listed from where it breaks."""
-        entry = self.receipts.entries.get(rel)
-        back: list[str] = []
-        if entry is not None and entry.answer is not None and entry.continues is not None:
-            back, _ = self.receipts.walk_back(entry.continues, seen={entry.answer})
-        head = back[-1] if back else rel
-        return (name_order(head), len(back), name_order(rel))
+        head, depth = self.receipts.head(rel)
+        return (name_order(head), depth, name_order(rel))
 
     # -- one receipt
 
@@ -331,23 +327,21 @@ class Verifier:
             return CheckResult(
                 "prompt", "fail", f"the request record disagrees with the receipt on {disagree}"
             )
+        files: FileHashes = {}  # filled when the request is rebuilt on the fast path
         try:
-            messages = record.messages
-        except InputError as exc:
+            rebuilt = self._rebuild(d, record, files)
+        except InputError as exc:  # a malformed body
             return CheckResult("prompt", "fail", exc.message)
-        rebuilt = self._rebuild(d, record.body, messages)
         if rebuilt.status == "fail":
             return rebuilt
         # The record's other hashes: its list of context files, and the server's content
         # (checked against the answer only when the answer check passed: no double report).
-        problem = _context_list_problem(record, messages)
+        problem = _context_list_problem(record, files)
         if problem is None and answer_ok:
-            problem = self._content_problem(d, record, messages)
+            problem = self._content_problem(d, record)
         return rebuilt if problem is None else CheckResult("prompt", "fail", problem)
 
-    def _content_problem(
-        self, d: dict[str, Any], record: RequestRecord, messages: list[RecordedMessage]
-    ) -> str | None:
+    def _content_problem(self, d: dict[str, Any], record: RequestRecord) -> str | None:
         """Why the record's ``content_sha256`` (the server's content, before an echoed
         prefill was cut off it) does not fit the answer file; None when it does."""
         want = record.response.content_sha256
@@ -358,7 +352,7 @@ class Verifier:
             if want == d["answer_sha256"]:
                 return None
             return "the request record's content_sha256 is not the answer's answer_sha256"
-        prefill = self._prefill(messages)
+        prefill = self._prefill(record.messages)
         answer = self.files.read(d["answer_path"], keep=False)
         if prefill is None or not isinstance(answer, bytes):
             return None  # unreadable: the answer and prompt checks say why
@@ -403,10 +397,11 @@ class Verifier:
         got = self.files.read(path, what="reference")
         return isinstance(got, Problem) and got.kind == "outside"
 
-    def _rebuild(
-        self, d: dict[str, Any], body: Mapping[str, Any], messages: list[RecordedMessage]
-    ) -> CheckResult:
-        rebuilt = self.rebuilder.check(body, d["prompt_sha256"], messages)
+    def _rebuild(self, d: dict[str, Any], record: RequestRecord, files: FileHashes) -> CheckResult:
+        """The request rebuilt from the record; :class:`InputError` if its body is malformed.
+        ``files``: see :meth:`.records.rebuild.Rebuilder.digest`."""
+        body = record.body
+        rebuilt = self.rebuilder.check(body, d["prompt_sha256"], files)
         if rebuilt is None:
             return _OK["prompt"]
         outside = [p for p in rebuilt.missing if self._outside(p)]
@@ -424,7 +419,7 @@ class Verifier:
                 f"the rebuilt request hashes to {sha256_tag(rebuilt.body_bytes)}, not "
                 "prompt_sha256 (the request record was altered)",
             )
-        answers = answer_paths(messages)
+        answers = answer_paths(record.messages)
         bad = [p for p in rebuilt.changed + rebuilt.missing if p in answers]
         if bad:
             what = [f"{p} ({'changed' if p in rebuilt.changed else 'missing'})" for p in bad]
@@ -449,15 +444,15 @@ class Verifier:
         )
 
 
-def _context_list_problem(record: RequestRecord, messages: list[RecordedMessage]) -> str | None:
+def _context_list_problem(record: RequestRecord, files: FileHashes) -> str | None:
     """Why the record's ``context_files`` list (path, sha256, bytes per file) does not match
-    the ``$file`` references its body was rebuilt from; None when it does."""
+    the ``$file`` references its body was rebuilt from (``files``, when the fast path listed
+    them); None when it does."""
     if record.context_files is None:
         return None
-    refs = file_refs(messages)
+    refs = files or {p: (r.sha256, r.size) for p, r in file_refs(record.messages).items()}
     for f in record.context_files:
-        ref = refs.get(f.path)
-        if ref is None or (ref.sha256, ref.size) != (f.sha256, f.size):
+        if refs.get(f.path) != (f.sha256, f.size):
             return (
                 f"the request record's context_files entry for {f.path} does not match the "
                 "file reference in its body (sha256 and bytes)"

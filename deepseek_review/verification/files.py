@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +27,21 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOC
 _FAST_PATHS = os.sep == "/" and _NOFOLLOW != 0
 
 
-_UNCLEAN = re.compile(r"(?:^|/)(?:\.\.?)?(?:/|$)|\x00")
-
-
 def _clean(rel: str) -> bool:
-    """A plain relative POSIX path (no ``.``, ``..``, empty part, leading ``/`` or NUL)."""
-    return _UNCLEAN.search(rel) is None
+    """A plain relative POSIX path (no ``.``, ``..``, empty part, leading ``/`` or NUL).
+
+    Substring tests, not a regex: verify asks this of every file it reads, and they are
+    five times quicker. ``tests/test_verify_schema.py`` holds them to ``resolve_inside``.
+    """
+    return not (
+        "\x00" in rel
+        or "//" in rel
+        or "/./" in rel
+        or "/../" in rel
+        or rel.startswith(("/", "./", "../"))
+        or rel.endswith(("/", "/.", "/.."))
+        or rel in ("", ".", "..")
+    )
 
 
 def _read_fd(path: str, nofollow: bool) -> bytes:
