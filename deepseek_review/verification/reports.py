@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -111,6 +112,18 @@ class VerifyReport:
             "receipts": [r.to_json() for r in self.receipts],
             "orphans": list(self.orphans),
         }
+
+
+def soft(strict: bool, name: str, detail: str) -> CheckResult:
+    """A missing or changed context file, or an answer still cut off: a warning, a failure
+    under ``strict``."""
+    return CheckResult(name, "fail" if strict else "warn", detail)
+
+
+def listing(items: Sequence[str], limit: int = 5) -> str:
+    """Paths in a check's detail: the first ``limit`` of them, and how many more."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
 
 
 #: The passing results, made once (a run makes tens of thousands of them).
