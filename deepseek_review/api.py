@@ -36,9 +36,9 @@ from .manifestfile import ManifestError
 if TYPE_CHECKING:
     from .batch import BatchOptions, BatchReport, EventFn, PreparedBatch
     from .calls import ProgressFn
-    from .records.stored import ChainSegment
     from .config import Settings
     from .pipeline import ReviewOptions, ReviewPlan, ReviewResult
+    from .records.stored import ChainSegment
     from .resume import ContinueOutcome
     from .stats import Stats
     from .verification import VerifyReport

@@ -38,11 +38,11 @@ from typing import Any, Literal
 
 import httpx
 
+from .batch_resume import existing_chain, index_folder, trusted_files
 from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .client import ChatClient
 from .context import Output
-from .endpoint import canonical
-from .errors import InputError, Interrupted, OutputError, ReviewError
+from .errors import Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .options import OPTIONS, check, default, name_of
 from .pipeline import (
@@ -54,17 +54,9 @@ from .pipeline import (
     review_longest_name,
     send_review,
 )
-from .records.index import Entry, ReceiptIndex
-from .records.naming import (
-    ANSWER_SUFFIX,
-    RECEIPT_SUFFIX,
-    orphan_files,
-    resume_checked,
-    topic_of,
-)
 from .records.receipt import fast_validators
-from .records.stored import ChainSegment, load_segment
-from .repo import files_unchanged_since, find_repo_root, resolve_inside
+from .records.stored import ChainSegment
+from .repo import find_repo_root, resolve_inside
 from .resume import segment_from
 from .retry import Throttle
 from .segment import Segment
@@ -394,131 +386,6 @@ class _BatchClient(ChatClient):
             self.slots.release()
 
 
-# --------------------------------------------------------------------------- resume index
-
-
-@dataclass
-class _FolderIndex:
-    """The receipts of one output folder (loaded once per batch run) and what lies there."""
-
-    receipts: ReceiptIndex[ChainSegment]
-    primaries: dict[tuple[str, str], list[ChainSegment]] = field(default_factory=dict)
-    files: set[str] = field(default_factory=set)
-    """Every file of the folder, repo-relative."""
-    orphans: list[str] = field(default_factory=list)
-
-
-def _resumable(root: Path, rel: str) -> Entry[ChainSegment] | None:
-    """A receipt loaded in full for resuming; one that does not load is passed over."""
-    try:
-        seg = load_segment(root, rel)
-    except InputError as exc:
-        log.warning("%s: ignored for resuming (%s)", rel, exc.message)
-        return None
-    return Entry(rel, seg.answer_path, seg.receipt.previous_answer_path, seg)
-
-
-def index_folder(root: Path, folder: Path) -> _FolderIndex:
-    """Every receipt in ``folder`` (loaded once per batch run), and its orphan answers."""
-    idx = _FolderIndex(ReceiptIndex(root, partial(_resumable, root), lazy=False))
-    try:
-        names = set(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return idx
-    except OSError as exc:
-        raise OutputError(f"{folder}: cannot list ({exc.strerror or exc})") from None
-    rel_dir = folder.relative_to(root).as_posix()
-    prefix = "" if rel_dir in ("", ".") else rel_dir + "/"
-    idx.files = {prefix + n for n in names}
-    for name in sorted(names):
-        entry = idx.receipts.get(prefix + name) if name.endswith(RECEIPT_SUFFIX) else None
-        if entry is not None and entry.continues is None:
-            seg = entry.item
-            key = (seg.receipt.prompt_sha256, canonical(seg.receipt.endpoint))
-            idx.primaries.setdefault(key, []).append(seg)
-    idx.orphans = [prefix + n for n in orphan_files(names)]
-    return idx
-
-
-def _walk(idx: _FolderIndex, primary: ChainSegment) -> list[ChainSegment] | None:
-    """The chain from ``primary`` forward; None if it forks or loops (not ours to guess)."""
-    rels, broken = idx.receipts.walk_forward(primary.receipt_path)
-    if broken is not None:
-        log.warning("%s: its chain forks or loops; not resuming from it", primary.receipt_path)
-        return None
-    return [primary, *(idx.receipts.entries[r].item for r in rels)]
-
-
-def _answer_inside(root: Path, answer_path: str) -> bool:
-    """A receipt's answer is taken as done only if it is a file inside the repository: a
-    hostile or stale receipt must not make a batch skip a review (or read outside the root)."""
-    try:
-        path, _ = resolve_inside(root, answer_path, what="answer_path")
-    except InputError:
-        return False
-    return path.is_file()
-
-
-def _trusted_files(options: BatchOptions, root: Path, folders: list[Path]) -> set[str] | None:
-    """The files an earlier run left that may be adopted; None: all of them."""
-    if options.trusted_rev is None:
-        return None
-    rels = [f.relative_to(root).as_posix() for f in folders]
-    return files_unchanged_since(root, options.trusted_rev, rels, what=name_of("resume_from"))
-
-
-def _segment_files(idx: _FolderIndex, seg: ChainSegment) -> list[str]:
-    """The files of a segment ``--resume-from`` must find committed unchanged: its answer
-    (as its receipt names it) and every other file of its stem the table says to check
-    (:func:`.records.naming.resume_checked`) that is there."""
-    stem = seg.receipt_path[: -len(RECEIPT_SUFFIX)]
-    others = [f for f in resume_checked(stem) if f in idx.files and f != stem + ANSWER_SUFFIX]
-    return [seg.answer_path, *others]
-
-
-def existing_chain(
-    idx: _FolderIndex, root: Path, planned: PlannedEntry, trusted: set[str] | None = None
-) -> list[ChainSegment] | None:
-    """The chain of an earlier run of exactly this request, if one exists.
-
-    A primary counts when its receipt's ``prompt_sha256`` and endpoint equal the plan's, its
-    file name carries the entry's topic, its request record exists, and every answer file of
-    its chain is there. A complete chain is preferred, then the longest, then the newest.
-    """
-    plan = planned.plan
-    key = (plan.prepared.prompt_sha256, canonical(plan.endpoint.url))
-    chains = []
-    for primary in idx.primaries.get(key, []):
-        if primary.record is None or topic_of(primary.answer_path) != planned.topic:
-            continue
-        chain = _walk(idx, primary)
-        if chain is None:
-            continue
-        if not all(_answer_inside(root, s.answer_path) for s in chain):
-            log.warning(
-                "%s: an answer of its chain is missing or outside the repository; not "
-                "resuming from it",
-                primary.receipt_path,
-            )
-            continue
-        if trusted is not None and not all(
-            f in trusted for s in chain for f in _segment_files(idx, s)
-        ):
-            log.warning(
-                "%s: its chain is not committed unchanged in the trusted revision; not "
-                "resuming from it",
-                primary.receipt_path,
-            )
-            continue
-        chains.append(chain)
-    if not chains:
-        return None
-    return max(
-        chains,
-        key=lambda c: (c[-1].finish_reason != "length", len(c), c[0].receipt.created_at),
-    )
-
-
 def remove_stale_temp_files(folder: Path, older_than: float = STALE_TEMP_SECONDS) -> list[Path]:
     """Remove ``.deepseek-review-*.tmp`` left by a killed writer (only old ones)."""
     removed = []
@@ -582,7 +449,7 @@ def prepare_batch(
             for path in remove_stale_temp_files(folder):
                 removed.append(path.relative_to(planned.root).as_posix())
     indexes = {folder: index_folder(planned.root, folder) for folder in folders}
-    trusted = _trusted_files(options, planned.root, folders)
+    trusted = trusted_files(options.trusted_rev, planned.root, folders)
     work = []
     for p in planned.entries:
         chain = (
