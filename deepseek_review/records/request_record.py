@@ -336,14 +336,20 @@ class RequestRecord:
         ):
             raise InputError(f"{where}: not a {RECORD_SCHEMA} request record")
         v = _TOP.values(data, where)
-        response, cont, template, files = v[8:]
-        args: list[Any] = [  # positional, in field order: the quickest way to build one
+        response, cont, template, files = v[8], v[9], v[10], v[11]
+        return cls(  # positional, in field order: the quickest way to build one
             data["body"],
-            *v[:8],
+            v[0],
+            v[1],
+            v[2],
+            v[3],
+            v[4],
+            v[5],
+            v[6],
+            v[7],
             Response() if response is None else Response.read(response, where),
             None if cont is None else Continuation.read(cont, where),
             None if template is None else _template(template, where),
             None if files is None else _file_entries(files, where),
             data["record"],
-        ]
-        return cls(*args)
+        )
