@@ -136,16 +136,23 @@ def resolve(
     return Settings(items)
 
 
-#: Variables of ours that are not settings: read where they are used.
-OTHER_ENV = frozenset({"DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS", "DEEPSEEK_REVIEW_CRASH_AT"})
 _warned: set[str] = set()
 
 
 def _warn_unknown_env(env: Mapping[str, str]) -> None:
     """A misspelt variable (``DEEPSEEK_REVIEW_MAX_TOKEN``) would otherwise do nothing silently."""
-    known = {ENV_PREFIX + k.upper() for k, o in OPTIONS.items() if ENV in o.scopes} | OTHER_ENV
-    for name in env:
-        if name.startswith(ENV_PREFIX) and name not in known and name not in _warned:
+    ours = [n for n in env if n.startswith(ENV_PREFIX) and n not in _warned]
+    if not ours:
+        return
+    # Variables of ours that are not settings, named where they are read (imported only now:
+    # most runs set none of ours).
+    from .endpoint import ALLOWED_ENV
+    from .storage import CRASH_ENV
+
+    known = {ENV_PREFIX + k.upper() for k, o in OPTIONS.items() if ENV in o.scopes}
+    known |= {ALLOWED_ENV, CRASH_ENV}
+    for name in ours:
+        if name not in known:
             _warned.add(name)
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
