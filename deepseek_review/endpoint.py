@@ -83,7 +83,8 @@ def _refuse_unsafe(value: str, what: str) -> None:
         raise ConfigError(
             f"{what} '{safe_url(escaped)}': malformed URL (a space or control character in it)"
         )
-    if "@" in value.split("?", 1)[0].split("#", 1)[0]:
+    authority = value.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
         raise ConfigError(
             f"{what}: credentials in the URL are refused (they would be written into "
             f"receipts); put the key in {DEFAULT_KEY_ENV} instead"

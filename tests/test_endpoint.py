@@ -369,3 +369,9 @@ def test_batch_resumes_receipts_that_spell_the_endpoint_another_way(repo, simula
     assert r.code == 0, r.err
     assert r.json()["entries"][0]["status"] == "skipped"
     assert simulator.chat_requests() == []
+
+
+def test_an_at_sign_in_the_path_is_not_taken_for_credentials():
+    assert chat_url("https://gw.example/models/@team/v1") == (
+        "https://gw.example/models/@team/v1/chat/completions"
+    )
