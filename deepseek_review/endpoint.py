@@ -22,6 +22,7 @@ inside the URL are refused outright because the URL is written into every receip
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -188,6 +189,7 @@ def chat_url(value: str, *, what: str | None = None) -> str:
     return urlunsplit((scheme, _canonical_netloc(parts), path, parts.query, ""))
 
 
+@functools.lru_cache(maxsize=256)
 def canonical(url: str) -> str:
     """The canonical form of a URL already written somewhere (a receipt, say), or the URL as it
     is when it cannot be read: receipts written before canonical URLs compare equal to new ones.
