@@ -43,10 +43,11 @@ def run(flags: Flags) -> None:
         given["prompt"] = _stdin_prompt()
     plan = api.plan_review(**given)
     STATE.secret = plan.endpoint.api_key
+    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
     if flags["dry_run"]:
         _render_plan(plan, flags["as_json"])
         return
-    with review_progress() as progress:
+    with review_progress() as progress, api.signing(key):
         result = api.send_review(plan, progress=progress)
     _render_result(root, result, flags["as_json"])
     _raise_if_truncated(result, plan.options.continuation.max_continuations, root)
