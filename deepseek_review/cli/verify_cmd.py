@@ -120,7 +120,10 @@ def verify(
         typer.Option(help=OPTIONS["allowed_signers"].help_text(), show_default=False),
     ] = None,
     require_signature: Annotated[
-        bool, typer.Option(help=OPTIONS["require_signature"].help_text())
+        bool,
+        typer.Option(
+            OPTIONS["require_signature"].long_flag, help=OPTIONS["require_signature"].help_text()
+        ),
     ] = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
