@@ -314,6 +314,22 @@ def sign(
     return sign_existing(repo, list(paths), key, default_folder=default)
 
 
+def attest(
+    paths: Sequence[str] = (),
+    *,
+    root: PathArg | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The predicate of a GitHub artifact attestation over the segments under ``paths``
+    (none: the configured output folder), all of which must verify (``deepseek-review
+    attest``); its type is ``signing.attest.ATTEST_PREDICATE_TYPE``."""
+    from .repo import find_repo_root
+    from .signing.attest import attest_predicate
+
+    repo = find_repo_root(root)
+    return attest_predicate(repo, list(paths), default_folder=_default_folder(repo, paths, env))
+
+
 # --------------------------------------------------------------------------- batch
 
 
@@ -404,6 +420,7 @@ __all__ = [
     "ManifestError",
     "ShownChain",
     "api_key",
+    "attest",
     "configuration",
     "continue_review",
     "execute_batch",

@@ -35,7 +35,8 @@ def alice(tmp_path: Path) -> Key:
 def signed_review(cli: Cli, sim: Any, key: Key, *extra: str) -> dict[str, Any]:
     r = run_review(cli, sim, "--sign", "--signing-key", str(key.private), *extra)
     assert r.code == 0, r.err
-    return r.json()
+    out: dict[str, Any] = r.json()
+    return out
 
 
 def segment_files(repo: Path) -> dict[str, Path]:
@@ -257,7 +258,7 @@ def test_a_statement_swapped_between_two_segments_fails(repo, cli, simulator, tm
 
 
 def signature_check_of(receipt: dict[str, Any]) -> str:
-    return next(c["detail"] for c in receipt["checks"] if c["name"] == "signature")
+    return str(next(c["detail"] for c in receipt["checks"] if c["name"] == "signature"))
 
 
 def test_a_receipt_edited_with_recomputed_hashes_is_caught_only_by_the_signature(

@@ -206,7 +206,7 @@ def test_sign_refuses_a_segment_that_fails_verification(repo, cli, simulator, al
     answer.write_text("edited\n")
     r = cli("sign", "--signing-key", str(alice.private))
     assert r.code == 9
-    assert last_line(r.err) == "deepseek-review: error: 1 segment not signed: they fail verify"
+    assert last_line(r.err) == "deepseek-review: error: 1 segment not signed: it fails verification"
     assert not list((repo / "reviews").glob("*.intoto.json*"))
 
 

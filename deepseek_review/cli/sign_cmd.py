@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -62,4 +63,43 @@ def sign(
         _json_out(report.to_json())
     if report.refused:
         n = len(report.refused)
-        raise VerificationFailed(f"{n} segment{'s' if n != 1 else ''} not signed: they fail verify")
+        what = "segments not signed: they fail" if n != 1 else "segment not signed: it fails"
+        raise VerificationFailed(f"{n} {what} verification")
+
+
+@app.command(epilog=example("deepseek-review attest reviews --output review-predicate.json"))
+def attest(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Receipts, answer files or folders, inside the repository. Default: the "
+            "configured output folder (reviews).",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        str,
+        typer.Option(help="Write the predicate to this file (never replaced).", show_default=False),
+    ] = ...,  # type: ignore[assignment]
+    repo_root: RepoRootOpt = None,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write the predicate of a GitHub artifact attestation (actions/attest's predicate-path)
+    over the reviews; print its predicate type (actions/attest's predicate-type).
+
+    Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
+    there are no receipts.
+    """
+    from .. import api
+    from ..records.canonical import pretty_json
+    from ..signing.attest import ATTEST_PREDICATE_TYPE
+    from ..storage import write_output
+
+    root = api.repo_root(repo_root)
+    typed = [typed_path(root, p) for p in paths or []]
+    predicate = api.attest(typed, root=root)
+    write_output(Path(output), pretty_json(predicate), shown=output)
+    n = len(predicate["reviews"])
+    _write_lines(sys.stderr, [f"deepseek-review: attest: wrote {output} ({n} segments)"])
+    print(ATTEST_PREDICATE_TYPE)

@@ -25,8 +25,8 @@ from ..records.naming import SEGMENT_FILES, sibling
 from ..repo import read_regular_file, resolve_inside
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-_SCHEMAS = "https://github.com/allaunthefox/Research-Stack/shared-data/schemas/"
-PREDICATE_TYPE = _SCHEMAS + "deepseek-review-signed-review-v1.schema.json"
+SCHEMAS = "https://github.com/allaunthefox/Research-Stack/shared-data/schemas/"
+PREDICATE_TYPE = SCHEMAS + "deepseek-review-signed-review-v1.schema.json"
 """Its JSON Schema's address: documented there; a change of shape is a new file (``-v2``)."""
 
 #: The segment files a statement covers, in subject order (not the statement nor its sig).
