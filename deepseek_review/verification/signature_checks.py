@@ -25,7 +25,7 @@ from ..options import name_of
 from ..records.canonical import RECEIPT_DECODER
 from ..records.naming import sibling
 from ..repo import read_regular_file
-from ..signing import NAMESPACE, allowed, sshsig
+from ..signing import NAMESPACE, allowed, sshsig, verifier
 from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, SegmentFiles, subjects
 from .reports import CheckResult, ReceiptReport, ReceiptStatus
 
@@ -134,15 +134,26 @@ class SignatureChecks:
             return CheckResult(NAME, "fail", f"{statement_rel}: missing beside its signature"), None
         problem = self._statement_problem(receipt_rel, statement)
         if problem is None:
-            assert self.allowed_signers is not None
-            bad = sshsig.verify(
-                statement, armored, allowed_signers=self.allowed_signers, principal=principal
-            )
-            problem = None if bad is None else f"the signature does not verify ({bad})"
+            problem = self._crypto_problem(statement, armored, principal)
         if problem is not None:
             return CheckResult(NAME, "fail", problem), None
         signed = Signed(principal, sig.fingerprint, sig.key_type)
         return CheckResult(NAME, "ok", f"signed by {principal} ({sig.fingerprint})"), signed
+
+    def _crypto_problem(self, statement: bytes, armored: bytes, principal: str) -> str | None:
+        """In process where the key type allows (:mod:`..signing.verifier`), else one
+        ``ssh-keygen -Y verify``; None when the signature holds."""
+        try:
+            good = verifier.verify(statement, armored, NAMESPACE)
+        except sshsig.BadSignature as exc:
+            return f"the signature does not verify ({exc})"
+        if good is None:
+            assert self.allowed_signers is not None
+            bad = sshsig.verify(
+                statement, armored, allowed_signers=self.allowed_signers, principal=principal
+            )
+            return None if bad is None else f"the signature does not verify ({bad})"
+        return None if good else "the signature does not verify over the statement"
 
     def _read(self, rel: str) -> bytes | None:
         try:
