@@ -281,10 +281,10 @@ _TABLE: tuple[Option, ...] = (
            frozenset({"run", "continue", "batch"}) | _SETTING, check=Positive("seconds")),
     Option("sign", "bool", False,
            "Sign each segment: an in-toto statement and its SSH signature beside the receipt",
-           frozenset({"run", "batch"}) | _SETTING, cli_only=True),
+           frozenset({"run", "batch", "continue"}) | _SETTING, cli_only=True),
     Option("signing_key", "str", None,
            "SSH key that signs: a private key file, or a .pub key whose private half ssh-agent "
-           "holds", frozenset({"run", "batch", ENV}), cli_only=True,
+           "holds", frozenset({"run", "batch", "continue", ENV}), cli_only=True,
            default_text="git's user.signingkey when gpg.format is ssh",
            refusal="a file under review must not choose which of your keys signs"),
     Option("allowed_signers", "str", None,

@@ -250,3 +250,14 @@ def test_sign_refuses_a_leftover_statement_that_no_longer_matches(repo, cli, sim
     r = cli("sign", "--signing-key", str(alice.private))
     assert r.code == 10
     assert "an unsigned statement that does not match its segment's files" in last_line(r.err)
+
+
+def test_continue_signs_the_segments_it_adds(repo, cli, simulator, alice, tmp_path):
+    first = run_review(cli, simulator, "--max-tokens", "20", "--max-continuations", "0")
+    assert first.code == 4, first.err
+    answer = first.json()["segments"][-1]["answer_path"]
+    r = cli("continue", answer, "--sign", "--signing-key", str(alice.private),
+            "--retry-wait", "0.01", "--max-continuations", "1")  # fmt: skip
+    assert r.code in (0, 4), r.err
+    signers = allowed_signers(tmp_path / "a", alice.allowed_line())
+    assert signature_status(cli, signers) == ["warn", "ok"]  # the primary was written unsigned

@@ -215,7 +215,8 @@ def continue_(flags: Flags) -> None:
     root = api.repo_root(flags["repo_root"])
     given = flags.given(root)
     STATE.secret = api.api_key(given.get("api_key_env"))
-    with review_progress() as progress:
+    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
+    with review_progress() as progress, api.signing(key):
         outcome = api.continue_review(typed_path(root, flags["path"]), progress=progress, **given)
     _render_result(root, outcome.result, flags["as_json"])
     _raise_if_truncated(outcome.result, outcome.max_continuations, root)
