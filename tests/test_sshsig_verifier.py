@@ -82,3 +82,27 @@ def test_a_signature_with_a_flipped_byte_is_refused_by_both(tmp_path, kind):
     armored = b"\n".join([lines[0], base64.b64encode(bytes(blob)), lines[-1]]) + b"\n"
     assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, armored)
     assert verifier.verify(MESSAGE, armored, "deepseek-review") is False
+
+
+def test_the_ssh_keygen_route_agrees_where_the_verifier_steps_aside(
+    repo, cli, simulator, tmp_path, monkeypatch
+):
+    """Key types the in-process verifier does not handle (security keys) go to ssh-keygen:
+    forced here for an ed25519 key, whose good and changed statements it judges alike."""
+    from tests.conftest import run_review
+
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.setattr(verifier, "verify", lambda *a, **k: None)
+    key = make_key(tmp_path / "keys", "ed25519", "a@x")
+    assert run_review(cli, simulator, "--sign", "--signing-key", str(key.private)).code == 0
+    signers = allowed_signers(tmp_path / "allowed", key.allowed_line())
+    assert cli("verify", "--allowed-signers", str(signers)).code == 0
+    statement = next((repo / "reviews").glob("*.intoto.json"))
+    statement.write_bytes(statement.read_bytes().replace(b'"tool"', b'"Tool"'))
+    v = cli("verify", "--allowed-signers", str(signers), "--json")
+    assert v.code == 9
+    detail = next(c for c in v.json()["receipts"][0]["checks"] if c["name"] == "signature")
+    assert (
+        detail["detail"]
+        == "the signature does not verify (Signature verification failed: incorrect signature)"
+    )

@@ -22,17 +22,19 @@ from .app import (
     typed_path,
 )
 
+SegmentPaths = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Receipts, answer files or folders, inside the repository. Default: the "
+        "configured output folder (reviews).",
+        show_default=False,
+    ),
+]
+
 
 @app.command(epilog=example("deepseek-review sign --signing-key ~/.ssh/id_ed25519 reviews"))
 def sign(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Receipts, answer files or folders, inside the repository. Default: the "
-            "configured output folder (reviews).",
-            show_default=False,
-        ),
-    ] = None,
+    paths: SegmentPaths = None,
     repo_root: RepoRootOpt = None,
     signing_key: Annotated[
         str | None, typer.Option(help=OPTIONS["signing_key"].help_text(), show_default=False)
@@ -69,14 +71,7 @@ def sign(
 
 @app.command(epilog=example("deepseek-review attest reviews --output review-predicate.json"))
 def attest(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Receipts, answer files or folders, inside the repository. Default: the "
-            "configured output folder (reviews).",
-            show_default=False,
-        ),
-    ] = None,
+    paths: SegmentPaths = None,
     output: Annotated[
         str,
         typer.Option(help="Write the predicate to this file (never replaced).", show_default=False),

@@ -58,22 +58,30 @@ def _last_line(stderr: bytes) -> str:
     return lines[-1] if lines else "no message"
 
 
-def sign(data: bytes, key: Path, *, env: Mapping[str, str] | None = None) -> bytes:
-    """The armored sshsig signature of ``data`` by ``key`` in :data:`NAMESPACE`."""
+def _ssh_keygen(
+    args: list[str], data: bytes, env: Mapping[str, str] | None
+) -> subprocess.CompletedProcess[bytes]:
+    """``ssh-keygen ARGS`` with ``data`` on stdin, in a new session (no controlling
+    terminal: no passphrase prompt); a :class:`ConfigError` when it cannot run or hangs."""
     try:
-        done = subprocess.run(
-            [ssh_keygen(), "-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key)],
+        return subprocess.run(
+            [ssh_keygen(), *args],
             input=data,
             capture_output=True,
             env=_env(env),
-            start_new_session=True,  # no controlling terminal: no passphrase prompt
+            start_new_session=True,
             timeout=TIMEOUT,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"ssh-keygen did not sign within {TIMEOUT:g} s") from None
+        raise ConfigError(f"ssh-keygen did not answer within {TIMEOUT:g} s") from None
     except OSError as exc:
         raise ConfigError(f"cannot run ssh-keygen ({exc.strerror or exc})") from None
+
+
+def sign(data: bytes, key: Path, *, env: Mapping[str, str] | None = None) -> bytes:
+    """The armored sshsig signature of ``data`` by ``key`` in :data:`NAMESPACE`."""
+    done = _ssh_keygen(["-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key)], data, env)
     if done.returncode != 0 or not done.stdout.startswith(_ARMOR_BEGIN):
         raise ConfigError(f"{key}: ssh-keygen could not sign ({_last_line(done.stderr)})")
     return done.stdout
@@ -116,16 +124,21 @@ def _strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
     return out
 
 
-def parse(armored: bytes) -> Signature:
-    """The public key and namespace of an armored sshsig signature (:class:`BadSignature`)."""
+def unarmor(armored: bytes) -> bytes:
+    """The sshsig blob inside an armored signature (:class:`BadSignature`)."""
     text = armored.strip()
     if not (text.startswith(_ARMOR_BEGIN) and text.endswith(_ARMOR_END)):
         raise BadSignature("not an SSH SIGNATURE block")
     body = b"".join(text[len(_ARMOR_BEGIN) : -len(_ARMOR_END)].split())
     try:
-        blob = base64.b64decode(body, validate=True)
+        return base64.b64decode(body, validate=True)
     except ValueError:
         raise BadSignature("its base64 is damaged") from None
+
+
+def parse(armored: bytes) -> Signature:
+    """The public key and namespace of an armored sshsig signature (:class:`BadSignature`)."""
+    blob = unarmor(armored)
     if not blob.startswith(_MAGIC) or len(blob) < 10:
         raise BadSignature("no SSHSIG header")
     (version,) = struct.unpack_from(">I", blob, len(_MAGIC))
@@ -141,19 +154,11 @@ def verify(data: bytes, armored: bytes, *, allowed_signers: Path, principal: str
     with tempfile.NamedTemporaryFile(prefix="deepseek-review-", suffix=".sig") as sig:
         sig.write(armored)
         sig.flush()
+        args = ["-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE]
         try:
-            done = subprocess.run(
-                [ssh_keygen(), "-Y", "verify", "-f", str(allowed_signers), "-I", principal,
-                 "-n", NAMESPACE, "-s", sig.name],
-                input=data,
-                capture_output=True,
-                env=_env(None),
-                start_new_session=True,
-                timeout=TIMEOUT,
-                check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return f"ssh-keygen did not answer within {TIMEOUT:g} s"
+            done = _ssh_keygen([*args, "-s", sig.name], data, None)
+        except ConfigError as exc:
+            return exc.message
     if done.returncode == 0:
         return None
     return _last_line(done.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import struct
 
-from .sshsig import BadSignature, _strings
+from .sshsig import BadSignature, _strings, unarmor
 
 _MAGIC = b"SSHSIG"
 _HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
@@ -25,17 +25,6 @@ _CURVES = {
     b"nistp384": ("SECP384R1", "SHA384"),
     b"nistp521": ("SECP521R1", "SHA512"),
 }
-
-
-def _blob(armored: bytes) -> bytes:
-    import base64
-
-    text = armored.strip()
-    body = b"".join(text.splitlines()[1:-1])
-    try:
-        return base64.b64decode(body, validate=True)
-    except ValueError:
-        raise BadSignature("its base64 is damaged") from None
 
 
 def _mpint(data: bytes) -> int:
@@ -54,8 +43,8 @@ def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
         from cryptography.exceptions import InvalidSignature
     except ImportError:  # an install without cryptography: ssh-keygen does it
         return None
-    blob = _blob(armored)
-    if not blob.startswith(_MAGIC) or struct.unpack_from(">I", blob, 6)[0] != 1:
+    blob = unarmor(armored)
+    if not blob.startswith(_MAGIC) or len(blob) < 10 or struct.unpack_from(">I", blob, 6)[0] != 1:
         return False
     key, ns, reserved, hash_alg, sig = _strings(blob, 5, len(_MAGIC) + 4)
     if ns.decode("utf-8", "replace") != namespace or hash_alg.decode() not in _HASHES:
