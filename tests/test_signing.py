@@ -253,7 +253,8 @@ def test_a_statement_swapped_between_two_segments_fails(repo, cli, simulator, tm
     assert v.code == 9
     details = [signature_check_of(r) for r in v.json()["receipts"]]
     assert all(
-        d.startswith("the signed statement covers other files than this segment") for d in details
+        d.startswith("the signed statement is another segment's (it covers reviews/")
+        for d in details
     )
 
 
@@ -341,3 +342,14 @@ def test_allowed_signers_from_git_config_is_used(
     v = cli("verify", "--json", "--require-signature")
     assert v.code == 0, v.err
     assert signature_check(v)["status"] == "ok"
+
+
+def test_a_deleted_request_record_of_a_signed_segment_fails_by_name(
+    repo, cli, simulator, tmp_path, alice
+):
+    signed_review(cli, simulator, alice)
+    record = segment_files(repo)[".request.json"]
+    record.unlink()
+    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
+    assert v.code == 9
+    assert signature_check(v)["detail"] == f"missing since it was signed: reviews/{record.name}"

@@ -185,10 +185,15 @@ class SignatureChecks:
         ):
             return f"{statement_rel}: its subjects are not name/digest objects"
         signed = {s["name"]: s.get("digest") for s in claimed}
-        if set(signed) != set(now):
-            others = sorted(set(signed) ^ set(now))
-            shown = ", ".join(others[:3])
-            return f"the signed statement covers other files than this segment's ({shown})"
+        if receipt_rel not in signed:
+            shown = ", ".join(sorted(signed)[:2])
+            return f"the signed statement is another segment's (it covers {shown})"
+        missing = sorted(set(signed) - set(now))
+        if missing:
+            return f"missing since it was signed: {', '.join(missing)}"
+        extra = sorted(set(now) - set(signed))
+        if extra:
+            return f"not covered by the signature: {', '.join(extra)}"
         changed = [name for name in now if signed[name] != now[name]]
         if changed:
             return f"changed since it was signed: {', '.join(changed)}"
