@@ -60,9 +60,14 @@ def signing_key(given: str | None, root: Path, env: Mapping[str, str] | None = N
     try:
         sshsig.sign(_PROBE, path, env=env)
     except ConfigError as exc:
+        if "passphrase" in exc.message:
+            raise ConfigError(
+                f"{what} {given}: protected by a passphrase and not in ssh-agent "
+                "(add it with ssh-add; nothing here asks for a passphrase)"
+            ) from None
         raise ConfigError(
-            f"{what}: {exc.message} (a passphrase-protected key must be in ssh-agent; "
-            "a .pub key's private half must be in the agent SSH_AUTH_SOCK names)"
+            f"{what}: {exc.message} (a .pub key's private half must be in the ssh-agent "
+            "SSH_AUTH_SOCK names)"
         ) from None
     return key
 
