@@ -353,3 +353,21 @@ def test_a_deleted_request_record_of_a_signed_segment_fails_by_name(
     v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
     assert v.code == 9
     assert signature_check(v)["detail"] == f"missing since it was signed: reviews/{record.name}"
+
+
+def test_the_commits_a_review_was_pinned_to_are_in_the_predicate():
+    from deepseek_review.signing.statement import SegmentFiles, predicate
+
+    head, base = "a" * 40, "b" * 40
+    record = {"response": {"model": "m"}, "git": {"commits": {"base": base, "head": head}}}
+    seg = SegmentFiles(
+        "r/x.receipt.json",
+        {
+            "answer": ("r/x.md", b"answer\n"),
+            "receipt": ("r/x.receipt.json", b'{"schema": "s"}'),
+            "record": ("r/x.request.json", json.dumps(record).encode()),
+        },
+    )
+    assert predicate(seg)["pinnedCommits"] == [
+        {"role": "base", "commit": base}, {"role": "head", "commit": head}
+    ]  # fmt: skip

@@ -94,16 +94,18 @@ def predicate(seg: SegmentFiles) -> dict[str, Any]:
 
 
 def _pinned(record: Any) -> list[dict[str, str]]:
-    """Commits the context was pinned to, where the record names any (``pinned`` entries of
-    ``{"path"|"rev", "commit"}``); records without pinning give none."""
-    pins = record.get("pinned") if isinstance(record, dict) else None
-    if not isinstance(pins, list):
+    """The commits the context was pinned to: the record's ``git.commits`` (``base``,
+    ``head``, ``merge_base``; written by reviews pinned to git), as ``{"role", "commit"}``;
+    records without pins give none."""
+    git = record.get("git") if isinstance(record, dict) else None
+    commits = git.get("commits") if isinstance(git, dict) else None
+    if not isinstance(commits, dict):
         return []
-    out = []
-    for pin in pins:
-        if isinstance(pin, dict) and isinstance(pin.get("commit"), str):
-            out.append({k: v for k, v in pin.items() if isinstance(v, str)})
-    return out
+    return [
+        {"role": role, "commit": commit}
+        for role, commit in commits.items()
+        if isinstance(role, str) and isinstance(commit, str)
+    ]
 
 
 def subjects(seg: SegmentFiles) -> list[dict[str, Any]]:
