@@ -260,3 +260,55 @@ def test_continue_signs_the_segments_it_adds(repo, cli, simulator, alice, tmp_pa
     assert r.code in (0, 4), r.err
     signers = allowed_signers(tmp_path / "a", alice.allowed_line())
     assert signature_status(cli, signers) == ["warn", "ok"]  # the primary was written unsigned
+
+
+def test_batch_sign_signs_every_entrys_segments(repo, cli, simulator, alice, tmp_path):
+    entries = [
+        f'[[review]]\ntopic = "t{i}"\nprompt = "Check."\ncontext = "docs/spec.md"\n'
+        for i in range(3)
+    ]
+    (repo / "reviews.toml").write_text("\n".join(entries))
+    r = cli("batch", "reviews.toml", "--endpoint", simulator.base_url, "-j", "3",
+            "--sign", "--signing-key", str(alice.private))  # fmt: skip
+    assert r.code == 0, r.err
+    signers = allowed_signers(tmp_path / "a", alice.allowed_line())
+    assert signature_status(cli, signers) == ["ok", "ok", "ok"]
+
+
+def test_batch_sign_with_a_missing_key_sends_nothing(repo, cli, simulator, tmp_path):
+    (repo / "reviews.toml").write_text(
+        '[[review]]\ntopic = "t"\nprompt = "C."\ncontext = "docs/spec.md"\n'
+    )
+    r = cli("batch", "reviews.toml", "--endpoint", simulator.base_url, "--sign",
+            "--signing-key", str(tmp_path / "nope"))  # fmt: skip
+    assert r.code == 2
+    assert (
+        last_line(r.err)
+        == f"deepseek-review: error: --signing-key {tmp_path / 'nope'}: no such key file"
+    )
+    assert simulator.chat_requests() == []
+
+
+def test_a_manifest_may_not_name_the_signing_key(repo, cli, simulator, alice):
+    (repo / "reviews.toml").write_text(
+        f'[defaults]\nsigning_key = "{alice.private}"\n\n'
+        '[[review]]\ntopic = "t"\nprompt = "C."\ncontext = "docs/spec.md"\n'
+    )
+    r = cli("batch", "reviews.toml", "--endpoint", simulator.base_url, "--sign")
+    assert r.code == 3
+    assert (
+        "[defaults] (line 2): 'signing_key' cannot be set in a manifest (a file under review "
+        "must not choose which of your keys signs); use --signing-key or "
+        "DEEPSEEK_REVIEW_SIGNING_KEY"
+    ) in last_line(r.err)
+    assert simulator.chat_requests() == []
+
+
+def test_an_allowed_signers_line_that_is_not_one_is_a_config_error(repo, cli, simulator, tmp_path):
+    assert run_review(cli, simulator).code == 0
+    signers = allowed_signers(tmp_path / "a", "# who may sign", "alice@example.com ssh-ed25519")
+    r = cli("verify", "--allowed-signers", str(signers))
+    assert r.code == 2
+    assert r.err.strip() == (
+        f"deepseek-review: error: {signers}:2: expected principals [options] keytype key"
+    )
