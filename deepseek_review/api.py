@@ -280,14 +280,14 @@ def signing_key(
     (a one-line :class:`ConfigError` when it cannot sign), or None when not signing.
     Unset, ``sign`` and ``signing_key`` come from the environment (``DEEPSEEK_REVIEW_SIGN``,
     ``DEEPSEEK_REVIEW_SIGNING_KEY``; ``sign`` also from the config file), the key then from
-    git's ``user.signingkey`` (``gpg.format = ssh``). Use it with :func:`signing`."""
+    git's ``user.signingkey`` (``gpg.format = ssh``). Use it with :func:`signed_with`."""
     from .repo import find_repo_root
     from .signing.keys import configured_key
 
     return configured_key(sign, signing_key, find_repo_root(repo_root), env)
 
 
-def signing(key: SigningKey | None) -> contextlib.AbstractContextManager[None]:
+def signed_with(key: SigningKey | None) -> contextlib.AbstractContextManager[None]:
     """Inside, every segment written is signed with ``key`` right after its receipt."""
     from .signing.hook import signing as _signing
 
@@ -432,7 +432,7 @@ __all__ = [
     "send_review",
     "show",
     "sign",
-    "signing",
+    "signed_with",
     "signing_key",
     "stats",
     "verify",

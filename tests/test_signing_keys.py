@@ -312,3 +312,17 @@ def test_an_allowed_signers_line_that_is_not_one_is_a_config_error(repo, cli, si
     assert r.err.strip() == (
         f"deepseek-review: error: {signers}:2: expected principals [options] keytype key"
     )
+
+
+def test_the_library_signs_what_it_writes_inside_signed_with(repo, cli, simulator, alice, tmp_path):
+    import deepseek_review
+
+    key = deepseek_review.signing_key(True, str(alice.private))
+    with deepseek_review.signed_with(key):
+        result = deepseek_review.review(
+            context=["docs/spec.md"], prompt="Check.", endpoint=simulator.base_url
+        )
+    assert (
+        repo / result.segments[0].receipt_path.replace(".receipt.json", ".intoto.json.sig")
+    ).exists()
+    assert signature_status(cli, allowed_signers(tmp_path / "a", alice.allowed_line())) == ["ok"]

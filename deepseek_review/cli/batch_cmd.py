@@ -51,7 +51,7 @@ def batch(flags: Flags) -> None:
     _log_start(plan.prepared, plan.options.jobs)
     stop = threading.Event()
     progress = BatchProgress(sys.stderr)
-    with graceful_stop(stop, Interrupted.exit_code), progress.attached(), api.signing(key):
+    with graceful_stop(stop, Interrupted.exit_code), progress.attached(), api.signed_with(key):
         result = api.execute_batch(plan, stop=stop, on_event=progress)
     if flags["as_json"]:
         _json_out(result.as_json())
