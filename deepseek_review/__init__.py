@@ -2,10 +2,12 @@
 
 The library API is one call per command: :func:`review` (and :func:`plan_review` /
 :func:`send_review`), :func:`continue_review`, :func:`show`, :func:`verify`, :func:`stats`,
-:func:`run_batch` (and :func:`plan_batch` / :func:`execute_batch`) and :func:`configuration`
-(see :mod:`deepseek_review.api`); they apply keywords > environment > config file > defaults
-as the commands do, return dataclasses and raise :class:`ReviewError` subclasses. Names are
-imported on first use, so ``import deepseek_review`` stays cheap for the command line.
+:func:`run_batch` (and :func:`plan_batch` / :func:`execute_batch`), :func:`sign` and
+:func:`attest` (signed reviews: :func:`signing_key`, :func:`signed_with`) and
+:func:`configuration` (see :mod:`deepseek_review.api`); they apply keywords > environment >
+config file > defaults as the commands do, return dataclasses and raise :class:`ReviewError`
+subclasses. Names are imported on first use, so ``import deepseek_review`` stays cheap for
+the command line.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ logging.getLogger("deepseek_review").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from .api import (
+        attest,
         configuration,
         continue_review,
         execute_batch,
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
         run_batch,
         send_review,
         show,
+        sign,
+        signed_with,
+        signing_key,
         stats,
         verify,
     )
@@ -42,6 +48,7 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(
         (
+            "attest",
             "configuration",
             "continue_review",
             "execute_batch",
@@ -51,6 +58,9 @@ _LAZY = {
             "run_batch",
             "send_review",
             "show",
+            "sign",
+            "signed_with",
+            "signing_key",
             "stats",
             "verify",
         ),
@@ -82,6 +92,7 @@ __all__ = [
     "Segment",
     "VerifyReport",
     "__version__",
+    "attest",
     "configuration",
     "continue_review",
     "execute_batch",
@@ -91,6 +102,9 @@ __all__ = [
     "run_batch",
     "send_review",
     "show",
+    "sign",
+    "signed_with",
+    "signing_key",
     "stats",
     "verify",
 ]

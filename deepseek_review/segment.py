@@ -24,6 +24,7 @@ from .records.naming import claim_answer, sibling_paths, stem_for, utc_stamp
 from .records.receipt import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
 from .records.request_record import Continuation, FileEntry, RequestRecord, Response
 from .request import PreparedRequest
+from .signing.hook import after_receipt
 from .storage import PRIVATE_MODE, crash_at, crash_point, write_output
 from .tokens import estimate_exchange
 
@@ -175,6 +176,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
     write_output(paths["receipt"], validated_bytes(receipt, shown=receipt_rel), shown=receipt_rel)
     if crash_at():
         crash_point("after-receipt")
+    after_receipt(spec.root, receipt_rel)  # signs it when run with a signing key
     return Segment(
         answer_path=answer_rel,
         receipt_path=receipt_rel,

@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (each module registers its commands)
     batch_cmd,
     config_cmd,
     review_cmds,
+    sign_cmd,
     simulator_cmd,
     stats_cmd,
     verify_cmd,

@@ -42,6 +42,7 @@ def batch(flags: Flags) -> None:
         _write_lines(sys.stderr, (f"deepseek-review: {line}" for line in exc.lines()))
         raise
     STATE.secret = plan.api_key
+    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
     for path in plan.prepared.removed_temp_files:
         log.info("removed %s (a temporary file left by a killed run)", path)
     if flags["dry_run"]:
@@ -50,7 +51,7 @@ def batch(flags: Flags) -> None:
     _log_start(plan.prepared, plan.options.jobs)
     stop = threading.Event()
     progress = BatchProgress(sys.stderr)
-    with graceful_stop(stop, Interrupted.exit_code), progress.attached():
+    with graceful_stop(stop, Interrupted.exit_code), progress.attached(), api.signed_with(key):
         result = api.execute_batch(plan, stop=stop, on_event=progress)
     if flags["as_json"]:
         _json_out(result.as_json())

@@ -43,10 +43,11 @@ def run(flags: Flags) -> None:
         given["prompt"] = _stdin_prompt()
     plan = api.plan_review(**given)
     STATE.secret = plan.endpoint.api_key
+    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
     if flags["dry_run"]:
         _render_plan(plan, flags["as_json"])
         return
-    with review_progress() as progress:
+    with review_progress() as progress, api.signed_with(key):
         result = api.send_review(plan, progress=progress)
     _render_result(root, result, flags["as_json"])
     _raise_if_truncated(result, plan.options.continuation.max_continuations, root)
@@ -214,7 +215,8 @@ def continue_(flags: Flags) -> None:
     root = api.repo_root(flags["repo_root"])
     given = flags.given(root)
     STATE.secret = api.api_key(given.get("api_key_env"))
-    with review_progress() as progress:
+    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
+    with review_progress() as progress, api.signed_with(key):
         outcome = api.continue_review(typed_path(root, flags["path"]), progress=progress, **given)
     _render_result(root, outcome.result, flags["as_json"])
     _raise_if_truncated(outcome.result, outcome.max_continuations, root)

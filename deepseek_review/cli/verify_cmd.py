@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VerificationFailed
+from ..options import OPTIONS
 from .app import (
     STATE,
     JsonOpt,
@@ -114,10 +115,21 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    allowed_signers: Annotated[
+        str | None,
+        typer.Option(help=OPTIONS["allowed_signers"].help_text(), show_default=False),
+    ] = None,
+    require_signature: Annotated[
+        bool,
+        typer.Option(
+            OPTIONS["require_signature"].long_flag, help=OPTIONS["require_signature"].help_text()
+        ),
+    ] = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Check receipts: schema, answer hash, chain, context files, and the exact prompt.
+    """Check receipts: schema, answer hash, chain, context files, the exact prompt, and
+    signatures.
 
     Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
     3 when a PATH does not exist, 2 on a usage error.
@@ -126,7 +138,14 @@ def verify(
 
     root = api.repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
-    report = api.verify(typed, root=root, strict=strict, jobs=jobs)
+    report = api.verify(
+        typed,
+        root=root,
+        strict=strict,
+        jobs=jobs,
+        allowed_signers=allowed_signers,
+        require_signature=require_signature or None,
+    )
     _render(report, as_json)
     if not report.ok:
         raise VerificationFailed(_failure(report))

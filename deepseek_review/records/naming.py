@@ -39,6 +39,8 @@ SEGMENT_FILES = (
     SegmentFile("receipt", ".receipt.json", resume_checked=True),
     SegmentFile("record", ".request.json", resume_checked=True),
     SegmentFile("reasoning", ".reasoning.md", resume_checked=False),
+    SegmentFile("statement", ".intoto.json", resume_checked=True),
+    SegmentFile("signature", ".intoto.json.sig", resume_checked=True),
 )
 _BY_KIND = {f.kind: f for f in SEGMENT_FILES}
 #: Longest first: ``.md`` is also the end of ``.reasoning.md``.

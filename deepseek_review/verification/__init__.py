@@ -52,6 +52,7 @@ from .reports import (
     ReceiptStatus,
     VerifyReport,
 )
+from .signature_checks import SignatureChecks
 
 __all__ = [
     "CHECKS",
@@ -156,6 +157,7 @@ def verify(
     strict: bool = False,
     jobs: int | None = None,
     default_folder: str = DEFAULT_FOLDER,
+    signatures: SignatureChecks | None = None,
 ) -> VerifyReport:
     """Verify the receipts named by ``paths`` (receipts, answers or folders, searched
     recursively; none: ``default_folder``, whose absence means no receipts). Raises
@@ -165,6 +167,8 @@ def verify(
     ``jobs``: worker processes (None: :func:`default_jobs`, which uses up to 4 for runs of
     thousands of receipts on a machine with several cores, 1 otherwise). The workers run the
     checks that need one receipt; the chain check, which needs them all, runs here.
+    ``signatures``: the ``signature`` check, added to every report it has something to say
+    about (:mod:`.signature_checks`).
     """
     found = discover(root, paths, default_folder)
     receipts = found.receipts
@@ -184,6 +188,8 @@ def verify(
             done = [v.local(rel) for rel in receipts]
         v.mark_scanned(found.scanned)
         reports = sorted((v.finish(d) for d in done), key=lambda r: v.chain_order(r.receipt_path))
+        if signatures is not None:
+            reports = [signatures.apply(r) for r in reports]
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -41,6 +41,8 @@ class ReceiptReport:
     kind: Literal["primary", "continuation"] | None = None
     """None when the receipt failed ``schema``."""
     answer_path: str | None = None
+    signer: Any = None
+    """Who signed the segment (a ``signature_checks.Signed``), when its signature checked out."""
 
     @property
     def failed(self) -> list[str]:
@@ -62,6 +64,7 @@ class ReceiptReport:
             "failed": self.failed,
             "warnings": self.warnings,
             "checks": [c.to_json() for c in self.checks],
+            **({"signer": self.signer.to_json()} if self.signer is not None else {}),
         }
 
 
@@ -89,7 +92,7 @@ class VerifyReport:
     @property
     def failed_checks(self) -> dict[str, int]:
         """How many receipts failed each check (check order)."""
-        counts = dict.fromkeys(CHECKS, 0)
+        counts = dict.fromkeys((*CHECKS, "signature"), 0)
         for r in self.receipts:
             for name in r.failed:
                 counts[name] += 1

@@ -1,0 +1,98 @@
+"""Which key signs, and which allowed-signers file checks: the operator's choice only.
+
+The signing key comes from ``signing_key`` (a flag or ``DEEPSEEK_REVIEW_SIGNING_KEY``), else
+git's ``user.signingkey`` when ``gpg.format`` is ``ssh``; the allowed signers from
+``allowed_signers`` (a flag or its variable), else git's ``gpg.ssh.allowedSignersFile``.
+The repository's config file may set neither (see the options' refusals), and git's values
+are read from the user's and the system's git config only, never the repository's own
+``.git/config``: the repository under review must not choose which of the operator's keys
+signs, nor whose signatures are believed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..options import name_of
+from ..repo import git_output
+from . import sshsig
+from .segments import SigningKey
+
+_PROBE = b"deepseek-review: signing key check\n"
+
+
+def _git_setting(root: Path, name: str) -> str | None:
+    """``name`` from the user's git config, else the system's (not the repository's)."""
+    for scope in ("--global", "--system"):
+        out = git_output(root, "config", scope, "--get", name)
+        if out is not None and out.strip():
+            return os.fsdecode(out.strip())
+    return None
+
+
+def _path(text: str, what: str) -> Path:
+    if text.startswith("key::"):
+        raise ConfigError(f"{what}: a literal key (key::...) is not supported; name a key file")
+    return Path(text).expanduser()
+
+
+def signing_key(given: str | None, root: Path, env: Mapping[str, str] | None = None) -> SigningKey:
+    """The key to sign with, checked by signing a probe: a one-line :class:`ConfigError`
+    when it is missing, passphrase-protected without an agent, not in the agent, or when
+    ssh-keygen is missing. Called before anything is sent."""
+    what = name_of("signing_key")
+    if given is None:
+        fmt = _git_setting(root, "gpg.format")
+        git_key = _git_setting(root, "user.signingkey") if fmt == "ssh" else None
+        if git_key is None:
+            raise ConfigError(
+                f"no signing key: give {what}, or set git's user.signingkey with gpg.format ssh"
+            )
+        given, what = git_key, "git's user.signingkey"
+    path = _path(given, what)
+    if not path.is_file():
+        raise ConfigError(f"{what} {given}: no such key file")
+    key = SigningKey(path, given, env)
+    sshsig.ssh_keygen()
+    try:
+        sshsig.sign(_PROBE, path, env=env)
+    except ConfigError as exc:
+        if "passphrase" in exc.message:
+            raise ConfigError(
+                f"{what} {given}: protected by a passphrase and not in ssh-agent "
+                "(add it with ssh-add; nothing here asks for a passphrase)"
+            ) from None
+        raise ConfigError(
+            f"{what}: {exc.message} (a .pub key's private half must be in the ssh-agent "
+            "SSH_AUTH_SOCK names)"
+        ) from None
+    return key
+
+
+def allowed_signers(given: str | None, root: Path) -> Path | None:
+    """The allowed-signers file the operator named (flag, variable, or git's
+    ``gpg.ssh.allowedSignersFile``), or None."""
+    if given is None:
+        given = _git_setting(root, "gpg.ssh.allowedSignersFile")
+        if given is None:
+            return None
+    path = _path(given, name_of("allowed_signers"))
+    if not path.is_file():
+        raise ConfigError(f"{name_of('allowed_signers')} {given}: no such file")
+    return path
+
+
+def configured_key(
+    sign: bool | None, given: str | None, root: Path, env: Mapping[str, str] | None
+) -> SigningKey | None:
+    """:func:`signing_key` when signing is asked for (the arguments, else the environment
+    and, for ``sign`` only, the config file), else None."""
+    from ..config import resolve
+
+    settings = resolve(root, env=env)
+    if not (settings["sign"] if sign is None else sign):
+        return None
+    return signing_key(given if given is not None else settings["signing_key"], root, env)

@@ -1,0 +1,94 @@
+"""An in-process sshsig verifier (``cryptography``): what ``ssh-keygen -Y verify`` checks of
+the signature itself, without a process per segment.
+
+The sshsig format (OpenSSH's PROTOCOL.sshsig): the blob holds the signer's public key, the
+namespace, a reserved string, the hash algorithm (sha256 or sha512) and the signature; what
+was signed is ``"SSHSIG" || string(namespace) || string(reserved) || string(hash_alg) ||
+string(H(message))``. Key types: ssh-ed25519, ssh-rsa (signatures rsa-sha2-256/512; SHA-1
+is refused, as ssh-keygen refuses it), ecdsa-sha2-nistp256/384/521. Anything else
+(security keys ``sk-*``, certificates) returns None: the caller asks ssh-keygen instead.
+The tests check every key type they make against ssh-keygen's verdict, both ways.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+from .sshsig import BadSignature, _strings, unarmor
+
+_MAGIC = b"SSHSIG"
+_HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
+_RSA_SIGS = {"rsa-sha2-256": "sha256", "rsa-sha2-512": "sha512"}
+_CURVES = {
+    b"nistp256": ("SECP256R1", "SHA256"),
+    b"nistp384": ("SECP384R1", "SHA384"),
+    b"nistp521": ("SECP521R1", "SHA512"),
+}
+
+
+def _mpint(data: bytes) -> int:
+    return int.from_bytes(data, "big", signed=True)
+
+
+def supported(key_type: str) -> bool:
+    return key_type in ("ssh-ed25519", "ssh-rsa") or key_type.startswith("ecdsa-sha2-nistp")
+
+
+def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
+    """True when ``armored`` is a valid sshsig signature of ``message`` in ``namespace`` by
+    the key it names (whether that key is allowed is the caller's business); False when it
+    is not; None when this key type is not handled here (ask ssh-keygen)."""
+    try:
+        from cryptography.exceptions import InvalidSignature
+    except ImportError:  # an install without cryptography: ssh-keygen does it
+        return None
+    blob = unarmor(armored)
+    if not blob.startswith(_MAGIC) or len(blob) < 10 or struct.unpack_from(">I", blob, 6)[0] != 1:
+        return False
+    key, ns, reserved, hash_alg, sig = _strings(blob, 5, len(_MAGIC) + 4)
+    if ns.decode("utf-8", "replace") != namespace or hash_alg.decode() not in _HASHES:
+        return False
+    digest = _HASHES[hash_alg.decode()](message).digest()
+    signed = _MAGIC + b"".join(
+        struct.pack(">I", len(s)) + s for s in (ns, reserved, hash_alg, digest)
+    )
+    key_type = _strings(key, 1)[0].decode("ascii", "replace")
+    if not supported(key_type):
+        return None
+    sig_type, sig_bytes = _strings(sig, 2)
+    try:
+        _check(key_type, key, sig_type.decode("ascii", "replace"), sig_bytes, signed)
+    except (InvalidSignature, BadSignature, ValueError):
+        return False
+    return True
+
+
+def _check(key_type: str, key: bytes, sig_type: str, sig: bytes, signed: bytes) -> None:
+    """Raise unless ``sig`` (of ``sig_type``) by ``key`` signs ``signed``."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
+
+    if key_type == "ssh-ed25519":
+        if sig_type != key_type:
+            raise BadSignature("signature type")
+        (raw,) = _strings(key, 1, 4 + len(key_type))
+        ed25519.Ed25519PublicKey.from_public_bytes(raw).verify(sig, signed)
+    elif key_type == "ssh-rsa":
+        if sig_type not in _RSA_SIGS:
+            raise BadSignature("an RSA signature must be rsa-sha2-256 or rsa-sha2-512")
+        e, n = (_mpint(v) for v in _strings(key, 2, 4 + len(key_type)))
+        algorithm = hashes.SHA256() if _RSA_SIGS[sig_type] == "sha256" else hashes.SHA512()
+        public = rsa.RSAPublicNumbers(e, n).public_key()
+        public.verify(sig, signed, padding.PKCS1v15(), algorithm)
+    else:
+        if sig_type != key_type:
+            raise BadSignature("signature type")
+        curve_name, point = _strings(key, 2, 4 + len(key_type))
+        if curve_name not in _CURVES or key_type != "ecdsa-sha2-" + curve_name.decode():
+            raise BadSignature("curve")
+        curve, hash_name = _CURVES[curve_name]
+        public_ec = ec.EllipticCurvePublicKey.from_encoded_point(getattr(ec, curve)(), point)
+        r, s = (_mpint(v) for v in _strings(sig, 2))
+        der = utils.encode_dss_signature(r, s)
+        public_ec.verify(der, signed, ec.ECDSA(getattr(hashes, hash_name)()))

@@ -1,0 +1,200 @@
+"""The ``signature`` check: a segment's statement is signed by an allowed signer and still
+describes the segment's files byte for byte.
+
+Run after the other checks (it needs nothing from them), on every receipt when allowed
+signers are given or signatures are required, else only on segments that carry a statement
+or a signature (reported as not checked). A signed segment whose answer, receipt, request
+record or reasoning changed by one byte fails here by name, whatever else was recomputed:
+only the key holder can make a new signature.
+
+Order of the work per segment, cheapest first: the signature's own fields (its key and
+namespace, read in Python), the allowed signers (who, which namespace, when), the subjects
+against the files, and only then one ``ssh-keygen -Y verify``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ReviewError
+from ..options import name_of
+from ..records.canonical import RECEIPT_DECODER
+from ..records.naming import sibling
+from ..repo import read_regular_file
+from ..signing import NAMESPACE, allowed, sshsig, verifier
+from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, SegmentFiles, subjects
+from .reports import CheckResult, ReceiptReport, ReceiptStatus
+
+NAME = "signature"
+
+
+@dataclasses.dataclass(frozen=True)
+class Signed:
+    """Who signed a segment, as ``--json`` reports it."""
+
+    principal: str
+    fingerprint: str
+    key_type: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"principal": self.principal, "fingerprint": self.fingerprint,
+                "key_type": self.key_type}  # fmt: skip
+
+
+class SignatureChecks:
+    """The signature check of one verify run (the allowed signers read once)."""
+
+    def __init__(
+        self,
+        root: Path,
+        allowed_signers: Path | None,
+        *,
+        require: bool = False,
+        shown: str = "allowed signers",
+        now: datetime | None = None,
+    ) -> None:
+        self.root = root
+        self.allowed_signers = allowed_signers
+        self.signers = None if allowed_signers is None else allowed.read(allowed_signers, shown)
+        self.require = require
+        self.now = now or datetime.now(UTC)
+
+    @classmethod
+    def configured(
+        cls,
+        root: Path,
+        allowed_signers: str | None,
+        require: bool | None,
+        env: Mapping[str, str] | None,
+    ) -> SignatureChecks:
+        """From the operator's choices: the arguments, else the environment (and git's
+        ``gpg.ssh.allowedSignersFile``); never the repository's config for the allowed
+        signers (see :mod:`..signing.keys`)."""
+        from ..config import resolve
+        from ..signing.keys import allowed_signers as find_allowed
+
+        settings = resolve(root, env=env)
+        given = allowed_signers if allowed_signers is not None else settings["allowed_signers"]
+        path = find_allowed(given, root)
+        required = settings["require_signature"] if require is None else require
+        if required and path is None:
+            raise ConfigError(
+                f"{name_of('require_signature')} needs {name_of('allowed_signers')} "
+                "(or git's gpg.ssh.allowedSignersFile): whose signatures count?"
+            )
+        return cls(root, path, require=bool(required), shown=str(given or path))
+
+    def apply(self, report: ReceiptReport) -> ReceiptReport:
+        """``report`` with its ``signature`` check (none when there is nothing to say)."""
+        result, signed = self.check(report.receipt_path)
+        if result is None:
+            return report
+        checks = [c for c in report.checks if c.name != NAME] + [result]
+        status: ReceiptStatus = "ok"
+        if any(c.status == "fail" for c in checks):
+            status = "fail"
+        elif any(c.status == "warn" for c in checks):
+            status = "warn"
+        return dataclasses.replace(report, status=status, checks=checks, signer=signed)
+
+    def _unsigned(self, detail: str) -> CheckResult | None:
+        if self.require:
+            return CheckResult(NAME, "fail", detail)
+        if self.signers is not None:
+            return CheckResult(NAME, "warn", detail)
+        return None
+
+    def check(self, receipt_rel: str) -> tuple[CheckResult | None, Signed | None]:
+        sig_rel = sibling(receipt_rel, "signature")
+        statement_rel = sibling(receipt_rel, "statement")
+        armored = self._read(sig_rel)
+        if armored is None:
+            if self._read(statement_rel) is not None:
+                why = "a statement without its signature (stopped before signing: "
+                return self._unsigned(why + "`deepseek-review sign` completes it)"), None
+            return self._unsigned("unsigned"), None
+        if self.signers is None:
+            return CheckResult(NAME, "info", "signed; not checked (no allowed signers)"), None
+        try:
+            sig = sshsig.parse(armored)
+        except sshsig.BadSignature as exc:
+            return CheckResult(NAME, "fail", f"{sig_rel}: not a signature ({exc})"), None
+        if sig.namespace != NAMESPACE:
+            detail = f"signed for the {sig.namespace!r} namespace, not {NAMESPACE!r}"
+            return CheckResult(NAME, "fail", detail), None
+        principal, why = allowed.principal_for(self.signers, sig.public_key, self.now)
+        if principal is None:
+            return CheckResult(NAME, "fail", f"{why} ({sig.fingerprint})"), None
+        statement = self._read(statement_rel)
+        if statement is None:
+            return CheckResult(NAME, "fail", f"{statement_rel}: missing beside its signature"), None
+        problem = self._statement_problem(receipt_rel, statement)
+        if problem is None:
+            problem = self._crypto_problem(statement, armored, principal)
+        if problem is not None:
+            return CheckResult(NAME, "fail", problem), None
+        signed = Signed(principal, sig.fingerprint, sig.key_type)
+        return CheckResult(NAME, "ok", f"signed by {principal} ({sig.fingerprint})"), signed
+
+    def _crypto_problem(self, statement: bytes, armored: bytes, principal: str) -> str | None:
+        """In process where the key type allows (:mod:`..signing.verifier`), else one
+        ``ssh-keygen -Y verify``; None when the signature holds."""
+        try:
+            good = verifier.verify(statement, armored, NAMESPACE)
+        except sshsig.BadSignature as exc:
+            return f"the signature does not verify ({exc})"
+        if good is None:
+            assert self.allowed_signers is not None
+            bad = sshsig.verify(
+                statement, armored, allowed_signers=self.allowed_signers, principal=principal
+            )
+            return None if bad is None else f"the signature does not verify ({bad})"
+        return None if good else "the signature does not verify over the statement"
+
+    def _read(self, rel: str) -> bytes | None:
+        try:
+            return read_regular_file(self.root / rel)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return b""  # not a regular file: fails as a signature or a statement
+
+    def _statement_problem(self, receipt_rel: str, raw: bytes) -> str | None:
+        """Why the statement does not describe this segment's files as they are, or None."""
+        statement_rel = sibling(receipt_rel, "statement")
+        try:
+            data: Any = RECEIPT_DECODER.decode(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            return f"{statement_rel}: not valid JSON ({exc})"
+        if not isinstance(data, dict) or data.get("_type") != STATEMENT_TYPE:
+            return f"{statement_rel}: not an in-toto Statement v1"
+        if data.get("predicateType") != PREDICATE_TYPE:
+            return f"{statement_rel}: predicateType is not {PREDICATE_TYPE}"
+        try:
+            files = SegmentFiles.read(self.root, receipt_rel)
+            now = {s["name"]: s["digest"] for s in subjects(files)}
+        except ReviewError as exc:
+            return exc.message
+        claimed = data.get("subject")
+        if not isinstance(claimed, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("name"), str) for s in claimed
+        ):
+            return f"{statement_rel}: its subjects are not name/digest objects"
+        signed = {s["name"]: s.get("digest") for s in claimed}
+        if receipt_rel not in signed:
+            shown = ", ".join(sorted(signed)[:2])
+            return f"the signed statement is another segment's (it covers {shown})"
+        missing = sorted(set(signed) - set(now))
+        if missing:
+            return f"missing since it was signed: {', '.join(missing)}"
+        extra = sorted(set(now) - set(signed))
+        if extra:
+            return f"not covered by the signature: {', '.join(extra)}"
+        changed = [name for name in now if signed[name] != now[name]]
+        if changed:
+            return f"changed since it was signed: {', '.join(changed)}"
+        return None

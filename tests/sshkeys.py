@@ -1,0 +1,71 @@
+"""Real SSH keys and a real ssh-agent for the signing tests (made by OpenSSH's own tools)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+HAVE_OPENSSH = shutil.which("ssh-keygen") is not None and shutil.which("ssh-agent") is not None
+needs_openssh = pytest.mark.skipif(not HAVE_OPENSSH, reason="OpenSSH's ssh-keygen/ssh-agent")
+
+
+@dataclass(frozen=True)
+class Key:
+    private: Path
+    principal: str
+
+    @property
+    def public(self) -> Path:
+        return self.private.with_name(self.private.name + ".pub")
+
+    def allowed_line(self, options: str = "") -> str:
+        """This key's line in an allowed-signers file."""
+        return " ".join(p for p in (self.principal, options, self.public.read_text().strip()) if p)
+
+
+def make_key(folder: Path, kind: str, principal: str, passphrase: str = "") -> Key:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"id_{kind}_{principal.split('@')[0]}"
+    bits = ["-b", "2048"] if kind == "rsa" else []
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", kind, *bits, "-N", passphrase, "-C", principal, "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return Key(path, principal)
+
+
+def allowed_signers(path: Path, *lines: str) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@contextmanager
+def ssh_agent(folder: Path) -> Iterator[str]:
+    """A real ssh-agent on a socket in ``folder`` (its ``SSH_AUTH_SOCK``), killed after."""
+    sock = folder / "agent.sock"
+    proc = subprocess.Popen(
+        ["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists():
+            assert time.monotonic() < deadline, "ssh-agent did not start"
+            time.sleep(0.02)
+        yield str(sock)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def agent_add(sock: str, key: Key) -> None:
+    env = {**os.environ, "SSH_AUTH_SOCK": sock}
+    subprocess.run(["ssh-add", "-q", str(key.private)], env=env, check=True, capture_output=True)
