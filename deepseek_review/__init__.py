@@ -2,6 +2,7 @@
 
 The library API is one call per command: :func:`review` (and :func:`plan_review` /
 :func:`send_review`), :func:`continue_review`, :func:`show`, :func:`verify`, :func:`stats`,
+:func:`findings`,
 :func:`run_batch` (and :func:`plan_batch` / :func:`execute_batch`) and :func:`configuration`
 (see :mod:`deepseek_review.api`); they apply keywords > environment > config file > defaults
 as the commands do, return dataclasses and raise :class:`ReviewError` subclasses. Names are
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         configuration,
         continue_review,
         execute_batch,
+        findings,
         plan_batch,
         plan_review,
         review,
@@ -45,6 +47,7 @@ _LAZY = {
             "configuration",
             "continue_review",
             "execute_batch",
+            "findings",
             "plan_batch",
             "plan_review",
             "review",
@@ -85,6 +88,7 @@ __all__ = [
     "configuration",
     "continue_review",
     "execute_batch",
+    "findings",
     "plan_batch",
     "plan_review",
     "review",

@@ -96,11 +96,52 @@ def full_answer(messages: Sequence[Mapping[str, Any]], words: int = 200) -> str:
     """The whole deterministic answer for a conversation: same key, same text, byte for byte.
 
     ``words`` is the simulator's ``answer_words``; the text has exactly that many ``\\S+``
-    words, the last two being ``END-OF-REVIEW <first 8 hex of the key hash>``.
+    words, the last two being ``END-OF-REVIEW <first 8 hex of the key hash>``, plus, when
+    the prompt asks for findings, the block of :func:`findings_block` before those two.
     """
     if words < 2:
         raise ValueError(f"answer words must be >= 2, got {words}")
-    return _render(key_digest(messages), words)
+    text = _render(key_digest(messages), words)
+    block = findings_block(messages)
+    return text if block is None else _before_tail(text, block)
+
+
+# --------------------------------------------------------------------------- findings
+#: A prompt asks for a findings block when it names the schema (the review templates do).
+_FINDINGS_ASK = "schemas/findings.schema.json"
+_FIRST_FILE_RE = re.compile(r"^## File 1 of \d+: (.+)\n\n(`{3,})[^\n]*\n(.*?)\n?\2\n", re.M | re.S)
+
+
+def findings_block(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """The fenced findings block the simulator ends with when the prompt asks for one
+    (None otherwise): one finding on the first line of the first context file, its
+    severity chosen by the conversation's hash. Its words come on top of ``answer_words``."""
+    prompt = "".join(message_text(m) for m in conversation_key(messages))
+    if _FINDINGS_ASK not in prompt:
+        return None
+    m = _FIRST_FILE_RE.search(prompt)
+    findings = []
+    if m is not None and m.group(3).strip():
+        digest = key_digest(messages)
+        findings.append(
+            {
+                "path": m.group(1),
+                "start_line": 1,
+                "end_line": 1,
+                "severity": ("critical", "major", "minor", "nit")[int(digest[:2], 16) % 4],
+                "category": "correctness",
+                "title": "Simulated finding on the first line",
+                "message": f"The simulator flags line 1 of {m.group(1)} (conversation {digest[:8]}).",
+            }
+        )
+    body = json.dumps({"findings": findings}, indent=2, ensure_ascii=False)
+    return f"```json\n{body}\n```\n"
+
+
+def _before_tail(text: str, block: str) -> str:
+    """``block`` inserted before the closing ``END-OF-REVIEW`` line."""
+    head, sep, tail = text.rpartition("END-OF-REVIEW ")
+    return f"{head}{block}\n{sep}{tail}"
 
 
 @functools.lru_cache(maxsize=1024)
