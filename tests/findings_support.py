@@ -83,7 +83,7 @@ def chat_reply(text: str, finish: str = "stop") -> Reply:
             {"index": 0, "message": {"role": "assistant", "content": text},
              "finish_reason": finish}
         ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 10, "total_tokens": 1010},
     }  # fmt: skip
     return Reply(body=json.dumps(body).encode())
 
@@ -99,3 +99,7 @@ def review_answering(
         "run", "--template", "code-review", "-c", "src/pkg/mean.py", "-p", "Review.",
         "--endpoint", stub.base_url, "--retry-wait", "0.01", "--json", *args,
     )  # fmt: skip
+
+
+#: What a code-review answer says before its findings block.
+PROSE_END = "**1. VERDICT** Not ready.\n\n**5. FINDINGS BLOCK**\n\n"

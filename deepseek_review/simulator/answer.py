@@ -109,33 +109,43 @@ def full_answer(messages: Sequence[Mapping[str, Any]], words: int = 200) -> str:
 # --------------------------------------------------------------------------- findings
 #: A prompt asks for a findings block when it names the schema (the review templates do).
 _FINDINGS_ASK = "schemas/findings.schema.json"
-_FIRST_FILE_RE = re.compile(r"^## File 1 of \d+: (.+)\n\n(`{3,})[^\n]*\n(.*?)\n?\2\n", re.M | re.S)
+_FILE_RE = re.compile(r"^## File \d+ of \d+: (.+)\n\n(`{3,})[^\n]*\n", re.M)
 
 
 def findings_block(messages: Sequence[Mapping[str, Any]]) -> str | None:
     """The fenced findings block the simulator ends with when the prompt asks for one
-    (None otherwise): one finding on the first line of the first context file, its
-    severity chosen by the conversation's hash. Its words come on top of ``answer_words``."""
+    (None otherwise): one finding on line 1 of the first context file whose first line has
+    text, its severity chosen by the conversation's hash. Its words come on top of
+    ``answer_words``."""
     prompt = "".join(message_text(m) for m in conversation_key(messages))
     if _FINDINGS_ASK not in prompt:
         return None
-    m = _FIRST_FILE_RE.search(prompt)
     findings = []
-    if m is not None and m.group(3).strip():
+    path = _first_nonempty_file(prompt)
+    if path is not None:
         digest = key_digest(messages)
         findings.append(
             {
-                "path": m.group(1),
+                "path": path,
                 "start_line": 1,
                 "end_line": 1,
                 "severity": ("critical", "major", "minor", "nit")[int(digest[:2], 16) % 4],
                 "category": "correctness",
                 "title": "Simulated finding on the first line",
-                "message": f"The simulator flags line 1 of {m.group(1)} (conversation {digest[:8]}).",
+                "message": f"The simulator flags line 1 of {path} ({digest[:8]}).",
             }
         )
     body = json.dumps({"findings": findings}, indent=2, ensure_ascii=False)
     return f"```json\n{body}\n```\n"
+
+
+def _first_nonempty_file(prompt: str) -> str | None:
+    """The path of the first framed context file with text on its first line."""
+    for m in _FILE_RE.finditer(prompt):
+        first_line = prompt[m.end() :].split("\n", 1)[0]
+        if first_line.strip() and first_line != m.group(2):
+            return m.group(1)
+    return None
 
 
 def _before_tail(text: str, block: str) -> str:
