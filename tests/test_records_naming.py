@@ -54,7 +54,7 @@ def test_the_table_lists_the_answer_first_and_every_suffix_once() -> None:
 
 
 def test_resume_from_checks_answer_receipt_and_record_but_not_reasoning() -> None:
-    assert resume_checked("s") == ["s.md", "s.receipt.json", "s.request.json"]
+    assert resume_checked("s") == ["s.md", "s.receipt.json", "s.request.json", "s.findings.json"]
 
 
 def test_orphan_files_are_the_files_of_each_segment_without_receipt_answer_first() -> None:

@@ -10,7 +10,7 @@ deduplicated by fingerprint.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,32 +68,42 @@ def _receipt_summary(seg: ChainSegment) -> dict[str, str]:
     }
 
 
-def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
-    """Each context file's text as the review saw it, or why it cannot be had."""
+def reviewed_texts(root: Path, refs: Mapping[str, str]) -> Reviewed:
+    """Each file's text as reviewed (``refs``: path → recorded sha256): the working tree's
+    or ``HEAD``'s, whichever hashes as recorded; otherwise None, with why."""
     texts: dict[str, str | None] = {}
     unavailable: dict[str, str] = {}
     read = repo_reader(root)
+    for path, sha in refs.items():
+        text = None
+        for data in (read(path), git_output(root, "cat-file", "blob", f"HEAD:{path}")):
+            if data is not None and sha256_tag(data) == sha:
+                text = data.decode("utf-8", "replace")
+                break
+        texts[path] = text
+        if text is None:
+            unavailable[path] = (
+                f"{path} is no longer as reviewed (neither the working tree nor HEAD holds "
+                "the recorded sha256)"
+            )
+    return Reviewed(texts, unavailable)
+
+
+def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
+    """Each context file of a chain's requests as the review saw it, or why it cannot be
+    had (a segment without a request record names its files but not their hashes)."""
+    refs: dict[str, str] = {}
+    unknown: dict[str, str] = {}
     for seg in chain:
         if seg.record is None:
             for path in seg.receipt.context_files or ():
-                texts.setdefault(path, None)
-                unavailable.setdefault(path, f"{seg.receipt_path} has no request record")
+                unknown.setdefault(path, f"{seg.receipt_path} has no request record")
             continue
         for path, ref in file_refs(seg.record.messages).items():
-            if path in texts:
-                continue
-            text = None
-            for data in (read(path), git_output(root, "cat-file", "blob", f"HEAD:{path}")):
-                if data is not None and sha256_tag(data) == ref.sha256:
-                    text = data.decode("utf-8", "replace")
-                    break
-            texts[path] = text
-            if text is None:
-                unavailable[path] = (
-                    f"{path} is no longer as reviewed (neither the working tree nor HEAD "
-                    "holds the recorded sha256)"
-                )
-    return Reviewed(texts, unavailable)
+            refs.setdefault(path, ref.sha256)
+    seen = reviewed_texts(root, {p: h for p, h in refs.items() if p not in unknown})
+    texts = {**dict.fromkeys(unknown), **seen.texts}
+    return Reviewed(texts, {**unknown, **seen.unavailable})
 
 
 def derive_text(text: str, seen: Reviewed, review: str) -> list[Anchored]:

@@ -58,6 +58,22 @@ class RecordChecks:
                 return CheckResult("answer", "ok", "hash matches; reasoning file hash matches")
         return CheckResult("answer", "fail", problem)
 
+    def findings(
+        self, rel: str, record: RequestRecord | str | None, answer: CheckResult
+    ) -> CheckResult:
+        """The answer check, its file matched: now the findings file the record names
+        (``run --findings``), re-derived from the chain (:mod:`..finding.sidecar`)."""
+        if not isinstance(record, RequestRecord) or not record.findings or answer.status != "ok":
+            return answer
+        from ..finding.sidecar import check_sidecar
+
+        status, detail = check_sidecar(self.files.root, rel, record)
+        if status == "soft":
+            return soft(self.strict, "answer", detail)
+        if status == "fail":
+            return CheckResult("answer", "fail", detail)
+        return CheckResult("answer", "ok", f"hash matches; {detail}")
+
     def record(self, rel: str) -> RequestRecord | str | None:
         """The request record beside the receipt: the record, a problem, or None if absent."""
         record_rel = sibling(rel, "record")
