@@ -394,6 +394,7 @@ class Chain:
             body=plan.options.body_options(),
             segments=segments,
             primary_answer_path=segments[0].answer_path,
+            findings=_findings_hook(plan) if plan.options.findings else None,
         )
 
 
@@ -555,7 +556,7 @@ def send_review(
         now(),
     )
     chain = Chain.from_plan(plan, [primary])
-    chain.missing_usage_told, chain.findings = told, findings
+    chain.missing_usage_told = told
     continue_chain(
         chain,
         o.continuation,

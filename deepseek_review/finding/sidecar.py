@@ -100,3 +100,20 @@ def check_sidecar(root: Path, receipt_rel: str, record: RequestRecord) -> tuple[
     if again != data:
         return "fail", f"{path} is not what the answer gives (re-derived findings differ)"
     return "ok", "findings file re-derived from the answer: identical"
+
+
+def counts_beside(root: Path, answer_path: str) -> dict[str, int] | None:
+    """The finding counts by severity of the findings file beside an answer (a batch
+    report's per-entry counts); None when there is none or it is not one of ours."""
+    from .. import safejson
+    from .model import SEVERITIES
+
+    try:
+        path, _ = resolve_inside(root, sibling(answer_path, "findings"), what="findings")
+        data = safejson.loads(read_regular_file(path), what="findings")
+    except (OSError, ValueError, InputError):
+        return None
+    counts = data.get("counts") if isinstance(data, dict) else None
+    if not isinstance(counts, dict) or any(type(counts.get(s)) is not int for s in SEVERITIES):
+        return None
+    return {s: counts[s] for s in SEVERITIES}
