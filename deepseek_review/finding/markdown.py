@@ -43,9 +43,10 @@ def to_markdown(collected: Collected) -> str:
             text = f"**{_cell(f.title)}** — {_cell(f.message)}"
             lines.append(f"| {f.severity} | {_where(a)} | {text} |")
         lines.append("")
-    for path, why in collected.problems:
-        lines.append(f"- ⚠ {_cell(path)}: {_cell(why)}")
+    problems = [f"- ⚠ {_cell(path)}: {_cell(why)}" for path, why in collected.problems]
+    if problems:
+        lines += [*problems, ""]
     reviews = [r.answer_path for r in collected.reviews]
     if reviews:
-        lines += ["", "Reviews: " + ", ".join(_cell(p) for p in reviews)]
+        lines.append("Reviews: " + ", ".join(_cell(p) for p in reviews))
     return "\n".join(lines) + "\n"
