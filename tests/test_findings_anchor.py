@@ -3,6 +3,8 @@ demoted with the reason; never moved. Fingerprints follow content, not line numb
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from deepseek_review.finding.anchor import Reviewed, anchor, diff_hunks
 from tests.conftest import git
 from tests.findings_support import finding
@@ -56,7 +58,7 @@ def test_the_fingerprint_ignores_reindentation_but_not_a_change_of_the_code():
     assert changed.fingerprint != before.fingerprint
 
 
-def _diff_repo(repo):  # type: ignore[no-untyped-def]
+def _diff_repo(repo: Path) -> tuple[str, str]:
     """A real git diff: mean.py gains a guard at the top and a function at the end."""
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from tests.findings_support import (
 )
 
 
-def answer_of(result) -> str:  # type: ignore[no-untyped-def]
+def answer_of(result: Any) -> str:
     return str(result.json()["segments"][-1]["answer_path"])
 
 

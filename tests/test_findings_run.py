@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from tests.findings_support import PROSE_END, block, item, review_answering
 
@@ -13,7 +14,7 @@ def sha(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def last_segment(run):  # type: ignore[no-untyped-def]
+def last_segment(run: Any) -> Any:
     return run.json()["segments"][-1]
 
 
@@ -71,9 +72,7 @@ def test_verify_fails_a_findings_file_changed_after_the_review(repo, cli, make_s
     ) in got.err
 
 
-def test_verify_fails_a_forged_findings_file_even_with_its_hash_in_the_record(
-    repo, cli, make_stub
-):
+def test_verify_fails_a_forged_findings_file_even_with_its_hash_in_the_record(repo, cli, make_stub):
     run = review_answering(cli, make_stub, [PROSE_END + block(item())], "--findings")
     seg = last_segment(run)
     path = repo / seg["findings_path"]

@@ -28,13 +28,12 @@ def findings(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help=f"One of {FORMATS}.")
-    ] = "json",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {FORMATS}.")] = "json",
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write here (replaced) instead of stdout.",
-                     show_default=False),
+        typer.Option(
+            "--output", "-o", help="Write here (replaced) instead of stdout.", show_default=False
+        ),
     ] = None,
     fail_on: Annotated[
         str | None,

@@ -115,7 +115,7 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     """The findings of a chain (:class:`InputError` when its findings block is missing or
     invalid)."""
     last = chain[-1].answer_path
-    found = derive_text(stitched_text(root, chain), reviewed_version(root, chain), last)
+    found = derive_text(stitched_text(root, list(chain)), reviewed_version(root, chain), last)
     receipts = tuple(_receipt_summary(s) for s in chain)
     return ReviewFindings(last, receipts, tuple(found))
 

@@ -15,8 +15,8 @@ from ..textsafe import json_safe
 from .derive import Collected, collect, receipts_json
 from .github import to_github
 from .markdown import to_markdown
-from .rdjson import to_rdjson, to_rdjsonl
 from .model import SEVERITIES, Anchored
+from .rdjson import to_rdjson, to_rdjsonl
 from .sarif import to_sarif
 
 #: The ``schema`` value of this tool's own findings JSON

@@ -49,6 +49,4 @@ def to_rdjson(collected: Collected) -> dict[str, Any]:
 
 def to_rdjsonl(collected: Collected) -> str:
     """One Diagnostic per line (rdjsonl)."""
-    return "".join(
-        json.dumps(diagnostic(a), ensure_ascii=False) + "\n" for a in collected.findings
-    )
+    return "".join(json.dumps(diagnostic(a), ensure_ascii=False) + "\n" for a in collected.findings)
