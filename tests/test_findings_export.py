@@ -17,6 +17,7 @@ from deepseek_review.finding.markdown import to_markdown
 from deepseek_review.finding.sarif import to_sarif
 from tests.findings_support import (
     STANDARDS,
+    assert_valid_findings_json,
     assert_valid_rdjson,
     assert_valid_rdjsonl,
     assert_valid_sarif,
@@ -64,7 +65,15 @@ def collected() -> Collected:
         ),
     ]
     anchored = anchor(found, Reviewed({"src/pkg/mean.py": MEAN}, {}), "reviews/r.md")
-    receipts = ({"receipt_path": "reviews/r.receipt.json", "prompt_sha256": "sha256:ab"},)
+    receipts = (
+        {
+            "receipt_path": "reviews/r.receipt.json",
+            "answer_path": "reviews/r.md",
+            "prompt_sha256": "sha256:ab",
+            "answer_sha256": "sha256:cd",
+            "model": "deepseek-v4-flash",
+        },
+    )
     review = ReviewFindings("reviews/r.md", receipts, tuple(anchored))
     return Collected([review], anchored, [("reviews/bad.md", "no findings: none")])
 
@@ -147,3 +156,7 @@ def test_markdown_keeps_a_finding_in_its_table_row():
     assert "**1** critical · **1** major · **1** minor · **1** nit" in text
     assert "| critical | src/pkg/mean.py:2 | **50% off: a,b \\| c** — line one line two:" in text
     assert "- ⚠ reviews/bad.md: no findings: none" in text
+
+
+def test_the_json_export_validates_against_its_published_schema():
+    assert_valid_findings_json(json.loads(render(collected(), "json")))

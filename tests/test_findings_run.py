@@ -7,7 +7,13 @@ import hashlib
 import json
 from typing import Any
 
-from tests.findings_support import PROSE_END, block, item, review_answering
+from tests.findings_support import (
+    PROSE_END,
+    assert_valid_findings_json,
+    block,
+    item,
+    review_answering,
+)
 
 
 def sha(data: bytes) -> str:
@@ -34,6 +40,7 @@ def test_findings_are_written_beside_the_last_segment_and_listed_in_its_record(
     assert record["findings"] == {"path": path, "sha256": sha(data)}
     assert "findings" not in json.loads((repo / first["record_path"]).read_text("utf-8"))
     found = json.loads(data)
+    assert_valid_findings_json(found)
     assert (found["counts"]["major"], found["findings"][0]["anchor"]) == (1, "line")
 
 
