@@ -140,3 +140,18 @@ def test_simulator_reviews_with_the_code_review_template_export_sarif(repo, cli,
     (result,) = log["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 1, "endLine": 1}
     assert len(log["runs"][0]["properties"]["receipts"]) > 1  # a chain of several segments
+
+
+def test_the_library_call_returns_the_export_and_leaves_the_gate_to_the_caller(
+    repo, cli, make_stub
+):
+    from deepseek_review import findings
+    from deepseek_review.errors import FindingsGate
+
+    run = review_answering(cli, make_stub, [PROSE_END + block(item())])
+    result = findings([answer_of(run)], format="rdjsonl", fail_on="major", repo_root=repo)
+    assert_valid_rdjsonl(result.text)
+    assert [a.finding.severity for a in result.gate] == ["major"]
+    with pytest.raises(FindingsGate) as exc:
+        result.raise_for_gate()
+    assert (exc.value.exit_code, exc.value.message) == (13, "findings at or above major: 1 major")
