@@ -96,3 +96,16 @@ def test_fences_are_matched_by_character_and_length():
     text = "~~~json\n{}\n```\nstill inside\n~~~\n\n`````\nx\n````\n`````\n"
     got = [(b.line, b.info, b.closed) for b in fenced_blocks(text)]
     assert got == [(1, "json", True), (7, "", True)]
+
+
+def test_a_whole_answer_that_is_the_object_is_read_as_structured_output():
+    answer = json.dumps({"findings": [item()]}, indent=2) + "\n"
+    assert [f.severity for f in extract(answer)] == ["major"]
+
+
+def test_an_unfenced_object_with_trailing_prose_is_invalid_json_not_trimmed():
+    answer = json.dumps({"findings": [item()]}) + "\n\nThat is all.\n"
+    assert refusal(answer) == (
+        "no findings: the answer (a JSON object, as structured output gives) is not valid "
+        "JSON: Extra data (answer line 3, column 1)"
+    )

@@ -6,9 +6,11 @@ chain, so a block cut by a continuation seam is found whole. Fences are read as 
 reads them (an opening line of three or more backticks or tildes, closed by a line of the
 same character at least as long), so a block quoted inside a longer fence is not a
 candidate. A candidate is a fence whose info string is ``json`` and whose text mentions
-``"findings"``. None, two or more, an unclosed one, one that is not JSON (prose after the
-JSON inside the fence included), or one that does not match the schema: each is an
-:class:`~deepseek_review.errors.InputError` saying so and where ("no findings: ...").
+``"findings"``. An answer with no such fence that is, whole, a JSON object (what a server's
+structured output gives) is read as the block. None, two or more, an unclosed one, one that
+is not JSON (prose after the JSON inside the fence included), or one that does not match the
+schema: each is an :class:`~deepseek_review.errors.InputError` saying so and where ("no
+findings: ...").
 """
 
 from __future__ import annotations
@@ -107,6 +109,9 @@ def extract(text: str) -> list[Finding]:
     """The findings of a stitched answer; :class:`InputError` ("no findings: ...") when its
     block is missing, ambiguous, unclosed, not JSON or not valid."""
     found = _candidates(text)
+    if not found and text.lstrip().startswith("{") and '"findings"' in text:
+        # Structured output: the whole answer is the object (nothing around it is trimmed).
+        return _parse(text, "the answer (a JSON object, as structured output gives)", line=0)
     if not found:
         raise InputError('no findings: the answer has no ```json block holding "findings"')
     if len(found) > 1:
@@ -119,12 +124,17 @@ def extract(text: str) -> list[Finding]:
     where = f"the block at line {block.line}"
     if not block.closed:
         raise InputError(f"no findings: {where} is not closed (the answer ends inside it)")
+    return _parse(block.text, where, line=block.line)
+
+
+def _parse(text: str, where: str, *, line: int) -> list[Finding]:
+    """The findings of one block's text; ``line``: the answer line before its first line."""
     try:
-        data = safejson.loads(block.text, what=where)
+        data = safejson.loads(text, what=where)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"no findings: {where} is not valid JSON: {exc.msg} "
-            f"(answer line {block.line + exc.lineno}, column {exc.colno})"
+            f"(answer line {line + exc.lineno}, column {exc.colno})"
         ) from None
     except ValueError as exc:
         raise InputError(f"no findings: {where} is not valid JSON: {exc}") from None
