@@ -155,3 +155,23 @@ def test_the_library_call_returns_the_export_and_leaves_the_gate_to_the_caller(
     with pytest.raises(FindingsGate) as exc:
         result.raise_for_gate()
     assert (exc.value.exit_code, exc.value.message) == (13, "findings at or above major: 1 major")
+
+
+def test_a_folder_of_many_chains_glances_at_each_receipt_once(repo, cli, make_stub, monkeypatch):
+    """One chain index for the whole folder: finding every chain stays linear."""
+    import deepseek_review.chain as chain_module
+
+    for _ in range(6):
+        review_answering(cli, make_stub, [PROSE_END + block(item())])
+    glanced: list[str] = []
+    real = chain_module._glance
+
+    def counting(root: Any, rel: str) -> Any:
+        glanced.append(rel)
+        return real(root, rel)
+
+    monkeypatch.setattr(chain_module, "_glance", counting)
+    got = cli("findings", "reviews")
+    assert got.code == 0
+    assert len(got.json()["receipts"]) == 6
+    assert len(glanced) == len(set(glanced)) <= 6  # (was 6 per chain)

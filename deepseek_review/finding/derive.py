@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..chain import find_chain, stitched_text
+from ..chain import chain_index, find_chain, stitched_text
 from ..errors import InputError
 from ..records.canonical import sha256_tag
 from ..records.parts import file_refs
@@ -142,13 +142,14 @@ def collect(root: Path, paths: Sequence[str]) -> Collected:
 
     out = Collected()
     done: set[str] = set()
+    index = chain_index(root)
     for user_path in paths:
         single = not resolve_inside(root, user_path, what="PATH")[0].is_dir()
         for receipt in discover(root, [user_path]).receipts:
             if receipt in done:
                 continue
             try:
-                chain = find_chain(root, receipt)
+                chain = find_chain(root, receipt, index=index)
             except InputError as exc:
                 if single:
                     raise

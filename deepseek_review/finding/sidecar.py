@@ -16,6 +16,7 @@ from pathlib import Path
 from ..chain import find_chain, stitched_text
 from ..errors import InputError, ReviewError
 from ..records.canonical import sha256_tag
+from ..records.index import ReceiptIndex
 from ..records.naming import sibling
 from ..records.request_record import RequestRecord
 from ..records.stored import ChainSegment
@@ -71,7 +72,9 @@ def rederive(root: Path, chain: Sequence[ChainSegment], text: str) -> tuple[byte
         return None, exc.message
 
 
-def check_sidecar(root: Path, receipt_rel: str, record: RequestRecord) -> tuple[str, str]:
+def check_sidecar(
+    root: Path, receipt_rel: str, record: RequestRecord, index: ReceiptIndex[None] | None = None
+) -> tuple[str, str]:
     """``verify``'s look at the findings file a record lists: ("ok" | "fail" | "soft",
     detail). Its hash must be the record's, and the findings re-derived from the chain up
     to this segment must be the same bytes ("soft" when a context file is no longer as
@@ -90,7 +93,7 @@ def check_sidecar(root: Path, receipt_rel: str, record: RequestRecord) -> tuple[
     if sha256_tag(data) != digest:
         return "fail", f"{path} does not match the record's sha256 (changed after the review)"
     try:
-        chain = find_chain(root, receipt_rel)
+        chain = find_chain(root, receipt_rel, index=index)
         chain = chain[: [s.receipt_path for s in chain].index(receipt_rel) + 1]
         again, why = rederive(root, chain, stitched_text(root, chain))
     except ReviewError as exc:
