@@ -76,7 +76,8 @@ def reviewed_texts(root: Path, refs: Mapping[str, str]) -> Reviewed:
     read = repo_reader(root)
     for path, sha in refs.items():
         text = None
-        for data in (read(path), git_output(root, "cat-file", "blob", f"HEAD:{path}")):
+        for get in (read, lambda p: git_output(root, "cat-file", "blob", f"HEAD:{p}")):
+            data = get(path)  # HEAD (a git process) only when the tree's file differs
             if data is not None and sha256_tag(data) == sha:
                 text = data.decode("utf-8", "replace")
                 break
