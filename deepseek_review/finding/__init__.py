@@ -6,5 +6,6 @@
 ``extract`` finds and validates the findings block of a stitched answer; ``anchor`` places
 each finding on lines that exist in the reviewed version (or demotes it, never moves it);
 ``fingerprint`` gives it an identity from content; ``derive`` does this for stored chains
-and folders; ``sarif``, ``rdjson``, ``github``, ``markdown`` and ``export`` write them out.
+and folders; ``sarif``, ``rdjson``, ``github``, ``markdown`` and ``export`` write them out;
+``sidecar`` is ``run --findings``'s file beside the last segment and ``verify``'s check of it.
 """
