@@ -97,3 +97,11 @@ def test_a_deleted_file_has_no_hunks(repo):
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
     (repo / "src" / "pkg" / "mean.py").unlink()
     assert diff_hunks(git(repo, "diff")) == {}
+
+
+def test_lines_are_counted_at_line_feeds_only_as_github_counts_them():
+    text = "# section one\f\nclass A:\r\n    pass\u2028still line three\n"
+    (a,) = anchor([finding(start_line=3, end_line=3)], seen(text), REVIEW)
+    assert a.cited == ("    pass\u2028still line three",)
+    (past,) = anchor([finding(start_line=4, end_line=4)], seen(text), REVIEW)
+    assert past.reason == "src/pkg/mean.py has 3 lines; line 4 does not exist"

@@ -65,13 +65,22 @@ def diff_hunks(diff: str) -> Hunks:
     return out
 
 
+def file_lines(text: str) -> list[str]:
+    """A file's lines as editors and GitHub number them: split at LF only (a CR before it
+    dropped), not at the form feeds and other separators :meth:`str.splitlines` splits at."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def _place(f: Finding, seen: Reviewed) -> tuple[Level, str, tuple[str, ...]]:
     if f.path not in seen.texts:
         return "review", f"{f.path} is not one of the review's context files", ()
     text = seen.texts[f.path]
     if text is None:
         return "file", seen.unavailable.get(f.path, "its reviewed text is not available"), ()
-    lines = text.splitlines()
+    lines = file_lines(text)
     if f.end_line > len(lines):
         return "file", f"{f.path} has {len(lines)} lines; line {f.end_line} does not exist", ()
     if seen.hunks is not None:
