@@ -2,8 +2,8 @@
 
 The library API is one call per command: :func:`review` (and :func:`plan_review` /
 :func:`send_review`), :func:`continue_review`, :func:`show`, :func:`verify`, :func:`stats`,
-:func:`run_batch` (and :func:`plan_batch` / :func:`execute_batch`), :func:`sign` and
-:func:`attest` (signed reviews: :func:`signing_key`, :func:`signed_with`) and
+:func:`findings`, :func:`run_batch` (and :func:`plan_batch` / :func:`execute_batch`),
+:func:`sign` and :func:`attest` (signed reviews: :func:`signing_key`, :func:`signed_with`) and
 :func:`configuration` (see :mod:`deepseek_review.api`); they apply keywords > environment >
 config file > defaults as the commands do, return dataclasses and raise :class:`ReviewError`
 subclasses. Names are imported on first use, so ``import deepseek_review`` stays cheap for
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         configuration,
         continue_review,
         execute_batch,
+        findings,
         plan_batch,
         plan_review,
         review,
@@ -52,6 +53,7 @@ _LAZY = {
             "configuration",
             "continue_review",
             "execute_batch",
+            "findings",
             "plan_batch",
             "plan_review",
             "review",
@@ -96,6 +98,7 @@ __all__ = [
     "configuration",
     "continue_review",
     "execute_batch",
+    "findings",
     "plan_batch",
     "plan_review",
     "review",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .batch import BatchOptions, BatchReport, EventFn, PreparedBatch
     from .calls import ProgressFn
     from .config import Settings
+    from .finding.export import FindingsExport
     from .pipeline import ReviewOptions, ReviewPlan, ReviewResult
     from .records.stored import ChainSegment
     from .resume import ContinueOutcome
@@ -264,6 +265,28 @@ def stats(
 
     root = find_repo_root(repo_root)
     return collect_stats(root, list(paths), default_folder=_default_folder(root, (), env))
+
+
+def findings(
+    paths: Sequence[str] = (),
+    *,
+    format: str = "json",
+    output: PathArg | None = None,
+    fail_on: str | None = None,
+    repo_root: PathArg | None = None,
+    env: Mapping[str, str] | None = None,
+) -> FindingsExport:
+    """The findings of the reviews under ``paths`` (none: the configured output folder) in
+    ``format`` (json, sarif, rdjson, rdjsonl, github, markdown), written to ``output`` when
+    given (``deepseek-review findings``). ``fail_on``: a severity; call
+    ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13)."""
+    from .finding.export import export
+    from .repo import find_repo_root
+
+    root = find_repo_root(repo_root)
+    where = list(paths) or [_default_folder(root, (), env)]
+    out = None if output is None else Path(output)
+    return export(root, where, format, out, fail_on)
 
 
 # --------------------------------------------------------------------------- signing

@@ -131,6 +131,9 @@ class EntryReport:
     new_tokens: int = 0
     """Tokens of the receipts this run wrote for the entry (estimated where unreported)."""
     new_tokens_estimated: bool = False
+    findings: dict[str, int] | None = None
+    """Finding counts by severity, from the findings file beside the chain's last segment
+    (``findings = true``); None without one."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -145,6 +148,7 @@ class EntryReport:
             "attempts": self.attempts,
             "new_segments": self.new_segments,
             "error": self.error,
+            "findings": self.findings,
         }
 
 
@@ -487,6 +491,12 @@ def _existing_usage(existing: Sequence[ChainSegment]) -> dict[str, Any]:
     return _usage_fields([(s.receipt.usage, s.usage_reported) for s in existing])
 
 
+def _finding_counts(root: Path, segments: list[Segment]) -> dict[str, int] | None:
+    from .finding.sidecar import counts_beside
+
+    return counts_beside(root, segments[-1].answer_path) if segments else None
+
+
 def _segments_usage(segments: Sequence[Segment]) -> dict[str, Any]:
     fields = _usage_fields([(s.usage.as_dict(), s.usage_reported) for s in segments])
     if fields["usage_reported"] is False:
@@ -792,6 +802,7 @@ class _Runner:
             new_segments=len(new),
             new_tokens=sum(s.counted_tokens for s in new),
             new_tokens_estimated=not all(s.usage_reported for s in new),
+            findings=_finding_counts(self.root, segments),
             **_segments_usage(segments),
         )
 

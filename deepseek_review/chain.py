@@ -38,16 +38,26 @@ def _glance(root: Path, rel: str) -> Entry[None] | None:
     )
 
 
-def find_chain(root: Path, user_path: str) -> list[ChainSegment]:
+def chain_index(root: Path) -> ReceiptIndex[None]:
+    """An index for :func:`find_chain` that many calls may share (each folder glanced at
+    once: finding every chain of a folder stays linear)."""
+    return ReceiptIndex(root, partial(_glance, root))
+
+
+def find_chain(
+    root: Path, user_path: str, *, index: ReceiptIndex[None] | None = None
+) -> list[ChainSegment]:
     """The whole chain ``user_path`` belongs to, primary first, every segment validated.
 
     A chain that forks, loops, or continues an answer claimed by no receipt or by several
-    is refused (:class:`InputError`) naming where.
+    is refused (:class:`InputError`) naming where. ``index``: one shared with other calls
+    (:func:`chain_index`).
     """
     start = load_segment(root, receipt_for(root, user_path))
-    index: ReceiptIndex[None] = ReceiptIndex(root, partial(_glance, root))
+    index = chain_index(root) if index is None else index
     previous = start.receipt.previous_answer_path
-    index.add(Entry(start.receipt_path, start.answer_path, previous, None))
+    if start.receipt_path not in index.entries:
+        index.add(Entry(start.receipt_path, start.answer_path, previous, None))
     chain = [start]
 
     def load(rel: str) -> None:

@@ -18,6 +18,7 @@ below is also the README's exit-code table (a test checks they agree).
     ├── OutputError                 10   the output could not be written (permissions, disk, clash)
     ├── BatchIncomplete             11   some batch entries failed or stayed truncated
     ├── NoProgress                  12   a cut-off answer gained no text: the cap is too small
+    ├── FindingsGate                13   findings at or above the --fail-on severity exist
     └── Interrupted                130   stopped by SIGINT / SIGTERM; re-running resumes
 
 Messages are one line, say what failed and where, and never contain secrets.
@@ -111,6 +112,13 @@ class NoProgress(ReviewError):
     exit_code = 12
 
 
+class FindingsGate(ReviewError):
+    """``findings --fail-on``: a finding at or above the severity given exists (the export
+    is written first)."""
+
+    exit_code = 13
+
+
 class Interrupted(ReviewError):
     """Stopped by a signal; what was finished is kept and a re-run resumes."""
 
@@ -133,6 +141,7 @@ EXIT_CODES: tuple[tuple[int, type[ReviewError]], ...] = tuple(
         OutputError,
         BatchIncomplete,
         NoProgress,
+        FindingsGate,
         Interrupted,
     )
 )

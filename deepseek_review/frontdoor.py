@@ -42,6 +42,7 @@ REVIEW_FIELDS = {
     "stream": "stream",
     "extra_body": "extra_body",
     "keep_reasoning": "keep_reasoning",
+    "findings": "findings",
     "context_window": "context_window",
     "allow_truncated_prompt": "allow_truncated_prompt",
     "allow_secrets": "allow_secrets",

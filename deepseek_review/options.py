@@ -241,6 +241,10 @@ _TABLE: tuple[Option, ...] = (
            _REVIEW | _SETTING, check=Positive(), review=True),
     Option("keep_reasoning", "bool", False, "Write the model's reasoning to <stem>.reasoning.md",
            _REVIEW | _CONT, review=True),
+    Option("findings", "bool", False,
+           "Write the findings block of the answer to <stem>.findings.json beside the last "
+           "segment (a template that asks for one: code-review, spec-review)",
+           _REVIEW | _SETTING, review=True),
     Option("max_continuations", "int", 3, "Continuation requests when cut off; 0 disables",
            _REVIEW | _SETTING | _CONT, check=AtLeast(0), review=True),
     Option("continuation_style", "str", "prefill",

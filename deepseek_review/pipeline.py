@@ -13,8 +13,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .client import ChatClient
@@ -39,6 +40,9 @@ from .segment import Segment, SegmentSpec, write_segment
 from .serverhints import Advice
 from .storage import check_writable_dir, ensure_dir
 from .tokens import estimate_tokens, looks_clipped
+
+if TYPE_CHECKING:
+    from .finding.sidecar import Hook as FindingsHook
 
 log = logging.getLogger("deepseek_review")
 
@@ -87,6 +91,7 @@ class ReviewOptions:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     limits: ContextLimits = field(default_factory=ContextLimits)
     keep_reasoning: bool = default("keep_reasoning")
+    findings: bool = default("findings")
     continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
     context_window: int | None = default("context_window")
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
@@ -374,6 +379,8 @@ class Chain:
     primary_answer_path: str
     missing_usage_told: bool = False
     """Whether the user was told that the server reports no usage (said once per review)."""
+    findings: FindingsHook | None = None
+    """``run --findings``: makes the findings file of the segment that ends the chain."""
 
     @classmethod
     def from_plan(cls, plan: ReviewPlan, segments: list[Segment]) -> Chain:
@@ -387,6 +394,7 @@ class Chain:
             body=plan.options.body_options(),
             segments=segments,
             primary_answer_path=segments[0].answer_path,
+            findings=_findings_hook(plan) if plan.options.findings else None,
         )
 
 
@@ -504,6 +512,7 @@ def continue_chain(
                     previous_answer_path=chain.segments[-1].answer_path,
                 ),
                 keep_reasoning=keep_reasoning,
+                findings=chain.findings and partial(chain.findings, so_far + content),
             ),
             now(),
         )
@@ -527,6 +536,7 @@ def send_review(
     )
     told = _tell_missing_usage(completion, False)
     ensure_dir(plan.out_dir, shown=o.output_dir)
+    findings = _findings_hook(plan) if o.findings else None
     primary = write_segment(
         SegmentSpec(
             root=plan.root,
@@ -541,6 +551,7 @@ def send_review(
             template=(plan.template.name, plan.template.sha256),
             prompt_token_estimate=plan.token_estimate,
             keep_reasoning=o.keep_reasoning,
+            findings=findings and partial(findings, completion.content),
         ),
         now(),
     )
@@ -560,6 +571,12 @@ def send_review(
         endpoint=plan.endpoint.url,
         context_files=tuple(f.path for f in plan.files),
     )
+
+
+def _findings_hook(plan: ReviewPlan) -> FindingsHook:
+    from .finding.sidecar import hook
+
+    return hook(plan.root, ((f.path, f.sha256) for f in plan.files))
 
 
 def make_client(endpoint: Endpoint, options: ReviewOptions) -> ChatClient:

@@ -10,6 +10,7 @@ they cost one environment lookup each.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +53,8 @@ class Segment:
     """The token cap of its request (None when unknown: a receipt from another tool)."""
     estimated_tokens: int | None = None
     """When the server reported no usage: an estimate of the tokens it used; else None."""
+    findings_path: str | None = None
+    """The findings file written beside it (``run --findings``, on the segment ending a chain)."""
 
     @property
     def truncated(self) -> bool:
@@ -87,6 +90,9 @@ class SegmentSpec:
     prompt_token_estimate: int = 0
     continuation: Continuation | None = None
     keep_reasoning: bool = False
+    findings: Callable[[str], bytes | None] | None = None
+    """``run --findings``: given the answer's path, the findings file of the chain ending here
+    (None: none to write); asked only when this segment is not cut off."""
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -120,6 +126,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         write_output(paths["reasoning"], data, shown=reasoning_rel, mode=PRIVATE_MODE)
         reasoning_sha = sha256_tag(data)
 
+    findings = _write_findings(spec, answer_rel, paths["findings"])
     usage = c.usage or ZERO_USAGE
     record = RequestRecord(
         tool=f"deepseek-review {__version__}",
@@ -148,6 +155,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         continuation=spec.continuation,
         template=spec.template,
         context_files=tuple(FileEntry(f.path, f.sha256, f.size) for f in spec.context_files),
+        findings=findings,
     )
     record_rel = _rel(spec.root, paths["record"])
     write_output(
@@ -194,7 +202,21 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         estimated_tokens=None
         if c.usage is not None
         else estimate_exchange(len(spec.prepared.body_bytes), c.content, c.reasoning),
+        findings_path=findings[0] if findings else None,
     )
+
+
+def _write_findings(spec: SegmentSpec, answer_rel: str, path: Path) -> tuple[str, str] | None:
+    """The findings file of a chain ending with this segment, written after the answer and
+    before the record that lists it: (path, sha256), or None."""
+    if spec.findings is None or spec.completion.finish_reason == "length":
+        return None
+    data = spec.findings(answer_rel)
+    if data is None:
+        return None
+    rel = _rel(spec.root, path)
+    write_output(path, data, shown=rel)
+    return rel, sha256_tag(data)
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -7,7 +7,9 @@ command line against it, printing each command as it goes:
 1. ``run`` with a small token cap, so the answer is cut off and continued automatically;
 2. the files written, and the primary receipt;
 3. ``verify`` over the receipts (when the installed version has it);
-4. ``show``, which prints the stitched answer after checking every segment's hash.
+4. ``show``, which prints the stitched answer after checking every segment's hash;
+5. ``findings``: the answer's findings block exported as SARIF (for GitHub code scanning) and
+   as a Markdown step summary.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ def main() -> int:
                 "120",
                 "--max-continuations",
                 "3",
+                "--findings",
                 "--json",
             ],
             root,
@@ -161,6 +164,21 @@ def main() -> int:
         print(
             f"-> {len(text)} characters stitched from {len(segments)} segments; last line: {ends!r}"
         )
+
+        banner("5. the findings block, exported for CI (SARIF for code scanning, a summary)")
+        sh([TOOL, "findings", "reviews", "--format", "sarif", "-o", "review.sarif"], root)
+        sarif = json.loads((root / "review.sarif").read_text(encoding="utf-8"))
+        results = sarif["runs"][0]["results"]
+        print(f"-> review.sarif: SARIF {sarif['version']}, {len(results)} result(s)")
+        for r in results:
+            where = r["locations"][0]["physicalLocation"]
+            region = where.get("region", {})
+            print(
+                f"   {r['level']}: {where['artifactLocation']['uri']}:"
+                f"{region.get('startLine', '-')} {r['ruleId']} "
+                f"(fingerprint {next(iter(r['partialFingerprints'].values()))[:12]})"
+            )
+        sh([TOOL, "findings", "reviews", "--format", "markdown"], root)
     finally:
         sim.terminate()
         sim.wait(timeout=10)

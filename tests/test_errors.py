@@ -50,6 +50,7 @@ def test_exit_codes_are_the_documented_ones():
         "OutputError": 10,
         "BatchIncomplete": 11,
         "NoProgress": 12,
+        "FindingsGate": 13,
         "Interrupted": 130,
     }
 

@@ -55,7 +55,8 @@ def test_the_table_lists_the_answer_first_and_every_suffix_once() -> None:
 
 def test_resume_from_checks_answer_receipt_and_record_but_not_reasoning() -> None:
     assert resume_checked("s") == [
-        "s.md", "s.receipt.json", "s.request.json", "s.intoto.json", "s.intoto.json.sig"
+        "s.md", "s.receipt.json", "s.request.json", "s.findings.json", "s.intoto.json",
+        "s.intoto.json.sig",
     ]  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401  (each module registers its commands)
     batch_cmd,
     config_cmd,
+    findings_cmd,
     review_cmds,
     sign_cmd,
     simulator_cmd,

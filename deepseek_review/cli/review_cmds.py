@@ -167,7 +167,7 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
     paths = (
         shown_path(root, p)
         for s in result.segments
-        for p in (s.answer_path, s.receipt_path, s.record_path, s.reasoning_path)
+        for p in (s.answer_path, s.receipt_path, s.record_path, s.reasoning_path, s.findings_path)
         if p
     )
     _write_lines(sys.stdout, paths)
@@ -196,6 +196,7 @@ def _segment_json(s: Segment) -> dict[str, Any]:
         "finish_reason": s.finish_reason,
         "attempts": s.attempts,
         "reasoning_path": s.reasoning_path,
+        "findings_path": s.findings_path,
     }
 
 

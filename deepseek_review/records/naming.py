@@ -39,6 +39,7 @@ SEGMENT_FILES = (
     SegmentFile("receipt", ".receipt.json", resume_checked=True),
     SegmentFile("record", ".request.json", resume_checked=True),
     SegmentFile("reasoning", ".reasoning.md", resume_checked=False),
+    SegmentFile("findings", ".findings.json", resume_checked=True),
     SegmentFile("statement", ".intoto.json", resume_checked=True),
     SegmentFile("signature", ".intoto.json.sig", resume_checked=True),
 )
@@ -53,6 +54,7 @@ ANSWER_SUFFIX = _BY_KIND["answer"].suffix
 RECEIPT_SUFFIX = _BY_KIND["receipt"].suffix
 RECORD_SUFFIX = _BY_KIND["record"].suffix
 REASONING_SUFFIX = _BY_KIND["reasoning"].suffix
+FINDINGS_SUFFIX = _BY_KIND["findings"].suffix
 
 _MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 _NAME_RE = re.compile(

@@ -108,6 +108,7 @@ _TOP = _Shape(
         ("continuation", _OBJECT),
         ("template", _OPT_OBJECT),
         ("context_files", _LIST),
+        ("findings", _OPT_OBJECT),
     ),
 )
 _RESPONSE = _Shape(
@@ -141,6 +142,7 @@ _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _USAGE_TYPES = (int, int, int)
 _ENTRY = _Shape("$.context_files[]", (("path", _STR), ("sha256", _STR), ("bytes", _INT)))
 _TEMPLATE = _Shape("$.template", (("name", _STR), ("sha256", _STR)))
+_FINDINGS = _Shape("$.findings", (("path", _STR), ("sha256", _STR)))
 
 
 def _invalid(where: str, path: str, expected: str) -> InputError:
@@ -151,6 +153,13 @@ def _template(data: Any, where: str) -> tuple[str, str]:
     got = _TEMPLATE.values(data, where) if isinstance(data, dict) else [None]
     if None in got:
         raise _invalid(where, "$.template", "an object with name and sha256")
+    return cast(tuple[str, str], (got[0], got[1]))
+
+
+def _findings(data: Any, where: str) -> tuple[str, str]:
+    got = _FINDINGS.values(data, where) if isinstance(data, dict) else [None]
+    if None in got:
+        raise _invalid(where, "$.findings", "an object with path and sha256")
     return cast(tuple[str, str], (got[0], got[1]))
 
 
@@ -274,6 +283,8 @@ class RequestRecord:
     """A primary's template: (name, sha256)."""
     context_files: tuple[FileEntry, ...] | None = None
     record: str = RECORD_SCHEMA
+    findings: tuple[str, str] | None = None
+    """The findings file written beside the answer (``run --findings``): (path, sha256)."""
     _messages: list[RecordedMessage] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -310,6 +321,8 @@ class RequestRecord:
             t = self.template
             d["template"] = None if t is None else {"name": t[0], "sha256": t[1]}
             d["context_files"] = [f.to_json() for f in self.context_files or ()]
+        if self.findings is not None:
+            d["findings"] = {"path": self.findings[0], "sha256": self.findings[1]}
         return d
 
     def to_bytes(self) -> bytes:
@@ -336,7 +349,7 @@ class RequestRecord:
         ):
             raise InputError(f"{where}: not a {RECORD_SCHEMA} request record")
         v = _TOP.values(data, where)
-        response, cont, template, files = v[8], v[9], v[10], v[11]
+        response, cont, template, files, found = v[8], v[9], v[10], v[11], v[12]
         return cls(  # positional, in field order: the quickest way to build one
             data["body"],
             v[0],
@@ -352,4 +365,5 @@ class RequestRecord:
             None if template is None else _template(template, where),
             None if files is None else _file_entries(files, where),
             data["record"],
+            None if found is None else _findings(found, where),
         )

@@ -96,11 +96,62 @@ def full_answer(messages: Sequence[Mapping[str, Any]], words: int = 200) -> str:
     """The whole deterministic answer for a conversation: same key, same text, byte for byte.
 
     ``words`` is the simulator's ``answer_words``; the text has exactly that many ``\\S+``
-    words, the last two being ``END-OF-REVIEW <first 8 hex of the key hash>``.
+    words, the last two being ``END-OF-REVIEW <first 8 hex of the key hash>``, plus, when
+    the prompt asks for findings, the block of :func:`findings_block` before those two.
     """
     if words < 2:
         raise ValueError(f"answer words must be >= 2, got {words}")
-    return _render(key_digest(messages), words)
+    text = _render(key_digest(messages), words)
+    block = findings_block(messages)
+    return text if block is None else _before_tail(text, block)
+
+
+# --------------------------------------------------------------------------- findings
+#: A prompt asks for a findings block when it names the schema (the review templates do).
+_FINDINGS_ASK = "schemas/findings.schema.json"
+_FILE_RE = re.compile(r"^## File \d+ of \d+: (.+)\n\n(`{3,})[^\n]*\n", re.M)
+
+
+def findings_block(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """The fenced findings block the simulator ends with when the prompt asks for one
+    (None otherwise): one finding on line 1 of the first context file whose first line has
+    text, its severity chosen by the conversation's hash. Its words come on top of
+    ``answer_words``."""
+    prompt = "".join(message_text(m) for m in conversation_key(messages))
+    if _FINDINGS_ASK not in prompt:
+        return None
+    findings = []
+    path = _first_nonempty_file(prompt)
+    if path is not None:
+        digest = key_digest(messages)
+        findings.append(
+            {
+                "path": path,
+                "start_line": 1,
+                "end_line": 1,
+                "severity": ("critical", "major", "minor", "nit")[int(digest[:2], 16) % 4],
+                "category": "correctness",
+                "title": "Simulated finding on the first line",
+                "message": f"The simulator flags line 1 of {path} ({digest[:8]}).",
+            }
+        )
+    body = json.dumps({"findings": findings}, indent=2, ensure_ascii=False)
+    return f"```json\n{body}\n```\n"
+
+
+def _first_nonempty_file(prompt: str) -> str | None:
+    """The path of the first framed context file with text on its first line."""
+    for m in _FILE_RE.finditer(prompt):
+        first_line = prompt[m.end() :].split("\n", 1)[0]
+        if first_line.strip() and first_line != m.group(2):
+            return m.group(1)
+    return None
+
+
+def _before_tail(text: str, block: str) -> str:
+    """``block`` inserted before the closing ``END-OF-REVIEW`` line."""
+    head, sep, tail = text.rpartition("END-OF-REVIEW ")
+    return f"{head}{block}\n{sep}{tail}"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -144,7 +144,9 @@ class Verifier:
         answer = self._answer_file(d)
         checks = [
             _OK[d["schema"]],
-            self.records.reasoning(rel, record) if answer.status == "ok" else answer,
+            self.records.findings(rel, record, self.records.reasoning(rel, record))
+            if answer.status == "ok"
+            else answer,
             self._context(d),
             self.records.prompt(rel, d, record, answer_ok=answer.status == "ok"),
         ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..records.canonical import sha256_tag
+from ..records.index import ReceiptIndex
 from ..records.naming import sibling
 from ..records.parts import AnswerRef, RecordedMessage, answer_paths, file_refs
 from ..records.rebuild import FileHashes, Rebuilder, rebuild_body
@@ -29,6 +30,7 @@ class RecordChecks:
         self.files = files
         self.strict = strict
         self.rebuilder = Rebuilder(self._reference, self._reference_digest)
+        self._chains: ReceiptIndex[None] | None = None
 
     def reasoning(self, rel: str, record: RequestRecord | str | None) -> CheckResult:
         """The answer check, its file already matched: now the reasoning file the record
@@ -57,6 +59,25 @@ class RecordChecks:
             else:
                 return CheckResult("answer", "ok", "hash matches; reasoning file hash matches")
         return CheckResult("answer", "fail", problem)
+
+    def findings(
+        self, rel: str, record: RequestRecord | str | None, answer: CheckResult
+    ) -> CheckResult:
+        """The answer check, its file matched: now the findings file the record names
+        (``run --findings``), re-derived from the chain (:mod:`..finding.sidecar`)."""
+        if not isinstance(record, RequestRecord) or not record.findings or answer.status != "ok":
+            return answer
+        from ..chain import chain_index
+        from ..finding.sidecar import check_sidecar
+
+        if self._chains is None:  # one index per run: each folder glanced at once
+            self._chains = chain_index(self.files.root)
+        status, detail = check_sidecar(self.files.root, rel, record, self._chains)
+        if status == "soft":
+            return soft(self.strict, "answer", detail)
+        if status == "fail":
+            return CheckResult("answer", "fail", detail)
+        return CheckResult("answer", "ok", f"hash matches; {detail}")
 
     def record(self, rel: str) -> RequestRecord | str | None:
         """The request record beside the receipt: the record, a problem, or None if absent."""

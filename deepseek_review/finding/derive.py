@@ -1,0 +1,173 @@
+"""Findings derived from stored reviews: from the answer alone, so anyone can re-derive them.
+
+A review is a chain (:func:`..chain.find_chain`); its findings come from the stitched answer
+(:func:`..chain.stitched_text`, every segment's hash checked) and are anchored against the
+files it reviewed as the request record references them: a context file's text is the
+working tree's or ``HEAD``'s only when it hashes as recorded, so a finding is never anchored
+to text the model did not see. A folder gives every chain found under it, merged and
+deduplicated by fingerprint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..chain import chain_index, find_chain, stitched_text
+from ..errors import InputError
+from ..records.canonical import sha256_tag
+from ..records.parts import file_refs
+from ..records.rebuild import repo_reader
+from ..records.stored import ChainSegment
+from ..repo import git_output, resolve_inside
+from .anchor import Reviewed, anchor
+from .extract import extract
+from .model import SEVERITIES, Anchored, rank
+
+
+@dataclass(frozen=True)
+class ReviewFindings:
+    """The findings of one chain, and the receipts they were derived from."""
+
+    answer_path: str
+    """The last segment's answer (where review-level findings are shown)."""
+    receipts: tuple[dict[str, str], ...]
+    findings: tuple[Anchored, ...]
+
+
+@dataclass
+class Collected:
+    """Every chain's findings, merged: ``findings`` deduplicated by fingerprint (the most
+    severe kept), ``problems`` the chains whose block could not be used, with why."""
+
+    reviews: list[ReviewFindings] = field(default_factory=list)
+    findings: list[Anchored] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Findings by severity, every severity present (zeros included)."""
+        out = dict.fromkeys(SEVERITIES, 0)
+        for a in self.findings:
+            out[a.finding.severity] += 1
+        return out
+
+    def at_or_above(self, severity: str) -> list[Anchored]:
+        return [a for a in self.findings if rank(a.finding.severity) <= rank(severity)]
+
+
+def _receipt_summary(seg: ChainSegment) -> dict[str, str]:
+    r = seg.receipt
+    return {
+        "receipt_path": seg.receipt_path,
+        "answer_path": r.answer_path,
+        "prompt_sha256": r.prompt_sha256,
+        "answer_sha256": r.answer_sha256,
+        "model": r.model,
+    }
+
+
+def reviewed_texts(root: Path, refs: Mapping[str, str]) -> Reviewed:
+    """Each file's text as reviewed (``refs``: path → recorded sha256): the working tree's
+    or ``HEAD``'s, whichever hashes as recorded; otherwise None, with why."""
+    texts: dict[str, str | None] = {}
+    unavailable: dict[str, str] = {}
+    read = repo_reader(root)
+    for path, sha in refs.items():
+        text = None
+        for get in (read, lambda p: git_output(root, "cat-file", "blob", f"HEAD:{p}")):
+            data = get(path)  # HEAD (a git process) only when the tree's file differs
+            if data is not None and sha256_tag(data) == sha:
+                text = data.decode("utf-8", "replace")
+                break
+        texts[path] = text
+        if text is None:
+            unavailable[path] = (
+                f"{path} is no longer as reviewed (neither the working tree nor HEAD holds "
+                "the recorded sha256)"
+            )
+    return Reviewed(texts, unavailable)
+
+
+def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
+    """Each context file of a chain's requests as the review saw it, or why it cannot be
+    had (a segment without a request record names its files but not their hashes)."""
+    refs: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    for seg in chain:
+        if seg.record is None:
+            for path in seg.receipt.context_files or ():
+                unknown.setdefault(path, f"{seg.receipt_path} has no request record")
+            continue
+        for path, ref in file_refs(seg.record.messages).items():
+            refs.setdefault(path, ref.sha256)
+    seen = reviewed_texts(root, {p: h for p, h in refs.items() if p not in unknown})
+    texts = {**dict.fromkeys(unknown), **seen.texts}
+    return Reviewed(texts, {**unknown, **seen.unavailable})
+
+
+def derive_text(text: str, seen: Reviewed, review: str) -> list[Anchored]:
+    """The anchored findings of a stitched answer (:class:`InputError` if it has none)."""
+    return anchor(extract(text), seen, review)
+
+
+def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
+    """The findings of a chain (:class:`InputError` when its findings block is missing or
+    invalid)."""
+    last = chain[-1].answer_path
+    found = derive_text(stitched_text(root, list(chain)), reviewed_version(root, chain), last)
+    receipts = tuple(_receipt_summary(s) for s in chain)
+    return ReviewFindings(last, receipts, tuple(found))
+
+
+def merge(reviews: Sequence[ReviewFindings]) -> list[Anchored]:
+    """Every review's findings, one per fingerprint (the most severe, then the first),
+    most severe first."""
+    best: dict[str, Anchored] = {}
+    for r in reviews:
+        for a in r.findings:
+            kept = best.get(a.fingerprint)
+            if kept is None or rank(a.finding.severity) < rank(kept.finding.severity):
+                best[a.fingerprint] = a
+    return sorted(best.values(), key=lambda a: rank(a.finding.severity))
+
+
+def collect(root: Path, paths: Sequence[str]) -> Collected:
+    """The findings of every chain the paths name (receipts, answers or folders).
+
+    A path that names one review and has no usable block is an :class:`InputError`; in a
+    folder, such a chain is listed in ``problems`` and the others are still exported.
+    """
+    from ..verification import discover
+
+    out = Collected()
+    done: set[str] = set()
+    index = chain_index(root)
+    for user_path in paths:
+        single = not resolve_inside(root, user_path, what="PATH")[0].is_dir()
+        for receipt in discover(root, [user_path]).receipts:
+            if receipt in done:
+                continue
+            try:
+                chain = find_chain(root, receipt, index=index)
+            except InputError as exc:
+                if single:
+                    raise
+                out.problems.append((receipt, exc.message))
+                done.add(receipt)
+                continue
+            done.update(s.receipt_path for s in chain)
+            try:
+                out.reviews.append(chain_findings(root, chain))
+            except InputError as exc:
+                if single:
+                    raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
+                out.problems.append((chain[-1].answer_path, exc.message))
+    out.findings = merge(out.reviews)
+    return out
+
+
+def receipts_json(collected: Collected) -> list[dict[str, Any]]:
+    """The receipts every export names (so a reader can check them with ``verify``)."""
+    return [dict(r) for review in collected.reviews for r in review.receipts]

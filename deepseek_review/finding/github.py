@@ -1,0 +1,44 @@
+"""Findings as GitHub Actions workflow commands (``::error file=...,line=...::message``).
+
+Escaping follows actions/toolkit's ``command.ts``: in the message (data) ``%``, CR and LF
+become ``%25``, ``%0D``, ``%0A``; in a property value ``:`` and ``,`` also become ``%3A`` and
+``%2C``, so a path or title can neither end its property nor start another command.
+"""
+
+from __future__ import annotations
+
+from ..textsafe import escape
+from .derive import Collected
+from .model import Anchored
+
+#: Workflow command by finding severity.
+COMMANDS = {"critical": "error", "major": "error", "minor": "warning", "nit": "notice"}
+
+
+def escape_data(text: str) -> str:
+    """A command's message: ``%``, CR, LF escaped (other control characters made visible
+    first, so a message cannot drive the terminal of whoever reads the log)."""
+    visible = escape(text, multiline=True).replace("\t", " ")
+    return visible.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value: as data, and ``:`` and ``,`` too."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(a: Anchored) -> str:
+    """One finding as one workflow command line."""
+    f = a.finding
+    props = {"file": a.review if a.level == "review" else f.path}
+    if a.anchored:
+        props |= {"line": str(f.start_line), "endLine": str(f.end_line)}
+    props["title"] = f"[{f.severity}] {f.title}"
+    message = f.message if a.anchored else f"{f.message}\n\n(unanchored: {a.reason})"
+    joined = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
+    return f"::{COMMANDS[f.severity]} {joined}::{escape_data(message)}"
+
+
+def to_github(collected: Collected) -> str:
+    """Every finding as a workflow command, one per line."""
+    return "".join(command(a) + "\n" for a in collected.findings)

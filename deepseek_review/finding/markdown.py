@@ -1,0 +1,52 @@
+"""Findings as Markdown, for ``$GITHUB_STEP_SUMMARY`` or a pull-request comment.
+
+Text from the model is data here: table cells have ``|``, backticks and line ends escaped,
+and HTML is shown as text, so a finding cannot break the table or inject markup.
+"""
+
+from __future__ import annotations
+
+import html
+
+from ..textsafe import escape
+from .derive import Collected
+from .model import SEVERITIES, Anchored
+
+
+def _cell(text: str) -> str:
+    one_line = escape(" ".join(text.split()))
+    return html.escape(one_line, quote=False).replace("|", "\\|").replace("`", "\\`")
+
+
+def _where(a: Anchored) -> str:
+    f = a.finding
+    if a.anchored:
+        span = str(f.start_line) if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+        return _cell(f"{f.path}:{span}")
+    shown = a.review if a.level == "review" else f.path
+    return _cell(f"{shown} (unanchored: {a.reason})")
+
+
+def to_markdown(collected: Collected) -> str:
+    """A summary line by severity, a table of findings, and the reviews they came from."""
+    counts = collected.counts()
+    lines = [
+        "## deepseek-review findings",
+        "",
+        " · ".join(f"**{counts[s]}** {s}" for s in SEVERITIES),
+        "",
+    ]
+    if collected.findings:
+        lines += ["| Severity | Location | Finding |", "| --- | --- | --- |"]
+        for a in collected.findings:
+            f = a.finding
+            text = f"**{_cell(f.title)}** — {_cell(f.message)}"
+            lines.append(f"| {f.severity} | {_where(a)} | {text} |")
+        lines.append("")
+    problems = [f"- ⚠ {_cell(path)}: {_cell(why)}" for path, why in collected.problems]
+    if problems:
+        lines += [*problems, ""]
+    reviews = [r.answer_path for r in collected.reviews]
+    if reviews:
+        lines.append("Reviews: " + ", ".join(_cell(p) for p in reviews))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,113 @@
+"""Findings as SARIF 2.1.0, for GitHub code scanning and other SARIF readers.
+
+One run: the tool with one rule per category; each result's level from its severity, its
+location (lines only when anchored, the file when demoted to it, the review's answer file
+when demoted to the review), a fix when the finding suggests replacement text for its
+lines, and ``partialFingerprints`` from content (:mod:`.fingerprint`). The receipts the
+findings were derived from are in the run's properties.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__
+from .derive import Collected, receipts_json
+from .fingerprint import KEY
+from .model import Anchored
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+#: SARIF levels by severity.
+LEVELS = {"critical": "error", "major": "error", "minor": "warning", "nit": "note"}
+
+
+def _location(a: Anchored) -> dict[str, Any]:
+    f = a.finding
+    uri = a.review if a.level == "review" else f.path
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
+    if a.anchored:
+        physical["region"] = {"startLine": f.start_line, "endLine": f.end_line}
+    return {"physicalLocation": physical}
+
+
+def _fix(a: Anchored) -> dict[str, Any]:
+    f = a.finding
+    return {
+        "description": {"text": f"Replace lines {f.start_line}-{f.end_line}"},
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                "replacements": [
+                    {
+                        "deletedRegion": {"startLine": f.start_line, "endLine": f.end_line},
+                        "insertedContent": {"text": f.suggestion or ""},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _result(a: Anchored, rule_index: int) -> dict[str, Any]:
+    f = a.finding
+    result: dict[str, Any] = {
+        "ruleId": a.rule_id,
+        "ruleIndex": rule_index,
+        "level": LEVELS[f.severity],
+        "message": {"text": f"{f.title}\n\n{f.message}"},
+        "locations": [_location(a)],
+        "partialFingerprints": {KEY: a.fingerprint},
+        "properties": {
+            "severity": f.severity,
+            "category": f.category,
+            "anchor": a.level,
+            "claimedLocation": f"{f.path}:{f.start_line}-{f.end_line}",
+            **({"unanchoredReason": a.reason} if a.reason else {}),
+            "review": a.review,
+        },
+    }
+    if a.anchored and f.suggestion is not None:
+        result["fixes"] = [_fix(a)]
+    return result
+
+
+def to_sarif(collected: Collected) -> dict[str, Any]:
+    """The SARIF log of the collected findings."""
+    rules: dict[str, int] = {}
+    rule_list: list[dict[str, Any]] = []
+    results = []
+    for a in collected.findings:
+        if a.rule_id not in rules:
+            rules[a.rule_id] = len(rule_list)
+            rule_list.append(
+                {
+                    "id": a.rule_id,
+                    "name": a.finding.category,
+                    "shortDescription": {"text": f"Review finding: {a.finding.category}"},
+                }
+            )
+        results.append(_result(a, rules[a.rule_id]))
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "deepseek-review",
+                        "version": __version__,
+                        "informationUri": "https://github.com/allaunthefox/Research-Stack",
+                        "rules": rule_list,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "repository root"}}},
+                "results": results,
+                "properties": {
+                    "receipts": receipts_json(collected),
+                    "unusableReviews": [
+                        {"path": p, "reason": why} for p, why in collected.problems
+                    ],
+                },
+            }
+        ],
+    }

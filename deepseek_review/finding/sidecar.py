@@ -1,0 +1,122 @@
+"""``run --findings``: the findings file written beside the segment that ends a chain.
+
+The honest order is answer → findings → request record → receipt: the findings are derived
+from the stitched answer (the answer file is already on disk and hashed) and the files as
+sent; the file is written, and the record of that segment lists its path and sha256, before
+the receipt commits the segment. ``verify`` re-derives it from the chain and compares bytes
+(:func:`rederive`). A missing or invalid block is a warning here, and no file is written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from ..chain import find_chain, stitched_text
+from ..errors import InputError, ReviewError
+from ..records.canonical import sha256_tag
+from ..records.index import ReceiptIndex
+from ..records.naming import sibling
+from ..records.request_record import RequestRecord
+from ..records.stored import ChainSegment
+from ..repo import read_regular_file, resolve_inside
+from .anchor import Reviewed
+from .derive import (
+    Collected,
+    ReviewFindings,
+    derive_text,
+    merge,
+    reviewed_texts,
+    reviewed_version,
+)
+from .export import render
+
+log = logging.getLogger("deepseek_review")
+
+#: Given the stitched text and the last answer's path: the findings file, or None.
+Hook = Callable[[str, str], bytes | None]
+
+
+def sidecar_bytes(text: str, seen: Reviewed, review: str) -> bytes:
+    """The findings file of a chain whose stitched answer is ``text`` (:class:`InputError`
+    when it has no usable block). Its ``receipts`` is empty: the record names this file."""
+    found = ReviewFindings(review, (), tuple(derive_text(text, seen, review)))
+    return render(Collected([found], merge([found]), []), "json").encode("utf-8")
+
+
+def hook(root: Path, files: Iterable[tuple[str, str]]) -> Hook:
+    """The hook ``run --findings`` gives the segment writer; ``files``: (path, sha256) of
+    the context files as sent (their texts are read back and checked against the hash)."""
+    refs = dict(files)
+
+    def make(text: str, review: str) -> bytes | None:
+        try:
+            return sidecar_bytes(text, reviewed_texts(root, refs), review)
+        except InputError as exc:
+            log.warning("%s: %s", review, exc.message)
+            return None
+
+    return make
+
+
+def rederive(root: Path, chain: Sequence[ChainSegment], text: str) -> tuple[bytes | None, str]:
+    """The findings file the chain ending with ``chain[-1]`` would get now, or None with why
+    it cannot be re-derived (a context file is no longer as reviewed)."""
+    seen = reviewed_version(root, chain)
+    if seen.unavailable:
+        return None, next(iter(seen.unavailable.values()))
+    try:
+        return sidecar_bytes(text, seen, chain[-1].answer_path), ""
+    except InputError as exc:
+        return None, exc.message
+
+
+def check_sidecar(
+    root: Path, receipt_rel: str, record: RequestRecord, index: ReceiptIndex[None] | None = None
+) -> tuple[str, str]:
+    """``verify``'s look at the findings file a record lists: ("ok" | "fail" | "soft",
+    detail). Its hash must be the record's, and the findings re-derived from the chain up
+    to this segment must be the same bytes ("soft" when a context file is no longer as
+    reviewed, so they cannot be re-derived)."""
+    assert record.findings is not None
+    path, digest = record.findings
+    expected = sibling(receipt_rel, "findings")
+    if path != expected:
+        return "fail", f"the request record names findings {path!r}; the tool writes {expected}"
+    try:
+        data = read_regular_file(resolve_inside(root, path, what="findings")[0])
+    except FileNotFoundError:
+        return "fail", f"{path}: findings file is missing"
+    except (OSError, InputError) as exc:
+        return "fail", f"{path}: cannot read ({getattr(exc, 'message', exc)})"
+    if sha256_tag(data) != digest:
+        return "fail", f"{path} does not match the record's sha256 (changed after the review)"
+    try:
+        chain = find_chain(root, receipt_rel, index=index)
+        chain = chain[: [s.receipt_path for s in chain].index(receipt_rel) + 1]
+        again, why = rederive(root, chain, stitched_text(root, chain))
+    except ReviewError as exc:
+        return "fail", f"{path}: cannot re-derive ({exc.message})"
+    if again is None:
+        return "soft", f"{path}: not re-derived: {why}"
+    if again != data:
+        return "fail", f"{path} is not what the answer gives (re-derived findings differ)"
+    return "ok", "findings file re-derived from the answer: identical"
+
+
+def counts_beside(root: Path, answer_path: str) -> dict[str, int] | None:
+    """The finding counts by severity of the findings file beside an answer (a batch
+    report's per-entry counts); None when there is none or it is not one of ours."""
+    from .. import safejson
+    from .model import SEVERITIES
+
+    try:
+        path, _ = resolve_inside(root, sibling(answer_path, "findings"), what="findings")
+        data = safejson.loads(read_regular_file(path), what="findings")
+    except (OSError, ValueError, InputError):
+        return None
+    counts = data.get("counts") if isinstance(data, dict) else None
+    if not isinstance(counts, dict) or any(type(counts.get(s)) is not int for s in SEVERITIES):
+        return None
+    return {s: counts[s] for s in SEVERITIES}
