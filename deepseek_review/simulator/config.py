@@ -13,6 +13,8 @@ from typing import Any
 from deepseek_review.simulator import wire
 from deepseek_review.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS, TRANSIENT_FAULTS
 
+CHAT_PATH = "/v1/chat/completions"
+
 
 @dataclass
 class SimulatorConfig:
@@ -131,3 +133,16 @@ def validate_chat(raw: bytes) -> dict[str, Any]:
     if not isinstance(req.get("stream", False), bool | None):
         raise invalid("json: cannot unmarshal into field ChatCompletionRequest.stream of type bool")
     return req
+
+
+def route_of(path: str) -> str:
+    """A request path without its query."""
+    return path.split("?", 1)[0]
+
+
+def wants_stream(body: bytes) -> bool:
+    """Whether a chat body asks for a stream (decided before the body is validated)."""
+    try:
+        return json.loads(body).get("stream") is True
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return False
