@@ -1,7 +1,7 @@
 """The simulator's API and shared state: Ollama on 127.0.0.1, with knobs.
 
-A real HTTP/1.1 server (:mod:`.handler`) (keep-alive, chunked SSE) so clients are tested over real sockets.
-Each connection gets a thread; shared state (recorded requests, fault draws, statistics) sits
+A real HTTP/1.1 server (:mod:`.handler`: keep-alive, chunked SSE) so clients are tested over
+real sockets. Each connection gets a thread; shared state (recorded requests, fault draws, statistics) sits
 behind one lock, and nothing sleeps unless a knob (latency, stall) asks for it.
 """
 
