@@ -29,6 +29,13 @@ class SimulatorConfig:
     echo_prefill: bool = False
     omit_usage: bool = False
     context_window: int | None = None
+    """The runtime context the OpenAI endpoint runs models with (``OLLAMA_CONTEXT_LENGTH``);
+    None: the model's whole ``model_context_length``."""
+    model_context_length: int = 262_144
+    """The context the model was trained for (``/api/show``); ``num_ctx`` is capped at it."""
+    preloaded: bool = False
+    """Models count as loaded from the start (``/api/ps`` lists them); otherwise a model is
+    loaded by its first chat request, with the context that request runs with."""
     context_overflow: str = "clip"
     """A prompt over ``context_window``: ``clip`` keeps its last tokens silently (Ollama);
     the others refuse it with llama.cpp's error, as a 400 when not streaming and, streaming,

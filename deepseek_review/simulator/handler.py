@@ -12,7 +12,7 @@ from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from deepseek_review.options import default
-from deepseek_review.simulator import wire
+from deepseek_review.simulator import native, wire
 from deepseek_review.simulator.answer import Plan, plan_completion, prompt_token_estimate
 from deepseek_review.simulator.config import (
     CHAT_PATH,
@@ -96,7 +96,8 @@ class Handler(Writer):
         cfg = sim.config
         headers = {name.lower(): value for name, value in self.headers.items()}
         route = route_of(self.path)
-        chat = self.command == "POST" and route == CHAT_PATH
+        native_chat = self.command == "POST" and route == native.NATIVE_CHAT_PATH
+        chat = (self.command == "POST" and route == CHAT_PATH) or native_chat
         body, req, reject = b"", None, None
         try:
             body = self._read_body(cfg.max_body_bytes)
@@ -106,7 +107,10 @@ class Handler(Writer):
                 and headers.get("authorization") != f"Bearer {cfg.api_key}"
             ):
                 raise Reject(401, {"error": "unauthorized"})
-            if chat:
+            if native_chat:
+                req = native.parse(body)
+                native.validate_chat(cfg, req)
+            elif chat:
                 req = validate_chat(body)
                 if cfg.models is not None and req["model"] not in cfg.models:
                     message = f'model "{req["model"]}" not found, try pulling it first'
@@ -124,12 +128,12 @@ class Handler(Writer):
         if reject is not None:
             self._send_json(reject.status, reject.body, reject.headers)
         elif req is not None:
-            self._chat(sim, cfg, req, fault, seq)
+            self._chat(sim, cfg, req, fault, seq, native_chat)
         else:
-            self._other(sim, cfg, route)
+            self._other(sim, cfg, route, body)
         return fault, status
 
-    def _other(self, sim: Simulator, cfg: SimulatorConfig, route: str) -> None:
+    def _other(self, sim: Simulator, cfg: SimulatorConfig, route: str, body: bytes) -> None:
         if self.command == "GET" and route == "/v1/models":
             names = sorted(cfg.models) if cfg.models is not None else [DEFAULT_MODEL]
             data = [
@@ -138,6 +142,14 @@ class Handler(Writer):
             self._send_json(200, {"object": "list", "data": data})
         elif self.command == "GET" and route == "/api/version":
             self._send_json(200, {"version": "0.33.0-sim"})
+        elif self.command == "POST" and route == native.SHOW_PATH:
+            try:
+                model = native.check_model(cfg, native.parse(body).get("model"))
+            except Reject as exc:
+                return self._send_json(exc.status, exc.body)
+            self._send_json(200, native.show(cfg, model))
+        elif self.command == "GET" and route == native.PS_PATH:
+            self._send_json(200, native.ps(sim.loaded()))
         elif self.command == "GET" and route == "/_sim/stats":
             self._send_json(200, sim.stats())
         else:
@@ -151,6 +163,7 @@ class Handler(Writer):
         req: dict[str, Any],
         fault: str | None,
         seq: int,
+        native_chat: bool = False,
     ) -> None:
         if fault == "reset":
             return self._reset()
@@ -170,25 +183,33 @@ class Handler(Writer):
             if not sim._sleep(cfg.stall_seconds):
                 return self._reset()
             fault = None
-        overflow = _overflow(cfg, req)
+        overflow = None if native_chat else _overflow(cfg, req)
         if overflow:  # streaming (a 400 otherwise): refused in the stream, as the server would
             events = wire.overflow_events(cfg.context_overflow, overflow)
             return self._stream(sim._sleep, 0.0, events, complete=True)
+        options = (req.get("options") or {}) if native_chat else {}
+        context = min(options.get("num_ctx") or sim.default_context(), cfg.model_context_length)
+        max_tokens = options.get("num_predict") if native_chat else req.get("max_tokens")
+        thinks = req.get("think") is not False if native_chat else True
         plan = plan_completion(
             req["messages"],
-            max_tokens=req.get("max_tokens"),
+            max_tokens=max_tokens if max_tokens is None or max_tokens >= 0 else None,
             answer_words=cfg.answer_words,
-            reasoning_words=cfg.reasoning_words,
+            reasoning_words=cfg.reasoning_words if thinks else 0,
             echo_prefill=cfg.echo_prefill,
-            context_window=cfg.context_window,
+            context_window=context if native_chat else cfg.context_window,
             end_token=cfg.end_token,
             directive_restarts=cfg.directive_restarts,
         )
+        loaded_before = sim.load(req["model"], context)
         slot = sim._slot()
         if slot is not None and not sim._acquire(slot):
             return self._reset()
         try:
-            self._generate(sim, cfg, req, plan, fault, f"chatcmpl-{seq % 999}")
+            if native_chat:
+                self._native(sim, cfg, req, plan, fault, loaded_before)
+            else:
+                self._generate(sim, cfg, req, plan, fault, f"chatcmpl-{seq % 999}")
         finally:
             if slot is not None:
                 slot.release()
@@ -243,3 +264,34 @@ class Handler(Writer):
             events = events[: len(unfinished) // 2]
             self.close_connection = True
         self._stream(sim._sleep, cfg.latency, events, complete=fault != "cut-stream")
+
+    def _native(
+        self,
+        sim: Simulator,
+        cfg: SimulatorConfig,
+        req: dict[str, Any],
+        plan: Plan,
+        fault: str | None,
+        loaded_before: bool,
+    ) -> None:
+        """Answer ``/api/chat``: NDJSON lines when streaming (the default), else one object."""
+        model = req["model"]
+        if req.get("stream", True) is not True or fault == "huge":
+            if not sim._sleep(cfg.latency):
+                return self._reset()
+            body = native.reply(plan, model, loaded_before=loaded_before)
+            if fault is not None:
+                native.mutate(body, fault)
+            data = wire.dumps(body) + b"\n"
+            if fault in ("malformed", "cut-stream"):
+                return self._send(200, data[: len(data) // 2])
+            return self._send_huge(data) if fault == "huge" else self._send(200, data)
+        events = native.lines(plan, model, loaded_before=loaded_before, fault=fault)
+        if fault == "malformed":
+            events = [b'{"model":\n']
+            self.close_connection = True
+        elif fault == "cut-stream":
+            events = events[: (len(events) - 1) // 2]
+            self.close_connection = True
+        complete = fault != "cut-stream"
+        self._stream(sim._sleep, cfg.latency, events, complete, ctype=native.NDJSON)

@@ -1,8 +1,9 @@
 """The simulator's API and shared state: Ollama on 127.0.0.1, with knobs.
 
 A real HTTP/1.1 server (:mod:`.handler`: keep-alive, chunked SSE) so clients are tested over
-real sockets. Each connection gets a thread; shared state (recorded requests, fault draws, statistics) sits
-behind one lock, and nothing sleeps unless a knob (latency, stall) asks for it.
+real sockets. Each connection gets a thread; shared state (recorded requests, fault draws,
+statistics, loaded models) sits behind one lock, and nothing sleeps unless a knob (latency,
+stall) asks for it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from deepseek_review.simulator.config import (
     wants_stream,
 )
 from deepseek_review.simulator.handler import DEFAULT_MODEL, Server
+from deepseek_review.simulator.native import NATIVE_CHAT_PATH
 from deepseek_review.simulator.wire import ALL_FAULTS
 
 __all__ = ["CHAT_PATH", "DEFAULT_MODEL", "Simulator"]
+_CHATS = (CHAT_PATH, NATIVE_CHAT_PATH)
 
 
 class Simulator:
@@ -49,6 +52,7 @@ class Simulator:
         self._chat_count = 0
         self._fault_counts: collections.Counter[str] = collections.Counter()
         self._slots: tuple[int, threading.Semaphore | None] = (0, None)
+        self._loaded: dict[str, int] = {}
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._server: Server | None = None
@@ -104,11 +108,9 @@ class Simulator:
         return self.base_url + CHAT_PATH
 
     def chat_requests(self) -> list[RecordedRequest]:
-        """The recorded ``POST /v1/chat/completions`` requests, in arrival order."""
+        """The recorded chat requests (``/v1/chat/completions`` and ``/api/chat``), in order."""
         with self._lock:
-            return [
-                r for r in self.requests if r.method == "POST" and route_of(r.path) == CHAT_PATH
-            ]
+            return [r for r in self.requests if r.method == "POST" and route_of(r.path) in _CHATS]
 
     def script_faults(self, kinds: list[str | None]) -> None:
         """Queue faults for the next valid chat requests, ahead of any random draw."""
@@ -122,6 +124,7 @@ class Simulator:
         """Forget recorded requests, scripted faults and statistics; re-seed fault draws."""
         with self._lock:
             self.requests.clear()
+            self._loaded.clear()
             self._script.clear()
             self._chat_count = 0
             self._fault_counts.clear()
@@ -132,6 +135,28 @@ class Simulator:
         """What ``GET /_sim/stats`` reports."""
         with self._lock:
             return {"chat_requests": self._chat_count, "faults": dict(self._fault_counts)}
+
+    def default_context(self) -> int:
+        """The context a model runs with when the request does not set ``num_ctx``."""
+        cfg = self.config
+        return cfg.context_window or cfg.model_context_length
+
+    def loaded(self) -> dict[str, int]:
+        """What ``/api/ps`` lists: each loaded model and its runtime context."""
+        with self._lock:
+            if self.config.preloaded:
+                names = sorted(self.config.models or {DEFAULT_MODEL})
+                return {name: self.default_context() for name in names} | self._loaded
+            return dict(self._loaded)
+
+    def load(self, model: str, context: int) -> bool:
+        """A chat request runs ``model`` with ``context``; True when it was loaded so already."""
+        with self._lock:
+            before = self._loaded.get(model)
+            if before is None and self.config.preloaded:
+                before = self.default_context()
+            self._loaded[model] = context
+            return before == context
 
     # -- internals used by the handler -------------------------------------------------
 
