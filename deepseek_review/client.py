@@ -25,8 +25,11 @@ ever placed in the ``Authorization`` header and is scrubbed from every message.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 
@@ -39,6 +42,8 @@ from .retry import Retryable, Throttle, parse_retry_after
 from .serverhints import Advice
 from .transport import make_http_client, request_headers
 
+#: Asks one path of the endpoint's origin (a POST when given a body): its JSON, or None.
+SideAsk = Callable[..., object]
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: One answer's body, decoded (decompressed), streamed or not: a streamed answer costs about
 #: 200 bytes per chunk, so this still holds some 150,000 streamed tokens.
@@ -82,6 +87,11 @@ class ChatClient:
         self.throttle = throttle or Throttle()
         self._own_http = http is None
         self._http = http or make_http_client(self.timeouts, https=url.startswith("https:"))
+        #: What side requests learned about this endpoint (Ollama's ``/api/show``), kept for
+        #: the client's life: one review, or one endpoint of a batch.
+        self.learned: dict[tuple[str, ...], object] = {}
+        #: Held while side requests fill :attr:`learned`: the other jobs of a batch wait.
+        self.learning = threading.Lock()
 
     def close(self) -> None:
         if self._own_http:
@@ -137,6 +147,34 @@ class ChatClient:
             suffix = f" (after {attempts} attempt{'s' if attempts != 1 else ''})"
             raise type(final)(final.message + suffix, hint=final.hint) from None
         raise AssertionError("unreachable: tenacity returned without an outcome")
+
+    @contextlib.contextmanager
+    def side_requests(self, timeout: float = 5.0) -> Iterator[SideAsk]:
+        """Ask paths (``/api/version``) of this endpoint's own origin: each answer's JSON on a
+        200, else None (refused, 404, not JSON, too big). A GET, or a POST of a body; the key
+        goes with them as with chat requests, since the origin is the chat URL's. Their own
+        client, closed at the end: a side request is neither a chat attempt nor a slot's."""
+        headers = request_headers(False, self._key)
+        base = httpx.URL(self.url)
+        with make_http_client(self.timeouts, https=base.scheme == "https") as side:
+
+            def ask(path: str, body: object = None) -> object:
+                url = base.copy_with(path=path, query=None, fragment=None)
+                data = None if body is None else json.dumps(body).encode("utf-8")
+                method = "GET" if data is None else "POST"
+                try:
+                    with (
+                        deadline.within(timeout),
+                        side.stream(method, url, headers=headers, content=data) as r,
+                    ):
+                        if r.status_code != 200:
+                            return None
+                        raw = bodyread.read_body(r, MAX_ERROR_BODY_BYTES)
+                    return safejson.loads(raw, what=path, max_bytes=MAX_ERROR_BODY_BYTES)
+                except (httpx.HTTPError, bodyread.BodyError, ValueError, OSError):
+                    return None
+
+            yield ask
 
     # ------------------------------------------------------------------ one attempt
 

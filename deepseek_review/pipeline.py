@@ -22,6 +22,7 @@ from .client import ChatClient
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, PromptTruncated
+from .ollama.fit import preflight
 from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
 from .records.naming import check_topic, longest_name
@@ -528,6 +529,14 @@ def send_review(
 ) -> ReviewResult:
     """Send a planned review, write its segments, and continue it while it is cut off."""
     o = plan.options
+    preflight(
+        client,
+        server=o.continuation.server,
+        model=o.model,
+        estimate=plan.token_estimate,
+        max_tokens=o.max_tokens,
+        allow=o.allow_truncated_prompt,
+    )
     completion = client.complete(
         plan.prepared.body_bytes, model=o.model, stream=o.stream, progress=progress
     )
