@@ -57,6 +57,7 @@ SERVER_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "deepseek": ({}, {"prefix": True}),
 }
 CONTINUATION_STYLES = ("prefill", "directive")
+REASONING_LEVELS = ("none", "low", "medium", "high", "max")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
 
@@ -259,6 +260,10 @@ _TABLE: tuple[Option, ...] = (
            "Server kind, for the fields that make it continue a prefill: "
            + ", ".join(SERVER_PRESETS), _REVIEW | _SETTING | _CONT,
            check=OneOf(tuple(SERVER_PRESETS)), review=True),
+    Option("reasoning", "str", None,
+           "Reasoning: none, low, medium, high or max, sent as the --server kind reads it",
+           _REVIEW | _SETTING, default_text="the model's", check=OneOf(REASONING_LEVELS),
+           review=True),
     Option("continuation_extra_body", "json", {},
            "Extra JSON body fields for continuation requests only", _REVIEW | _CONT, review=True),
     Option("context_window", "int", None, "The model's context window; warn before sending more",

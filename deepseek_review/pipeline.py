@@ -23,6 +23,7 @@ from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gath
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, PromptTruncated
 from .ollama.fit import preflight
+from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
 from .records.naming import check_topic, longest_name
@@ -97,6 +98,7 @@ class ReviewOptions:
     context_window: int | None = default("context_window")
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
     allow_secrets: bool = default("allow_secrets")
+    reasoning: str | None = default("reasoning")
     endpoint: str | None = default("endpoint")
     endpoint_named_by: str | None = None
     """The repository file (config, manifest) that chose ``endpoint``; None when the operator
@@ -118,7 +120,9 @@ class ReviewOptions:
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             stream=self.stream,
-            extra_body=dict(self.extra_body),
+            extra_body=dict(
+                with_reasoning(self.extra_body, self.continuation.server, self.reasoning)
+            ),
         )
 
 
@@ -536,6 +540,7 @@ def send_review(
         estimate=plan.token_estimate,
         max_tokens=o.max_tokens,
         allow=o.allow_truncated_prompt,
+        reasoning=o.reasoning,
     )
     completion = client.complete(
         plan.prepared.body_bytes, model=o.model, stream=o.stream, progress=progress

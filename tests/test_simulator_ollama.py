@@ -97,3 +97,15 @@ def test_native_think_false_turns_a_thinking_models_reasoning_off(make_simulator
     base = {"model": "m", "messages": MESSAGES, "stream": False}
     assert post(sim, "/api/chat", base).json()["message"]["thinking"]
     assert "thinking" not in post(sim, "/api/chat", {**base, "think": False}).json()["message"]
+
+
+def test_openai_reasoning_effort_on_a_model_without_thinking_is_refused(
+    make_simulator: MakeSim,
+) -> None:
+    sim = make_simulator()
+    body = {"model": "m", "messages": MESSAGES, "reasoning_effort": "high"}
+    resp = post(sim, "/v1/chat/completions", body)
+    assert resp.status_code == 400
+    assert resp.json()["error"]["message"] == '"m" does not support thinking'
+    body["reasoning_effort"] = "none"
+    assert post(sim, "/v1/chat/completions", body).status_code == 200

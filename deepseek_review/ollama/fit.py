@@ -16,7 +16,7 @@ import logging
 
 from ..client import ChatClient
 from ..endpoint import safe_url
-from ..errors import PromptDoesNotFit
+from ..errors import ConfigError, PromptDoesNotFit
 from ..options import name_of
 from . import probe
 
@@ -38,10 +38,18 @@ def step_for(tokens: int) -> int:
 
 
 def preflight(
-    client: ChatClient, *, server: str, model: str, estimate: int, max_tokens: int, allow: bool
+    client: ChatClient,
+    *,
+    server: str,
+    model: str,
+    estimate: int,
+    max_tokens: int,
+    allow: bool,
+    reasoning: str | None = None,
 ) -> None:
     """Ask an Ollama server what context ``model`` runs with; raise :class:`PromptDoesNotFit`
-    when the prompt and the answer's cap would not fit (unless ``allow``: then warn)."""
+    when the prompt and the answer's cap would not fit (unless ``allow``: then warn), and a
+    :class:`ConfigError` for a ``reasoning`` level the model cannot think at."""
     if server != "ollama":
         return
     if probe.is_cloud(client.url):
@@ -55,6 +63,14 @@ def preflight(
     facts = probe.model_facts(client, model)
     if facts is None:
         return
+    thinks = "thinking" in facts.capabilities or not facts.capabilities
+    if reasoning not in (None, "none") and not thinks:
+        listed = ", ".join(sorted(facts.capabilities))
+        raise ConfigError(
+            f"{name_of('reasoning')} {reasoning}: {safe_url(client.url)} says {model} does "
+            f"not think (/api/show capabilities: {listed}); nothing was sent",
+            hint=f"use {name_of('reasoning')} none, or leave it unset",
+        )
     need = estimate + max_tokens
     known = facts.context
     if known is None:  # the check after the answer (exit 7) still catches a clipped prompt

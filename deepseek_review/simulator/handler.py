@@ -56,6 +56,19 @@ def _overflow(cfg: SimulatorConfig, req: dict[str, Any]) -> dict[str, Any] | Non
     return wire.context_error(tokens, cfg.context_window) if tokens > cfg.context_window else None
 
 
+def _check_effort(cfg: SimulatorConfig, req: dict[str, Any]) -> None:
+    """Ollama's 400s for ``reasoning_effort``: a value it does not know, or thinking asked
+    of a model that has none."""
+    effort = req.get("reasoning_effort")
+    if effort is None or effort == "":
+        return
+    if effort not in wire.REASONING_EFFORTS:
+        raise Reject(400, wire.error_body(400, f"invalid reasoning value: {effort!r}"))
+    if effort != "none" and "thinking" not in native.capabilities(cfg):
+        message = f'"{req["model"]}" does not support thinking'
+        raise Reject(400, wire.error_body(400, message))
+
+
 class Handler(Writer):
     server: Server
 
@@ -112,6 +125,7 @@ class Handler(Writer):
                 native.validate_chat(cfg, req)
             elif chat:
                 req = validate_chat(body)
+                _check_effort(cfg, req)
                 if cfg.models is not None and req["model"] not in cfg.models:
                     message = f'model "{req["model"]}" not found, try pulling it first'
                     raise Reject(404, wire.error_body(404, message))
@@ -190,7 +204,7 @@ class Handler(Writer):
         options = (req.get("options") or {}) if native_chat else {}
         context = min(options.get("num_ctx") or sim.default_context(), cfg.model_context_length)
         max_tokens = options.get("num_predict") if native_chat else req.get("max_tokens")
-        thinks = req.get("think") is not False if native_chat else True
+        thinks = req.get("think") is not False if native_chat else wire.thinks(req)
         plan = plan_completion(
             req["messages"],
             max_tokens=max_tokens if max_tokens is None or max_tokens >= 0 else None,

@@ -220,3 +220,20 @@ def sse(chunk: dict[str, Any]) -> bytes:
 
 SSE_DONE = b"data: [DONE]\n\n"
 SSE_GARBAGE = b'data: {"id":\n\n'
+
+
+#: ``reasoning_effort`` values Ollama's OpenAI endpoint takes (0.32.11+).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "max", "xhigh", "ultra")
+
+
+def thinks(req: dict[str, Any]) -> bool:
+    """Whether a chat request leaves thinking on, by each server's switch: Ollama's and
+    vLLM's ``reasoning_effort: none``, a chat template's ``enable_thinking: false``
+    (vLLM, llama.cpp), DeepSeek's ``thinking: {"type": "disabled"}``."""
+    kwargs = req.get("chat_template_kwargs")
+    thinking = req.get("thinking")
+    return not (
+        req.get("reasoning_effort") == "none"
+        or (isinstance(kwargs, dict) and kwargs.get("enable_thinking") is False)
+        or (isinstance(thinking, dict) and thinking.get("type") == "disabled")
+    )
