@@ -141,6 +141,7 @@ class ChatClient:
                         model=result.model,
                         attempts=attempts,
                         elapsed=time.monotonic() - started,
+                        usage_details=result.usage_details,
                     )
         except Retryable as exc:
             final = exc.final

@@ -18,6 +18,7 @@ from typing import Any
 from .errors import InputError
 from .records.receipt import PRIMARY, fast_valid
 from .repo import resolve_inside
+from .usagestats import Extra, record_of
 from .verification import DEFAULT_FOLDER, discover, parse_receipt
 
 _TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -32,6 +33,8 @@ class Tally:
     total_tokens: int = 0
     without_usage: int = 0
     """Segments whose server reported no usage: their tokens are unknown."""
+    extra: Extra = field(default_factory=Extra)
+    """What the request records add (:mod:`.usagestats`)."""
 
     @property
     def usage_known(self) -> bool:
@@ -56,6 +59,7 @@ class Tally:
             "segments": self.segments,
             "segments_without_usage": self.without_usage,
             **{k: getattr(self, k) if self.usage_known else None for k in _TOKEN_KEYS},
+            **self.extra.to_json(),
         }
 
 
@@ -99,6 +103,7 @@ def collect_stats(
             stats.invalid.append(rel)
             continue
         model, month = data["model"], data["created_at"][:7]
+        record = record_of(root, rel)
         for tally in (
             stats.total,
             stats.by_model[model],
@@ -106,4 +111,5 @@ def collect_stats(
             stats.by_model_month[(model, month)],
         ):
             tally.add(data)
+            tally.extra.add(record, data["usage"]["completion_tokens"])
     return stats

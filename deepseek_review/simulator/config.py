@@ -28,6 +28,8 @@ class SimulatorConfig:
     reasoning_words: int = 0
     echo_prefill: bool = False
     omit_usage: bool = False
+    usage_details: bool = False
+    """Usage as DeepSeek's API reports it: prompt-cache hits and misses, reasoning tokens."""
     context_window: int | None = None
     """The runtime context the OpenAI endpoint runs models with (``OLLAMA_CONTEXT_LENGTH``);
     None: the model's whole ``model_context_length``."""

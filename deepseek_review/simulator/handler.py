@@ -244,7 +244,12 @@ class Handler(Writer):
                 return self._reset()
             with_usage = not cfg.omit_usage
             body = wire.completion(
-                plan, model=model, ident=ident, with_usage=with_usage, fault=fault
+                plan,
+                model=model,
+                ident=ident,
+                with_usage=with_usage,
+                fault=fault,
+                details=cfg.usage_details,
             )
             data = wire.dumps(body) + b"\n"
             if fault in ("malformed", "cut-stream"):
@@ -263,6 +268,7 @@ class Handler(Writer):
             legacy=cfg.legacy_stream,
             llama=cfg.llama_stream,
             include_usage=include_usage,
+            details=cfg.usage_details,
         )
         if fault is not None:
             for chunk in chunks:
