@@ -77,6 +77,8 @@ def usage(raw: Any) -> Usage | None:
     return Usage(prompt, completion, total)
 
 
+#: Ollama's durations (nanoseconds; the native API's, :mod:`.ollama.native`).
+_DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 #: Counts servers report beyond the receipt's three, under the names the request record uses.
 USAGE_DETAILS = ("reasoning_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens")
 
@@ -101,7 +103,7 @@ def usage_details(raw: Any) -> dict[str, int]:
         hit = found["prompt_cache_hit_tokens"]
         both = isinstance(hit, int) and isinstance(prompt, int)
         found["prompt_cache_miss_tokens"] = prompt - hit if both else None
-    for name in ("prompt_cache_hit_tokens", "prompt_cache_miss_tokens"):
+    for name in ("prompt_cache_hit_tokens", "prompt_cache_miss_tokens", *_DURATIONS):
         if name in raw:
             found[name] = raw[name]
     return {

@@ -38,6 +38,7 @@ from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .endpoint import is_loopback_host, safe_url
 from .errorbody import error_body, error_message, error_parts, one_line
 from .errors import BadResponse, ServerError
+from .ollama import native
 from .retry import Retryable, Throttle, parse_retry_after
 from .serverhints import Advice
 from .transport import make_http_client, request_headers
@@ -74,6 +75,8 @@ class ChatClient:
         advice: Advice | None = None,
     ) -> None:
         self.url = url
+        self.native = native.is_native(url)
+        """Ollama's ``/api/chat``: NDJSON answers (:mod:`.ollama.native`)."""
         self._key = api_key
         self.advice = advice or Advice()
         """What the hints say depends on: the server kind, the endpoint's source, the key's
@@ -195,7 +198,7 @@ class ChatClient:
                     self._raise_status(resp, model)
                 answered = True
                 ctype = resp.headers.get("content-type", "")
-                if stream and "text/event-stream" in ctype:
+                if stream and (self.native or "text/event-stream" in ctype):
                     return self._read_stream(resp, progress, t0, model)
                 return self._read_json(resp, model)
         except httpx.TimeoutException as exc:
@@ -319,7 +322,7 @@ class ChatClient:
             where = f"{self.url} answered 200 with an error"
             raise self._reported(raw[:MAX_ERROR_BODY_BYTES], where, model)
         try:
-            return chatwire.completion_from_json(data)
+            return chatwire.completion_from_json(native.as_openai(data) if self.native else data)
         except ValueError as exc:
             why = one_line(self._scrub(str(exc)))
             raise Retryable(BadResponse(f"{self.url}: unusable answer: {why}")) from None
@@ -370,8 +373,9 @@ class ChatClient:
             def on_data(pieces: int) -> None:
                 report(pieces, time.monotonic() - t0)
 
+        read = native.read_lines if self.native else chatwire.read_events
         try:
-            chatwire.read_events(st, lines, max_line_bytes=self.max_line_bytes, on_data=on_data)
+            read(st, lines, max_line_bytes=self.max_line_bytes, on_data=on_data)
         except chatwire.ReportedError as exc:
             where = f"{self.url} sent an error in its stream"
             raise self._reported(exc.raw, where, model) from None

@@ -54,6 +54,7 @@ REVIEW_FIELDS = {
     "continuation_max_tokens": "continuation.max_tokens",
     "server": "continuation.server",
     "reasoning": "reasoning",
+    "api": "api",
     "continuation_extra_body": "continuation.extra_body",
     "max_attempts": "retry.max_attempts",
     "retry_wait": "retry.backoff_initial",

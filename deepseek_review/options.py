@@ -58,6 +58,7 @@ SERVER_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 CONTINUATION_STYLES = ("prefill", "directive")
 REASONING_LEVELS = ("none", "low", "medium", "high", "max")
+CHAT_APIS = ("openai", "ollama")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
 
@@ -260,6 +261,9 @@ _TABLE: tuple[Option, ...] = (
            "Server kind, for the fields that make it continue a prefill: "
            + ", ".join(SERVER_PRESETS), _REVIEW | _SETTING | _CONT,
            check=OneOf(tuple(SERVER_PRESETS)), review=True),
+    Option("api", "str", "openai",
+           "openai (/v1/chat/completions) or ollama (Ollama's /api/chat, with num_ctx sized "
+           "to the request)", _REVIEW | _SETTING, check=OneOf(CHAT_APIS), review=True),
     Option("reasoning", "str", None,
            "Reasoning: none, low, medium, high or max, sent as the --server kind reads it",
            _REVIEW | _SETTING, default_text="the model's", check=OneOf(REASONING_LEVELS),

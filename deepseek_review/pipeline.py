@@ -23,6 +23,7 @@ from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gath
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, PromptTruncated
 from .ollama.fit import preflight
+from .ollama.native import native_endpoint
 from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
@@ -99,6 +100,7 @@ class ReviewOptions:
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
     allow_secrets: bool = default("allow_secrets")
     reasoning: str | None = default("reasoning")
+    api: str = default("api")
     endpoint: str | None = default("endpoint")
     endpoint_named_by: str | None = None
     """The repository file (config, manifest) that chose ``endpoint``; None when the operator
@@ -121,8 +123,9 @@ class ReviewOptions:
             max_tokens=self.max_tokens,
             stream=self.stream,
             extra_body=dict(
-                with_reasoning(self.extra_body, self.continuation.server, self.reasoning)
+                with_reasoning(self.extra_body, self.continuation.server, self.reasoning, self.api)
             ),
+            api=self.api,
         )
 
 
@@ -230,6 +233,7 @@ def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOp
         max_tokens=options.max_tokens or body.max_tokens,
         stream=body.stream,
         extra_body={**body.extra_body, **preset, **options.extra_body},
+        api=body.api,
     )
 
 
@@ -259,6 +263,7 @@ def plan_review(
         operator=options.operator_endpoints,
         what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
     )
+    endpoint = native_endpoint(endpoint, options.api)
     root = find_repo_root(options.repo_root)
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)

@@ -13,12 +13,16 @@ reasoning reserve of a thinking model. Servers that are not Ollama, or declared 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-from ..client import ChatClient
 from ..endpoint import safe_url
 from ..errors import ConfigError, PromptDoesNotFit
 from ..options import name_of
 from . import probe
+
+if TYPE_CHECKING:
+    from ..client import ChatClient
 
 log = logging.getLogger("deepseek_review")
 
@@ -72,7 +76,12 @@ def preflight(
             hint=f"use {name_of('reasoning')} none, or leave it unset",
         )
     need = estimate + max_tokens
-    known = facts.context
+    native = urlsplit(client.url).path == probe.NATIVE_CHAT_PATH
+    if native:  # the request asks for the context it needs, up to what the model was trained for
+        trained = facts.trained_context
+        known = None if trained is None else (trained, "/api/show, the model's trained context")
+    else:
+        known = facts.context
     if known is None:  # the check after the answer (exit 7) still catches a clipped prompt
         if need > SMALLEST_DEFAULT:
             log.debug(
@@ -107,7 +116,7 @@ def _fix(need: int, trained: int | None) -> str:
         )
     size = step_for(need) if trained is None else min(step_for(need), trained)
     return (
-        f"restart the server with OLLAMA_CONTEXT_LENGTH={size} ollama serve, or create a "
-        f"Modelfile alias with PARAMETER num_ctx {size}, or lower {name_of('max_tokens')}; "
-        f"{anyway}"
+        f"use {name_of('api')} ollama (its num_ctx is sized to each request), or restart the "
+        f"server with OLLAMA_CONTEXT_LENGTH={size} ollama serve, or create a Modelfile alias "
+        f"with PARAMETER num_ctx {size}, or lower {name_of('max_tokens')}; {anyway}"
     )

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..client import ChatClient
+if TYPE_CHECKING:
+    from ..client import ChatClient
+
 
 #: The chat URL of an Ollama server's OpenAI endpoint; its origin serves the native API.
 OPENAI_CHAT_PATH = "/v1/chat/completions"
+NATIVE_CHAT_PATH = "/api/chat"
 CLOUD_HOST = "ollama.com"
 _NUM_CTX = re.compile(r"^num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
@@ -50,7 +53,7 @@ def probed_origin(url: str) -> bool:
     """Whether ``url`` is an Ollama-shaped chat URL whose origin may be asked (not the cloud,
     which runs every model at its full context and has nothing to check)."""
     parts = urlsplit(url)
-    return parts.path == OPENAI_CHAT_PATH and not is_cloud(url)
+    return parts.path in (OPENAI_CHAT_PATH, NATIVE_CHAT_PATH) and not is_cloud(url)
 
 
 def is_cloud(url: str) -> bool:

@@ -7,6 +7,8 @@
 - vLLM: ``reasoning_effort`` for models with levels (up to ``high``); ``none`` is the chat
   template's ``enable_thinking: false`` (Qwen3-style templates).
 - llama.cpp: only the chat template's ``enable_thinking`` switch: any level turns it on.
+- Ollama's native API (``--api ollama``): ``think`` true or false (the level names some
+  models take, gpt-oss's, are not sent: a model that has no levels would refuse them).
 """
 
 from __future__ import annotations
@@ -35,13 +37,13 @@ def fields(server: str, level: str) -> dict[str, Any]:
 
 
 def with_reasoning(
-    extra_body: Mapping[str, Any], server: str, level: str | None
+    extra_body: Mapping[str, Any], server: str, level: str | None, api: str = "openai"
 ) -> Mapping[str, Any]:
     """``extra_body`` plus the fields of ``level`` (None: nothing is added); an extra body
     that sets one of them too is refused rather than silently overridden."""
     if level is None:
         return extra_body
-    added = fields(server, level)
+    added = {"think": level != "none"} if api == "ollama" else fields(server, level)
     clash = sorted(set(added) & set(extra_body))
     if clash:
         raise ConfigError(
