@@ -16,6 +16,8 @@ from deepseek_review.resources import schema_path
 from deepseek_review.simulator import full_answer
 from tests.conftest import run_review
 
+pytestmark = pytest.mark.usefixtures("both_apis")
+
 SCHEMA = json.loads(schema_path().read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
 

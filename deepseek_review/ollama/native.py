@@ -98,16 +98,14 @@ def as_openai(obj: Any) -> Any:
     message = obj.get("message")
     delta: dict[str, Any] = {}
     if isinstance(message, dict):
-        delta = {k: v for k, v in message.items() if k not in ("thinking", "role")}
-        if message.get("thinking"):
-            delta["reasoning"] = message["thinking"]
+        # Thinking is read as ``reasoning`` (and recorded so in ``message_keys``).
+        delta = {"reasoning" if k == "thinking" else k: v for k, v in message.items()}
     done = obj.get("done") is True
-    out: dict[str, Any] = {
-        "model": obj.get("model"),
-        "choices": [{"message": delta, "delta": delta, "finish_reason": None}],
-    }
-    if done:
-        out["choices"][0]["finish_reason"] = obj.get("done_reason") or "stop"
+    choice = {"message": delta, "delta": delta, "finish_reason": None}
+    # No message at all: no choice (an answer without one is unusable, as in OpenAI's shape).
+    out: dict[str, Any] = {"model": obj.get("model"), "choices": [choice] if message else []}
+    if done and message:
+        choice["finish_reason"] = obj.get("done_reason") or "stop"
         if "prompt_eval_count" in obj or "eval_count" in obj:
             prompt, completion = obj.get("prompt_eval_count", 0), obj.get("eval_count", 0)
             usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
