@@ -260,11 +260,15 @@ def stats(
 ) -> Stats:
     """Reviews, segments and tokens per model and month, from the receipts under ``paths``
     (none: the configured output folder) (``deepseek-review stats``)."""
+    from .config import resolve
+    from .ollama.pricing import parse
     from .repo import find_repo_root
     from .stats import collect_stats
 
     root = find_repo_root(repo_root)
-    return collect_stats(root, list(paths), default_folder=_default_folder(root, (), env))
+    prices = parse(resolve(root, env=env)["prices"])
+    folder = _default_folder(root, (), env)
+    return collect_stats(root, list(paths), default_folder=folder, prices=prices)
 
 
 def findings(

@@ -264,6 +264,10 @@ _TABLE: tuple[Option, ...] = (
     Option("api", "str", "openai",
            "openai (/v1/chat/completions) or ollama (Ollama's /api/chat, with num_ctx sized "
            "to the request)", _REVIEW | _SETTING, check=OneOf(CHAT_APIS), review=True),
+    Option("prices", "json", {},
+           "Prices per million tokens by model (or model@host), for stats: "
+           "{\"deepseek-v4-flash\": {\"input\": 0.14, \"cache_hit\": 0.028, \"output\": 0.28}}",
+           _SETTING),
     Option("reasoning", "str", None,
            "Reasoning: none, low, medium, high or max, sent as the --server kind reads it",
            _REVIEW | _SETTING, default_text="the model's", check=OneOf(REASONING_LEVELS),

@@ -10,15 +10,16 @@ unknown, not 0, and it is counted in ``segments_without_usage`` instead.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .ollama.pricing import Price, price_of
 from .records.receipt import PRIMARY, fast_valid
 from .repo import resolve_inside
-from .usagestats import Extra, record_of
+from .usagestats import Extra, cache_hits, record_of
 from .verification import DEFAULT_FOLDER, discover, parse_receipt
 
 _TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -86,9 +87,13 @@ class Stats:
 
 
 def collect_stats(
-    root: Path, paths: Sequence[str] = (), default_folder: str = DEFAULT_FOLDER
+    root: Path,
+    paths: Sequence[str] = (),
+    default_folder: str = DEFAULT_FOLDER,
+    prices: Mapping[str, Price] | None = None,
 ) -> Stats:
-    """Tally every valid receipt under ``paths`` (default: the output folder)."""
+    """Tally every valid receipt under ``paths`` (default: the output folder); with
+    ``prices``, what the segments cost."""
     receipts = discover(root, paths, default_folder).receipts
     stats = Stats()
     for rel in receipts:
@@ -104,6 +109,7 @@ def collect_stats(
             continue
         model, month = data["model"], data["created_at"][:7]
         record = record_of(root, rel)
+        price = price_of(prices or {}, model, data["endpoint"])
         for tally in (
             stats.total,
             stats.by_model[model],
@@ -112,4 +118,5 @@ def collect_stats(
         ):
             tally.add(data)
             tally.extra.add(record, data["usage"]["completion_tokens"])
+            tally.extra.add_cost(price, data["usage"], cache_hits(record))
     return stats

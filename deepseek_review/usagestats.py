@@ -9,11 +9,13 @@ nothing: these figures inform and are not checked (``verify`` checks the record)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .ollama.pricing import Price
 from .records.naming import sibling
 from .records.request_record import RequestRecord
 
@@ -27,6 +29,19 @@ class Extra:
     cache_miss_tokens: int = 0
     timed_completion_tokens: int = 0
     seconds: float = 0.0
+    cost: float = 0.0
+    priced: int = 0
+    """Segments with known usage and a price (``prices``): those :attr:`cost` sums."""
+    unpriced: int = 0
+
+    def add_cost(self, price: Price | None, usage: Mapping[str, int], cache_hit: int) -> None:
+        if not any(usage.values()):  # usage unknown: no cost either
+            return
+        if price is None:
+            self.unpriced += 1
+            return
+        self.priced += 1
+        self.cost += price.cost(usage["prompt_tokens"], usage["completion_tokens"], cache_hit)
 
     def add(self, record: RequestRecord | None, completion_tokens: int) -> None:
         response = record.response if record is not None else None
@@ -52,7 +67,16 @@ class Extra:
             "tokens_per_second": (
                 round(self.timed_completion_tokens / self.seconds, 2) if self.seconds else None
             ),
+            "cost": round(self.cost, 6) if self.priced else None,
+            "segments_without_price": self.unpriced,
         }
+
+
+def cache_hits(record: RequestRecord | None) -> int:
+    """The prompt tokens a segment's server said came from its cache (0: none said)."""
+    response = record.response if record is not None else None
+    details = (response.usage_details if response is not None else None) or {}
+    return details.get("prompt_cache_hit_tokens", 0)
 
 
 def record_of(root: Path, receipt_rel: str) -> RequestRecord | None:

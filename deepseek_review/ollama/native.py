@@ -101,7 +101,7 @@ def as_openai(obj: Any) -> Any:
         # Thinking is read as ``reasoning`` (and recorded so in ``message_keys``).
         delta = {"reasoning" if k == "thinking" else k: v for k, v in message.items()}
     done = obj.get("done") is True
-    choice = {"message": delta, "delta": delta, "finish_reason": None}
+    choice: dict[str, Any] = {"message": delta, "delta": delta, "finish_reason": None}
     # No message at all: no choice (an answer without one is unusable, as in OpenAI's shape).
     out: dict[str, Any] = {"model": obj.get("model"), "choices": [choice] if message else []}
     if done and message:

@@ -1,0 +1,70 @@
+"""Costs in ``stats`` from the ``prices`` table (per model, or model@host), cache hits priced."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from deepseek_review.simulator import Simulator
+
+MakeSim = Callable[..., Simulator]
+MODEL = "deepseek-v4-flash"
+
+
+def review(cli: Any, sim: Simulator) -> None:
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", sim.base_url)
+    assert r.code == 0, r.err
+
+
+def prices(repo: Path, table: str) -> None:
+    (repo / ".deepseek-review.toml").write_text(table, encoding="utf-8")
+
+
+def usage(repo: Path) -> tuple[int, int, int]:
+    [record] = [json.loads(p.read_text()) for p in (repo / "reviews").glob("*.request.json")]
+    u, d = record["response"]["usage"], record["response"].get("usage_details", {})
+    return u["prompt_tokens"], u["completion_tokens"], d.get("prompt_cache_hit_tokens", 0)
+
+
+def test_stats_prices_cache_hits_at_their_own_price(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    sim = make_simulator(usage_details=True)
+    review(cli, sim)
+    prices(repo, f'[prices."{MODEL}"]\ninput = 2.0\ncache_hit = 0.5\noutput = 8.0\n')
+    prompt, completion, hit = usage(repo)
+    total = cli("stats", "--json").json()["total"]
+    expected = ((prompt - hit) * 2.0 + hit * 0.5 + completion * 8.0) / 1e6
+    assert hit > 0 and total["cost"] == round(expected, 6)
+    assert total["segments_without_price"] == 0
+
+
+def test_an_endpoints_own_price_wins_over_the_models(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    sim = make_simulator()
+    review(cli, sim)
+    host = sim.base_url.split("//", 1)[1]
+    prices(repo, f'[prices."{MODEL}"]\ninput = 100.0\noutput = 100.0\n'
+                 f'[prices."{MODEL}@{host}"]\ninput = 0.0\noutput = 0.0\n')  # fmt: skip
+    assert cli("stats", "--json").json()["total"]["cost"] == 0.0
+
+
+def test_without_a_price_the_cost_is_null_and_the_segments_are_counted(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    sim = make_simulator()
+    review(cli, sim)
+    total = cli("stats", "--json").json()["total"]
+    assert total["cost"] is None and total["segments_without_price"] == 1
+
+
+def test_a_price_that_is_not_a_number_is_refused_naming_its_entry(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    prices(repo, f'[prices."{MODEL}"]\ninput = "cheap"\noutput = 1\n')
+    r = cli("stats", "--json")
+    assert r.code == 2
+    assert f"prices['{MODEL}'].input must be a price of 0 or more" in r.err
