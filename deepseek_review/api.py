@@ -116,6 +116,20 @@ def plan_review(
     return _plan(planned, env)
 
 
+def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:
+    """What ``plan`` would cost at most (its prompt estimate, the whole ``max_tokens``, no
+    cache hit), at the ``prices`` setting's price of its model; None when it has none."""
+    from .config import resolve
+    from .ollama.pricing import parse, price_of
+
+    price = price_of(
+        parse(resolve(plan.root, env=env)["prices"]), plan.options.model, plan.endpoint.url
+    )
+    if price is None:
+        return None
+    return round(price.cost(plan.token_estimate, plan.options.max_tokens), 6)
+
+
 def send_review(plan: ReviewPlan, *, progress: ProgressFn | None = None) -> ReviewResult:
     """Send a planned review, write its files, and continue it while it is cut off."""
     from .pipeline import make_client
@@ -450,6 +464,7 @@ __all__ = [
     "attest",
     "configuration",
     "continue_review",
+    "cost_estimate",
     "execute_batch",
     "plan_batch",
     "plan_review",

@@ -68,3 +68,18 @@ def test_a_price_that_is_not_a_number_is_refused_naming_its_entry(
     r = cli("stats", "--json")
     assert r.code == 2
     assert f"prices['{MODEL}'].input must be a price of 0 or more" in r.err
+
+
+def test_dry_run_estimates_the_cost_at_most(repo: Path, cli: Any) -> None:
+    prices(repo, f'[prices."{MODEL}"]\ninput = 1.0\noutput = 10.0\n')
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--dry-run", "--json")
+    assert r.code == 0, r.err
+    info = r.json()
+    assert info["cost_estimate"] == round((info["token_estimate"] + 8192 * 10.0) / 1e6, 6)
+    text = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--dry-run")
+    assert "cost           at most 0.08" in text.out
+
+
+def test_dry_run_without_a_price_shows_no_cost(repo: Path, cli: Any) -> None:
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--dry-run", "--json")
+    assert r.json()["cost_estimate"] is None
