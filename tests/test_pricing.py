@@ -83,3 +83,15 @@ def test_dry_run_estimates_the_cost_at_most(repo: Path, cli: Any) -> None:
 def test_dry_run_without_a_price_shows_no_cost(repo: Path, cli: Any) -> None:
     r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--dry-run", "--json")
     assert r.json()["cost_estimate"] is None
+
+
+def test_stats_table_shows_cost_cache_share_and_speed(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    sim = make_simulator(usage_details=True, reasoning_words=4)
+    review(cli, sim)
+    prices(repo, f'[prices."{MODEL}"]\ninput = 2.0\noutput = 8.0\n')
+    err = cli("stats").err
+    assert "reasoning tokens: 4" in err
+    assert "prompt-cache hits: 49." in err or "prompt-cache hits: 50.0%" in err
+    assert "completion tokens per second" in err and "cost: 0.00" in err
