@@ -263,7 +263,7 @@ def plan_review(
         operator=options.operator_endpoints,
         what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
     )
-    endpoint = native_endpoint(endpoint, options.api)
+    endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
     root = find_repo_root(options.repo_root)
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)

@@ -132,3 +132,9 @@ def test_a_native_batch_resumes_without_sending_again(
     assert again.code == 0, again.err
     assert len(sim.chat_requests()) == sent
     assert {e["status"] for e in again.json()["entries"]} <= {"ok", "skipped", "done", "adopted"}
+
+
+def test_native_api_with_another_server_kind_is_refused(repo: Path, cli: Any) -> None:
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--api", "ollama", "--server", "vllm")
+    assert r.code == 2
+    assert "--api ollama is Ollama's own API, but --server is vllm" in r.err

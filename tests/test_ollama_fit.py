@@ -146,3 +146,23 @@ def test_context_steps_are_few_and_fixed() -> None:
         4096, 4096, 8192, 16384, 262144,
     ]  # fmt: skip
     assert step_for(300_000) == 327_680
+
+
+def test_ollama_com_is_not_asked_and_says_it_runs_models_at_full_context(
+    repo: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx
+
+    urls: list[str] = []
+
+    def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
+        urls.append(str(request.url))
+        raise httpx.ConnectError("blocked by the test", request=request)
+
+    monkeypatch.setattr(httpx.Client, "send", send)
+    monkeypatch.setenv("OLLAMA_API_KEY", "k-test")
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", "ollama.com",
+            "--max-attempts", "1")  # fmt: skip
+    assert r.code == 5
+    assert urls == ["https://ollama.com/v1/chat/completions"]
+    assert "ollama.com runs models at their full context" in r.err

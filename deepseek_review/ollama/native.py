@@ -20,6 +20,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .. import chatwire, safejson
 from ..endpoint import Endpoint
+from ..errors import ConfigError
+from ..options import name_of
 from ..tokens import estimate_tokens
 from .fit import step_for
 
@@ -36,11 +38,15 @@ def is_native(url: str) -> bool:
     return urlsplit(url).path == NATIVE_CHAT_PATH
 
 
-def native_endpoint(endpoint: Endpoint, api: str) -> Endpoint:
+def native_endpoint(endpoint: Endpoint, api: str, server: str = "ollama") -> Endpoint:
     """The endpoint to call for ``api``: the same origin (and key), ``/api/chat`` for Ollama's
-    native API; the URL called is the one every receipt names."""
+    native API; the URL called is the one every receipt names. Only Ollama speaks it."""
     if api != "ollama":
         return endpoint
+    if server != "ollama":
+        raise ConfigError(
+            f"{name_of('api')} ollama is Ollama's own API, but {name_of('server')} is {server}"
+        )
     p = urlsplit(endpoint.url)
     return replace(endpoint, url=urlunsplit((p.scheme, p.netloc, NATIVE_CHAT_PATH, "", "")))
 
