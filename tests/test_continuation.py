@@ -204,6 +204,7 @@ def test_continuation_can_use_another_model_and_token_cap(repo, make_simulator, 
     assert "_deepseek_deepseek-v4-pro_continuation_" in cont["answer_path"]
 
 
+@pytest.mark.parametrize("both_apis", ["openai"], indirect=True)  # presets are /v1's
 @pytest.mark.parametrize(
     ("server", "body_fields", "message_fields"),
     [
