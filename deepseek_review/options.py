@@ -189,6 +189,9 @@ _TABLE: tuple[Option, ...] = (
     Option("max_total_tokens", "int", None,
            "Start no new review once this run's receipts used this many tokens",
            frozenset({"batch"}), check=Positive()),
+    Option("max_cost", "float", None,
+           "Start no new review once this run's answers cost this much (at the prices setting)",
+           frozenset({"batch"}), check=Positive()),
     Option("resume", "bool", True, "Adopt what earlier runs left; --no-resume redoes every entry",
            frozenset({"batch"})),
     Option("resume_from", "str", None,
@@ -267,7 +270,7 @@ _TABLE: tuple[Option, ...] = (
     Option("prices", "json", {},
            "Prices per million tokens by model (or model@host), for stats: "
            "{\"deepseek-v4-flash\": {\"input\": 0.14, \"cache_hit\": 0.028, \"output\": 0.28}}",
-           _SETTING),
+           _SETTING, origin_matters=True),
     Option("reasoning", "str", None,
            "Reasoning: none, low, medium, high or max, sent as the --server kind reads it",
            _REVIEW | _SETTING, default_text="the model's", check=OneOf(REASONING_LEVELS),

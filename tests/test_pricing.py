@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from deepseek_review.simulator import Simulator
 
 MakeSim = Callable[..., Simulator]
@@ -95,3 +97,69 @@ def test_stats_table_shows_cost_cache_share_and_speed(
     assert "reasoning tokens: 4" in err
     assert "prompt-cache hits: 49." in err or "prompt-cache hits: 50.0%" in err
     assert "completion tokens per second" in err and "cost: 0.00" in err
+
+
+# --------------------------------------------------------------------------- batch --max-cost
+
+
+def statuses(r: Any) -> dict[str, str]:
+    return {e["topic"]: e["status"] for e in r.json()["entries"]}
+
+
+def operator_prices(monkeypatch: pytest.MonkeyPatch, table: dict[str, Any]) -> None:
+    monkeypatch.setenv("DEEPSEEK_REVIEW_PRICES", json.dumps(table))
+
+
+def test_max_cost_stops_starting_reviews_and_the_report_says_what_was_spent(
+    repo: Path, simulator: Simulator, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    operator_prices(monkeypatch, {MODEL: {"input": 1.0, "output": 1.0}})
+    manifest(repo, ["a", "b", "c"])
+    r = batch(cli, simulator, "--jobs", "1", "--max-cost", "0.000001")
+    assert r.code == 11
+    assert statuses(r) == {"a": "ok", "b": "pending", "c": "pending"}
+    report = r.json()
+    assert report["stopped"] == "cost"
+    assert report["cost"] == round(report["entries"][0]["usage"]["total_tokens"] / 1e6, 6)
+    assert "cost limit reached" in r.err
+    assert report["entries"][1]["error"] == "not started: --max-cost reached"
+    assert len(simulator.chat_requests()) == 1
+
+
+def test_max_cost_without_a_price_for_a_model_is_refused_before_sending(
+    repo: Path, simulator: Simulator, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    operator_prices(monkeypatch, {"other-model": {"input": 1.0, "output": 1.0}})
+    manifest(repo, ["a"])
+    r = batch(cli, simulator, "--max-cost", "5")
+    assert r.code == 2
+    assert f"--max-cost needs a price for {MODEL}" in r.err
+    assert simulator.chat_requests() == []
+
+
+def test_a_batch_report_without_prices_has_a_null_cost(
+    repo: Path, simulator: Simulator, cli: Any
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    manifest(repo, ["a"])
+    r = batch(cli, simulator)
+    assert r.code == 0, r.err
+    assert r.json()["cost"] is None
+
+
+def test_max_cost_does_not_count_in_prices_from_the_repositorys_config(
+    repo: Path, simulator: Simulator, cli: Any
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    prices(repo, f'[prices."{MODEL}"]\ninput = 0.0\noutput = 0.0\n')  # a cap never reached
+    manifest(repo, ["a"])
+    r = batch(cli, simulator, "--max-cost", "5")
+    assert r.code == 2
+    assert "--max-cost counts only in prices the operator sets (DEEPSEEK_REVIEW_PRICES)" in r.err
+    assert simulator.chat_requests() == []

@@ -4,16 +4,20 @@
 to ``{"input": ..., "output": ..., "cache_hit": ...}`` in any currency, per million tokens;
 ``cache_hit`` (the price of prompt tokens served from the server's cache, DeepSeek's API and
 Ollama's cloud report them) defaults to ``input``. The table only ever changes figures shown
-(``stats``), so a repository's config may set it: a wrong price misleads, it sends nothing.
+(``stats``, ``--dry-run``, the batch report), so a repository's config may set it: a wrong
+price misleads, it sends nothing. ``batch --max-cost`` counts only in prices the operator set
+(the environment): a repository could price its own reviews at 0 and lift the cap.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..calls import Completion
 from ..errors import ConfigError
 from ..options import name_of
 
@@ -56,3 +60,49 @@ def price_of(prices: Mapping[str, Price], model: str, endpoint: str) -> Price | 
     """The price of ``model`` at ``endpoint``: its endpoint's own, else the model's."""
     host = urlsplit(endpoint).netloc
     return prices.get(f"{model}@{host}") or prices.get(model)
+
+
+def check_trusted(operator_prices: bool) -> None:
+    """``--max-cost`` counts only in prices the operator set: a repository's config could
+    price its own reviews at 0 and so lift the cap."""
+    if not operator_prices:
+        raise ConfigError(
+            f"{name_of('max_cost')} counts only in prices the operator sets "
+            f"(DEEPSEEK_REVIEW_PRICES): the repository's config could price its reviews at 0"
+        )
+
+
+class Spend:
+    """What a batch's answers cost so far, for ``--max-cost`` and the report (thread-safe)."""
+
+    def __init__(self, prices: Mapping[str, Price], limit: float | None) -> None:
+        self.prices, self.limit = prices, limit
+        self.cost = 0.0
+        self.priced = 0
+        self._lock = threading.Lock()
+
+    def check_priced(self, model: str, endpoint: str) -> None:
+        """With a limit, every model must have a price: a cost not counted is not capped."""
+        if self.limit is not None and price_of(self.prices, model, endpoint) is None:
+            host = urlsplit(endpoint).netloc
+            raise ConfigError(
+                f"{name_of('max_cost')} needs a price for {model} ({model!r} or "
+                f"'{model}@{host}' in {name_of('prices')})"
+            )
+
+    def add(self, completion: Completion, model: str, endpoint: str) -> None:
+        price = price_of(self.prices, model, endpoint)
+        usage = completion.usage
+        if price is None or usage is None:
+            return
+        hit = completion.usage_details.get("prompt_cache_hit_tokens", 0)
+        with self._lock:
+            self.cost += price.cost(usage.prompt_tokens, usage.completion_tokens, hit)
+            self.priced += 1
+
+    def reached(self) -> bool:
+        return self.limit is not None and self.cost >= self.limit
+
+    def spent(self) -> float | None:
+        """The cost so far, rounded; None when no answer had a price."""
+        return round(self.cost, 6) if self.priced else None
