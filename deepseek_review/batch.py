@@ -178,6 +178,8 @@ class BatchReport:
     if not."""
     cost: float | None = None
     """What this run's answers cost at the ``prices`` setting; None when none had a price."""
+    beyond_usage: dict[str, int] = field(default_factory=dict)
+    """This run's reasoning tokens and prompt-cache hits and misses, as servers reported."""
     shard: str | None = None
     entries_in_manifest: int = 0
     elapsed: float = 0.0
@@ -203,6 +205,7 @@ class BatchReport:
             "total_tokens": self.total_tokens,
             "estimated_tokens": self.estimated_tokens,
             "cost": self.cost,
+            **self.beyond_usage,
             "stopped": self.stopped,
             "manifest": self.manifest,
             "shard": self.shard,
@@ -904,6 +907,7 @@ class _Runner:
             estimated_tokens=self.tokens if self.estimated else None,
             stopped=self.halt_reason,
             cost=self.spend.spent(),
+            beyond_usage=dict(self.spend.beyond),
             shard=str(planned.shard) if planned.shard else None,
             entries_in_manifest=planned.total_entries,
             elapsed=time.monotonic() - self.started,

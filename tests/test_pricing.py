@@ -163,3 +163,19 @@ def test_max_cost_does_not_count_in_prices_from_the_repositorys_config(
     assert r.code == 2
     assert "--max-cost counts only in prices the operator sets (DEEPSEEK_REVIEW_PRICES)" in r.err
     assert simulator.chat_requests() == []
+
+
+def test_the_batch_report_counts_reasoning_and_cache_tokens(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    sim = make_simulator(usage_details=True, reasoning_words=3, answer_words=20)
+    manifest(repo, ["a", "b"])
+    r = batch(cli, sim)
+    assert r.code == 0, r.err
+    report = r.json()
+    prompts = sum(e["usage"]["prompt_tokens"] for e in report["entries"])
+    assert report["reasoning_tokens"] == 6
+    hits, misses = report["prompt_cache_hit_tokens"], report["prompt_cache_miss_tokens"]
+    assert hits > 0 and hits + misses == prompts

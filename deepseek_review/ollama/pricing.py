@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from ..options import name_of
 
 _KEYS = ("input", "output", "cache_hit")
+_BEYOND = ("reasoning_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class Spend:
         self.prices, self.limit = prices, limit
         self.cost = 0.0
         self.priced = 0
+        self.beyond: dict[str, int] = dict.fromkeys(_BEYOND, 0)
+        """Reasoning tokens and prompt-cache hits and misses the servers reported."""
         self._lock = threading.Lock()
 
     def check_priced(self, model: str, endpoint: str) -> None:
@@ -93,10 +96,13 @@ class Spend:
     def add(self, completion: Completion, model: str, endpoint: str) -> None:
         price = price_of(self.prices, model, endpoint)
         usage = completion.usage
-        if price is None or usage is None:
-            return
-        hit = completion.usage_details.get("prompt_cache_hit_tokens", 0)
+        details = completion.usage_details
         with self._lock:
+            for key in _BEYOND:
+                self.beyond[key] += details.get(key, 0)
+            if price is None or usage is None:
+                return
+            hit = details.get("prompt_cache_hit_tokens", 0)
             self.cost += price.cost(usage.prompt_tokens, usage.completion_tokens, hit)
             self.priced += 1
 
