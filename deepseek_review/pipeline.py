@@ -483,6 +483,14 @@ def continue_chain(
         messages = (*chain.base_messages, *tail)
         prepared = prepare(body, messages)
         estimate = estimate_tokens(m.content for m in messages)
+        preflight(
+            client,
+            server=options.server,
+            model=body.model,
+            estimate=estimate,
+            max_tokens=body.max_tokens,
+            allow=allow_truncated_prompt,
+        )
         index = len(chain.segments)
         why = f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
         line = (

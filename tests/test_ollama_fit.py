@@ -166,3 +166,19 @@ def test_ollama_com_is_not_asked_and_says_it_runs_models_at_full_context(
     assert r.code == 5
     assert urls == ["https://ollama.com/v1/chat/completions"]
     assert "ollama.com runs models at their full context" in r.err
+
+
+def test_a_continuation_that_would_not_fit_is_refused_before_sending(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    big_spec(repo)
+    sim = make_simulator(context_window=100_000, answer_words=60)
+    first = run_big(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    assert first.code == 4
+    sim.load("deepseek-v4-flash", 4096)  # the server restarted with a smaller context
+    sent = len(sim.chat_requests())
+    r = cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
+    assert r.code == 14, r.err
+    assert "with a context of 4096" in r.err
+    assert len(sim.chat_requests()) == sent
+    assert len(files_under(repo / "reviews")) == 3  # the primary's answer, record, receipt
