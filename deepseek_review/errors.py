@@ -118,6 +118,8 @@ class FindingsGate(ReviewError):
     is written first)."""
 
     exit_code = 13
+
+
 class PromptDoesNotFit(ReviewError):
     """The server said, before anything was sent, that the prompt and the answer's cap would
     not fit the context it runs the model with (Ollama would silently drop part of it)."""
