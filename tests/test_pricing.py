@@ -179,3 +179,19 @@ def test_the_batch_report_counts_reasoning_and_cache_tokens(
     assert report["reasoning_tokens"] == 6
     hits, misses = report["prompt_cache_hit_tokens"], report["prompt_cache_miss_tokens"]
     assert hits > 0 and hits + misses == prompts
+
+
+def test_batch_dry_run_estimates_each_entry_and_the_whole_run(
+    repo: Path, simulator: Simulator, cli: Any
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    prices(repo, f'[prices."{MODEL}"]\ninput = 1.0\noutput = 1.0\n')
+    manifest(repo, ["a", "b"])
+    r = batch(cli, simulator, "--dry-run")
+    assert r.code == 0, r.err
+    info = r.json()
+    each = [e["cost_estimate"] for e in info["entries"]]
+    assert each == [round((e["token_estimate"] + 8192) / 1e6, 6) for e in info["entries"]]
+    assert info["cost_estimate"] == round(sum(each), 6)
+    assert simulator.chat_requests() == []
