@@ -116,6 +116,20 @@ def plan_review(
     return _plan(planned, env)
 
 
+def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:
+    """What ``plan`` would cost at most (its prompt estimate, the whole ``max_tokens``, no
+    cache hit), at the ``prices`` setting's price of its model; None when it has none."""
+    from .config import resolve
+    from .ollama.pricing import parse, price_of
+
+    price = price_of(
+        parse(resolve(plan.root, env=env)["prices"]), plan.options.model, plan.endpoint.url
+    )
+    if price is None:
+        return None
+    return round(price.cost(plan.token_estimate, plan.options.max_tokens), 6)
+
+
 def send_review(plan: ReviewPlan, *, progress: ProgressFn | None = None) -> ReviewResult:
     """Send a planned review, write its files, and continue it while it is cut off."""
     from .pipeline import make_client
@@ -260,11 +274,15 @@ def stats(
 ) -> Stats:
     """Reviews, segments and tokens per model and month, from the receipts under ``paths``
     (none: the configured output folder) (``deepseek-review stats``)."""
+    from .config import resolve
+    from .ollama.pricing import parse
     from .repo import find_repo_root
     from .stats import collect_stats
 
     root = find_repo_root(repo_root)
-    return collect_stats(root, list(paths), default_folder=_default_folder(root, (), env))
+    prices = parse(resolve(root, env=env)["prices"])
+    folder = _default_folder(root, (), env)
+    return collect_stats(root, list(paths), default_folder=folder, prices=prices)
 
 
 def findings(
@@ -446,6 +464,7 @@ __all__ = [
     "attest",
     "configuration",
     "continue_review",
+    "cost_estimate",
     "execute_batch",
     "plan_batch",
     "plan_review",

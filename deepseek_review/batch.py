@@ -44,6 +44,7 @@ from .client import ChatClient
 from .context import Output
 from .errors import Interrupted, OutputError, ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
+from .ollama import pricing
 from .options import OPTIONS, check, default, name_of
 from .pipeline import (
     Chain,
@@ -89,6 +90,12 @@ class BatchOptions:
     jobs: int = default("jobs")
     fail_fast: bool = default("fail_fast")
     max_total_tokens: int | None = default("max_total_tokens")
+    max_cost: float | None = default("max_cost")
+    prices: Mapping[str, Any] = field(default_factory=dict)
+    """The ``prices`` setting (:mod:`.ollama.pricing`): what ``max_cost`` counts in."""
+    operator_prices: bool = False
+    """``prices`` came from the operator (the environment), not the repository's config: only
+    then may ``max_cost`` count with it (a repository could price its reviews at 0)."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
     resume: bool = default("resume")
@@ -103,6 +110,10 @@ class BatchOptions:
         check("jobs", self.jobs)
         if self.max_total_tokens is not None:
             check("max_total_tokens", self.max_total_tokens)
+        if self.max_cost is not None:
+            check("max_cost", self.max_cost)
+            pricing.check_trusted(self.operator_prices)
+        pricing.parse(self.prices)
         if self.shard is not None:
             Shard.parse(self.shard)
 
@@ -163,7 +174,12 @@ class BatchReport:
     estimated_tokens: int | None = None
     """When some usage is unknown: what the budget counted, with estimates; else None."""
     stopped: str | None = None
-    """Why work stopped early: ``interrupted``, ``budget`` or ``fail-fast``; None if not."""
+    """Why work stopped early: ``interrupted``, ``budget``, ``cost`` or ``fail-fast``; None
+    if not."""
+    cost: float | None = None
+    """What this run's answers cost at the ``prices`` setting; None when none had a price."""
+    beyond_usage: dict[str, int] = field(default_factory=dict)
+    """This run's reasoning tokens and prompt-cache hits and misses, as servers reported."""
     shard: str | None = None
     entries_in_manifest: int = 0
     elapsed: float = 0.0
@@ -188,6 +204,8 @@ class BatchReport:
             "counts": self.counts,
             "total_tokens": self.total_tokens,
             "estimated_tokens": self.estimated_tokens,
+            "cost": self.cost,
+            **self.beyond_usage,
             "stopped": self.stopped,
             "manifest": self.manifest,
             "shard": self.shard,
@@ -344,6 +362,8 @@ class _BatchClient(ChatClient):
     whether they are an estimate (the server reported no usage)."""
     on_failure: Callable[[], None] | None = None
     """Told of a request that failed for good, before its slot is given back."""
+    on_cost: Callable[[Completion, str, str], None] | None = None
+    """Told of each answer (with its model and URL), for what it cost."""
     on_sending: Callable[[], None] | None = None
     """Told that a request holds its slot and is sent now."""
     on_streamed: Callable[[int], None] | None = None
@@ -379,6 +399,8 @@ class _BatchClient(ChatClient):
                 else:
                     guess = estimate_exchange(len(body), completion.content, completion.reasoning)
                     self.on_usage(guess, True)
+            if self.on_cost is not None:
+                self.on_cost(completion, model, self.url)
             return completion
         except ReviewError as exc:
             if self.on_failure is not None and not isinstance(exc, Interrupted):
@@ -566,6 +588,9 @@ class _Runner:
         self.streaming: dict[int, int] = {}
         """Pieces streamed so far of each answer still arriving, by worker thread."""
         self.started = time.monotonic()
+        self.spend = pricing.Spend(pricing.parse(options.prices), options.max_cost)
+        for w in prepared.work:  # before anything is sent: every cost must be countable
+            self.spend.check_priced(w.planned.plan.options.model, w.planned.plan.endpoint.url)
         self.http = make_http_client(
             options.timeouts,
             https=any(w.planned.plan.endpoint.url.startswith("https:") for w in prepared.work),
@@ -591,6 +616,7 @@ class _Runner:
                 )
                 client.slots = self.slots
                 client.on_usage = self._received
+                client.on_cost = self._spent
                 client.on_failure = self._request_failed
                 client.on_sending = self._sending
                 client.on_streamed = self._streamed
@@ -642,6 +668,16 @@ class _Runner:
                 f"token budget reached: this run's answers used {how} "
                 f"({name_of('max_total_tokens')} {budget}); starting no new reviews",
             )
+        if self.spend.reached():
+            self._halt(
+                "cost",
+                f"cost limit reached: this run's answers cost {self.spend.cost:g} "
+                f"({name_of('max_cost')} {self.options.max_cost:g}); starting no new reviews",
+            )
+
+    def _spent(self, completion: Completion, model: str, url: str) -> None:
+        self.spend.add(completion, model, url)
+        self._check_halts()
 
     def _request_failed(self) -> None:
         if self.options.fail_fast:
@@ -719,6 +755,7 @@ class _Runner:
         reason = {
             "interrupted": "not started: interrupted",
             "budget": f"not started: {name_of('max_total_tokens')} reached",
+            "cost": f"not started: {name_of('max_cost')} reached",
             "fail-fast": f"not started: {name_of('fail_fast')} after a failure",
         }.get(self.halt_reason or "", "not started")
         existing = work.existing
@@ -869,6 +906,8 @@ class _Runner:
             total_tokens=None if self.estimated else self.tokens,
             estimated_tokens=self.tokens if self.estimated else None,
             stopped=self.halt_reason,
+            cost=self.spend.spent(),
+            beyond_usage=dict(self.spend.beyond),
             shard=str(planned.shard) if planned.shard else None,
             entries_in_manifest=planned.total_entries,
             elapsed=time.monotonic() - self.started,

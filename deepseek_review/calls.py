@@ -5,8 +5,8 @@ manifests, options) import this without loading httpx."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from .errors import ConfigError
 from .options import check, default
@@ -42,6 +42,9 @@ class Completion:
     model: str | None
     attempts: int
     elapsed: float
+    usage_details: Mapping[str, int] = field(default_factory=dict)
+    """Counts beyond ``usage`` (reasoning tokens, prompt-cache hits and misses): recorded in
+    the request record, never in the receipt."""
 
 
 @dataclass(frozen=True)

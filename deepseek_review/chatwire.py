@@ -77,6 +77,42 @@ def usage(raw: Any) -> Usage | None:
     return Usage(prompt, completion, total)
 
 
+#: Ollama's durations (nanoseconds; the native API's, :mod:`.ollama.native`).
+_DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
+#: Counts servers report beyond the receipt's three, under the names the request record uses.
+USAGE_DETAILS = ("reasoning_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens")
+
+
+def usage_details(raw: Any) -> dict[str, int]:
+    """Reasoning tokens (``completion_tokens_details``) and prompt-cache hits and misses:
+    DeepSeek's ``prompt_cache_hit_tokens``/``prompt_cache_miss_tokens``, or OpenAI's and
+    vLLM's ``prompt_tokens_details.cached_tokens`` (a miss is the rest of the prompt). What is
+    absent or not a token count is left out: these only inform, they are never checked."""
+    if not isinstance(raw, dict):
+        return {}
+    prompt = raw.get("prompt_tokens")
+    found: dict[str, Any] = {}
+    for group, key, name in (
+        ("completion_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+        ("prompt_tokens_details", "cached_tokens", "prompt_cache_hit_tokens"),
+    ):
+        sub = raw.get(group)
+        if isinstance(sub, dict) and key in sub:
+            found[name] = sub[key]
+    if "prompt_cache_hit_tokens" in found:
+        hit = found["prompt_cache_hit_tokens"]
+        both = isinstance(hit, int) and isinstance(prompt, int)
+        found["prompt_cache_miss_tokens"] = prompt - hit if both else None
+    for name in ("prompt_cache_hit_tokens", "prompt_cache_miss_tokens", *_DURATIONS):
+        if name in raw:
+            found[name] = raw[name]
+    return {
+        k: v
+        for k, v in found.items()
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKEN_COUNT
+    }
+
+
 def _text_field(obj: dict[str, Any], *names: str) -> str | None:
     for n in names:
         v = obj.get(n)
@@ -136,6 +172,7 @@ def completion_from_json(data: Any) -> Completion:
         model=data.get("model") if isinstance(data.get("model"), str) else None,
         attempts=1,
         elapsed=0.0,
+        usage_details=usage_details(data.get("usage")),
     )
 
 
@@ -148,6 +185,7 @@ class StreamState:
     keys: dict[str, None] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage | None = None
+    usage_details: dict[str, int] = field(default_factory=dict)
     model: str | None = None
     done: bool = False
     pieces: int = 0
@@ -169,6 +207,7 @@ def apply_chunk(st: StreamState, chunk: Any) -> None:
         st.model = chunk["model"]
     if chunk.get("usage") is not None:
         st.usage = usage(chunk["usage"])
+        st.usage_details = usage_details(chunk["usage"])
     choices = chunk.get("choices")
     if choices is None:
         return
@@ -276,4 +315,5 @@ def stream_completion(st: StreamState, elapsed: float) -> Completion:
         model=st.model,
         attempts=1,
         elapsed=elapsed,
+        usage_details=st.usage_details,
     )

@@ -25,8 +25,11 @@ ever placed in the ``Authorization`` header and is scrubbed from every message.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 
@@ -35,10 +38,13 @@ from .calls import Completion, ProgressFn, RetryPolicy, Timeouts
 from .endpoint import is_loopback_host, safe_url
 from .errorbody import error_body, error_message, error_parts, one_line
 from .errors import BadResponse, ServerError
+from .ollama import native
 from .retry import Retryable, Throttle, parse_retry_after
 from .serverhints import Advice
 from .transport import make_http_client, request_headers
 
+#: Asks one path of the endpoint's origin (a POST when given a body): its JSON, or None.
+SideAsk = Callable[..., object]
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: One answer's body, decoded (decompressed), streamed or not: a streamed answer costs about
 #: 200 bytes per chunk, so this still holds some 150,000 streamed tokens.
@@ -69,6 +75,8 @@ class ChatClient:
         advice: Advice | None = None,
     ) -> None:
         self.url = url
+        self.native = native.is_native(url)
+        """Ollama's ``/api/chat``: NDJSON answers (:mod:`.ollama.native`)."""
         self._key = api_key
         self.advice = advice or Advice()
         """What the hints say depends on: the server kind, the endpoint's source, the key's
@@ -82,6 +90,11 @@ class ChatClient:
         self.throttle = throttle or Throttle()
         self._own_http = http is None
         self._http = http or make_http_client(self.timeouts, https=url.startswith("https:"))
+        #: What side requests learned about this endpoint (Ollama's ``/api/show``), kept for
+        #: the client's life: one review, or one endpoint of a batch.
+        self.learned: dict[tuple[str, ...], object] = {}
+        #: Held while side requests fill :attr:`learned`: the other jobs of a batch wait.
+        self.learning = threading.Lock()
 
     def close(self) -> None:
         if self._own_http:
@@ -131,12 +144,41 @@ class ChatClient:
                         model=result.model,
                         attempts=attempts,
                         elapsed=time.monotonic() - started,
+                        usage_details=result.usage_details,
                     )
         except Retryable as exc:
             final = exc.final
             suffix = f" (after {attempts} attempt{'s' if attempts != 1 else ''})"
             raise type(final)(final.message + suffix, hint=final.hint) from None
         raise AssertionError("unreachable: tenacity returned without an outcome")
+
+    @contextlib.contextmanager
+    def side_requests(self, timeout: float = 5.0) -> Iterator[SideAsk]:
+        """Ask paths (``/api/version``) of this endpoint's own origin: each answer's JSON on a
+        200, else None (refused, 404, not JSON, too big). A GET, or a POST of a body; the key
+        goes with them as with chat requests, since the origin is the chat URL's. Their own
+        client, closed at the end: a side request is neither a chat attempt nor a slot's."""
+        headers = request_headers(False, self._key)
+        base = httpx.URL(self.url)
+        with make_http_client(self.timeouts, https=base.scheme == "https") as side:
+
+            def ask(path: str, body: object = None) -> object:
+                url = base.copy_with(path=path, query=None, fragment=None)
+                data = None if body is None else json.dumps(body).encode("utf-8")
+                method = "GET" if data is None else "POST"
+                try:
+                    with (
+                        deadline.within(timeout),
+                        side.stream(method, url, headers=headers, content=data) as r,
+                    ):
+                        if r.status_code != 200:
+                            return None
+                        raw = bodyread.read_body(r, MAX_ERROR_BODY_BYTES)
+                    return safejson.loads(raw, what=path, max_bytes=MAX_ERROR_BODY_BYTES)
+                except (httpx.HTTPError, bodyread.BodyError, ValueError, OSError):
+                    return None
+
+            yield ask
 
     # ------------------------------------------------------------------ one attempt
 
@@ -156,7 +198,7 @@ class ChatClient:
                     self._raise_status(resp, model)
                 answered = True
                 ctype = resp.headers.get("content-type", "")
-                if stream and "text/event-stream" in ctype:
+                if stream and (self.native or "text/event-stream" in ctype):
                     return self._read_stream(resp, progress, t0, model)
                 return self._read_json(resp, model)
         except httpx.TimeoutException as exc:
@@ -280,7 +322,7 @@ class ChatClient:
             where = f"{self.url} answered 200 with an error"
             raise self._reported(raw[:MAX_ERROR_BODY_BYTES], where, model)
         try:
-            return chatwire.completion_from_json(data)
+            return chatwire.completion_from_json(native.as_openai(data) if self.native else data)
         except ValueError as exc:
             why = one_line(self._scrub(str(exc)))
             raise Retryable(BadResponse(f"{self.url}: unusable answer: {why}")) from None
@@ -331,8 +373,9 @@ class ChatClient:
             def on_data(pieces: int) -> None:
                 report(pieces, time.monotonic() - t0)
 
+        read = native.read_lines if self.native else chatwire.read_events
         try:
-            chatwire.read_events(st, lines, max_line_bytes=self.max_line_bytes, on_data=on_data)
+            read(st, lines, max_line_bytes=self.max_line_bytes, on_data=on_data)
         except chatwire.ReportedError as exc:
             where = f"{self.url} sent an error in its stream"
             raise self._reported(exc.raw, where, model) from None

@@ -19,6 +19,7 @@ below is also the README's exit-code table (a test checks they agree).
     ├── BatchIncomplete             11   some batch entries failed or stayed truncated
     ├── NoProgress                  12   a cut-off answer gained no text: the cap is too small
     ├── FindingsGate                13   findings at or above the --fail-on severity exist
+    ├── PromptDoesNotFit            14   the server says the prompt would not fit its context
     └── Interrupted                130   stopped by SIGINT / SIGTERM; re-running resumes
 
 Messages are one line, say what failed and where, and never contain secrets.
@@ -119,6 +120,13 @@ class FindingsGate(ReviewError):
     exit_code = 13
 
 
+class PromptDoesNotFit(ReviewError):
+    """The server said, before anything was sent, that the prompt and the answer's cap would
+    not fit the context it runs the model with (Ollama would silently drop part of it)."""
+
+    exit_code = 14
+
+
 class Interrupted(ReviewError):
     """Stopped by a signal; what was finished is kept and a re-run resumes."""
 
@@ -142,6 +150,7 @@ EXIT_CODES: tuple[tuple[int, type[ReviewError]], ...] = tuple(
         BatchIncomplete,
         NoProgress,
         FindingsGate,
+        PromptDoesNotFit,
         Interrupted,
     )
 )

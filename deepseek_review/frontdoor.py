@@ -53,6 +53,8 @@ REVIEW_FIELDS = {
     "continuation_model": "continuation.model",
     "continuation_max_tokens": "continuation.max_tokens",
     "server": "continuation.server",
+    "reasoning": "reasoning",
+    "api": "api",
     "continuation_extra_body": "continuation.extra_body",
     "max_attempts": "retry.max_attempts",
     "retry_wait": "retry.backoff_initial",
@@ -285,7 +287,8 @@ def batch_options(
     given = given_options(given, "batch", "run_batch()")
     root = find_repo_root(repo_root)
     run_keys = [o.key for o in in_scope("batch") if not o.review and not o.argument]
-    values = merge([given_layer(given), configured_layer(root, env)], run_keys)
+    configured = configured_layer(root, env)
+    values = merge([given_layer(given), configured], run_keys)
     v = {k: s.value for k, s in values.items()}
     options = BatchOptions(
         manifest=os.fspath(manifest),
@@ -296,6 +299,9 @@ def batch_options(
         jobs=v["jobs"],
         fail_fast=v["fail_fast"],
         max_total_tokens=v["max_total_tokens"],
+        max_cost=v["max_cost"],
+        prices=configured["prices"].value if "prices" in configured else {},
+        operator_prices="prices" in configured and configured["prices"].named_by is None,
         retry=RetryPolicy(max_attempts=v["max_attempts"], backoff_initial=v["retry_wait"]),
         timeouts=Timeouts(v["connect_timeout"], v["read_timeout"], v["total_timeout"]),
         resume=v["resume"],

@@ -57,6 +57,8 @@ SERVER_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "deepseek": ({}, {"prefix": True}),
 }
 CONTINUATION_STYLES = ("prefill", "directive")
+REASONING_LEVELS = ("none", "low", "medium", "high", "max")
+CHAT_APIS = ("openai", "ollama")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
 
@@ -187,6 +189,9 @@ _TABLE: tuple[Option, ...] = (
     Option("max_total_tokens", "int", None,
            "Start no new review once this run's receipts used this many tokens",
            frozenset({"batch"}), check=Positive()),
+    Option("max_cost", "float", None,
+           "Start no new review once this run's answers cost this much (at the prices setting)",
+           frozenset({"batch"}), check=Positive()),
     Option("resume", "bool", True, "Adopt what earlier runs left; --no-resume redoes every entry",
            frozenset({"batch"})),
     Option("resume_from", "str", None,
@@ -259,6 +264,17 @@ _TABLE: tuple[Option, ...] = (
            "Server kind, for the fields that make it continue a prefill: "
            + ", ".join(SERVER_PRESETS), _REVIEW | _SETTING | _CONT,
            check=OneOf(tuple(SERVER_PRESETS)), review=True),
+    Option("api", "str", "openai",
+           "openai (/v1/chat/completions) or ollama (Ollama's /api/chat, with num_ctx sized "
+           "to the request)", _REVIEW | _SETTING, check=OneOf(CHAT_APIS), review=True),
+    Option("prices", "json", {},
+           "Prices per million tokens by model (or model@host), for stats: "
+           "{\"deepseek-v4-flash\": {\"input\": 0.14, \"cache_hit\": 0.028, \"output\": 0.28}}",
+           _SETTING, origin_matters=True),
+    Option("reasoning", "str", None,
+           "Reasoning: none, low, medium, high or max, sent as the --server kind reads it",
+           _REVIEW | _SETTING, default_text="the model's", check=OneOf(REASONING_LEVELS),
+           review=True),
     Option("continuation_extra_body", "json", {},
            "Extra JSON body fields for continuation requests only", _REVIEW | _CONT, review=True),
     Option("context_window", "int", None, "The model's context window; warn before sending more",

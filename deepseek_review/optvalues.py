@@ -6,6 +6,7 @@ Standard library only, like :mod:`.options`.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -176,6 +177,8 @@ def parse_text(kind: str, text: str) -> Any:
             value = int(raw)
         elif kind == "float":
             value = float(raw)
+        elif kind == "json":  # a table in a variable: JSON (DEEPSEEK_REVIEW_PRICES)
+            value = json.loads(raw)
     except ValueError:
         raise BadValue(f"must be {_WANT[kind]}, not {text!r}") from None
     return value

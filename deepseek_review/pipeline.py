@@ -22,6 +22,9 @@ from .client import ChatClient
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, PromptTruncated
+from .ollama.fit import preflight
+from .ollama.native import native_endpoint
+from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, continuation_directive, load_template, render_messages, text_bytes
 from .records.naming import check_topic, longest_name
@@ -96,6 +99,8 @@ class ReviewOptions:
     context_window: int | None = default("context_window")
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
     allow_secrets: bool = default("allow_secrets")
+    reasoning: str | None = default("reasoning")
+    api: str = default("api")
     endpoint: str | None = default("endpoint")
     endpoint_named_by: str | None = None
     """The repository file (config, manifest) that chose ``endpoint``; None when the operator
@@ -117,7 +122,10 @@ class ReviewOptions:
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             stream=self.stream,
-            extra_body=dict(self.extra_body),
+            extra_body=dict(
+                with_reasoning(self.extra_body, self.continuation.server, self.reasoning, self.api)
+            ),
+            api=self.api,
         )
 
 
@@ -225,6 +233,7 @@ def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOp
         max_tokens=options.max_tokens or body.max_tokens,
         stream=body.stream,
         extra_body={**body.extra_body, **preset, **options.extra_body},
+        api=body.api,
     )
 
 
@@ -254,6 +263,7 @@ def plan_review(
         operator=options.operator_endpoints,
         what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
     )
+    endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
     root = find_repo_root(options.repo_root)
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)
@@ -473,6 +483,14 @@ def continue_chain(
         messages = (*chain.base_messages, *tail)
         prepared = prepare(body, messages)
         estimate = estimate_tokens(m.content for m in messages)
+        preflight(
+            client,
+            server=options.server,
+            model=body.model,
+            estimate=estimate,
+            max_tokens=body.max_tokens,
+            allow=allow_truncated_prompt,
+        )
         index = len(chain.segments)
         why = f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
         line = (
@@ -528,6 +546,15 @@ def send_review(
 ) -> ReviewResult:
     """Send a planned review, write its segments, and continue it while it is cut off."""
     o = plan.options
+    preflight(
+        client,
+        server=o.continuation.server,
+        model=o.model,
+        estimate=plan.token_estimate,
+        max_tokens=o.max_tokens,
+        allow=o.allow_truncated_prompt,
+        reasoning=o.reasoning,
+    )
     completion = client.complete(
         plan.prepared.body_bytes, model=o.model, stream=o.stream, progress=progress
     )

@@ -20,6 +20,8 @@ from .records.parts import AnswerRef, encode_content
 
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
+#: Fields the native API's body sets itself (:mod:`.ollama.native`).
+NATIVE_FIELDS = frozenset({"options"})
 
 #: Fields ``extra_body`` may not set although no option sets them either, and why: each would
 #: be dropped, overridden or thrown away without a word. (``{max_tokens}``: that option's name.)
@@ -61,8 +63,11 @@ class BodyOptions:
     max_tokens: int = default("max_tokens")
     stream: bool = default("stream")
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    api: str = default("api")
+    """``ollama``: the body of Ollama's native ``/api/chat`` (:mod:`.ollama.native`)."""
 
     def __post_init__(self) -> None:
+        check("api", self.api)
         check("model", self.model)
         check("max_tokens", self.max_tokens)
         check("temperature", self.temperature)
@@ -101,6 +106,15 @@ def _body(options: BodyOptions, messages: list[dict[str, Any]]) -> dict[str, Any
         max_tokens=options.max_tokens,
         stream=options.stream,
     )
+    if options.api == "ollama":
+        from .ollama.native import body as native_body
+
+        return native_body(
+            body,
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
+            stream=options.stream,
+        )
     if options.stream:
         body["stream_options"] = {"include_usage": True}
     return body

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .calls import ProgressFn, RetryPolicy, Timeouts, Usage
@@ -21,6 +21,7 @@ from .client import ChatClient
 from .context import ContextFile
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
+from .ollama.native import chain_api, native_endpoint, openai_url, recorded_extra
 from .options import name_of
 from .pipeline import (
     DEFAULT_MAX_TOKENS,
@@ -211,13 +212,15 @@ def continue_existing(
         )
     # A receipt does not choose a destination: anyone who can write to the repository can
     # edit it. Its endpoint is used only if loopback or one the operator chose too.
+    api = chain_api(last.receipt.endpoint)
     endpoint = resolve_endpoint(
-        options.endpoint or last.receipt.endpoint,
+        options.endpoint or openai_url(last.receipt.endpoint),
         env,
         key_env=options.api_key_env,
         named_by=None if options.endpoint else "a receipt",
         what=name_of("endpoint") if options.endpoint else f"{last.receipt_path}: endpoint",
     )
+    endpoint = native_endpoint(endpoint, api)
     if last.finish_reason is None:
         log.info(
             "%s has no request record: its finish reason is unknown; continuing as asked",
@@ -227,6 +230,7 @@ def continue_existing(
         where = primary.record_path
         base, files = rebuild_base(root, primary.record, where)
         body = _body_from_record(primary.record, options.stream, options.max_tokens, where=where)
+        body = replace(body, api=api, extra_body=recorded_extra(body.extra_body, api))
         if not (options.allow_secrets or endpoint.is_local):
             from .secretscan import refuse_secrets
 
@@ -245,6 +249,7 @@ def continue_existing(
             model=last.receipt.model,
             max_tokens=options.max_tokens or DEFAULT_MAX_TOKENS,
             stream=options.stream,
+            api=api,
         )
     folder = last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
     out_dir, _ = resolve_inside(root, folder)

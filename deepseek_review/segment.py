@@ -151,6 +151,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
             reasoning_chars=len(c.reasoning or ""),
             reasoning_path=reasoning_rel,
             reasoning_sha256=reasoning_sha,
+            usage_details=dict(c.usage_details) or None,
         ),
         continuation=spec.continuation,
         template=spec.template,

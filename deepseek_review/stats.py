@@ -10,14 +10,16 @@ unknown, not 0, and it is counted in ``segments_without_usage`` instead.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .ollama.pricing import Price, price_of
 from .records.receipt import PRIMARY, fast_valid
 from .repo import resolve_inside
+from .usagestats import Extra, cache_hits, record_of
 from .verification import DEFAULT_FOLDER, discover, parse_receipt
 
 _TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -32,6 +34,8 @@ class Tally:
     total_tokens: int = 0
     without_usage: int = 0
     """Segments whose server reported no usage: their tokens are unknown."""
+    extra: Extra = field(default_factory=Extra)
+    """What the request records add (:mod:`.usagestats`)."""
 
     @property
     def usage_known(self) -> bool:
@@ -56,6 +60,7 @@ class Tally:
             "segments": self.segments,
             "segments_without_usage": self.without_usage,
             **{k: getattr(self, k) if self.usage_known else None for k in _TOKEN_KEYS},
+            **self.extra.to_json(),
         }
 
 
@@ -82,9 +87,13 @@ class Stats:
 
 
 def collect_stats(
-    root: Path, paths: Sequence[str] = (), default_folder: str = DEFAULT_FOLDER
+    root: Path,
+    paths: Sequence[str] = (),
+    default_folder: str = DEFAULT_FOLDER,
+    prices: Mapping[str, Price] | None = None,
 ) -> Stats:
-    """Tally every valid receipt under ``paths`` (default: the output folder)."""
+    """Tally every valid receipt under ``paths`` (default: the output folder); with
+    ``prices``, what the segments cost."""
     receipts = discover(root, paths, default_folder).receipts
     stats = Stats()
     for rel in receipts:
@@ -99,6 +108,8 @@ def collect_stats(
             stats.invalid.append(rel)
             continue
         model, month = data["model"], data["created_at"][:7]
+        record = record_of(root, rel)
+        price = price_of(prices or {}, model, data["endpoint"])
         for tally in (
             stats.total,
             stats.by_model[model],
@@ -106,4 +117,6 @@ def collect_stats(
             stats.by_model_month[(model, month)],
         ):
             tally.add(data)
+            tally.extra.add(record, data["usage"]["completion_tokens"])
+            tally.extra.add_cost(price, data["usage"], cache_hits(record))
     return stats

@@ -85,6 +85,14 @@ def clean_environ(
     monkeypatch.setenv("NO_COLOR", "1")
 
 
+@pytest.fixture(params=["openai", "ollama"])
+def both_apis(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test once per chat API (``DEEPSEEK_REVIEW_API``): a suite marked
+    ``pytestmark = pytest.mark.usefixtures("both_apis")`` runs over Ollama's native API too."""
+    monkeypatch.setenv("DEEPSEEK_REVIEW_API", request.param)
+    return str(request.param)
+
+
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` (tests build real repositories, never mock git)."""
     out = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)

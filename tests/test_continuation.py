@@ -16,6 +16,8 @@ from deepseek_review.resources import schema_path
 from deepseek_review.simulator import full_answer
 from tests.conftest import run_review
 
+pytestmark = pytest.mark.usefixtures("both_apis")
+
 SCHEMA = json.loads(schema_path().read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
@@ -202,6 +204,7 @@ def test_continuation_can_use_another_model_and_token_cap(repo, make_simulator, 
     assert "_deepseek_deepseek-v4-pro_continuation_" in cont["answer_path"]
 
 
+@pytest.mark.parametrize("both_apis", ["openai"], indirect=True)  # presets are /v1's
 @pytest.mark.parametrize(
     ("server", "body_fields", "message_fields"),
     [

@@ -11,6 +11,8 @@ import pytest
 from deepseek_review.simulator import full_answer
 from tests.conftest import run_review
 
+pytestmark = pytest.mark.usefixtures("both_apis")
+
 FIXTURE = Path(__file__).parent / "fixtures" / "research-stack"
 SEED_DIR = "shared-data/artifacts/deepseek_review"
 SEED_PRIMARY = f"{SEED_DIR}/prime_gap_entropy_collapse_deepseek_deepseek-v3.2_20260512T033551Z.md"

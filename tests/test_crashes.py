@@ -56,6 +56,8 @@ from tests.reliability import (
     write_notes,
 )
 
+pytestmark = pytest.mark.usefixtures("both_apis")
+
 BATCH_ARGS = ("--jobs", "3", "--retry-wait", "0.01")
 #: A kill that waits for a request lands while it is in flight when its extra delay is shorter
 #: than the simulator's latency (the process cannot finish before that response has ended).

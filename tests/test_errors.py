@@ -51,6 +51,7 @@ def test_exit_codes_are_the_documented_ones():
         "BatchIncomplete": 11,
         "NoProgress": 12,
         "FindingsGate": 13,
+        "PromptDoesNotFit": 14,
         "Interrupted": 130,
     }
 

@@ -40,6 +40,8 @@ from tests.reliability import (
     write_notes,
 )
 
+pytestmark = pytest.mark.usefixtures("both_apis")
+
 #: Every fault kind a client should survive: 500/502/503, 429 with Retry-After, 429 with a
 #: string error body, connection reset, stall past the read timeout, truncated JSON (or a
 #: garbage SSE event), an SSE stream cut before its finish chunk.

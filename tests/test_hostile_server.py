@@ -94,6 +94,9 @@ class Hostile:
                     if not got:
                         return
                     body += got
+                if top.startswith(b"GET /api/"):  # not Ollama: its pre-flight probe gets a 404
+                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    return
                 self.seen.append(headers)
                 self.act(Wire(conn, self), self.stopping)
             except OSError:  # the client went away: that is how most attacks end

@@ -15,14 +15,17 @@ def test_stats_counts_the_seed_receipts_per_model_and_month(tmp_path, cli):
     r = cli("stats", "--repo-root", str(root), "shared-data", "--json")
     assert r.code == 0, r.err
     data = r.json()
-    assert data["total"] == {
-        "reviews": 1,
-        "segments": 2,
-        "segments_without_usage": 0,
-        "prompt_tokens": 5008 + 372,
-        "completion_tokens": 5000 + 440,
-        "total_tokens": 10008 + 812,
-    }
+    assert (
+        data["total"].items()
+        >= {
+            "reviews": 1,
+            "segments": 2,
+            "segments_without_usage": 0,
+            "prompt_tokens": 5008 + 372,
+            "completion_tokens": 5000 + 440,
+            "total_tokens": 10008 + 812,
+        }.items()
+    )
     assert data["by_model"]["deepseek-v3.2"]["reviews"] == 1
     assert data["by_model"]["deepseek-v4-flash"]["reviews"] == 0
     assert list(data["by_month"]) == ["2026-05"]

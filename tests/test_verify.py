@@ -14,6 +14,8 @@ import pytest
 
 from tests.builders import continuation_receipt, primary_receipt, sha, write_receipt
 
+pytestmark = pytest.mark.usefixtures("both_apis")
+
 FIXTURE = Path(__file__).parent / "fixtures" / "research-stack"
 SEED_DIR = "shared-data/artifacts/deepseek_review"
 SEED_PRIMARY = f"{SEED_DIR}/prime_gap_entropy_collapse_deepseek_deepseek-v3.2_20260512T033551Z"

@@ -122,6 +122,8 @@ def _log_summary(result: Any, report: Path | None) -> None:
 
 
 def _render_dry_run(prepared: Any, as_json: bool) -> None:
+    from ..api import cost_estimate
+
     rows = []
     for w in prepared.work:
         plan = w.planned.plan
@@ -139,8 +141,12 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
                 "existing_receipts": [s.receipt_path for s in w.existing],
                 "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
                 "left_out_files": sum(s.files for s in plan.skipped),
+                "cost_estimate": None if w.action == "skip" else cost_estimate(plan),
             }
         )
+    to_send = [r for r in rows if r["action"] != "skip"]
+    costs = [r["cost_estimate"] for r in to_send]
+    total = round(sum(costs), 6) if costs and None not in costs else None
     if as_json:
         _json_out(
             {
@@ -148,6 +154,7 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
                 "shard": str(prepared.planned.shard) if prepared.planned.shard else None,
                 "entries_in_manifest": prepared.planned.total_entries,
                 "orphans": list(prepared.orphans),
+                "cost_estimate": total,
                 "entries": rows,
             }
         )
@@ -161,4 +168,6 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
             for r in rows
         ),
     )
+    if total is not None:
+        log.info("cost at most %g (each prompt and its whole max_tokens, no cache hit)", total)
     log.info("dry run: %d entries checked; nothing was sent and nothing was written", len(rows))

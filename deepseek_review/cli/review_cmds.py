@@ -97,6 +97,8 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
 
 
 def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
+    from ..api import cost_estimate
+
     info = {
         "dry_run": True,
         "endpoint": plan.endpoint.url,
@@ -112,6 +114,7 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
             {"path": f.path, "bytes": f.size, "sha256": f.sha256} for f in plan.files
         ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
+        "cost_estimate": cost_estimate(plan),
     }
     if as_json:
         _json_out(info)
@@ -134,6 +137,11 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
                 else []
             ),
             *(f"  {s.path}  {s.reason}" for s in plan.skipped),
+            *(
+                [f"cost           at most {info['cost_estimate']:g} (prompt and --max-tokens)"]
+                if info["cost_estimate"] is not None
+                else []
+            ),
         ],
     )
     log.info("dry run: nothing was sent and nothing was written")

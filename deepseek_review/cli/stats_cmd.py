@@ -56,6 +56,8 @@ def stats(
         _json_out(result.to_json())
         return
     _write_lines(sys.stdout, _table(result))
+    for line in _beyond(result.total.extra.to_json()):  # on stderr: stdout is the table
+        log.info("%s", line)
 
 
 def _table(result: Any) -> list[str]:
@@ -70,6 +72,21 @@ def _table(result: Any) -> list[str]:
             f"{escape(model):<28} {month:<8} {t.reviews:>8} {t.segments:>9} {p:>10} {c:>11} "
             f"{total:>11}"
         )
+    return lines
+
+
+def _beyond(extra: dict[str, Any]) -> list[str]:
+    """What the request records add (total), a line for each figure that is known."""
+    lines = [f"reasoning tokens: {extra['reasoning_tokens']}"] if extra["reasoning_tokens"] else []
+    if extra["cache_hit_share"] is not None:
+        share = extra["cache_hit_share"]
+        lines.append(f"prompt-cache hits: {share:.1%} of the prompts whose server reports them")
+    if extra["tokens_per_second"] is not None:
+        lines.append(f"speed: {extra['tokens_per_second']:g} completion tokens per second")
+    if extra["cost"] is not None:
+        unpriced = extra["segments_without_price"]
+        more = f" (+ {unpriced} segment(s) without a price)" if unpriced else ""
+        lines.append(f"cost: {extra['cost']:g}{more}")
     return lines
 
 

@@ -126,6 +126,7 @@ _RESPONSE = _Shape(
         ("reasoning_chars", _INT),
         ("reasoning_path", _OPT_STR),
         ("reasoning_sha256", _OPT_STR),
+        ("usage_details", _OPT_OBJECT),
     ),
 )
 _CONTINUATION = _Shape(
@@ -203,8 +204,12 @@ class Response:
     reasoning_chars: int | None = None
     reasoning_path: str | None = None
     reasoning_sha256: str | None = None
+    usage_details: Mapping[str, int] | None = None
+    """Counts the server reported beyond ``usage`` (reasoning tokens, prompt-cache hits and
+    misses); absent from records written before them, and when there were none."""
 
     def to_json(self) -> dict[str, Any]:
+        details = {} if not self.usage_details else {"usage_details": dict(self.usage_details)}
         return {
             "finish_reason": self.finish_reason,
             "usage": None if self.usage is None else dict(self.usage),
@@ -218,6 +223,7 @@ class Response:
             "reasoning_chars": self.reasoning_chars,
             "reasoning_path": self.reasoning_path,
             "reasoning_sha256": self.reasoning_sha256,
+            **details,
         }
 
     @classmethod
@@ -232,6 +238,9 @@ class Response:
             except TypeError:
                 raise _invalid(where, "$.response.message_keys", "a list of strings") from None
             v[3] = tuple(keys)
+        details = v[12]
+        if details is not None and not all(type(n) is int and n >= 0 for n in details.values()):
+            raise _invalid(where, "$.response.usage_details", "an object of token counts")
         return cls(*v)
 
 

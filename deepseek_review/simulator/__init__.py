@@ -6,8 +6,10 @@ checked byte for byte), Ollama's exact wire shapes (JSON, both SSE framings, err
 and knobs for latency, capacity, token budgets, reasoning, and injected faults.
 
 Layout: :mod:`.answer` (the deterministic text and continuation planning), :mod:`.wire`
-(response shapes and the fault catalogue), :mod:`.server` (HTTP server and the
-:class:`Simulator` API) and :mod:`.command` (``python -m deepseek_review.simulator``).
+(response shapes and the fault catalogue), :mod:`.config` (knobs, the request log, request
+checks), :mod:`.httpio` (bytes on the socket), :mod:`.handler` (routes: what each request
+gets), :mod:`.server` (the :class:`Simulator` API and its shared state) and :mod:`.command`
+(``python -m deepseek_review.simulator``).
 """
 
 from deepseek_review.simulator.answer import TOKEN_RE, full_answer

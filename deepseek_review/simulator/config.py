@@ -13,6 +13,8 @@ from typing import Any
 from deepseek_review.simulator import wire
 from deepseek_review.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS, TRANSIENT_FAULTS
 
+CHAT_PATH = "/v1/chat/completions"
+
 
 @dataclass
 class SimulatorConfig:
@@ -26,7 +28,16 @@ class SimulatorConfig:
     reasoning_words: int = 0
     echo_prefill: bool = False
     omit_usage: bool = False
+    usage_details: bool = False
+    """Usage as DeepSeek's API reports it: prompt-cache hits and misses, reasoning tokens."""
     context_window: int | None = None
+    """The runtime context the OpenAI endpoint runs models with (``OLLAMA_CONTEXT_LENGTH``);
+    None: the model's whole ``model_context_length``."""
+    model_context_length: int = 262_144
+    """The context the model was trained for (``/api/show``); ``num_ctx`` is capped at it."""
+    preloaded: bool = False
+    """Models count as loaded from the start (``/api/ps`` lists them); otherwise a model is
+    loaded by its first chat request, with the context that request runs with."""
     context_overflow: str = "clip"
     """A prompt over ``context_window``: ``clip`` keeps its last tokens silently (Ollama);
     the others refuse it with llama.cpp's error, as a 400 when not streaming and, streaming,
@@ -131,3 +142,16 @@ def validate_chat(raw: bytes) -> dict[str, Any]:
     if not isinstance(req.get("stream", False), bool | None):
         raise invalid("json: cannot unmarshal into field ChatCompletionRequest.stream of type bool")
     return req
+
+
+def route_of(path: str) -> str:
+    """A request path without its query."""
+    return path.split("?", 1)[0]
+
+
+def wants_stream(body: bytes) -> bool:
+    """Whether a chat body asks for a stream (decided before the body is validated)."""
+    try:
+        return json.loads(body).get("stream") is True
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return False

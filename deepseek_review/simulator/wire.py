@@ -101,18 +101,31 @@ def overflow_events(mode: str, error: dict[str, Any]) -> list[bytes]:
     return []
 
 
-def usage(plan: Plan) -> dict[str, int]:
-    """Token accounting; completion tokens include reasoning, never the echoed prefill."""
+def usage(plan: Plan, details: bool = False) -> dict[str, Any]:
+    """Token accounting; completion tokens include reasoning, never the echoed prefill.
+    ``details``: DeepSeek's API's extra counts too (half the prompt a cache hit)."""
     completion = plan.completion_tokens
-    return {
+    body: dict[str, Any] = {
         "prompt_tokens": plan.prompt_tokens,
         "completion_tokens": completion,
         "total_tokens": plan.prompt_tokens + completion,
     }
+    if details:
+        hit = plan.prompt_tokens // 2
+        body["prompt_cache_hit_tokens"] = hit
+        body["prompt_cache_miss_tokens"] = plan.prompt_tokens - hit
+        body["completion_tokens_details"] = {"reasoning_tokens": len(plan.reasoning)}
+    return body
 
 
 def completion(
-    plan: Plan, *, model: str, ident: str, with_usage: bool, fault: str | None = None
+    plan: Plan,
+    *,
+    model: str,
+    ident: str,
+    with_usage: bool,
+    fault: str | None = None,
+    details: bool = False,
 ) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` body, with a garbage fault applied if asked."""
     message: dict[str, Any] = {"role": "assistant", "content": plan.text}
@@ -127,7 +140,7 @@ def completion(
         "choices": [{"index": 0, "message": message, "finish_reason": plan.finish_reason}],
     }
     if with_usage or fault == "negative-usage":
-        body["usage"] = usage(plan)
+        body["usage"] = usage(plan, details)
     if fault is not None:
         mutate(body, fault)
     return body
@@ -146,6 +159,7 @@ def stream_chunks(
     include_usage: bool,
     llama: bool = False,
     group: int = 8,
+    details: bool = False,
 ) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of one stream, in order ([DONE] not included).
 
@@ -194,7 +208,7 @@ def stream_chunks(
         chunks = [chunk(first, None), *(chunk(d, None) for d in deltas)]
         chunks.append(chunk({}, plan.finish_reason))
     if include_usage:
-        chunks.append({**chunks[-1], "choices": [], "usage": usage(plan)})
+        chunks.append({**chunks[-1], "choices": [], "usage": usage(plan, details)})
     return chunks
 
 
@@ -220,3 +234,20 @@ def sse(chunk: dict[str, Any]) -> bytes:
 
 SSE_DONE = b"data: [DONE]\n\n"
 SSE_GARBAGE = b'data: {"id":\n\n'
+
+
+#: ``reasoning_effort`` values Ollama's OpenAI endpoint takes (0.32.11+).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "max", "xhigh", "ultra")
+
+
+def thinks(req: dict[str, Any]) -> bool:
+    """Whether a chat request leaves thinking on, by each server's switch: Ollama's and
+    vLLM's ``reasoning_effort: none``, a chat template's ``enable_thinking: false``
+    (vLLM, llama.cpp), DeepSeek's ``thinking: {"type": "disabled"}``."""
+    kwargs = req.get("chat_template_kwargs")
+    thinking = req.get("thinking")
+    return not (
+        req.get("reasoning_effort") == "none"
+        or (isinstance(kwargs, dict) and kwargs.get("enable_thinking") is False)
+        or (isinstance(thinking, dict) and thinking.get("type") == "disabled")
+    )

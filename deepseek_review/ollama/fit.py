@@ -1,0 +1,122 @@
+"""Refuse, before sending, a prompt an Ollama server would silently cut.
+
+Ollama runs a model with a fixed context (``OLLAMA_CONTEXT_LENGTH``, a Modelfile's
+``num_ctx``, or 4k/32k/256k by the GPU's memory) and, given more, keeps the end of the prompt
+and answers anyway; its OpenAI endpoint ignores any ``num_ctx`` sent. So before the first
+request the server is asked (:mod:`.probe`) and the planned prompt (the local estimate,
+:mod:`..tokens`) plus ``max_tokens`` is compared with the context the request will run with.
+``max_tokens`` is Ollama's ``num_predict``, which counts thinking tokens too, so it is also the
+reasoning reserve of a thinking model. Servers that are not Ollama, or declared as another kind
+(``--server``), are not asked; ollama.com runs models at their full context, so is not either.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ..endpoint import safe_url
+from ..errors import ConfigError, PromptDoesNotFit
+from ..options import name_of
+from . import probe
+
+if TYPE_CHECKING:
+    from ..client import ChatClient
+
+log = logging.getLogger("deepseek_review")
+
+#: Ollama's smallest default context (under 24 GiB of VRAM); what an unloaded model may get.
+SMALLEST_DEFAULT = 4096
+#: Contexts suggested in a fix (and, natively, sent as ``num_ctx``): a few fixed steps, so a
+#: batch does not make the server reload the model for every entry.
+STEPS = (4096, 8192, 16384, 32768, 65536, 131072, 262144)
+
+
+def step_for(tokens: int) -> int:
+    """The smallest step that holds ``tokens`` (beyond the last: rounded up to 64k)."""
+    for step in STEPS:
+        if tokens <= step:
+            return step
+    return -(-tokens // 65536) * 65536
+
+
+def preflight(
+    client: ChatClient,
+    *,
+    server: str,
+    model: str,
+    estimate: int,
+    max_tokens: int,
+    allow: bool,
+    reasoning: str | None = None,
+) -> None:
+    """Ask an Ollama server what context ``model`` runs with; raise :class:`PromptDoesNotFit`
+    when the prompt and the answer's cap would not fit (unless ``allow``: then warn), and a
+    :class:`ConfigError` for a ``reasoning`` level the model cannot think at."""
+    if server != "ollama":
+        return
+    if probe.is_cloud(client.url):
+        with client.learning:  # said once per client, not per entry of a batch
+            if ("ollama", "cloud") not in client.learned:
+                client.learned["ollama", "cloud"] = True
+                log.info("ollama.com runs models at their full context: no context check needed")
+        return
+    if not probe.probed_origin(client.url):
+        return
+    facts = probe.model_facts(client, model)
+    if facts is None:
+        return
+    thinks = "thinking" in facts.capabilities or not facts.capabilities
+    if reasoning not in (None, "none") and not thinks:
+        listed = ", ".join(sorted(facts.capabilities))
+        raise ConfigError(
+            f"{name_of('reasoning')} {reasoning}: {safe_url(client.url)} says {model} does "
+            f"not think (/api/show capabilities: {listed}); nothing was sent",
+            hint=f"use {name_of('reasoning')} none, or leave it unset",
+        )
+    need = estimate + max_tokens
+    native = urlsplit(client.url).path == probe.NATIVE_CHAT_PATH
+    if native:  # the request asks for the context it needs, up to what the model was trained for
+        trained = facts.trained_context
+        known = None if trained is None else (trained, "/api/show, the model's trained context")
+    else:
+        known = facts.context
+    if known is None:  # the check after the answer (exit 7) still catches a clipped prompt
+        if need > SMALLEST_DEFAULT:
+            log.debug(
+                "%s is not loaded on %s, so its context is the server's default, which no API "
+                "reports (4096 tokens below 24 GiB of VRAM, or OLLAMA_CONTEXT_LENGTH); this "
+                "request needs about %d",
+                model,
+                safe_url(client.url),
+                need,
+            )
+        return
+    context, source = known
+    if need <= context:
+        return
+    message = (
+        f"the prompt (about {estimate} tokens, estimated) plus {name_of('max_tokens')} "
+        f"{max_tokens} needs {need} tokens, but {safe_url(client.url)} runs {model} with a "
+        f"context of {context} ({source}): Ollama would silently keep only the end of the prompt"
+    )
+    if allow:
+        log.warning("%s; sent anyway (%s)", message, name_of("allow_truncated_prompt"))
+        return
+    raise PromptDoesNotFit(message + "; nothing was sent", hint=_fix(need, facts.trained_context))
+
+
+def _fix(need: int, trained: int | None) -> str:
+    anyway = f"{name_of('allow_truncated_prompt')} sends it anyway"
+    if trained is not None and need > trained:
+        return (
+            f"the model was trained for {trained} tokens: send less context or lower "
+            f"{name_of('max_tokens')}; {anyway}"
+        )
+    size = step_for(need) if trained is None else min(step_for(need), trained)
+    return (
+        f"use {name_of('api')} ollama (its num_ctx is sized to each request), or restart the "
+        f"server with OLLAMA_CONTEXT_LENGTH={size} ollama serve, or create a Modelfile alias "
+        f"with PARAMETER num_ctx {size}, or lower {name_of('max_tokens')}; {anyway}"
+    )
