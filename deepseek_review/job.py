@@ -1,0 +1,467 @@
+"""One review job: a primary request (unless segments exist), then continuations while cut off.
+
+``run``, ``continue`` and ``batch`` all run a chain through :func:`run_job`; they differ only
+in what they hand it: ``run`` a planned primary and nothing existing, ``continue`` the segments
+rebuilt from records, ``batch`` either, plus its scheduler's :class:`RequestGate` and
+:class:`EventSink`. The job asks the gate *before* each request (saying whether it is the
+job's first) and tells the sink what happens; a first request the gate refuses is a
+"not started" result, a later one is :class:`~deepseek_review.errors.Interrupted`.
+
+Each segment is written (answer, record, receipt: :func:`.segment.write_segment`) as soon as
+its answer has arrived and been checked; :meth:`JobResult.segments` are in chain order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from .calls import Completion, ProgressFn
+from .client import ChatClient
+from .context import ContextFile
+from .endpoint import Endpoint
+from .errors import Interrupted, PromptTruncated, ReviewError
+from .options import SERVER_PRESETS, name_of
+from .plan import ContinuationOptions, ReviewPlan, continuation_body
+from .prompt import continuation_directive
+from .records.parts import AnswerRef
+from .records.request_record import Continuation
+from .request import BodyOptions, PreparedRequest, WireMessage, prepare
+from .segment import Segment, SegmentSpec, write_segment
+from .storage import ensure_dir
+from .tokens import estimate_exchange, estimate_tokens, looks_clipped
+
+log = logging.getLogger("deepseek_review")
+
+
+# --------------------------------------------------------------------------- what it is handed
+
+
+class RequestGate(Protocol):
+    """Admits each request of a job (a batch: one of its ``jobs`` slots, and its halts)."""
+
+    def acquire(self, *, first: bool) -> bool:
+        """Wait for leave to send; ``first``: the job's first request (where a batch decides
+        whether the review starts at all). False: do not send; nothing is held."""
+
+    def release(self) -> None:
+        """The request admitted last is over (answered or not)."""
+
+
+class EventSink(Protocol):
+    """Told what a job's requests do, in order, from the job's thread."""
+
+    def sending(self, *, first: bool, note: str | None) -> None:
+        """A request was admitted and goes out now; ``note``: a continuation's line."""
+
+    def attempt(self) -> None:
+        """One HTTP attempt of the request (retries included) is sent."""
+
+    def streamed(self, pieces: int, elapsed: float) -> None:
+        """Pieces of the answer streamed in so far."""
+
+    def answered(self, tokens: int, estimated: bool) -> None:
+        """The answer arrived: its tokens (an estimate when the server reported none)."""
+
+    def failed(self, error: ReviewError) -> None:
+        """The request failed for good (not told for an interruption)."""
+
+    def returned(self) -> None:
+        """The request is over, answered or not; the gate is released right after."""
+
+
+class OpenGate:
+    """``run`` and ``continue``: every request goes at once."""
+
+    def acquire(self, *, first: bool) -> bool:
+        return True
+
+    def release(self) -> None:
+        return None
+
+
+@dataclass
+class ProgressSink:
+    """``run`` and ``continue``: continuation lines logged, streaming shown by ``progress``."""
+
+    progress: ProgressFn | None = None
+
+    def sending(self, *, first: bool, note: str | None) -> None:
+        if note:
+            log.info("%s", note)
+
+    def attempt(self) -> None:
+        return None
+
+    def streamed(self, pieces: int, elapsed: float) -> None:
+        if self.progress is not None:
+            self.progress(pieces, elapsed)
+
+    def answered(self, tokens: int, estimated: bool) -> None:
+        return None
+
+    def failed(self, error: ReviewError) -> None:
+        return None
+
+    def returned(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Primary:
+    """The planned primary request (sent when no segment exists yet)."""
+
+    prepared: PreparedRequest
+    token_estimate: int
+    files: tuple[ContextFile, ...]
+    template: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A chain to extend: where it is written, what it asks, and what exists of it."""
+
+    root: Path
+    out_dir: Path
+    out_shown: str
+    """``out_dir`` as the user named it, in errors."""
+    topic: str
+    endpoint: Endpoint
+    base_messages: tuple[WireMessage, ...]
+    body: BodyOptions
+    """Options of the primary request (model, temperature, extra body)."""
+    continuation: ContinuationOptions
+    """``max_continuations``: how many this job may send."""
+    existing: tuple[Segment, ...] = ()
+    primary: Primary | None = None
+    """Sent first when ``existing`` is empty."""
+    allow_truncated_prompt: bool = False
+    keep_reasoning: bool = False
+    force: bool = False
+    """Send the first continuation even though the last segment ended normally."""
+    label: str | None = None
+    """Put on the job's log lines (a batch: the entry's topic)."""
+
+
+def job_from_plan(
+    plan: ReviewPlan,
+    existing: tuple[Segment, ...] = (),
+    *,
+    max_continuations: int | None = None,
+    label: str | None = None,
+) -> Job:
+    """The job of a planned review: its primary unless ``existing`` segments are given."""
+    o = plan.options
+    cont = o.continuation
+    if max_continuations is not None:
+        cont = replace(cont, max_continuations=max_continuations)
+    return Job(
+        root=plan.root,
+        out_dir=plan.out_dir,
+        out_shown=o.output_dir,
+        topic=o.topic,
+        endpoint=plan.endpoint,
+        base_messages=plan.messages,
+        body=o.body_options(),
+        continuation=cont,
+        existing=existing,
+        primary=Primary(
+            plan.prepared,
+            plan.token_estimate,
+            plan.files,
+            (plan.template.name, plan.template.sha256),
+        ),
+        allow_truncated_prompt=o.allow_truncated_prompt,
+        keep_reasoning=o.keep_reasoning,
+        label=label,
+    )
+
+
+@dataclass
+class JobResult:
+    """What a job did: every segment of the chain (existing first) and how many it added.
+
+    While the job runs it is the job's progress: a caller that catches the job's error reads
+    the segments written before it."""
+
+    segments: list[Segment] = field(default_factory=list)
+    new: int = 0
+    started: bool = False
+    """Its first request was admitted (a batch counts the review as started)."""
+    not_started: bool = False
+    """The gate refused its first request: nothing was sent."""
+
+    @property
+    def new_segments(self) -> list[Segment]:
+        return self.segments[len(self.segments) - self.new :]
+
+
+# --------------------------------------------------------------------------- the job
+
+
+def run_job(
+    job: Job,
+    client: ChatClient,
+    *,
+    gate: RequestGate | None = None,
+    events: EventSink | None = None,
+    result: JobResult | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> JobResult:
+    """Run ``job`` to its end: the primary (when nothing exists), then continuations while the
+    last segment is cut off, up to the cap. A segment cut off without adding any text ends the
+    chain (it is ``stalled``) unless the continuation cap is larger than that segment's.
+
+    ``result`` (optional) is filled in as the job goes, so a caller that catches an error
+    still has what was written."""
+    run = _Run(job, client, gate or OpenGate(), events or ProgressSink(), now, result)
+    return run.run()
+
+
+class _Run:
+    def __init__(
+        self,
+        job: Job,
+        client: ChatClient,
+        gate: RequestGate,
+        events: EventSink,
+        now: Callable[[], datetime],
+        result: JobResult | None,
+    ) -> None:
+        self.job, self.client, self.gate, self.events, self.now = job, client, gate, events, now
+        self.result = result if result is not None else JobResult()
+        self.result.segments[:] = job.existing
+        self.told = False
+        """Whether the user was told that the server reports no usage (once per review)."""
+
+    def _log(self, level: int, msg: str, *args: object) -> None:
+        extra = {"batch_topic": self.job.label} if self.job.label else None
+        log.log(level, msg, *args, extra=extra)
+
+    def run(self) -> JobResult:
+        job, r = self.job, self.result
+        if not r.segments:
+            assert job.primary is not None, "a job without segments needs its primary"
+            if not self._primary(job.primary):
+                r.not_started = True
+                return r
+        self._continue()
+        return r
+
+    def _ask(
+        self, prepared: PreparedRequest, body: BodyOptions, note: str | None
+    ) -> Completion | None:
+        """One request through the gate; None when the gate refused the job's first."""
+        first = not self.result.started
+        if not self.gate.acquire(first=first):
+            if first:
+                return None
+            raise Interrupted("interrupted before sending")
+        self.result.started = True
+        try:
+            self.events.sending(first=first, note=note)
+            completion = self.client.complete(
+                prepared.body_bytes,
+                model=body.model,
+                stream=body.stream,
+                progress=self.events.streamed,
+                on_attempt=self.events.attempt,
+                label=self.job.label,
+            )
+            if completion.usage is not None:
+                self.events.answered(completion.usage.total_tokens, False)
+            else:
+                guess = estimate_exchange(
+                    len(prepared.body_bytes), completion.content, completion.reasoning
+                )
+                self.events.answered(guess, True)
+            return completion
+        except ReviewError as exc:
+            if not isinstance(exc, Interrupted):
+                self.events.failed(exc)
+            raise
+        finally:
+            self.events.returned()
+            self.gate.release()
+
+    def _received(self, completion: Completion, estimate: int) -> None:
+        """Checks and notes on an answer that arrived, before it is written."""
+        self._check_prompt_kept(completion, estimate)
+        if completion.usage is None and not self.told:
+            self.told = True
+            self._log(
+                logging.WARNING,
+                "the server reported no token usage: tokens are unknown (estimated where a "
+                "count is needed; receipts hold zeros, marked usage_reported=false in the "
+                "request record), and the check for a silently truncated prompt is off for "
+                "this review",
+            )
+
+    def _check_prompt_kept(self, completion: Completion, estimate: int) -> None:
+        """Refuse an answer to a prompt the server silently clipped (Ollama does, at num_ctx)."""
+        msg = clipped_message(completion, estimate, self.client.url)
+        if msg is None:
+            return
+        if self.job.allow_truncated_prompt:
+            self._log(
+                logging.WARNING,
+                "%s (%s: keeping the answer)",
+                msg,
+                name_of("allow_truncated_prompt"),
+            )
+            return
+        raise PromptTruncated(
+            msg,
+            hint="raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH=<tokens> "
+            f"ollama serve), send less context, or allow it with "
+            f"{name_of('allow_truncated_prompt')}",
+        )
+
+    def _primary(self, p: Primary) -> bool:
+        job = self.job
+        completion = self._ask(p.prepared, job.body, None)
+        if completion is None:
+            return False
+        self._received(completion, p.token_estimate)
+        ensure_dir(job.out_dir, shown=job.out_shown)
+        segment = write_segment(
+            SegmentSpec(
+                root=job.root,
+                out_dir=job.out_dir,
+                topic=job.topic,
+                model=job.body.model,
+                endpoint=job.endpoint.url,
+                prepared=p.prepared,
+                completion=completion,
+                content=completion.content,
+                context_files=p.files,
+                template=p.template,
+                prompt_token_estimate=p.token_estimate,
+                keep_reasoning=job.keep_reasoning,
+            ),
+            self.now(),
+        )
+        # Hook: a segment's receipt is written here (primary) and in ``_continuation``.
+        self._add(segment)
+        return True
+
+    def _add(self, segment: Segment) -> None:
+        self.result.segments.append(segment)
+        self.result.new += 1
+
+    def _continue(self) -> None:
+        job, segments = self.job, self.result.segments
+        options = job.continuation
+        _, prefill_extra = SERVER_PRESETS[options.server]
+        body = continuation_body(job.body, options)
+        made = 0
+        while segments[-1].truncated or (job.force and made == 0):
+            forced = job.force and made == 0 and not segments[-1].truncated
+            if made >= options.max_continuations:
+                break
+            if not forced and _repeats_nothing(segments[-1], body.max_tokens):
+                break  # the caller says why: the result is ``stalled``
+            made += 1
+            so_far = "".join(s.content for s in segments)
+            refs = tuple(
+                AnswerRef(s.answer_path, s.answer_sha256, len(s.content.encode("utf-8")))
+                for s in segments
+            )
+            if options.style == "prefill":
+                tail = [WireMessage("assistant", refs, so_far, extra=prefill_extra)]
+            else:
+                directive = continuation_directive()
+                tail = [
+                    WireMessage("assistant", refs, so_far),
+                    WireMessage("user", (directive,), directive),
+                ]
+            messages = (*job.base_messages, *tail)
+            prepared = prepare(body, messages)
+            estimate = estimate_tokens(m.content for m in messages)
+            why = (
+                f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
+            )
+            note = (
+                f"continuation {made}/{options.max_continuations}: "
+                f"{segments[-1].answer_path} {why}; asking {body.model} to go on"
+            )
+            completion = self._ask(prepared, body, note)
+            if completion is None:  # refused before the job sent anything
+                self.result.not_started = True
+                return
+            self._received(completion, estimate)
+            content, echoed = strip_echo(completion.content, so_far)
+            if echoed:
+                self._log(
+                    logging.INFO,
+                    "the server echoed the %d prefilled characters; kept them out",
+                    echoed,
+                )
+            ensure_dir(job.out_dir, shown=job.out_dir.name)
+            segment = write_segment(
+                SegmentSpec(
+                    root=job.root,
+                    out_dir=job.out_dir,
+                    topic=job.topic,
+                    model=body.model,
+                    endpoint=job.endpoint.url,
+                    prepared=prepared,
+                    completion=completion,
+                    content=content,
+                    echo_stripped_chars=echoed,
+                    prompt_token_estimate=estimate,
+                    continuation=Continuation(
+                        index=len(segments),
+                        style=options.style,
+                        server=options.server,
+                        primary_answer_path=segments[0].answer_path,
+                        previous_answer_path=segments[-1].answer_path,
+                    ),
+                    keep_reasoning=job.keep_reasoning,
+                ),
+                self.now(),
+            )
+            self._add(segment)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def clipped_message(completion: Completion, estimate: int, url: str) -> str | None:
+    """Why the answer looks like one to a silently clipped prompt; None when it does not."""
+    if completion.usage is None:
+        return None
+    kept = completion.usage.prompt_tokens
+    if not looks_clipped(kept, estimate):
+        return None
+    return (
+        f"{url} kept only {kept} prompt tokens of about {estimate} sent: the server silently "
+        "truncated the prompt"
+    )
+
+
+def strip_echo(content: str, so_far: str) -> tuple[str, int]:
+    """Servers such as llama-server repeat the prefilled text first; keep it out."""
+    if so_far and content.startswith(so_far):
+        return content[len(so_far) :], len(so_far)
+    return content, 0
+
+
+def no_progress_message(segment: Segment) -> str:
+    """Why a chain whose last segment added no text was not continued (one line)."""
+    cap = f" of {segment.max_tokens} tokens" if segment.max_tokens else ""
+    return (
+        f"{segment.answer_path} added no answer text before the token cap{cap}: the cap is "
+        "too small for the model's reasoning; stopped rather than pay for continuations that "
+        "would do the same"
+    )
+
+
+def _repeats_nothing(segment: Segment, cap: int) -> bool:
+    """A continuation at ``cap`` would only repeat ``segment``: it added no text, and its own
+    cap was no smaller (a cap unknown, from another tool's receipt, gets the benefit)."""
+    return segment.made_no_progress and segment.max_tokens is not None and cap <= segment.max_tokens
