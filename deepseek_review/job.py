@@ -15,18 +15,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Protocol
 
-from .calls import Completion, ProgressFn
+from .calls import Completion
 from .client import ChatClient
-from .context import ContextFile
-from .endpoint import Endpoint
 from .errors import Interrupted, PromptTruncated, ReviewError
+from .jobspec import (
+    EventSink,
+    Job,
+    JobResult,
+    OpenGate,
+    Primary,
+    ProgressSink,
+    RequestGate,
+    job_from_plan,
+)
 from .options import SERVER_PRESETS, name_of
-from .plan import ContinuationOptions, ReviewPlan, continuation_body
+from .plan import continuation_body
 from .prompt import continuation_directive
 from .records.parts import AnswerRef
 from .records.request_record import Continuation
@@ -35,169 +40,19 @@ from .segment import Segment, SegmentSpec, write_segment
 from .storage import ensure_dir
 from .tokens import estimate_exchange, estimate_tokens, looks_clipped
 
+__all__ = [
+    "EventSink",
+    "Job",
+    "JobResult",
+    "OpenGate",
+    "ProgressSink",
+    "RequestGate",
+    "job_from_plan",
+    "no_progress_message",
+    "run_job",
+]
+
 log = logging.getLogger("deepseek_review")
-
-
-# --------------------------------------------------------------------------- what it is handed
-
-
-class RequestGate(Protocol):
-    """Admits each request of a job (a batch: one of its ``jobs`` slots, and its halts)."""
-
-    def acquire(self, *, first: bool) -> bool:
-        """Wait for leave to send; ``first``: the job's first request (where a batch decides
-        whether the review starts at all). False: do not send; nothing is held."""
-
-    def release(self) -> None:
-        """The request admitted last is over (answered or not)."""
-
-
-class EventSink(Protocol):
-    """Told what a job's requests do, in order, from the job's thread."""
-
-    def sending(self, *, first: bool, note: str | None) -> None:
-        """A request was admitted and goes out now; ``note``: a continuation's line."""
-
-    def attempt(self) -> None:
-        """One HTTP attempt of the request (retries included) is sent."""
-
-    def streamed(self, pieces: int, elapsed: float) -> None:
-        """Pieces of the answer streamed in so far."""
-
-    def answered(self, tokens: int, estimated: bool) -> None:
-        """The answer arrived: its tokens (an estimate when the server reported none)."""
-
-    def failed(self, error: ReviewError) -> None:
-        """The request failed for good (not told for an interruption)."""
-
-    def returned(self) -> None:
-        """The request is over, answered or not; the gate is released right after."""
-
-
-class OpenGate:
-    """``run`` and ``continue``: every request goes at once."""
-
-    def acquire(self, *, first: bool) -> bool:
-        return True
-
-    def release(self) -> None:
-        return None
-
-
-@dataclass
-class ProgressSink:
-    """``run`` and ``continue``: continuation lines logged, streaming shown by ``progress``."""
-
-    progress: ProgressFn | None = None
-
-    def sending(self, *, first: bool, note: str | None) -> None:
-        if note:
-            log.info("%s", note)
-
-    def attempt(self) -> None:
-        return None
-
-    def streamed(self, pieces: int, elapsed: float) -> None:
-        if self.progress is not None:
-            self.progress(pieces, elapsed)
-
-    def answered(self, tokens: int, estimated: bool) -> None:
-        return None
-
-    def failed(self, error: ReviewError) -> None:
-        return None
-
-    def returned(self) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class Primary:
-    """The planned primary request (sent when no segment exists yet)."""
-
-    prepared: PreparedRequest
-    token_estimate: int
-    files: tuple[ContextFile, ...]
-    template: tuple[str, str]
-
-
-@dataclass(frozen=True)
-class Job:
-    """A chain to extend: where it is written, what it asks, and what exists of it."""
-
-    root: Path
-    out_dir: Path
-    out_shown: str
-    """``out_dir`` as the user named it, in errors."""
-    topic: str
-    endpoint: Endpoint
-    base_messages: tuple[WireMessage, ...]
-    body: BodyOptions
-    """Options of the primary request (model, temperature, extra body)."""
-    continuation: ContinuationOptions
-    """``max_continuations``: how many this job may send."""
-    existing: tuple[Segment, ...] = ()
-    primary: Primary | None = None
-    """Sent first when ``existing`` is empty."""
-    allow_truncated_prompt: bool = False
-    keep_reasoning: bool = False
-    force: bool = False
-    """Send the first continuation even though the last segment ended normally."""
-    label: str | None = None
-    """Put on the job's log lines (a batch: the entry's topic)."""
-
-
-def job_from_plan(
-    plan: ReviewPlan,
-    existing: tuple[Segment, ...] = (),
-    *,
-    max_continuations: int | None = None,
-    label: str | None = None,
-) -> Job:
-    """The job of a planned review: its primary unless ``existing`` segments are given."""
-    o = plan.options
-    cont = o.continuation
-    if max_continuations is not None:
-        cont = replace(cont, max_continuations=max_continuations)
-    return Job(
-        root=plan.root,
-        out_dir=plan.out_dir,
-        out_shown=o.output_dir,
-        topic=o.topic,
-        endpoint=plan.endpoint,
-        base_messages=plan.messages,
-        body=o.body_options(),
-        continuation=cont,
-        existing=existing,
-        primary=Primary(
-            plan.prepared,
-            plan.token_estimate,
-            plan.files,
-            (plan.template.name, plan.template.sha256),
-        ),
-        allow_truncated_prompt=o.allow_truncated_prompt,
-        keep_reasoning=o.keep_reasoning,
-        label=label,
-    )
-
-
-@dataclass
-class JobResult:
-    """What a job did: every segment of the chain (existing first) and how many it added.
-
-    While the job runs it is the job's progress: a caller that catches the job's error reads
-    the segments written before it."""
-
-    segments: list[Segment] = field(default_factory=list)
-    new: int = 0
-    started: bool = False
-    """Its first request was admitted (a batch counts the review as started)."""
-    not_started: bool = False
-    """The gate refused its first request: nothing was sent."""
-
-    @property
-    def new_segments(self) -> list[Segment]:
-        return self.segments[len(self.segments) - self.new :]
 
 
 # --------------------------------------------------------------------------- the job
