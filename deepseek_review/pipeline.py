@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
-from .calls import ProgressFn
+from .calls import ProgressFn, RetryPolicy, Timeouts
 from .client import ChatClient
 from .endpoint import Endpoint
 from .job import ProgressSink, job_from_plan, no_progress_message, run_job
@@ -106,13 +107,21 @@ def send_review(
     )
 
 
-def _findings_hook(plan: ReviewPlan) -> FindingsHook:
-    from .finding.sidecar import hook
+class ClientOptions(Protocol):
+    """What a client is made from (:class:`ReviewOptions` and ``continue``'s options)."""
 
-    return hook(plan.root, ((f.path, f.sha256) for f in plan.files))
+    @property
+    def retry(self) -> RetryPolicy: ...
+    @property
+    def timeouts(self) -> Timeouts: ...
+    @property
+    def continuation(self) -> ContinuationOptions: ...
+    @property
+    def api_key_env(self) -> str | None: ...
 
 
-def make_client(endpoint: Endpoint, options: ReviewOptions) -> ChatClient:
+def make_client(endpoint: Endpoint, options: ClientOptions) -> ChatClient:
+    """The client of one review's endpoint (hints worded for its server and key variable)."""
     return ChatClient(
         endpoint.url,
         endpoint.api_key,

@@ -23,7 +23,7 @@ from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
 from .job import Job, ProgressSink, run_job
 from .options import name_of
-from .pipeline import DEFAULT_MAX_TOKENS, ContinuationOptions, ReviewResult
+from .pipeline import DEFAULT_MAX_TOKENS, ContinuationOptions, ReviewResult, make_client
 from .records.naming import longest_name, topic_of
 from .records.parts import file_refs
 from .records.rebuild import repo_reader, resolve
@@ -34,7 +34,6 @@ from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, BodyOptions, WireMessage
 from .resources import prompts_dir
 from .segment import Segment
-from .serverhints import Advice
 from .storage import check_writable_dir
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
 
@@ -267,13 +266,7 @@ def continue_existing(
         force=options.force,
     )
     own = client is None
-    client = client or ChatClient(
-        endpoint.url,
-        endpoint.api_key,
-        policy=options.retry,
-        timeouts=options.timeouts,
-        advice=Advice.of(endpoint, options.continuation.server, options.api_key_env),
-    )
+    client = client or make_client(endpoint, options)
     try:
         done = run_job(job, client, events=ProgressSink(progress))
     finally:
