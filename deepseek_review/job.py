@@ -105,6 +105,8 @@ class _Run:
                 r.not_started = True
                 return r
         self._continue()
+        # The chain is done here (complete, or cut off with no continuation left): the one
+        # place for what follows a whole review (its findings).
         return r
 
     def _ask(
@@ -118,6 +120,8 @@ class _Run:
             raise Interrupted("interrupted before sending")
         self.result.started = True
         try:
+            # ``first``: the one place for a check before the job's first request is sent
+            # (a server pre-flight); it holds the gate, and its failure is the request's.
             self.events.sending(first=first, note=note)
             completion = self.client.complete(
                 prepared.body_bytes,
@@ -183,7 +187,7 @@ class _Run:
             return False
         self._received(completion, p.token_estimate)
         ensure_dir(job.out_dir, shown=job.out_shown)
-        segment = write_segment(
+        self._write(
             SegmentSpec(
                 root=job.root,
                 out_dir=job.out_dir,
@@ -197,14 +201,14 @@ class _Run:
                 template=p.template,
                 prompt_token_estimate=p.token_estimate,
                 keep_reasoning=job.keep_reasoning,
-            ),
-            self.now(),
+            )
         )
-        # Hook: a segment's receipt is written here (primary) and in ``_continuation``.
-        self._add(segment)
         return True
 
-    def _add(self, segment: Segment) -> None:
+    def _write(self, spec: SegmentSpec) -> None:
+        """Write one segment (answer, record, receipt last) and add it to the chain: every
+        segment a job writes passes here, the one place for what follows a receipt (signing)."""
+        segment = write_segment(spec, self.now())
         self.result.segments.append(segment)
         self.result.new += 1
 
@@ -257,7 +261,7 @@ class _Run:
                     echoed,
                 )
             ensure_dir(job.out_dir, shown=job.out_dir.name)
-            segment = write_segment(
+            self._write(
                 SegmentSpec(
                     root=job.root,
                     out_dir=job.out_dir,
@@ -277,10 +281,8 @@ class _Run:
                         previous_answer_path=segments[-1].answer_path,
                     ),
                     keep_reasoning=job.keep_reasoning,
-                ),
-                self.now(),
+                )
             )
-            self._add(segment)
 
 
 # --------------------------------------------------------------------------- helpers
