@@ -28,18 +28,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 
-from .batch_plan import (
-    STALE_TEMP_SECONDS,
-    Action,
-    BatchOptions,
-    PreparedBatch,
-    Work,
-    prepare_batch,
-    remove_stale_temp_files,
-)
+from .batch_plan import BatchOptions, PreparedBatch, Work, prepare_batch, remove_stale_temp_files
 from .batch_report import (
-    REPORT_SCHEMA,
-    STATUSES,
     BatchReport,
     EntryReport,
     Status,
@@ -62,11 +52,9 @@ from .scheduler import BatchEvent, Board, EntryEvents, EventFn, Progress, Reques
 from .serverhints import Advice
 from .transport import make_http_client
 
+# What the CLI and the library import from here (the rest lives in batch_plan, batch_report
+# and scheduler).
 __all__ = [
-    "REPORT_SCHEMA",
-    "STALE_TEMP_SECONDS",
-    "STATUSES",
-    "Action",
     "BatchEvent",
     "BatchOptions",
     "BatchReport",
@@ -74,8 +62,6 @@ __all__ = [
     "EventFn",
     "PreparedBatch",
     "Progress",
-    "Status",
-    "Work",
     "check_report_path",
     "execute_batch",
     "prepare_batch",

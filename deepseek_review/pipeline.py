@@ -19,21 +19,19 @@ from .endpoint import Endpoint
 from .job import ProgressSink, job_from_plan, no_progress_message, run_job
 from .plan import (
     DEFAULT_MAX_TOKENS,
-    DEFAULT_MODEL,
     DEFAULT_OUTPUT_DIR,
     ContinuationOptions,
     GatherFn,
     ReviewOptions,
     ReviewPlan,
     plan_review,
-    review_longest_name,
 )
 from .segment import Segment
 from .serverhints import Advice
 
+# What other modules, tests and the benchmarks import from here (planning is .plan's).
 __all__ = [
     "DEFAULT_MAX_TOKENS",
-    "DEFAULT_MODEL",
     "DEFAULT_OUTPUT_DIR",
     "ContinuationOptions",
     "GatherFn",
@@ -44,7 +42,6 @@ __all__ = [
     "no_progress_message",
     "plan_review",
     "review",
-    "review_longest_name",
     "send_review",
 ]
 
