@@ -215,7 +215,6 @@ class _Run:
     def _continue(self) -> None:
         job, segments = self.job, self.result.segments
         options = job.continuation
-        _, prefill_extra = SERVER_PRESETS[options.server]
         body = continuation_body(job.body, options)
         made = 0
         while segments[-1].truncated or (job.force and made == 0):
@@ -226,19 +225,10 @@ class _Run:
                 break  # the caller says why: the result is ``stalled``
             made += 1
             so_far = "".join(s.content for s in segments)
-            refs = tuple(
-                AnswerRef(s.answer_path, s.answer_sha256, len(s.content.encode("utf-8")))
-                for s in segments
+            messages = (
+                *job.base_messages,
+                *_continuation_tail(segments, so_far, options.style, options.server),
             )
-            if options.style == "prefill":
-                tail = [WireMessage("assistant", refs, so_far, extra=prefill_extra)]
-            else:
-                directive = continuation_directive()
-                tail = [
-                    WireMessage("assistant", refs, so_far),
-                    WireMessage("user", (directive,), directive),
-                ]
-            messages = (*job.base_messages, *tail)
             prepared = prepare(body, messages)
             estimate = estimate_tokens(m.content for m in messages)
             why = (
@@ -286,6 +276,21 @@ class _Run:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _continuation_tail(
+    segments: list[Segment], so_far: str, style: str, server: str
+) -> list[WireMessage]:
+    """The messages a continuation adds to the primary's: the answer so far (prefilled, or
+    followed by the directive to go on)."""
+    refs = tuple(
+        AnswerRef(s.answer_path, s.answer_sha256, len(s.content.encode("utf-8"))) for s in segments
+    )
+    if style == "prefill":
+        _, prefill_extra = SERVER_PRESETS[server]
+        return [WireMessage("assistant", refs, so_far, extra=prefill_extra)]
+    directive = continuation_directive()
+    return [WireMessage("assistant", refs, so_far), WireMessage("user", (directive,), directive)]
 
 
 def clipped_message(completion: Completion, estimate: int, url: str) -> str | None:
