@@ -35,6 +35,7 @@ from .batch_report import (
     Status,
     check_report_path,
     existing_usage,
+    finding_counts,
     one_line,
     segments_usage,
     truncated_advice,
@@ -43,6 +44,7 @@ from .batch_report import (
 from .client import ChatClient
 from .errors import Interrupted, ReviewError
 from .job import JobResult, job_from_plan, run_job
+from .ollama import pricing
 from .options import name_of
 from .plan import ReviewPlan
 from .records.receipt import fast_validators
@@ -93,11 +95,15 @@ class _Runner:
         self.root = prepared.planned.root
         self.on_event = on_event
         self.now = now
+        spend = pricing.Spend(pricing.parse(options.prices), options.max_cost)
+        for w in prepared.work:  # before anything is sent: every cost must be countable
+            spend.check_priced(w.planned.plan.options.model, w.planned.plan.endpoint.url)
         self.board = Board(
             len(prepared.work),
             stop,
             fail_fast=options.fail_fast,
             max_total_tokens=options.max_total_tokens,
+            spend=spend,
         )
         self.slots = RequestSlots(options.jobs, self.board)
         self.http = make_http_client(
@@ -148,7 +154,8 @@ class _Runner:
         """One entry, in a worker thread; it starts when its first request gets a slot."""
         if self.board.halt.is_set():
             return self.board.finish(self._not_started(work), started=False)
-        events = EntryEvents(self.board, work.topic, work.action)
+        url = work.planned.plan.endpoint.url
+        events = EntryEvents(self.board, work.topic, work.action, url)
         report = self._review(work, events)
         report.attempts = events.attempts
         return self.board.finish(report, started=events.started)
@@ -191,6 +198,7 @@ class _Runner:
             new_segments=len(new),
             new_tokens=sum(s.counted_tokens for s in new),
             new_tokens_estimated=not all(s.usage_reported for s in new),
+            findings=finding_counts(self.root, segments),
             **segments_usage(segments),
         )
 
@@ -249,6 +257,8 @@ class _Runner:
             total_tokens=None if board.estimated else board.tokens,
             estimated_tokens=board.tokens if board.estimated else None,
             stopped=board.halt_reason,
+            cost=board.spend.spent(),
+            beyond_usage=dict(board.spend.beyond),
             shard=str(planned.shard) if planned.shard else None,
             entries_in_manifest=planned.total_entries,
             elapsed=time.monotonic() - board.started,

@@ -19,6 +19,7 @@ from .calls import RetryPolicy, Timeouts
 from .context import Output
 from .errors import ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
+from .ollama import pricing
 from .options import check, default, name_of
 from .plan import plan_review, review_longest_name
 from .records.stored import ChainSegment
@@ -45,6 +46,12 @@ class BatchOptions:
     jobs: int = default("jobs")
     fail_fast: bool = default("fail_fast")
     max_total_tokens: int | None = default("max_total_tokens")
+    max_cost: float | None = default("max_cost")
+    prices: Mapping[str, Any] = field(default_factory=dict)
+    """The ``prices`` setting (:mod:`.ollama.pricing`): what ``max_cost`` counts in."""
+    operator_prices: bool = False
+    """``prices`` came from the operator (the environment), not the repository's config: only
+    then may ``max_cost`` count with it (a repository could price its reviews at 0)."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
     resume: bool = default("resume")
@@ -59,6 +66,10 @@ class BatchOptions:
         check("jobs", self.jobs)
         if self.max_total_tokens is not None:
             check("max_total_tokens", self.max_total_tokens)
+        if self.max_cost is not None:
+            check("max_cost", self.max_cost)
+            pricing.check_trusted(self.operator_prices)
+        pricing.parse(self.prices)
         if self.shard is not None:
             Shard.parse(self.shard)
 

@@ -47,6 +47,9 @@ class EntryReport:
     new_tokens: int = 0
     """Tokens of the receipts this run wrote for the entry (estimated where unreported)."""
     new_tokens_estimated: bool = False
+    findings: dict[str, int] | None = None
+    """Finding counts by severity, from the findings file beside the chain's last segment
+    (``findings = true``); None without one."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +64,7 @@ class EntryReport:
             "attempts": self.attempts,
             "new_segments": self.new_segments,
             "error": self.error,
+            "findings": self.findings,
         }
 
 
@@ -75,7 +79,12 @@ class BatchReport:
     estimated_tokens: int | None = None
     """When some usage is unknown: what the budget counted, with estimates; else None."""
     stopped: str | None = None
-    """Why work stopped early: ``interrupted``, ``budget`` or ``fail-fast``; None if not."""
+    """Why work stopped early: ``interrupted``, ``budget``, ``cost`` or ``fail-fast``; None
+    if not."""
+    cost: float | None = None
+    """What this run's answers cost at the ``prices`` setting; None when none had a price."""
+    beyond_usage: dict[str, int] = field(default_factory=dict)
+    """This run's reasoning tokens and prompt-cache hits and misses, as servers reported."""
     shard: str | None = None
     entries_in_manifest: int = 0
     elapsed: float = 0.0
@@ -100,6 +109,8 @@ class BatchReport:
             "counts": self.counts,
             "total_tokens": self.total_tokens,
             "estimated_tokens": self.estimated_tokens,
+            "cost": self.cost,
+            **self.beyond_usage,
             "stopped": self.stopped,
             "manifest": self.manifest,
             "shard": self.shard,
@@ -124,6 +135,12 @@ def usage_fields(chain: Sequence[tuple[Mapping[str, int], bool]]) -> dict[str, A
 
 def existing_usage(existing: Sequence[ChainSegment]) -> dict[str, Any]:
     return usage_fields([(s.receipt.usage, s.usage_reported) for s in existing])
+
+
+def finding_counts(root: Path, segments: list[Segment]) -> dict[str, int] | None:
+    from .finding.sidecar import counts_beside
+
+    return counts_beside(root, segments[-1].answer_path) if segments else None
 
 
 def segments_usage(segments: Sequence[Segment]) -> dict[str, Any]:

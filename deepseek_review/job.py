@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 
 from .calls import Completion
 from .client import ChatClient
@@ -30,6 +31,7 @@ from .jobspec import (
     RequestGate,
     job_from_plan,
 )
+from .ollama.fit import preflight
 from .options import SERVER_PRESETS, name_of
 from .plan import continuation_body
 from .prompt import continuation_directive
@@ -120,8 +122,6 @@ class _Run:
             raise Interrupted("interrupted before sending")
         self.result.started = True
         try:
-            # ``first``: the one place for a check before the job's first request is sent
-            # (a server pre-flight); it holds the gate, and its failure is the request's.
             self.events.sending(first=first, note=note)
             completion = self.client.complete(
                 prepared.body_bytes,
@@ -132,12 +132,12 @@ class _Run:
                 label=self.job.label,
             )
             if completion.usage is not None:
-                self.events.answered(completion.usage.total_tokens, False)
+                self.events.answered(completion, completion.usage.total_tokens, False, body.model)
             else:
                 guess = estimate_exchange(
                     len(prepared.body_bytes), completion.content, completion.reasoning
                 )
-                self.events.answered(guess, True)
+                self.events.answered(completion, guess, True, body.model)
             return completion
         except ReviewError as exc:
             if not isinstance(exc, Interrupted):
@@ -182,6 +182,16 @@ class _Run:
 
     def _primary(self, p: Primary) -> bool:
         job = self.job
+        # Before the job's first request, outside the gate: the Ollama pre-flight.
+        preflight(
+            self.client,
+            server=job.continuation.server,
+            model=job.body.model,
+            estimate=p.token_estimate,
+            max_tokens=job.body.max_tokens,
+            allow=job.allow_truncated_prompt,
+            reasoning=job.reasoning,
+        )
         completion = self._ask(p.prepared, job.body, None)
         if completion is None:
             return False
@@ -201,6 +211,7 @@ class _Run:
                 template=p.template,
                 prompt_token_estimate=p.token_estimate,
                 keep_reasoning=job.keep_reasoning,
+                findings=job.findings and partial(job.findings, completion.content),
             )
         )
         return True
@@ -231,6 +242,14 @@ class _Run:
             )
             prepared = prepare(body, messages)
             estimate = estimate_tokens(m.content for m in messages)
+            preflight(
+                self.client,
+                server=options.server,
+                model=body.model,
+                estimate=estimate,
+                max_tokens=body.max_tokens,
+                allow=job.allow_truncated_prompt,
+            )
             why = (
                 f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
             )
@@ -271,6 +290,7 @@ class _Run:
                         previous_answer_path=segments[-1].answer_path,
                     ),
                     keep_reasoning=job.keep_reasoning,
+                    findings=job.findings and partial(job.findings, so_far + content),
                 )
             )
 

@@ -11,15 +11,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from .calls import ProgressFn
+from .calls import Completion, ProgressFn
 from .context import ContextFile
 from .endpoint import Endpoint
 from .errors import ReviewError
 from .plan import ContinuationOptions, ReviewPlan
 from .request import BodyOptions, PreparedRequest, WireMessage
 from .segment import Segment
+
+if TYPE_CHECKING:
+    from .finding.sidecar import Hook as FindingsHook
 
 log = logging.getLogger("deepseek_review")
 
@@ -47,8 +50,9 @@ class EventSink(Protocol):
     def streamed(self, pieces: int, elapsed: float) -> None:
         """Pieces of the answer streamed in so far."""
 
-    def answered(self, tokens: int, estimated: bool) -> None:
-        """The answer arrived: its tokens (an estimate when the server reported none)."""
+    def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
+        """The answer arrived: its tokens (an estimate when the server reported none); the
+        completion and model say what it cost."""
 
     def failed(self, error: ReviewError) -> None:
         """The request failed for good (not told for an interruption)."""
@@ -84,7 +88,7 @@ class ProgressSink:
         if self.progress is not None:
             self.progress(pieces, elapsed)
 
-    def answered(self, tokens: int, estimated: bool) -> None:
+    def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         return None
 
     def failed(self, error: ReviewError) -> None:
@@ -128,6 +132,10 @@ class Job:
     """Send the first continuation even though the last segment ended normally."""
     label: str | None = None
     """Put on the job's log lines (a batch: the entry's topic)."""
+    reasoning: str | None = None
+    """The ``reasoning`` level, checked by the pre-flight before the primary."""
+    findings: FindingsHook | None = None
+    """``findings``: makes the findings file of the segment that ends the chain."""
 
 
 def job_from_plan(
@@ -161,7 +169,16 @@ def job_from_plan(
         allow_truncated_prompt=o.allow_truncated_prompt,
         keep_reasoning=o.keep_reasoning,
         label=label,
+        reasoning=o.reasoning,
+        findings=findings_hook(plan) if o.findings else None,
     )
+
+
+def findings_hook(plan: ReviewPlan) -> FindingsHook:
+    """The findings file maker of a planned review's chain (its context files as sent)."""
+    from .finding.sidecar import hook
+
+    return hook(plan.root, ((f.path, f.sha256) for f in plan.files))
 
 
 @dataclass

@@ -18,6 +18,8 @@ from .calls import RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError
+from .ollama.native import native_endpoint
+from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
 from .prompt import Template, load_template, render_messages, text_bytes
 from .records.naming import check_topic, longest_name
@@ -80,10 +82,13 @@ class ReviewOptions:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     limits: ContextLimits = field(default_factory=ContextLimits)
     keep_reasoning: bool = default("keep_reasoning")
+    findings: bool = default("findings")
     continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
     context_window: int | None = default("context_window")
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
     allow_secrets: bool = default("allow_secrets")
+    reasoning: str | None = default("reasoning")
+    api: str = default("api")
     endpoint: str | None = default("endpoint")
     endpoint_named_by: str | None = None
     """The repository file (config, manifest) that chose ``endpoint``; None when the operator
@@ -105,7 +110,10 @@ class ReviewOptions:
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             stream=self.stream,
-            extra_body=dict(self.extra_body),
+            extra_body=dict(
+                with_reasoning(self.extra_body, self.continuation.server, self.reasoning, self.api)
+            ),
+            api=self.api,
         )
 
 
@@ -171,6 +179,7 @@ def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOp
         max_tokens=options.max_tokens or body.max_tokens,
         stream=body.stream,
         extra_body={**body.extra_body, **preset, **options.extra_body},
+        api=body.api,
     )
 
 
@@ -200,6 +209,7 @@ def plan_review(
         operator=options.operator_endpoints,
         what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
     )
+    endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
     root = find_repo_root(options.repo_root)
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)

@@ -22,6 +22,7 @@ from .context import ContextFile
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
 from .job import Job, ProgressSink, run_job
+from .ollama.native import chain_api, native_endpoint, openai_url, recorded_extra
 from .options import name_of
 from .pipeline import DEFAULT_MAX_TOKENS, ContinuationOptions, ReviewResult, make_client
 from .records.naming import longest_name, topic_of

@@ -20,7 +20,9 @@ from typing import Any, Literal
 
 from .batch_plan import Action
 from .batch_report import STATUSES, EntryReport
+from .calls import Completion
 from .errors import ReviewError
+from .ollama import pricing
 from .options import name_of
 
 
@@ -93,11 +95,14 @@ class Board:
         *,
         fail_fast: bool,
         max_total_tokens: int | None,
+        spend: pricing.Spend,
     ) -> None:
         self.total = total
         self.stop = stop
         self.fail_fast = fail_fast
         self.max_total_tokens = max_total_tokens
+        self.spend = spend
+        """What this run's answers cost (``max_cost`` halts on it)."""
         self.lock = threading.RLock()
         """Guards the counters; an event is queued under it, so events are in the order of
         their snapshots."""
@@ -172,6 +177,12 @@ class Board:
                 f"token budget reached: this run's answers used {how} "
                 f"({name_of('max_total_tokens')} {budget}); starting no new reviews",
             )
+        if self.spend.reached():
+            self.halt_with(
+                "cost",
+                f"cost limit reached: this run's answers cost {self.spend.cost:g} "
+                f"({name_of('max_cost')} {self.spend.limit:g}); starting no new reviews",
+            )
 
     def failed(self, topic: str) -> None:
         """An entry's request or review failed: with ``fail_fast``, nothing new starts."""
@@ -227,8 +238,10 @@ class EntryEvents:
     """One entry's :class:`~deepseek_review.job.EventSink`: its requests, counted and told
     to the board as events naming the entry."""
 
-    def __init__(self, board: Board, topic: str, action: Action) -> None:
+    def __init__(self, board: Board, topic: str, action: Action, url: str) -> None:
         self.board = board
+        self.url = url
+        """The endpoint's URL, which a price may name."""
         self.topic = topic
         self.action = action
         self.attempts = 0
@@ -257,13 +270,15 @@ class EntryEvents:
         with self.board.lock:
             self.board.streaming[self] = pieces
 
-    def answered(self, tokens: int, estimated: bool) -> None:
+    def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         b = self.board
         with b.lock:
             b.received += tokens
             b.received_estimated = b.received_estimated or estimated
             b.streaming.pop(self, None)
         self._answered = (tokens, estimated)
+        b.check_halts()
+        b.spend.add(completion, model, self.url)
         b.check_halts()
 
     def failed(self, error: ReviewError) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_review.calls import RetryPolicy
+from deepseek_review.calls import Completion, RetryPolicy
 from deepseek_review.client import ChatClient
 from deepseek_review.errors import Interrupted, ReviewError
 from deepseek_review.job import JobResult, job_from_plan, run_job
@@ -53,7 +53,7 @@ class Sink:
     def streamed(self, pieces: int, elapsed: float) -> None:
         return None
 
-    def answered(self, tokens: int, estimated: bool) -> None:
+    def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         self.told.append(f"answered {tokens > 0} estimated={estimated}")
 
     def failed(self, error: ReviewError) -> None:
