@@ -123,17 +123,24 @@ class ChatClient:
         model: str,
         stream: bool,
         progress: ProgressFn | None = None,
+        on_attempt: Callable[[], None] | None = None,
+        label: str | None = None,
     ) -> Completion:
-        """Send ``body`` (exactly these bytes) until one attempt yields a usable completion."""
+        """Send ``body`` (exactly these bytes) until one attempt yields a usable completion.
+
+        ``on_attempt`` is told of each attempt as it is sent; ``label`` (a batch: the entry's
+        topic) goes on the retry lines logged, as ``batch_topic``."""
         started = time.monotonic()
         attempts = 0
 
-        retrying = retry.retrying(self.policy, self.throttle)
+        retrying = retry.retrying(self.policy, self.throttle, label=label)
         try:
             for attempt in retrying:
                 with attempt:
                     attempts += 1
                     self.throttle.wait_turn()
+                    if on_attempt is not None:
+                        on_attempt()
                     result = self._attempt(body, model=model, stream=stream, progress=progress)
                     return Completion(
                         content=result.content,

@@ -21,15 +21,10 @@ from .client import ChatClient
 from .context import ContextFile
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
+from .job import Job, ProgressSink, run_job
 from .ollama.native import chain_api, native_endpoint, openai_url, recorded_extra
 from .options import name_of
-from .pipeline import (
-    DEFAULT_MAX_TOKENS,
-    Chain,
-    ContinuationOptions,
-    ReviewResult,
-    continue_chain,
-)
+from .pipeline import DEFAULT_MAX_TOKENS, ContinuationOptions, ReviewResult, make_client
 from .records.naming import longest_name, topic_of
 from .records.parts import file_refs
 from .records.rebuild import repo_reader, resolve
@@ -40,7 +35,6 @@ from .repo import find_repo_root, resolve_inside
 from .request import CORE_FIELDS, BodyOptions, WireMessage
 from .resources import prompts_dir
 from .segment import Segment
-from .serverhints import Advice
 from .storage import check_writable_dir
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
 
@@ -258,43 +252,32 @@ def continue_existing(
     longest = longest_name(topic, [(model, True)])
     check_writable_dir(out_dir, shown=folder, root=root, longest=longest)  # before paying
     check_recordable(model=model, endpoint=endpoint.url, folder=folder, context_files=None)
-    chain = Chain(
+    job = Job(
         root=root,
         out_dir=out_dir,
+        out_shown=folder,
         topic=topic,
         endpoint=endpoint,
         base_messages=base,
         body=body,
-        segments=segments,
-        primary_answer_path=primary.answer_path,
+        continuation=options.continuation,
+        existing=tuple(segments),
+        allow_truncated_prompt=options.allow_truncated_prompt,
+        keep_reasoning=options.keep_reasoning,
+        force=options.force,
     )
-    before = len(chain.segments)
     own = client is None
-    client = client or ChatClient(
-        endpoint.url,
-        endpoint.api_key,
-        policy=options.retry,
-        timeouts=options.timeouts,
-        advice=Advice.of(endpoint, options.continuation.server, options.api_key_env),
-    )
+    client = client or make_client(endpoint, options)
     try:
-        continue_chain(
-            chain,
-            options.continuation,
-            client,
-            allow_truncated_prompt=options.allow_truncated_prompt,
-            keep_reasoning=options.keep_reasoning,
-            progress=progress,
-            force=options.force,
-        )
+        done = run_job(job, client, events=ProgressSink(progress))
     finally:
         if own:
             client.close()
     return ContinueOutcome(
         result=ReviewResult(
-            tuple(chain.segments), endpoint.url, primary.receipt.context_files or ()
+            tuple(done.segments), endpoint.url, primary.receipt.context_files or ()
         ),
-        new_segments=len(chain.segments) - before,
+        new_segments=done.new,
         had_record=primary.record is not None,
         max_continuations=options.continuation.max_continuations,
     )

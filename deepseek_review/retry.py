@@ -83,7 +83,7 @@ def parse_retry_after(value: str | None, cap: float) -> float | None:
     return min(max(seconds, 0.0), cap)
 
 
-def retrying(policy: RetryPolicy, throttle: Throttle) -> Retrying:
+def retrying(policy: RetryPolicy, throttle: Throttle, *, label: str | None = None) -> Retrying:
     """Tenacity's loop for one request: retries :class:`Retryable` only, re-raising the
     last one when tries run out; every wait is the throttle's (a stop event interrupts it)."""
 
@@ -106,6 +106,7 @@ def retrying(policy: RetryPolicy, throttle: Throttle) -> Retrying:
             policy.max_attempts,
             exc,
             delay,
+            extra={"batch_topic": label} if label else None,
         )
 
     def stop(state: RetryCallState) -> bool:

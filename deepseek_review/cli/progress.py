@@ -157,15 +157,14 @@ def _counters(p: Progress) -> str:
 
 
 class _TopicFilter(logging.Filter):
-    """Prefixes log lines from a batch worker with the entry's topic."""
+    """Prefixes log lines of a batch entry's review job with the entry's topic (the job
+    passes it to its log lines as ``batch_topic``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from ..batch import current_topic
-
-        topic = current_topic()
-        if topic and not getattr(record, "_batch_topic", False):
+        topic = getattr(record, "batch_topic", None)
+        if isinstance(topic, str) and not getattr(record, "_batch_prefixed", False):
             record.msg = f"{topic}: {record.msg}"
-            record._batch_topic = True
+            record._batch_prefixed = True
         return True
 
 

@@ -1,0 +1,292 @@
+"""Planning one review: check everything and build the exact request, sending nothing.
+
+What ``--dry-run`` shows and what ``run`` sends (:func:`plan_review`). Every refusal (bad
+context, bad endpoint, secrets, a prompt over the limits, options a continuation could only
+fail on once an answer has been paid for) happens here, before anything is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from .calls import RetryPolicy, Timeouts
+from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
+from .endpoint import Endpoint, resolve_endpoint
+from .errors import InputError
+from .ollama.native import native_endpoint
+from .ollama.reasoning import with_reasoning
+from .options import SERVER_PRESETS, check, default, name_of
+from .prompt import Template, load_template, render_messages, text_bytes
+from .records.naming import check_topic, longest_name
+from .records.receipt import check_recordable
+from .repo import find_repo_root, resolve_inside
+from .request import (
+    BodyOptions,
+    PreparedRequest,
+    WireMessage,
+    check_extra_body,
+    prepare,
+)
+from .storage import check_writable_dir
+from .tokens import estimate_tokens
+
+log = logging.getLogger("deepseek_review")
+
+# The built-in defaults live in the option table (:mod:`.options`); these names are theirs.
+DEFAULT_MODEL: str = default("model")
+DEFAULT_OUTPUT_DIR: str = default("output_dir")
+DEFAULT_MAX_TOKENS: int = default("max_tokens")
+
+ContinuationStyle = Literal["prefill", "directive"]
+_DEFAULT_STYLE: ContinuationStyle = default("continuation_style")
+
+
+@dataclass(frozen=True)
+class ContinuationOptions:
+    max_continuations: int = default("max_continuations")
+    style: ContinuationStyle = _DEFAULT_STYLE
+    model: str | None = default("continuation_model")
+    max_tokens: int | None = default("continuation_max_tokens")
+    server: str = default("server")
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check("max_continuations", self.max_continuations)
+        check("continuation_style", self.style)
+        check("server", self.server)
+        check_extra_body(self.extra_body, name_of("continuation_extra_body"))
+        if self.max_tokens is not None:
+            check("continuation_max_tokens", self.max_tokens)
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    """Everything a review needs, as plain values (the CLI and the batch build these)."""
+
+    context: tuple[str, ...]
+    prompt: str
+    topic: str = default("topic")
+    model: str = default("model")
+    repo_root: str | None = None
+    output_dir: str = default("output_dir")
+    template: str | None = None
+    template_file: str | None = None
+    temperature: float = default("temperature")
+    max_tokens: int = default("max_tokens")
+    stream: bool = default("stream")
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    limits: ContextLimits = field(default_factory=ContextLimits)
+    keep_reasoning: bool = default("keep_reasoning")
+    findings: bool = default("findings")
+    continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
+    context_window: int | None = default("context_window")
+    allow_truncated_prompt: bool = default("allow_truncated_prompt")
+    allow_secrets: bool = default("allow_secrets")
+    reasoning: str | None = default("reasoning")
+    api: str = default("api")
+    endpoint: str | None = default("endpoint")
+    endpoint_named_by: str | None = None
+    """The repository file (config, manifest) that chose ``endpoint``; None when the operator
+    did. Such an endpoint must be loopback or one the operator chose, and gets the key only then.
+    """
+    operator_endpoints: tuple[str, ...] = ()
+    """Endpoints the operator chose besides the environment's (``batch --endpoint``)."""
+    outputs: tuple[Output, ...] = ()
+    """What else the tool writes besides ``output_dir`` (a batch: every entry's output folder,
+    its report): folders and globs never send it."""
+    api_key_env: str | None = default("api_key_env")
+    """The variable holding the key; None: ``OLLAMA_API_KEY``, sent over https only."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    def body_options(self) -> BodyOptions:
+        return BodyOptions(
+            model=self.model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            stream=self.stream,
+            extra_body=dict(
+                with_reasoning(self.extra_body, self.continuation.server, self.reasoning, self.api)
+            ),
+            api=self.api,
+        )
+
+
+@dataclass(frozen=True)
+class ReviewPlan:
+    """A review ready to send: what ``--dry-run`` shows, and what ``run`` sends."""
+
+    root: Path
+    endpoint: Endpoint
+    out_dir: Path
+    template: Template
+    files: tuple[ContextFile, ...]
+    """The context files' paths, hashes and sizes; their texts are in ``messages`` only."""
+    messages: tuple[WireMessage, ...]
+    prepared: PreparedRequest
+    token_estimate: int
+    options: ReviewOptions
+    skipped: tuple[Skipped, ...] = ()
+    """What a folder or glob found that was left out, each with why."""
+
+    @property
+    def context_bytes(self) -> int:
+        """The context files' bytes."""
+        return sum(f.size for f in self.files)
+
+    @property
+    def framed_bytes(self) -> int:
+        """The prompt's bytes as sent: the files with their headings, fences and list, the
+        template and the request (what ``--max-context-bytes`` limits)."""
+        return text_bytes(self.messages)
+
+
+#: Gathers context files (``gather_context``'s signature); a batch passes a caching one.
+GatherFn = Callable[[Path, Sequence[str], ContextLimits, Sequence[Output]], Gathered]
+
+
+def outputs_of(
+    root: Path, out_dir: Path, named: str, others: Sequence[Output]
+) -> tuple[Output, ...]:
+    """What a review's folders and globs leave out: its output folder ``out_dir`` (resolved;
+    ``named`` is the path as given, which differs through a symlink) and ``others``, each
+    path once, in a canonical order (a batch's entries share one gathering)."""
+    own = [Output(out_dir.relative_to(root).as_posix()), Output(named)]
+    unique = {o.path: o for o in reversed([*others, *own])}
+    return tuple(sorted(unique.values(), key=lambda o: o.path))
+
+
+def review_longest_name(options: ReviewOptions) -> str:
+    """The longest file name the review may write (its continuations' names included)."""
+    stems = [(options.model, False)]
+    if options.continuation.max_continuations > 0:
+        stems.append((options.continuation.model or options.model, True))
+    return longest_name(options.topic, stems)
+
+
+def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOptions:
+    """The options of every continuation request of a chain whose primary had ``body``."""
+    body_extra, _ = SERVER_PRESETS[options.server]
+    preset = body_extra if options.style == "prefill" else {}
+    return BodyOptions(
+        model=options.model or body.model,
+        temperature=body.temperature,
+        max_tokens=options.max_tokens or body.max_tokens,
+        stream=body.stream,
+        extra_body={**body.extra_body, **preset, **options.extra_body},
+        api=body.api,
+    )
+
+
+def plan_review(
+    options: ReviewOptions,
+    env: Mapping[str, str] | None = None,
+    *,
+    gather: GatherFn = gather_context,
+    check_output: bool = True,
+) -> ReviewPlan:
+    """Check everything and build the exact request, without sending or writing anything.
+
+    Everything that can be checked before paying for an answer is checked here: the
+    continuation requests' options, and (unless ``check_output`` is off: a batch checks each
+    folder once) that the output folder can be written.
+    """
+    env = os.environ if env is None else env
+    check_topic(options.topic)
+    if options.context_window is not None:
+        check("context_window", options.context_window)
+    body_options = options.body_options()  # validates model, limits, extra body
+    endpoint = resolve_endpoint(
+        options.endpoint,
+        env,
+        key_env=options.api_key_env,
+        named_by=options.endpoint_named_by,
+        operator=options.operator_endpoints,
+        what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
+    )
+    endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
+    root = find_repo_root(options.repo_root)
+    out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
+    template = load_template(options.template, options.template_file)
+    outputs = outputs_of(root, out_dir, out_named, options.outputs)
+    gathered = gather(root, options.context, options.limits, outputs)
+    skipped = gathered.skipped
+    files: list[ContextFile] = gathered
+    del gathered
+    prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
+    if prompt_bytes > options.limits.max_context_bytes:
+        raise InputError(
+            f"the prompt is {prompt_bytes} bytes, over {name_of('max_context_bytes')} "
+            f"{options.limits.max_context_bytes}"
+        )
+    if not (options.allow_secrets or endpoint.is_local):
+        from .secretscan import refuse_secrets
+
+        # The prompt leaves the machine too: scan it as if it were one more file.
+        prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
+        refuse_secrets([prompt_file, *files], endpoint=endpoint.url)
+    rendered = render_messages(template, options.prompt, options.topic, files)
+    check_framed_size(text_bytes(rendered), sum(f.size for f in files), options.limits)
+    # From here the texts live on in the messages only; the plan keeps what the record needs
+    # (path, hash, size), so a large context is not held twice while the body is built.
+    files = [replace(f, text="") for f in files]
+    messages = tuple(WireMessage.from_message(m) for m in rendered)
+    del rendered
+    prepared = prepare(body_options, messages)
+    estimate = estimate_tokens(m.content for m in messages)
+    if options.context_window is not None and estimate > options.context_window:
+        log.warning(
+            "the prompt is about %d tokens, over the declared %s %d: the server "
+            "may silently drop part of it",
+            estimate,
+            name_of("context_window"),
+            options.context_window,
+        )
+    # What could otherwise only fail once an answer has been paid for is checked now.
+    if options.continuation.max_continuations > 0:
+        continuation_body(body_options, options.continuation)
+    out_rel = out_dir.relative_to(root).as_posix()
+    check_recordable(
+        model=options.model,
+        endpoint=endpoint.url,
+        folder=out_rel,
+        context_files=[f.path for f in files],
+    )
+    if options.continuation.max_continuations > 0 and options.continuation.model:
+        check_recordable(
+            model=options.continuation.model,
+            endpoint=endpoint.url,
+            folder=out_rel,
+            context_files=None,
+        )
+    if check_output:
+        named = f"{name_of('output_dir')} {options.output_dir}"
+        check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))
+    return ReviewPlan(
+        root=root,
+        endpoint=endpoint,
+        out_dir=out_dir,
+        template=template,
+        files=tuple(files),
+        messages=messages,
+        prepared=prepared,
+        token_estimate=estimate,
+        options=options,
+        skipped=skipped,
+    )
+
+
+def check_framed_size(framed: int, files: int, limits: ContextLimits) -> None:
+    """Refuse a prompt whose bytes as sent, framing and all, are over ``--max-context-bytes``:
+    3,000 tiny files are mostly headings, fences and list lines."""
+    if framed > limits.max_context_bytes:
+        raise InputError(
+            f"the prompt as framed is {framed} bytes ({files} of context files and "
+            f"{framed - files} of framing: headings, fences, the file list, the template and "
+            f"the prompt), over {name_of('max_context_bytes')} {limits.max_context_bytes}"
+        )
