@@ -22,6 +22,7 @@ from .client import ChatClient
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, PromptTruncated
+from .gitreview import GitOptions, plan_git
 from .ollama.fit import preflight
 from .ollama.native import native_endpoint
 from .ollama.reasoning import with_reasoning
@@ -115,6 +116,7 @@ class ReviewOptions:
     """The variable holding the key; None: ``OLLAMA_API_KEY``, sent over https only."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    git: GitOptions = field(default_factory=GitOptions)
 
     def body_options(self) -> BodyOptions:
         return BodyOptions(
@@ -145,6 +147,10 @@ class ReviewPlan:
     options: ReviewOptions
     skipped: tuple[Skipped, ...] = ()
     """What a folder or glob found that was left out, each with why."""
+    pins: Mapping[str, Any] | None = None
+    """What the request record pins in git (:mod:`.pinning`)."""
+    receipt_paths: tuple[str, ...] = ()
+    """The receipt's ``context_files``: a diff's changed paths, then the whole files."""
 
     @property
     def context_bytes(self) -> int:
@@ -268,10 +274,9 @@ def plan_review(
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
-    gathered = gather(root, options.context, options.limits, outputs)
-    skipped = gathered.skipped
-    files: list[ContextFile] = gathered
-    del gathered
+    gitplan = plan_git(options.git, root, options.context, options.limits, outputs, gather)
+    skipped = gitplan.skipped
+    files: list[ContextFile] = gitplan.files
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
     if prompt_bytes > options.limits.max_context_bytes:
         raise InputError(
@@ -283,8 +288,8 @@ def plan_review(
 
         # The prompt leaves the machine too: scan it as if it were one more file.
         prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
-        refuse_secrets([prompt_file, *files], endpoint=endpoint.url)
-    rendered = render_messages(template, options.prompt, options.topic, files)
+        refuse_secrets([prompt_file, *files, *gitplan.scanned], endpoint=endpoint.url)
+    rendered = render_messages(template, options.prompt, options.topic, files, gitplan.lead)
     check_framed_size(text_bytes(rendered), sum(f.size for f in files), options.limits)
     # From here the texts live on in the messages only; the plan keeps what the record needs
     # (path, hash, size), so a large context is not held twice while the body is built.
@@ -309,7 +314,7 @@ def plan_review(
         model=options.model,
         endpoint=endpoint.url,
         folder=out_rel,
-        context_files=[f.path for f in files],
+        context_files=gitplan.receipt_paths,
     )
     if options.continuation.max_continuations > 0 and options.continuation.model:
         check_recordable(
@@ -332,6 +337,8 @@ def plan_review(
         token_estimate=estimate,
         options=options,
         skipped=skipped,
+        pins=gitplan.git,
+        receipt_paths=tuple(gitplan.receipt_paths),
     )
 
 
@@ -575,6 +582,7 @@ def send_review(
             completion=completion,
             content=completion.content,
             context_files=plan.files,
+            git=plan.pins,
             template=(plan.template.name, plan.template.sha256),
             prompt_token_estimate=plan.token_estimate,
             keep_reasoning=o.keep_reasoning,
@@ -596,7 +604,7 @@ def send_review(
     return ReviewResult(
         segments=tuple(chain.segments),
         endpoint=plan.endpoint.url,
-        context_files=tuple(f.path for f in plan.files),
+        context_files=plan.receipt_paths or tuple(f.path for f in plan.files),
     )
 
 
