@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .context_types import ContextFile
-from .gitread import blob_id, is_oid, object_format, read_blobs, short
+from .errors import MissingObject
+from .gitread import UNSHALLOW_HINT, blob_id, is_oid, object_format, read_blobs, short
 from .repo import git_output, in_git_work_tree
 
 
@@ -101,11 +102,19 @@ Reader = Callable[[str], bytes | None]
 
 def pinned_reader(root: Path, git: Mapping[str, Any] | None, fallback: Reader) -> Reader:
     """A reader of a record's references: pinned files from their blobs (all read in one
-    ``cat-file``), the rest through ``fallback`` (the working tree)."""
+    ``cat-file``), the rest through ``fallback`` (the working tree). A pinned blob that is
+    not in the repository is a :class:`MissingObject` naming the file and the fix."""
     pins = {p: pin for p, pin in file_pins(git).items() if pin.blob is not None}
     if not pins:
         return fallback
     blobs = read_blobs(root, [pin.blob for pin in pins.values() if pin.blob])
+    gone = [pin for pin in pins.values() if pin.blob not in blobs]
+    if gone:
+        raise MissingObject(
+            f"context file {gone[0].path}: blob {short(gone[0].blob or '')} "
+            f"({gone[0].how}) is not in the repository",
+            hint=UNSHALLOW_HINT,
+        )
 
     def read(path: str) -> bytes | None:
         pin = pins.get(path)

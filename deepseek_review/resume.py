@@ -23,6 +23,7 @@ from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
 from .ollama.native import chain_api, native_endpoint, openai_url, recorded_extra
 from .options import name_of
+from .pinning import pinned_reader
 from .pipeline import (
     DEFAULT_MAX_TOKENS,
     Chain,
@@ -96,7 +97,7 @@ def rebuild_base(
                     f"{where}: references {ref.path} (outside the repository root); "
                     "refusing to read it"
                 ) from None
-    rebuilt = resolve(messages, repo_reader(root))
+    rebuilt = resolve(messages, pinned_reader(root, record.git, repo_reader(root)))
     if rebuilt.changed or rebuilt.missing:
         what = "changed since the review" if rebuilt.changed else "missing"
         names = ", ".join(rebuilt.changed or rebuilt.missing)
