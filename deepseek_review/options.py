@@ -224,7 +224,7 @@ _TABLE: tuple[Option, ...] = (
            _REVIEW | _SETTING, default_text="reviews, at the repository root", review=True,
            under_root=True),
     Option("template", "str", "default",
-           "Bundled template: default, spec-review or code-review", _REVIEW | _SETTING,
+           "Bundled template: default, spec-review, code-review or diff-review", _REVIEW | _SETTING,
            review=True),
     Option("template_file", "path", None,
            "A template file of your own (in a manifest: relative to its folder)",

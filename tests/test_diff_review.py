@@ -239,3 +239,13 @@ def test_the_record_pins_commits_and_the_diff_options(repo: Path, cli: Any, simu
     assert record["git"]["diff"]["context_lines"] == 5
     receipt = json.loads((repo / segment["receipt_path"]).read_text())
     assert receipt["context_files"] == ["src/pkg/mean.py"]
+
+
+def test_the_diff_review_template_asks_for_new_paths_and_lines_around_the_change(
+    repo: Path,
+) -> None:
+    a = base_commit(repo)
+    b = commit(repo, "fix", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n"})
+    text = user_text(repo, "--diff", f"{a}..{b}", "--template", "diff-review")
+    assert text.index("# The change") < text.index("## Change from") < text.index("**1. VERDICT**")
+    assert "the path and line\nthose of the new file" in text

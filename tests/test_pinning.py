@@ -250,3 +250,21 @@ def test_continue_on_a_pinned_review_rebuilds_from_the_same_objects(
     assert resumed.code == 0, resumed.err
     original, again = (json.loads(r.body) for r in sim.chat_requests()[:2])
     assert again["messages"][:-1] == original["messages"]
+
+
+def test_a_pinned_record_validates_against_the_schema_and_reads_back_to_its_bytes(
+    repo: Path, cli: Any, simulator: Any
+) -> None:
+    from deepseek_review.records.request_record import RequestRecord
+    from tests.test_records_schema import schema_errors
+
+    a = base_commit(repo)
+    b = commit(repo, "fix", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n", "x.lock": "l"})
+    args = ("--diff", f"{a}..{b}", "--whole-files", "-c", "docs/spec.md", "--json")
+    result = cli("run", "-p", "x", "--endpoint", simulator.base_url, *args)
+    assert result.code == 0, result.err
+    path = repo / result.json()["segments"][0]["record_path"]
+    raw = path.read_bytes()
+    assert set(json.loads(raw)["git"]) == {"commits", "diff", "files"}
+    assert schema_errors(json.loads(raw)) == []
+    assert RequestRecord.load(raw, path.name).to_bytes() == raw

@@ -109,7 +109,7 @@ _TOP = _Shape(
         ("template", _OPT_OBJECT),
         ("context_files", _LIST),
         ("findings", _OPT_OBJECT),
-        ("git", _OPT_OBJECT),
+        ("git", _OBJECT),
     ),
 )
 _RESPONSE = _Shape(
