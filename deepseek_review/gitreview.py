@@ -98,9 +98,12 @@ def plan_git(
     limits: ContextLimits,
     outputs: Sequence[Output],
     gather: GatherFn,
-    since: Callable[[Range], Range] | None = None,
+    *,
+    topic: str = "",
+    out_dir: str = "",
 ) -> GitPlan:
-    """The context of a review: whole files (pinned) and the change, framed."""
+    """The context of a review: whole files (pinned) and the change, framed. ``topic`` and
+    ``out_dir`` (repo-relative) find the last review for ``since_last_review``."""
     if opts.diff is None and not opts.staged:
         if opts.since_last_review:
             raise InputError(f"{name_of('since_last_review')} needs {name_of('diff')}")
@@ -112,8 +115,10 @@ def plan_git(
         gathered = gather(root, specs, limits, outputs)
         return _plan(list(gathered), gathered.skipped, None, auto_pin(root, gathered), {})
     rng = _range(root, opts)
-    if since is not None:
-        rng = since(rng)
+    if opts.since_last_review:
+        from .sincelast import narrow
+
+        rng = narrow(root, out_dir, topic, rng)
     diff = make_diff(root, rng, opts.settings, _noise_rules(root, opts, outputs))
     if not diff.shown:
         why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""

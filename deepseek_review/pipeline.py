@@ -274,7 +274,10 @@ def plan_review(
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
-    gitplan = plan_git(options.git, root, options.context, options.limits, outputs, gather)
+    gitplan = plan_git(
+        options.git, root, options.context, options.limits, outputs, gather,
+        topic=options.topic, out_dir=out_named,
+    )  # fmt: skip
     skipped = gitplan.skipped
     files: list[ContextFile] = gitplan.files
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))

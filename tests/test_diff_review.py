@@ -249,3 +249,52 @@ def test_the_diff_review_template_asks_for_new_paths_and_lines_around_the_change
     text = user_text(repo, "--diff", f"{a}..{b}", "--template", "diff-review")
     assert text.index("# The change") < text.index("## Change from") < text.index("**1. VERDICT**")
     assert "the path and line\nthose of the new file" in text
+
+
+# --------------------------------------------------------------------------- since the last review
+
+
+def _review_change(cli: Any, simulator: Any, spec: str) -> None:
+    result = cli("run", "-p", "x", "--diff", spec, "--endpoint", simulator.base_url)
+    assert result.code == 0, result.err
+
+
+def test_since_last_review_reviews_only_the_new_commits(
+    repo: Path, cli: Any, simulator: Any
+) -> None:
+    a = base_commit(repo)
+    (repo / ".gitignore").write_text("reviews/\n")
+    first = commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
+    _review_change(cli, simulator, f"{a}..HEAD")
+    head = commit(repo, "two", {"src/pkg/two.py": "TWO = 2\n"})
+    plan = dry(cli, "--diff", f"{a}..HEAD", "--since-last-review")
+    assert plan["git"]["commits"] == {"base": first, "head": head, "merge_base": None}
+    assert plan["git"]["diff"]["shown"] == ["src/pkg/two.py"]
+
+
+def test_since_last_review_after_a_rebase_reviews_the_whole_range_and_says_so(
+    repo: Path, cli: Any, simulator: Any
+) -> None:
+    a = base_commit(repo)
+    (repo / ".gitignore").write_text("reviews/\n")
+    commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
+    _review_change(cli, simulator, f"{a}..HEAD")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--amend", "-m", "1'")
+    result = cli("run", "-p", "x", "--dry-run", "--json", "--diff", f"{a}..HEAD",
+                 "--since-last-review")  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.json()["git"]["commits"]["base"] == a
+    assert "which is not an ancestor of" in result.err
+    assert "reviewing the whole change" in result.err
+
+
+def test_since_last_review_with_nothing_new_is_refused(
+    repo: Path, cli: Any, simulator: Any
+) -> None:
+    a = base_commit(repo)
+    (repo / ".gitignore").write_text("reviews/\n")
+    commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
+    _review_change(cli, simulator, f"{a}..HEAD")
+    result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..HEAD", "--since-last-review")
+    assert result.code == 3
+    assert "error: --since-last-review: nothing new since the last review" in result.err
