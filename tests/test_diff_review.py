@@ -298,3 +298,34 @@ def test_since_last_review_with_nothing_new_is_refused(
     result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..HEAD", "--since-last-review")
     assert result.code == 3
     assert "error: --since-last-review: nothing new since the last review" in result.err
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def test_a_manifest_entry_reviews_a_change(repo: Path) -> None:
+    from deepseek_review.manifest import plan_manifest
+
+    a = base_commit(repo)
+    b = commit(repo, "fix", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n"})
+    (repo / "r.toml").write_text(
+        f'[[review]]\ntopic = "pr"\nprompt = "Review."\ndiff = "{a}..{b}"\n', encoding="utf-8"
+    )
+    (entry,) = plan_manifest(repo / "r.toml").entries
+    assert entry.plan.receipt_paths == ("src/pkg/mean.py",)
+
+
+def test_a_manifest_entry_may_not_review_the_staged_change(repo: Path) -> None:
+    from deepseek_review.manifest import ManifestError, plan_manifest
+
+    base_commit(repo)
+    (repo / "r.toml").write_text(
+        '[[review]]\ntopic = "pr"\nprompt = "Review."\ncontext = "docs"\nstaged = true\n',
+        encoding="utf-8",
+    )
+    try:
+        plan_manifest(repo / "r.toml")
+    except ManifestError as exc:
+        problems = [str(p) for p in exc.problems]
+    assert len(problems) == 1 and "staged" in problems[0], problems
+    assert "a batch reviews commits, not what is staged at the moment" in problems[0]
