@@ -155,7 +155,7 @@ def _git(root: Path, *args: str) -> bytes:
 def list_changes(root: Path, rng: Range, settings: DiffSettings) -> list[Change]:
     """Every file of the change, in the patch's order."""
     renames = "-M50%" if settings.renames else "--no-renames"
-    out = _git(root, "diff", "--raw", "-z", "--no-abbrev", renames, *_PINNED_FLAGS, rng.base,
+    out = _git(root, "diff-tree", "-r", "--raw", "-z", "--no-abbrev", renames, *_PINNED_FLAGS, rng.base,
                rng.head, "--")  # fmt: skip
     fields = out.split(b"\0")
     changes = []
@@ -213,7 +213,9 @@ def make_diff(
     for the listed changes let in."""
     changes = list_changes(root, rng, settings)
     decide = rules(changes)
-    patch = _git(root, "diff", *settings.flags(), *_PINNED_FLAGS, rng.base, rng.head, "--")
+    patch = _git(
+        root, "diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS, rng.base, rng.head, "--"
+    )
     sections = _sections(patch)
     if len(sections) != sum(c.sections for c in changes):
         raise InputError(
