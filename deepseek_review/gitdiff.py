@@ -155,8 +155,8 @@ def _git(root: Path, *args: str) -> bytes:
 def list_changes(root: Path, rng: Range, settings: DiffSettings) -> list[Change]:
     """Every file of the change, in the patch's order."""
     renames = "-M50%" if settings.renames else "--no-renames"
-    out = _git(root, "diff-tree", "-r", "--raw", "-z", "--no-abbrev", renames, *_PINNED_FLAGS, rng.base,
-               rng.head, "--")  # fmt: skip
+    listing = ("diff-tree", "-r", "--raw", "-z", "--no-abbrev", renames, *_PINNED_FLAGS)
+    out = _git(root, *listing, rng.base, rng.head, "--")
     fields = out.split(b"\0")
     changes = []
     i = 0

@@ -13,7 +13,10 @@ from tests.test_diff_review import base_commit, commit, dry, user_text
 
 
 def record_of(repo: Path, result: Any) -> dict[str, Any]:
-    return json.loads((repo / result.json()["segments"][0]["record_path"]).read_text())
+    record: dict[str, Any] = json.loads(
+        (repo / result.json()["segments"][0]["record_path"]).read_text()
+    )
+    return record
 
 
 def verify(cli: Any, *args: str) -> Any:
