@@ -21,7 +21,7 @@ from .context_types import (
     sha256_tag,
     written_by_tool,
 )
-from .errors import InputError, MissingObject
+from .errors import InputError
 from .gitdiff import (
     LOCK_FILES,
     WHY_BINARY,
@@ -36,11 +36,12 @@ from .gitdiff import (
     make_diff,
     resolve_range,
 )
-from .gitread import UNSHALLOW_HINT, read_blobs, resolve_commit, tree_entries
+from .gitfiles import gather_at_commit, new_versions
+from .gitread import resolve_commit
 from .options import check, default, name_of
 from .pinning import FilePin, auto_pin
 from .prompt import fence_for
-from .repo import git_output, has_unsafe_chars, in_git_work_tree
+from .repo import git_output, has_unsafe_chars
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,9 @@ def plan_git(
             raise InputError(f"{name_of('since_last_review')} needs {name_of('diff')}")
         if opts.rev is not None:
             head = resolve_commit(root, opts.rev, name_of("rev"))
-            at = gather_at_commit(root, head, specs, limits, outputs)
+            at, unsent = gather_at_commit(root, head, specs, limits, outputs)
             pins = [FilePin(f.path, blob=b, commit=head) for f, b in at]
-            return _plan([f for f, _ in at], (), None, pins, {"head": head})
+            return _plan([f for f, _ in at], tuple(unsent), None, pins, {"head": head})
         gathered = gather(root, specs, limits, outputs)
         return _plan(list(gathered), gathered.skipped, None, auto_pin(root, gathered), {})
     rng = _range(root, opts)
@@ -130,7 +131,7 @@ def plan_git(
         gathered = gather(root, specs, limits, outputs)
         files, skipped, pins = list(gathered), gathered.skipped, auto_pin(root, gathered)
     if opts.whole_files:
-        for f, blob in _new_versions(root, diff, limits):
+        for f, blob in new_versions(root, diff, limits):
             if all(g.path != f.path for g in files):
                 files.append(f)
                 pins.append(FilePin(f.path, blob=blob, commit=rng.head))
@@ -239,70 +240,3 @@ def _plan(
         git = None  # nothing in git: the record is as before pinning
     paths = [*(diff_json["shown"] if diff_json else []), *(f.path for f in files)]
     return GitPlan(files, skipped, lead, scanned, git, list(dict.fromkeys(paths)))
-
-
-def _new_versions(root: Path, diff: Diff, limits: ContextLimits) -> list[tuple[ContextFile, str]]:
-    """The new version of every file the change shows (not deleted, not binary, text)."""
-    wanted = [
-        c for c in diff.shown if c.status != "D" and c.new_mode.startswith("100") and c.new_blob
-    ]
-    blobs = read_blobs(root, [c.new_blob for c in wanted])
-    out = []
-    for c in wanted:
-        data = blobs.get(c.new_blob)
-        if data is None or b"\0" in data or len(data) > limits.max_file_bytes or not data:
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        out.append((ContextFile(c.path, text, sha256_tag(data), len(data)), c.new_blob))
-    return out
-
-
-def gather_at_commit(
-    root: Path, commit: str, specs: Sequence[str], limits: ContextLimits, outputs: Sequence[Output]
-) -> list[tuple[ContextFile, str]]:
-    """The files ``specs`` (paths, folders, globs) name in ``commit``, read from its blobs:
-    each with its blob id. A spec that names nothing there is refused."""
-    if not specs:
-        raise InputError(f"no context given: pass {name_of('context')} with a file, folder or glob")
-    if not in_git_work_tree(root):
-        raise InputError(f"{name_of('rev')}: the repository root {root} is not a git work tree")
-    entries: dict[str, str] = {}
-    for spec in specs:
-        if has_unsafe_chars(spec) or spec.startswith("/") or ".." in spec.split("/"):
-            raise InputError(f"context path {spec!r}: must name a path inside the repository")
-        pathspec = f":(glob){spec.removeprefix('./')}" if any(c in spec for c in "*?[") else spec
-        found = [
-            e for e in tree_entries(root, commit, [pathspec.rstrip("/") or "."]) if e.kind == "blob"
-        ]
-        found = [e for e in found if not any(o.holds(e.path) for o in outputs)]
-        if not found:
-            raise InputError(f"context path {spec}: names no file in commit {commit[:7]}")
-        for e in found:
-            entries.setdefault(e.path, e.oid)
-    blobs = read_blobs(root, list(entries.values()))
-    out: list[tuple[ContextFile, str]] = []
-    total = 0
-    for path, oid in entries.items():
-        data = blobs.get(oid)
-        if data is None:
-            raise MissingObject(
-                f"context file {path}: blob {oid[:7]} is not in the repository",
-                hint=UNSHALLOW_HINT,
-            )
-        if b"\0" in data or len(data) > limits.max_file_bytes:
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        total += len(data)
-        if total > limits.max_context_bytes:
-            raise InputError(
-                f"context total reaches {total} bytes at {path}, over "
-                f"{name_of('max_context_bytes')} {limits.max_context_bytes}"
-            )
-        out.append((ContextFile(path, text, sha256_tag(data), len(data)), oid))
-    return out

@@ -254,18 +254,20 @@ def test_the_diff_review_template_asks_for_new_paths_and_lines_around_the_change
 # --------------------------------------------------------------------------- since the last review
 
 
-def _review_change(cli: Any, simulator: Any, spec: str) -> None:
-    result = cli("run", "-p", "x", "--diff", spec, "--endpoint", simulator.base_url)
+def _reviewed_one_commit(repo: Path, cli: Any, simulator: Any) -> tuple[str, str]:
+    """A base, one commit on it, and a review of that change: (base, the commit)."""
+    a = base_commit(repo)
+    (repo / ".gitignore").write_text("reviews/\n")
+    first = commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
+    result = cli("run", "-p", "x", "--diff", f"{a}..HEAD", "--endpoint", simulator.base_url)
     assert result.code == 0, result.err
+    return a, first
 
 
 def test_since_last_review_reviews_only_the_new_commits(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
-    a = base_commit(repo)
-    (repo / ".gitignore").write_text("reviews/\n")
-    first = commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
-    _review_change(cli, simulator, f"{a}..HEAD")
+    a, first = _reviewed_one_commit(repo, cli, simulator)
     head = commit(repo, "two", {"src/pkg/two.py": "TWO = 2\n"})
     plan = dry(cli, "--diff", f"{a}..HEAD", "--since-last-review")
     assert plan["git"]["commits"] == {"base": first, "head": head, "merge_base": None}
@@ -275,10 +277,7 @@ def test_since_last_review_reviews_only_the_new_commits(
 def test_since_last_review_after_a_rebase_reviews_the_whole_range_and_says_so(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
-    a = base_commit(repo)
-    (repo / ".gitignore").write_text("reviews/\n")
-    commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
-    _review_change(cli, simulator, f"{a}..HEAD")
+    a, _ = _reviewed_one_commit(repo, cli, simulator)
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--amend", "-m", "1'")
     result = cli("run", "-p", "x", "--dry-run", "--json", "--diff", f"{a}..HEAD",
                  "--since-last-review")  # fmt: skip
@@ -291,10 +290,7 @@ def test_since_last_review_after_a_rebase_reviews_the_whole_range_and_says_so(
 def test_since_last_review_with_nothing_new_is_refused(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
-    a = base_commit(repo)
-    (repo / ".gitignore").write_text("reviews/\n")
-    commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
-    _review_change(cli, simulator, f"{a}..HEAD")
+    a, _ = _reviewed_one_commit(repo, cli, simulator)
     result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..HEAD", "--since-last-review")
     assert result.code == 3
     assert "error: --since-last-review: nothing new since the last review" in result.err

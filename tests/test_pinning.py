@@ -271,3 +271,19 @@ def test_a_pinned_record_validates_against_the_schema_and_reads_back_to_its_byte
     assert set(json.loads(raw)["git"]) == {"commits", "diff", "files"}
     assert schema_errors(json.loads(raw)) == []
     assert RequestRecord.load(raw, path.name).to_bytes() == raw
+
+
+def test_rev_refuses_a_named_file_that_is_binary_in_that_commit(repo: Path, cli: Any) -> None:
+    (repo / "logo.png").write_bytes(b"\x89PNG\0")
+    base_commit(repo)
+    result = cli("run", "-p", "x", "--dry-run", "--rev", "v1", "-c", "logo.png")
+    assert result.code == 3
+    assert "error: context file logo.png: binary (NUL byte at offset 4) in commit" in result.err
+
+
+def test_rev_leaves_out_a_binary_file_a_folder_lists(repo: Path, cli: Any) -> None:
+    (repo / "docs" / "logo.png").write_bytes(b"\x89PNG\0")
+    base_commit(repo)
+    plan = dry(cli, "--rev", "v1", "-c", "docs")
+    assert [f["path"] for f in plan["context_files"]] == ["docs/spec.md"]
+    assert plan["skipped"] == [{"path": "docs/logo.png", "reason": "binary (NUL byte at offset 4)"}]
