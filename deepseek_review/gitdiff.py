@@ -72,11 +72,16 @@ class DiffSettings:
     function_context: bool = False
     renames: bool = True
 
+    def rename_flags(self) -> list[str]:
+        """Renames found as ``git diff`` finds them by default, its limit pinned too (past it
+        git finds none: ``diff.renameLimit`` must not decide)."""
+        return ["-M50%", "-l1000"] if self.renames else ["--no-renames"]
+
     def flags(self) -> list[str]:
         return [
             f"-U{self.context_lines}",
             *(["--function-context"] if self.function_context else []),
-            "-M50%" if self.renames else "--no-renames",
+            *self.rename_flags(),
         ]
 
     def to_json(self) -> dict[str, Any]:
@@ -154,8 +159,8 @@ def _git(root: Path, *args: str) -> bytes:
 
 def list_changes(root: Path, rng: Range, settings: DiffSettings) -> list[Change]:
     """Every file of the change, in the patch's order."""
-    renames = "-M50%" if settings.renames else "--no-renames"
-    listing = ("diff-tree", "-r", "--raw", "-z", "--no-abbrev", renames, *_PINNED_FLAGS)
+    renames = settings.rename_flags()
+    listing = ("diff-tree", "-r", "--raw", "-z", "--no-abbrev", *renames, *_PINNED_FLAGS)
     out = _git(root, *listing, rng.base, rng.head, "--")
     fields = out.split(b"\0")
     changes = []

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import git
+from tests.test_secrets import REMOTE, offline  # noqa: F401  (a fixture, used below)
 
 
 def commit(repo: Path, message: str, files: dict[str, str | bytes | None]) -> str:
@@ -325,3 +326,17 @@ def test_a_manifest_entry_may_not_review_the_staged_change(repo: Path) -> None:
         problems = [str(p) for p in exc.problems]
     assert len(problems) == 1 and "staged" in problems[0], problems
     assert "a batch reviews commits, not what is staged at the moment" in problems[0]
+
+
+def test_a_secret_the_change_adds_is_refused_before_a_remote_endpoint_gets_it(
+    repo: Path, cli: Any, request: Any
+) -> None:
+    sent = request.getfixturevalue("offline")  # every request recorded, none reaches a server
+    a = base_commit(repo)
+    key = "AIza" + "Xk3_9bQ-vT2LmZr8wYp4HdN6sJcE1uGfO0a"
+    b = commit(repo, "oops", {"src/pkg/cfg.py": f'KEY = "{key}"\n'})
+    result = cli("run", "-p", "x", "--diff", f"{a}..{b}", "--endpoint", REMOTE)
+    assert result.code == 8, result.err
+    assert "error: <the change>:" in result.err and "looks like a secret" in result.err
+    assert key[-12:] not in result.err
+    assert sent.urls == []
