@@ -340,3 +340,16 @@ def test_a_secret_the_change_adds_is_refused_before_a_remote_endpoint_gets_it(
     assert "error: <the change>:" in result.err and "looks like a secret" in result.err
     assert key[-12:] not in result.err
     assert sent.urls == []
+
+
+def test_a_symlink_replaced_by_a_file_is_shown_as_git_shows_a_type_change(
+    repo: Path, cli: Any
+) -> None:
+    (repo / "link").symlink_to("docs/spec.md")
+    a = base_commit(repo)
+    (repo / "link").unlink()
+    b = commit(repo, "type", {"link": "now a file\n", "src/pkg/a.py": "A\n"})
+    plan = dry(cli, "--diff", f"{a}..{b}")
+    assert plan["git"]["diff"]["shown"] == ["link", "src/pkg/a.py"]
+    text = user_text(repo, "--diff", f"{a}..{b}")
+    assert "deleted file mode 120000" in text and "new file mode 100644" in text
