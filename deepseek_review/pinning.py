@@ -54,21 +54,34 @@ def head_commit(root: Path) -> str | None:
     return os.fsdecode(out).strip() if out else None
 
 
-def auto_pin(root: Path, files: Sequence[ContextFile]) -> list[FilePin]:
-    """Each file identical to its blob in ``HEAD`` pinned to that blob; the others to their
-    working-tree hash. Outside git, or before the first commit, every file is the latter."""
-    head = head_commit(root) if in_git_work_tree(root) and files else None
+#: Per repository root: HEAD when first asked, and the blob of every file it holds. A batch
+#: pins each entry's files against it without asking git again; a pin stays true if HEAD
+#: moves meanwhile (those bytes are that blob of that commit).
+_HEAD_BLOBS: dict[Path, tuple[str | None, dict[str, str]]] = {}
+
+
+def _head_blobs(root: Path) -> tuple[str | None, dict[str, str]]:
+    got = _HEAD_BLOBS.get(root)
+    if got is not None:
+        return got
+    head = head_commit(root) if in_git_work_tree(root) else None
     blobs: dict[str, str] = {}
     if head is not None:
         out = git_output(
-            root, "-c", "core.quotePath=false", "ls-tree", "-z", "--full-tree", head, "--",
-            *(f.path for f in files),
-        )  # fmt: skip
+            root, "-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--full-tree", head
+        )
         for line in (out or b"").split(b"\0"):
             meta, _, path = line.partition(b"\t")
             parts = meta.split(b" ")
             if len(parts) == 3 and parts[1] == b"blob":
                 blobs[os.fsdecode(path)] = os.fsdecode(parts[2])
+    return _HEAD_BLOBS.setdefault(root, (head, blobs))
+
+
+def auto_pin(root: Path, files: Sequence[ContextFile]) -> list[FilePin]:
+    """Each file identical to its blob in ``HEAD`` pinned to that blob; the others to their
+    working-tree hash. Outside git, or before the first commit, every file is the latter."""
+    head, blobs = _head_blobs(root) if files else (None, {})
     fmt = object_format(root) if blobs else "sha1"
     pins = []
     for f in files:

@@ -287,3 +287,21 @@ def test_rev_leaves_out_a_binary_file_a_folder_lists(repo: Path, cli: Any) -> No
     plan = dry(cli, "--rev", "v1", "-c", "docs")
     assert [f["path"] for f in plan["context_files"]] == ["docs/spec.md"]
     assert plan["skipped"] == [{"path": "docs/logo.png", "reason": "binary (NUL byte at offset 4)"}]
+
+
+def test_continue_names_a_pinned_blob_the_clone_lacks_and_the_fix(
+    repo: Path, cli: Any, make_simulator: Any
+) -> None:
+    base_commit(repo)
+    sim = make_simulator(answer_words=60)
+    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    path = repo / first.json()["segments"][0]["record_path"]
+    record = json.loads(path.read_text())
+    record["git"]["files"][0]["blob"] = "0" * 40
+    path.write_text(json.dumps(record))
+    answer = first.json()["segments"][0]["answer_path"]
+    resumed = cli("continue", answer, "--endpoint", sim.base_url)
+    assert resumed.code == 16
+    assert "error: context file docs/spec.md: blob 0000000 (commit " in resumed.err
+    assert "git fetch --unshallow" in resumed.err
+    assert len(sim.chat_requests()) == 1
