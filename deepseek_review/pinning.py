@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .context_types import ContextFile
+from .context_types import ContextFile, plural
 from .errors import MissingObject
 from .gitread import UNSHALLOW_HINT, blob_id, is_oid, object_format, read_blobs, short
 from .repo import git_output, in_git_work_tree
@@ -162,4 +162,5 @@ def change_lines(git: Mapping[str, Any] | None) -> list[str]:
     c = git.get("commits") or {}
     base, head = str(c.get("base") or "")[:7], str(c.get("head") or "")[:7]
     shown = [p for p in diff.get("shown") or () if isinstance(p, str)]
-    return [f"change         {len(shown)} files, {base} to {head}", *(f"  {p}" for p in shown)]
+    count = plural(len(shown), "file")
+    return [f"change         {count}, {base} to {head}", *(f"  {p}" for p in shown)]

@@ -156,7 +156,7 @@ def test_the_dry_run_text_lists_what_was_left_out_with_the_flag(repo: Path, cli:
     result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..{b}")
     assert result.code == 0, result.err
     assert "  poetry.lock  lock file (--include-lock-files puts it back)" in result.out
-    assert "change         1 files" in result.out
+    assert "change         1 file, " in result.out
 
 
 def test_files_marked_generated_are_left_out_unless_asked_for(repo: Path, cli: Any) -> None:
@@ -353,3 +353,11 @@ def test_a_symlink_replaced_by_a_file_is_shown_as_git_shows_a_type_change(
     assert plan["git"]["diff"]["shown"] == ["link", "src/pkg/a.py"]
     text = user_text(repo, "--diff", f"{a}..{b}")
     assert "deleted file mode 120000" in text and "new file mode 100644" in text
+
+
+def test_the_tools_own_output_in_a_change_is_left_out_and_listed(repo: Path, cli: Any) -> None:
+    a = base_commit(repo)
+    b = commit(repo, "reviews", {"reviews/old.md": "an answer\n", "src/pkg/a.py": "A\n"})
+    plan = dry(cli, "--diff", f"{a}..{b}")
+    assert plan["git"]["diff"]["shown"] == ["src/pkg/a.py"]
+    assert plan["skipped"] == [{"path": "reviews/old.md", "reason": "the output folder"}]
