@@ -97,7 +97,7 @@ def check_pinned(
     r = _range(git)
     if isinstance(git.get("diff"), Mapping) and r is not None:
         reread.insert(0, f"the change {r.label} made again by git")
-    return CheckResult("prompt", "ok", f"request rebuilt from git objects: {', '.join(reread)}")
+    return CheckResult("prompt", "ok", f"request rebuilt from git objects: {listing(reread)}")
 
 
 def _check_change(
