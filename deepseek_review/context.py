@@ -218,7 +218,10 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
         else:
             add(rel, True)
     if not any_spec:
-        raise InputError(f"no context given: pass {name_of('context')} with a file, folder or glob")
+        raise InputError(
+            f"no context given: pass {name_of('context')} with a file, folder or glob, or "
+            f"{name_of('diff')} or {name_of('staged')} to review a change"
+        )
     left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
     if left_out_of:
         entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]

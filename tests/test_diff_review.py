@@ -361,3 +361,12 @@ def test_the_tools_own_output_in_a_change_is_left_out_and_listed(repo: Path, cli
     plan = dry(cli, "--diff", f"{a}..{b}")
     assert plan["git"]["diff"]["shown"] == ["src/pkg/a.py"]
     assert plan["skipped"] == [{"path": "reviews/old.md", "reason": "the output folder"}]
+
+
+def test_run_without_context_or_a_change_says_what_to_give(repo: Path, cli: Any) -> None:
+    result = cli("run", "-p", "x", "--dry-run")
+    assert result.code == 3
+    assert (
+        "error: no context given: pass --context with a file, folder or glob, or --diff or "
+        "--staged to review a change"
+    ) in result.err
