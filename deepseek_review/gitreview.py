@@ -124,6 +124,14 @@ def plan_git(
     if not diff.shown:
         why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""
         raise InputError(f"the change {rng.spec or rng.label} shows nothing to review{why}")
+    framed = frame_diff(diff)
+    size = len(framed.encode("utf-8"))
+    if size > limits.max_context_bytes:
+        raise InputError(
+            f"the change {rng.label} is {size} bytes as framed, over "
+            f"{name_of('max_context_bytes')} {limits.max_context_bytes} (fewer context lines: "
+            f"{name_of('diff_context')}; or review it in parts)"
+        )
     files: list[ContextFile] = []
     skipped: tuple[Skipped, ...] = ()
     pins = []
@@ -136,7 +144,7 @@ def plan_git(
                 files.append(f)
                 pins.append(FilePin(f.path, blob=blob, commit=rng.head))
     left = tuple(Skipped(p, _put_back(why), why) for p, why in diff.left_out)
-    return _plan(files, skipped + left, diff, pins, {})
+    return _plan(files, skipped + left, (diff, framed), pins, {})
 
 
 def _range(root: Path, opts: GitOptions) -> Range:
@@ -217,15 +225,17 @@ def diff_pins(diff: Diff, framed: str) -> dict[str, Any]:
 def _plan(
     files: list[ContextFile],
     skipped: tuple[Skipped, ...],
-    diff: Diff | None,
+    change: tuple[Diff, str] | None,
     pins: list[FilePin],
     commits: dict[str, str],
 ) -> GitPlan:
+    """The plan of the files, what was left out, the change (with its framed text) and the
+    pins; no ``git`` object when nothing was read from git."""
     lead: tuple[str, ...] = ()
     scanned: tuple[ContextFile, ...] = ()
     diff_json: dict[str, Any] | None = None
-    if diff is not None:
-        framed = frame_diff(diff)
+    if change is not None:
+        diff, framed = change
         lead = (framed + ("\n" if files else ""),)
         scanned = (ContextFile("<the change>", diff.text, "", 0),)
         diff_json = diff_pins(diff, framed)
@@ -236,7 +246,7 @@ def _plan(
         "diff": diff_json,
         "files": [p.to_json() for p in pins],
     }
-    if diff is None and all(p.blob is None for p in pins):
+    if change is None and all(p.blob is None for p in pins):
         git = None  # nothing in git: the record is as before pinning
     paths = [*(diff_json["shown"] if diff_json else []), *(f.path for f in files)]
     return GitPlan(files, skipped, lead, scanned, git, list(dict.fromkeys(paths)))

@@ -370,3 +370,16 @@ def test_run_without_context_or_a_change_says_what_to_give(repo: Path, cli: Any)
         "error: no context given: pass --context with a file, folder or glob, or --diff or "
         "--staged to review a change"
     ) in result.err
+
+
+def test_a_change_over_the_context_limit_is_refused_before_anything_is_sent(
+    repo: Path, cli: Any
+) -> None:
+    a = base_commit(repo)
+    b = commit(repo, "big", {"src/pkg/big.py": "X = 1\n" * 2000})
+    result = cli(
+        "run", "-p", "x", "--dry-run", "--diff", f"{a}..{b}", "--max-context-bytes", "5000"
+    )
+    assert result.code == 3
+    assert f"error: the change {a[:7]} to {b[:7]} is " in result.err
+    assert "bytes as framed, over --max-context-bytes 5000" in result.err
