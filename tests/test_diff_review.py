@@ -383,3 +383,17 @@ def test_a_change_over_the_context_limit_is_refused_before_anything_is_sent(
     assert result.code == 3
     assert f"error: the change {a[:7]} to {b[:7]} is " in result.err
     assert "bytes as framed, over --max-context-bytes 5000" in result.err
+
+
+def test_a_manifest_entry_reads_its_context_from_a_commit(repo: Path) -> None:
+    from deepseek_review.manifest import plan_manifest
+
+    a = base_commit(repo)
+    (repo / "docs" / "spec.md").write_text("changed since\n", encoding="utf-8")
+    (repo / "r.toml").write_text(
+        '[[review]]\ntopic = "spec"\nprompt = "Review."\ncontext = "docs/spec.md"\nrev = "v1"\n',
+        encoding="utf-8",
+    )
+    (entry,) = plan_manifest(repo / "r.toml").entries
+    assert entry.plan.pins is not None and entry.plan.pins["files"][0]["commit"] == a
+    assert "The mean of 2, 4 and 9 is 5." in entry.plan.messages[-1].content
