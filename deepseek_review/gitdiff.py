@@ -185,6 +185,8 @@ _BINARY_RE = re.compile(rb"^(?:Binary files .* differ|GIT binary patch)$", re.MU
 
 def _sections(patch: bytes) -> list[bytes]:
     starts = [m.start() for m in _SECTION_RE.finditer(patch)]
+    if not starts:  # an empty change
+        return []
     return [patch[s:e] for s, e in zip(starts, [*starts[1:], len(patch)], strict=True)]
 
 

@@ -123,7 +123,8 @@ def plan_git(
     diff = make_diff(root, rng, opts.settings, _noise_rules(root, opts, outputs))
     if not diff.shown:
         why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""
-        raise InputError(f"the change {rng.spec or rng.label} shows nothing to review{why}")
+        what = "the staged change" if opts.staged else f"the change {rng.spec or rng.label}"
+        raise InputError(f"{what} shows nothing to review{why}")
     framed = frame_diff(diff)
     size = len(framed.encode("utf-8"))
     if size > limits.max_context_bytes:
@@ -154,12 +155,19 @@ def _range(root: Path, opts: GitOptions) -> Range:
     tree = git_output(root, "write-tree")
     if tree is None:
         raise InputError(f"{name_of('staged')}: the index cannot be written as a tree (a merge?)")
-    return Range(base, tree.decode().strip(), None, "the staged change")
+    return Range(base, tree.decode().strip())
+
+
+#: The option that puts back what each noise rule leaves out.
+_PUT_BACK = {
+    WHY_LOCK: "include_lock_files",
+    WHY_GENERATED: "include_generated",
+    WHY_BINARY: "include_binary",
+}
 
 
 def _put_back(why: str) -> str:
-    flag = {WHY_LOCK: "include_lock_files", WHY_GENERATED: "include_generated"}.get(why)
-    flag = flag or ("include_binary" if why == WHY_BINARY else None)
+    flag = _PUT_BACK.get(why)
     return f"{why} ({name_of(flag)} puts it back)" if flag else why
 
 

@@ -397,3 +397,10 @@ def test_a_manifest_entry_reads_its_context_from_a_commit(repo: Path) -> None:
     (entry,) = plan_manifest(repo / "r.toml").entries
     assert entry.plan.pins is not None and entry.plan.pins["files"][0]["commit"] == a
     assert "The mean of 2, 4 and 9 is 5." in entry.plan.messages[-1].content
+
+
+def test_an_empty_range_is_refused_saying_so(repo: Path, cli: Any) -> None:
+    base_commit(repo)
+    result = cli("run", "-p", "x", "--dry-run", "--diff", "v1..v1")
+    assert result.code == 3
+    assert "error: the change v1..v1 shows nothing to review" in result.err

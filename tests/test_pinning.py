@@ -305,3 +305,23 @@ def test_continue_names_a_pinned_blob_the_clone_lacks_and_the_fix(
     assert "error: context file docs/spec.md: blob 0000000 (commit " in resumed.err
     assert "git fetch --unshallow" in resumed.err
     assert len(sim.chat_requests()) == 1
+
+
+def test_staged_during_a_conflicted_merge_is_refused_saying_why(repo: Path, cli: Any) -> None:
+    base_commit(repo)
+    git(repo, "checkout", "-q", "-b", "other")
+    commit(repo, "theirs", {"docs/spec.md": "theirs\n"})
+    git(repo, "checkout", "-q", "-")
+    commit(repo, "ours", {"docs/spec.md": "ours\n"})
+    merge = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "other"]
+    assert subprocess.run(merge, cwd=repo, capture_output=True).returncode == 1
+    result = cli("run", "-p", "x", "--dry-run", "--staged")
+    assert result.code == 3
+    assert "error: --staged: the index cannot be written as a tree (a merge?)" in result.err
+
+
+def test_staged_with_nothing_staged_is_refused_saying_so(repo: Path, cli: Any) -> None:
+    base_commit(repo)
+    result = cli("run", "-p", "x", "--dry-run", "--staged")
+    assert result.code == 3
+    assert "error: the staged change shows nothing to review" in result.err
