@@ -14,7 +14,7 @@ pinned to that blob (:func:`auto_pin`); the blob id is computed here from the by
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from .context_types import ContextFile, plural
 from .errors import MissingObject
 from .gitread import UNSHALLOW_HINT, blob_id, is_oid, object_format, read_blobs, short
+from .records.rebuild import Reader
 from .repo import git_output, in_git_work_tree
 
 
@@ -108,9 +109,6 @@ def file_pins(git: Mapping[str, Any] | None) -> dict[str, FilePin]:
         else:
             out[e["path"]] = FilePin(e["path"], worktree=str(e.get("worktree")))
     return out
-
-
-Reader = Callable[[str], bytes | None]
 
 
 def pinned_reader(root: Path, git: Mapping[str, Any] | None, fallback: Reader) -> Reader:

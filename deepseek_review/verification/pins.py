@@ -18,9 +18,10 @@ from ..errors import ReviewError
 from ..gitdiff import Change, Diff, DiffSettings, Range, make_diff
 from ..gitread import UNSHALLOW_HINT, is_oid
 from ..gitreview import frame_diff
-from ..pinning import Reader, file_pins, missing_blobs, pinned_reader
+from ..pinning import file_pins, missing_blobs, pinned_reader
 from ..records.canonical import sha256_tag
 from ..records.parts import file_refs
+from ..records.rebuild import Reader
 from ..records.request_record import RequestRecord
 from .reports import CheckResult, listing, soft
 
