@@ -20,6 +20,7 @@ below is also the README's exit-code table (a test checks they agree).
     ├── NoProgress                  12   a cut-off answer gained no text: the cap is too small
     ├── FindingsGate                13   findings at or above the --fail-on severity exist
     ├── PromptDoesNotFit            14   the server says the prompt would not fit its context
+    ├── MissingObject               16   a git object a review needs or pins is not in the clone
     └── Interrupted                130   stopped by SIGINT / SIGTERM; re-running resumes
 
 Messages are one line, say what failed and where, and never contain secrets.
@@ -127,6 +128,13 @@ class PromptDoesNotFit(ReviewError):
     exit_code = 14
 
 
+class MissingObject(ReviewError):
+    """A commit or blob a review names or a record pins is not in the repository (a shallow
+    clone, a pruned branch): the message names it and the fix (``git fetch --unshallow``)."""
+
+    exit_code = 16
+
+
 class Interrupted(ReviewError):
     """Stopped by a signal; what was finished is kept and a re-run resumes."""
 
@@ -151,6 +159,7 @@ EXIT_CODES: tuple[tuple[int, type[ReviewError]], ...] = tuple(
         NoProgress,
         FindingsGate,
         PromptDoesNotFit,
+        MissingObject,
         Interrupted,
     )
 )

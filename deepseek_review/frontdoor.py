@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     from .pipeline import ReviewOptions
     from .resume import ContinueOptions
 
+#: The git options of a review (:class:`~.gitreview.GitOptions`).
+GIT_KEYS = (
+    "diff", "staged", "rev", "since_last_review", "diff_context", "function_context",
+    "whole_files", "renames", "include_lock_files", "include_generated", "include_binary",
+)  # fmt: skip
 #: Where each option of a review goes in :class:`~.pipeline.ReviewOptions` (``group.field``
 #: for its nested dataclasses).
 REVIEW_FIELDS = {
@@ -61,6 +66,7 @@ REVIEW_FIELDS = {
     "connect_timeout": "timeouts.connect",
     "read_timeout": "timeouts.read",
     "total_timeout": "timeouts.total",
+    **{k: f"git.{k}" for k in GIT_KEYS},
 }
 _CONTINUE_FIELDS = {
     "endpoint": "endpoint",
@@ -167,6 +173,7 @@ def build_review_options(
     its run's ``retry`` and ``timeouts`` (its entries share one client per endpoint)."""
     from .calls import RetryPolicy, Timeouts
     from .context import ContextLimits
+    from .gitreview import GitOptions
     from .pipeline import ContinuationOptions, ReviewOptions
 
     g = _fields(values, REVIEW_FIELDS)
@@ -176,6 +183,7 @@ def build_review_options(
         repo_root=str(root),
         limits=ContextLimits(**g["limits"]),
         continuation=ContinuationOptions(**g["continuation"]),
+        git=GitOptions(**g["git"]),
         retry=retry or RetryPolicy(**g["retry"]),
         timeouts=timeouts or Timeouts(**g["timeouts"]),
         endpoint_named_by=values["endpoint"].named_by,

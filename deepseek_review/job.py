@@ -208,6 +208,7 @@ class _Run:
                 completion=completion,
                 content=completion.content,
                 context_files=p.files,
+                git=p.git,
                 template=p.template,
                 prompt_token_estimate=p.token_estimate,
                 keep_reasoning=job.keep_reasoning,

@@ -9,9 +9,10 @@ scheduler's slots and one sink per entry (:mod:`.scheduler`). Both are plain arg
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .calls import Completion, ProgressFn
 from .context import ContextFile
@@ -106,6 +107,8 @@ class Primary:
     token_estimate: int
     files: tuple[ContextFile, ...]
     template: tuple[str, str]
+    git: Mapping[str, Any] | None = None
+    """What the request record pins in git (:mod:`.pinning`)."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ def job_from_plan(
             plan.token_estimate,
             plan.files,
             (plan.template.name, plan.template.sha256),
+            plan.pins,
         ),
         allow_truncated_prompt=o.allow_truncated_prompt,
         keep_reasoning=o.keep_reasoning,

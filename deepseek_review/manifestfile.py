@@ -308,7 +308,7 @@ def read_manifest(path: Path, fmt: str | None = None) -> tuple[Manifest, list[Pr
         entry_problems = [
             Problem(why, i, key_lines.get(key or "", line), named) for key, why in bad.items()
         ]
-        if "context" not in values and not has_default_context:
+        if "context" not in values and "diff" not in values and not has_default_context:
             entry_problems.append(
                 Problem("missing 'context' (a path or glob, or a list)", i, line, named)
             )

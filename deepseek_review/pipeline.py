@@ -100,7 +100,7 @@ def send_review(
     return ReviewResult(
         segments=tuple(done.segments),
         endpoint=plan.endpoint.url,
-        context_files=tuple(f.path for f in plan.files),
+        context_files=plan.receipt_paths or tuple(f.path for f in plan.files),
     )
 
 

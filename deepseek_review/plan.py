@@ -18,6 +18,7 @@ from .calls import RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError
+from .gitreview import GitOptions, plan_git
 from .ollama.native import native_endpoint
 from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
@@ -103,6 +104,7 @@ class ReviewOptions:
     """The variable holding the key; None: ``OLLAMA_API_KEY``, sent over https only."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    git: GitOptions = field(default_factory=GitOptions)
 
     def body_options(self) -> BodyOptions:
         return BodyOptions(
@@ -133,6 +135,10 @@ class ReviewPlan:
     options: ReviewOptions
     skipped: tuple[Skipped, ...] = ()
     """What a folder or glob found that was left out, each with why."""
+    pins: Mapping[str, Any] | None = None
+    """What the request record pins in git (:mod:`.pinning`)."""
+    receipt_paths: tuple[str, ...] = ()
+    """The receipt's ``context_files``: a diff's changed paths, then the whole files."""
 
     @property
     def context_bytes(self) -> int:
@@ -214,10 +220,12 @@ def plan_review(
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
-    gathered = gather(root, options.context, options.limits, outputs)
-    skipped = gathered.skipped
-    files: list[ContextFile] = gathered
-    del gathered
+    gitplan = plan_git(
+        options.git, root, options.context, options.limits, outputs, gather,
+        topic=options.topic, out_dir=out_named,
+    )  # fmt: skip
+    skipped = gitplan.skipped
+    files: list[ContextFile] = gitplan.files
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
     if prompt_bytes > options.limits.max_context_bytes:
         raise InputError(
@@ -229,8 +237,8 @@ def plan_review(
 
         # The prompt leaves the machine too: scan it as if it were one more file.
         prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
-        refuse_secrets([prompt_file, *files], endpoint=endpoint.url)
-    rendered = render_messages(template, options.prompt, options.topic, files)
+        refuse_secrets([prompt_file, *files, *gitplan.scanned], endpoint=endpoint.url)
+    rendered = render_messages(template, options.prompt, options.topic, files, gitplan.lead)
     check_framed_size(text_bytes(rendered), sum(f.size for f in files), options.limits)
     # From here the texts live on in the messages only; the plan keeps what the record needs
     # (path, hash, size), so a large context is not held twice while the body is built.
@@ -255,7 +263,7 @@ def plan_review(
         model=options.model,
         endpoint=endpoint.url,
         folder=out_rel,
-        context_files=[f.path for f in files],
+        context_files=gitplan.receipt_paths,
     )
     if options.continuation.max_continuations > 0 and options.continuation.model:
         check_recordable(
@@ -278,6 +286,8 @@ def plan_review(
         token_estimate=estimate,
         options=options,
         skipped=skipped,
+        pins=gitplan.git,
+        receipt_paths=tuple(gitplan.receipt_paths),
     )
 
 

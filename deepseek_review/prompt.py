@@ -235,9 +235,14 @@ def text_bytes(messages: Iterable[_HasParts]) -> int:
 
 
 def render_messages(
-    template: Template, prompt: str, topic: str, files: Sequence[ContextFile]
+    template: Template,
+    prompt: str,
+    topic: str,
+    files: Sequence[ContextFile],
+    lead: Sequence[str] = (),
 ) -> list[Message]:
-    """The chat messages of a review: same inputs, same bytes."""
+    """The chat messages of a review: same inputs, same bytes. ``lead``: framed text before
+    the files in the context (a change under review)."""
     if not prompt.strip():
         raise InputError(
             f"the prompt is empty: give {name_of('prompt')}, {name_of('prompt_file')} or text "
@@ -246,7 +251,7 @@ def render_messages(
     if "\x00" in prompt:
         raise InputError("the prompt holds a NUL byte")
     values = {"prompt": prompt.strip("\n"), "topic": topic, "file_list": file_list(files)}
-    context_parts = frame_parts(files)
+    context_parts: list[Part] = [*lead, *frame_parts(files)]
     texts = {f.path: f.text for f in files}
     messages: list[Message] = []
     for role, section in (("system", template.system), ("user", template.user)):

@@ -64,7 +64,9 @@ def git_executable() -> str | None:
     return shutil.which("git", path=os.pathsep.join(dirs))
 
 
-def _run_git(git: str, cwd: Path, args: list[str]) -> subprocess.CompletedProcess[bytes] | None:
+def _run_git(
+    git: str, cwd: Path, args: list[str], stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes] | None:
     try:
         return subprocess.run(
             [git, "--no-pager", *args],
@@ -72,7 +74,7 @@ def _run_git(git: str, cwd: Path, args: list[str]) -> subprocess.CompletedProces
             capture_output=True,
             check=False,
             env={**os.environ, **_GIT_ENV},
-            stdin=subprocess.DEVNULL,
+            input=stdin or b"",  # a pipe closed at once when the command reads nothing
         )
     except OSError:
         return None
@@ -93,13 +95,14 @@ def _repository_filter_drivers(git: str, cwd: Path, config: list[str]) -> list[s
     return None if any("=" in d for d in drivers) else drivers
 
 
-def git_output(cwd: Path, *args: str) -> bytes | None:
+def git_output(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
     """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails.
 
     Every git command of the package runs here, with :data:`SAFE_GIT_CONFIG`. A repository
     git refuses because another user owns it is a :class:`ConfigError` naming git's fix,
     never a silent fallback to gathering without git (which would not know git's ignore
-    rules, e.g. ``.git/info/exclude``).
+    rules, e.g. ``.git/info/exclude``). ``stdin``: what the command reads (``cat-file
+    --batch``); else it reads nothing.
     """
     git = git_executable()
     if git is None:
@@ -110,7 +113,7 @@ def git_output(cwd: Path, *args: str) -> bytes | None:
         if drivers is None:
             return None
         config += [a for d in drivers for k in _FILTER_KEYS for a in ("-c", f"{d}.{k}=")]
-    out = _run_git(git, cwd, [*config, *args])
+    out = _run_git(git, cwd, [*config, *args], stdin)
     if out is None:
         return None
     if out.returncode == 0:

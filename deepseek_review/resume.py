@@ -24,6 +24,7 @@ from .errors import ConfigError, InputError
 from .job import Job, ProgressSink, run_job
 from .ollama.native import chain_api, native_endpoint, openai_url, recorded_extra
 from .options import name_of
+from .pinning import pinned_reader
 from .pipeline import DEFAULT_MAX_TOKENS, ContinuationOptions, ReviewResult, make_client
 from .records.naming import longest_name, topic_of
 from .records.parts import file_refs
@@ -90,7 +91,7 @@ def rebuild_base(
                     f"{where}: references {ref.path} (outside the repository root); "
                     "refusing to read it"
                 ) from None
-    rebuilt = resolve(messages, repo_reader(root))
+    rebuilt = resolve(messages, pinned_reader(root, record.git, repo_reader(root)))
     if rebuilt.changed or rebuilt.missing:
         what = "changed since the review" if rebuilt.changed else "missing"
         names = ", ".join(rebuilt.changed or rebuilt.missing)

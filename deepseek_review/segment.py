@@ -10,7 +10,7 @@ they cost one environment lookup each.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +20,7 @@ from . import __version__
 from .calls import Completion, Usage
 from .context import ContextFile
 from .errors import OutputError
+from .pinning import receipt_paths
 from .records.canonical import sha256_tag
 from .records.naming import claim_answer, sibling_paths, stem_for, utc_stamp
 from .records.receipt import CONTINUATION, PRIMARY, Receipt, created_at, validated_bytes
@@ -86,6 +87,8 @@ class SegmentSpec:
     """The segment text: the completion's content, minus an echoed prefill."""
     echo_stripped_chars: int = 0
     context_files: tuple[ContextFile, ...] = ()
+    git: Mapping[str, Any] | None = None
+    """What the record pins in git (:mod:`.pinning`); a diff's paths join the receipt's."""
     template: tuple[str, str] | None = None
     prompt_token_estimate: int = 0
     continuation: Continuation | None = None
@@ -157,6 +160,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         template=spec.template,
         context_files=tuple(FileEntry(f.path, f.sha256, f.size) for f in spec.context_files),
         findings=findings,
+        git=spec.git,
     )
     record_rel = _rel(spec.root, paths["record"])
     write_output(
@@ -177,7 +181,9 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         answer_sha256=answer_sha,
         usage=usage.as_dict(),
         answer_path=answer_rel,
-        context_files=None if is_cont else tuple(f.path for f in spec.context_files),
+        context_files=None
+        if is_cont
+        else tuple(receipt_paths([f.path for f in spec.context_files], spec.git)),
         previous_answer_path=spec.continuation.previous_answer_path if spec.continuation else None,
         message_keys=tuple(_message_keys(c.message_keys)) if is_cont else None,
     )

@@ -52,6 +52,7 @@ def test_exit_codes_are_the_documented_ones():
         "NoProgress": 12,
         "FindingsGate": 13,
         "PromptDoesNotFit": 14,
+        "MissingObject": 16,
         "Interrupted": 130,
     }
 

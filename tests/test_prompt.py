@@ -24,7 +24,7 @@ from deepseek_review.simulator import Simulator
 from tests.conftest import files_under
 
 Cli = Callable[..., Any]
-BUNDLED = ("default", "spec-review", "code-review")
+BUNDLED = ("default", "spec-review", "code-review", "diff-review")
 
 
 def sent(

@@ -98,6 +98,7 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
 
 def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
     from ..api import cost_estimate
+    from ..pinning import change_lines
 
     info = {
         "dry_run": True,
@@ -115,6 +116,7 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
         ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
         "cost_estimate": cost_estimate(plan),
+        "git": plan.pins,
     }
     if as_json:
         _json_out(info)
@@ -131,6 +133,7 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
             f"template and prompt (--max-context-bytes {plan.options.limits.max_context_bytes})",
             f"context        {len(plan.files)} files, {plan.context_bytes} bytes",
             *(f"  {f.size:>10}  {f.path}" for f in plan.files),
+            *change_lines(plan.pins),
             *(
                 [f"left out       {sum(s.files for s in plan.skipped)} files"]
                 if plan.skipped

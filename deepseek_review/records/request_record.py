@@ -109,6 +109,7 @@ _TOP = _Shape(
         ("template", _OPT_OBJECT),
         ("context_files", _LIST),
         ("findings", _OPT_OBJECT),
+        ("git", _OBJECT),
     ),
 )
 _RESPONSE = _Shape(
@@ -294,6 +295,9 @@ class RequestRecord:
     record: str = RECORD_SCHEMA
     findings: tuple[str, str] | None = None
     """The findings file written beside the answer (``run --findings``): (path, sha256)."""
+    git: Mapping[str, Any] | None = None
+    """A primary's pins in git (:mod:`..pinning`): commits, the diff's settings and hash,
+    each context file's blob or working-tree hash. Absent from records before pinning."""
     _messages: list[RecordedMessage] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -330,6 +334,8 @@ class RequestRecord:
             t = self.template
             d["template"] = None if t is None else {"name": t[0], "sha256": t[1]}
             d["context_files"] = [f.to_json() for f in self.context_files or ()]
+            if self.git is not None:
+                d["git"] = self.git
         if self.findings is not None:
             d["findings"] = {"path": self.findings[0], "sha256": self.findings[1]}
         return d
@@ -359,6 +365,7 @@ class RequestRecord:
             raise InputError(f"{where}: not a {RECORD_SCHEMA} request record")
         v = _TOP.values(data, where)
         response, cont, template, files, found = v[8], v[9], v[10], v[11], v[12]
+        git = v[13]
         return cls(  # positional, in field order: the quickest way to build one
             data["body"],
             v[0],
@@ -375,4 +382,5 @@ class RequestRecord:
             None if files is None else _file_entries(files, where),
             data["record"],
             None if found is None else _findings(found, where),
+            git,
         )

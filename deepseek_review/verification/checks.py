@@ -13,6 +13,7 @@ from ..records.naming import name_order
 from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
 from ..records.request_record import RequestRecord
 from .files import Problem, RepoFiles
+from .pins import pinned_paths
 from .record_checks import RecordChecks
 from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus, listing, soft
 
@@ -147,7 +148,7 @@ class Verifier:
             self.records.findings(rel, record, self.records.reasoning(rel, record))
             if answer.status == "ok"
             else answer,
-            self._context(d),
+            self._context(d, pinned_paths(record)),
             self.records.prompt(rel, d, record, answer_ok=answer.status == "ok"),
         ]
         kept = {k: d[k] for k in _CHAIN_KEYS if k in d}
@@ -247,12 +248,15 @@ class Verifier:
             return f"previous_answer_path: {missing.detail}"
         return f"previous answer {missing.detail}"
 
-    def _context(self, d: dict[str, Any]) -> CheckResult:
+    def _context(self, d: dict[str, Any], pinned: set[str]) -> CheckResult:
+        """Every context file is there (those the record pins in git are read from it)."""
         if d["schema"] == CONTINUATION:
             return _OK["context-continuation"]
         outside: list[str] = []
         missing: list[str] = []
         for path in d["context_files"]:
+            if path in pinned:
+                continue
             problem = self.files.file_problem(path, what="context file")
             if problem is None:
                 continue
@@ -267,4 +271,6 @@ class Verifier:
             )
         if missing:
             return self._soft("context", f"{len(missing)} of {total} missing: {listing(missing)}")
+        if pinned:
+            return CheckResult("context", "ok", f"{total - len(pinned)} present, the rest in git")
         return CheckResult("context", "ok", f"{total} present")

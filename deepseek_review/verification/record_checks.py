@@ -12,14 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..pinning import receipt_paths
 from ..records.canonical import sha256_tag
 from ..records.index import ReceiptIndex
 from ..records.naming import sibling
 from ..records.parts import AnswerRef, RecordedMessage, answer_paths, file_refs
-from ..records.rebuild import FileHashes, Rebuilder, rebuild_body
+from ..records.rebuild import FileHashes, Reader, Rebuilder, rebuild_body
 from ..records.receipt import CONTINUATION
 from ..records.request_record import RequestRecord
 from .files import Problem, RepoFiles
+from .pins import check_pinned
 from .reports import _OK, CheckResult, listing, soft
 
 
@@ -104,7 +106,16 @@ class RecordChecks:
             )
         files: FileHashes = {}  # filled when the request is rebuilt on the fast path
         try:
-            rebuilt = self._rebuild(d, record, files)
+            if record.git is not None and not record.is_continuation:
+                rebuilt = check_pinned(
+                    self.files.root,
+                    record,
+                    self._reference,
+                    lambda read: self._rebuild(d, record, files, read),
+                    strict=self.strict,
+                )
+            else:
+                rebuilt = self._rebuild(d, record, files)
         except InputError as exc:  # a malformed body
             return CheckResult("prompt", "fail", exc.message)
         if rebuilt.status == "fail":
@@ -172,11 +183,20 @@ class RecordChecks:
         got = self.files.read(path, what="reference")
         return isinstance(got, Problem) and got.kind == "outside"
 
-    def _rebuild(self, d: dict[str, Any], record: RequestRecord, files: FileHashes) -> CheckResult:
+    def _rebuild(
+        self,
+        d: dict[str, Any],
+        record: RequestRecord,
+        files: FileHashes,
+        read: Reader | None = None,
+    ) -> CheckResult:
         """The request rebuilt from the record; :class:`InputError` if its body is malformed.
-        ``files``: see :meth:`.records.rebuild.Rebuilder.digest`."""
+        ``files``: see :meth:`.records.rebuild.Rebuilder.digest`. ``read``: how the record's
+        references are read (pinned ones from git), else from the working tree."""
         body = record.body
-        rebuilt = self.rebuilder.check(body, d["prompt_sha256"], files)
+        reference = read or self._reference
+        rebuilder = self.rebuilder if read is None else Rebuilder(read)
+        rebuilt = rebuilder.check(body, d["prompt_sha256"], files)
         if rebuilt is None:
             return _OK["prompt"]
         outside = [p for p in rebuilt.missing if self._outside(p)]
@@ -207,7 +227,7 @@ class RecordChecks:
                 "prompt",
                 f"cannot rebuild the request: context file missing: {listing(rebuilt.missing)}",
             )
-        as_they_are = rebuild_body(body, self._reference, unchecked=rebuilt.changed)
+        as_they_are = rebuild_body(body, reference, unchecked=rebuilt.changed)
         if as_they_are.body_bytes and sha256_tag(as_they_are.body_bytes) == d["prompt_sha256"]:
             return CheckResult(
                 "prompt",
@@ -269,7 +289,7 @@ def _disagreements(rel: str, d: dict[str, Any], record: RequestRecord) -> str:
                 )
             )
     elif record.context_files is not None:
-        paths = [f.path for f in record.context_files]
+        paths = receipt_paths([f.path for f in record.context_files], record.git)
         expected.append(("context_files", paths, d["context_files"]))
     for name, got, want in expected:
         if got is not None and got != want:

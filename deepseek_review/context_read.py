@@ -1,0 +1,314 @@
+"""Reading one context file from a possibly hostile repository, refusing what cannot be sent.
+
+Files are opened one folder at a time without following a symlink (:class:`Opener`), so a
+path swapped after a check cannot lead elsewhere; a symlink is resolved and checked before
+anything is opened there (:func:`why_not_context`). A file named explicitly that cannot be
+sent is refused; one a folder or glob listed is left out (:class:`.context_types.Skipped`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .context_ignore import git_lists
+from .context_types import (
+    GIT_DATA,
+    KIND_BINARY,
+    KIND_GIT_DATA,
+    KIND_IGNORED_LINK,
+    KIND_LINK_OUT,
+    KIND_NOT_UTF8,
+    KIND_TOO_BIG,
+    KIND_UNREADABLE,
+    LINK_OUT,
+    LINK_TO_GIT_DATA,
+    UNSAFE_NAME,
+    ContextFile,
+    Skipped,
+    sha256_tag,
+)
+from .errors import InputError
+from .options import name_of
+from .repo import git_dirs, has_unsafe_chars, under_dot_git
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What every check on a file below ``root`` needs, worked out once per root."""
+
+    prefix: str
+    """``root`` ending in a separator: the path of ``rel`` is ``prefix + rel``."""
+    git_dirs: tuple[tuple[str, str], ...]
+    """(path, repo-relative name) of the repository's git dirs inside the tree that
+    :func:`.repo.under_dot_git` does not already catch (``--separate-git-dir``); usually none.
+    git lists their files as untracked."""
+
+
+_LAYOUTS: dict[Path, _Layout] = {}
+
+
+def _layout(root: Path) -> _Layout:
+    # A plain dict, not functools.cache: looked up once per file, and a Path key found by
+    # identity costs no comparison.
+    layout = _LAYOUTS.get(root)
+    if layout is None:
+        prefix = os.path.join(os.fspath(root), "")
+        dirs = tuple(
+            (d, d[len(prefix) :].replace(os.sep, "/") + "/")
+            for d in git_dirs(root)
+            if d.startswith(prefix) and not under_dot_git(d[len(prefix) :].replace(os.sep, "/"))
+        )
+        layout = _LAYOUTS.setdefault(root, _Layout(prefix, dirs))
+    return layout
+
+
+def _git_data(layout: _Layout, real: str, real_rel: str) -> str | None:
+    """Which of git's folders ``real`` (``real_rel`` below the root) is in, or None."""
+    if under_dot_git(real_rel):
+        return ".git/"
+    for path, name in layout.git_dirs:
+        if real == path or real.startswith(path + os.sep):
+            return name
+    return None
+
+
+def why_not_context(root: Path, rel: str, real: str, is_dir: bool) -> tuple[str, str] | None:
+    """Why ``rel`` (as named), which really is ``real`` (resolved), may not be context: the
+    reason and its kind (``KIND_*``), or None when it may.
+
+    Nothing outside the root may. git's own data never may (any folder named ``.git``, the
+    repository's git dir wherever it is); through a symlink (``real`` is not ``rel``) neither
+    may a file or folder git ignores, which the link would smuggle in (``.env``).
+    """
+    layout = _layout(root)
+    if real.startswith(layout.prefix):
+        real_rel = real[len(layout.prefix) :]
+    elif real + os.sep == layout.prefix:
+        real_rel = "."
+    else:
+        return LINK_OUT.format(real=real), KIND_LINK_OUT
+    linked = real_rel != rel
+    where = _git_data(layout, real, real_rel)
+    if where is not None:
+        return (LINK_TO_GIT_DATA if linked else GIT_DATA).format(where=where), KIND_GIT_DATA
+    if linked and not git_lists(root, real_rel, is_dir):
+        return f"a symlink to {real_rel}, which git ignores", KIND_IGNORED_LINK
+    return None
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_WALKS = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+
+
+class Opener:
+    """Opens files below ``root`` one folder at a time, never following a symlink.
+
+    Each folder of a path is opened relative to its parent, and the file relative to its
+    folder, all with ``O_NOFOLLOW``: a path through a symlink -- or a file or folder swapped
+    for one after any check (the check-then-open race) -- fails with ``ELOOP`` instead of
+    leading elsewhere, so what is opened is exactly ``root/rel``. The folders of the last
+    path stay open (git lists a folder's files together): most files cost one ``openat``.
+    Where ``dir_fd`` is not supported, only the last component is protected.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._prefix = _layout(root).prefix
+        self._root_fd = os.open(root, _DIR_FLAGS) if _WALKS else -1
+        self._dirs: list[tuple[str, int]] = []
+
+    def open(self, rel: str) -> int:
+        """A descriptor of ``root/rel`` (``O_NONBLOCK``: a FIFO does not block the open)."""
+        wrapped = f"/{rel}/"
+        if "//" in wrapped or "/./" in wrapped or "/../" in wrapped:
+            raise OSError(errno.EINVAL, "not a plain path below the root", rel)
+        *folders, name = rel.split("/")
+        if not _WALKS:
+            return os.open(self._prefix + rel, _OPEN_FLAGS)
+        fd = self._root_fd
+        for i, part in enumerate(folders):
+            if i < len(self._dirs):
+                if self._dirs[i][0] == part:
+                    fd = self._dirs[i][1]
+                    continue
+                self._close_from(i)
+            fd = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            self._dirs.append((part, fd))
+        return os.open(name, _OPEN_FLAGS, dir_fd=fd)
+
+    def _close_from(self, i: int) -> None:
+        for _, fd in self._dirs[i:]:
+            os.close(fd)
+        del self._dirs[i:]
+
+    def close(self) -> None:
+        self._close_from(0)
+        if self._root_fd >= 0:
+            os.close(self._root_fd)
+            self._root_fd = -1
+
+    def __enter__(self) -> Opener:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _refuse_or_skip(rel: str, why: str, kind: str, *, explicit: bool) -> Skipped:
+    """A file named explicitly that cannot be sent is refused; one a folder or glob listed
+    is left out."""
+    if explicit:
+        raise InputError(f"context file {rel}: {why}")
+    return Skipped(rel, why, kind)
+
+
+def _open_checked(
+    opener: Opener, rel: str, *, explicit: bool
+) -> tuple[int, os.stat_result] | Skipped | None:
+    """Open ``rel`` to read, where :func:`why_not_context` allows it.
+
+    The path is opened through :class:`Opener`, which follows no symlink. On one (``ELOOP``)
+    it is resolved and checked *before* anything is opened there -- nothing outside the root
+    or in git's data is opened at all, not even a device, whose open can act -- and the
+    resolved path is opened the same way, so a link swapped in meanwhile fails rather than
+    being followed.
+
+    Returns the descriptor and its ``fstat``; None for a listed path that is not a file to
+    read (gone though still tracked, a dangling symlink, a symlink to a folder);
+    :class:`Skipped` for a listed path that may not be context. An explicit path is opened or
+    refused.
+    """
+    root = opener.root
+    layout = _layout(root)
+    try:
+        try:
+            fd = opener.open(rel)
+            # Not through a symlink; but git lists the files of a --separate-git-dir.
+            where = _git_data(layout, layout.prefix + rel, rel) if layout.git_dirs else None
+            if under_dot_git(rel):
+                where = ".git/"
+            if where is not None:
+                os.close(fd)
+                inside = GIT_DATA.format(where=where)
+                return _refuse_or_skip(rel, inside, KIND_GIT_DATA, explicit=explicit)
+        except OSError as exc:
+            # A symlink met: ELOOP (EMLINK on FreeBSD); ENOTDIR for a folder on the way.
+            if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+                raise
+            checked = os.path.realpath(layout.prefix + rel)
+            if checked == layout.prefix + rel:  # no symlink after all: a file on the way
+                raise FileNotFoundError(errno.ENOENT, "no such file", rel) from None
+            is_dir = stat.S_ISDIR(os.stat(checked).st_mode)  # FileNotFoundError: dangling
+            why = why_not_context(root, rel, checked, is_dir)
+            if why is not None:
+                return _refuse_or_skip(rel, *why, explicit=explicit)
+            if is_dir:
+                if explicit:
+                    raise InputError(f"context file {rel}: not a regular file") from None
+                return None
+            fd = opener.open(checked[len(layout.prefix) :])
+    except (FileNotFoundError, NotADirectoryError):
+        if explicit:
+            raise FileNotFoundError(errno.ENOENT, "no such file", rel) from None
+        return None
+    try:
+        return fd, os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_fd(
+    fd: int, st: os.stat_result, rel: str, max_file_bytes: int, *, explicit: bool
+) -> bytes | Skipped | None:
+    if not stat.S_ISREG(st.st_mode):
+        if explicit:
+            raise InputError(f"context file {rel}: not a regular file")
+        return None  # listed FIFOs, sockets, devices, nested repositories: not files
+    if st.st_size > max_file_bytes:
+        why = f"{st.st_size} bytes is over {name_of('max_file_bytes')} {max_file_bytes}"
+        return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
+    first = os.read(fd, st.st_size + 1)
+    if len(first) <= st.st_size:  # a regular file reads short only at its end
+        return first
+    # It grew since fstat: read on to the end, but never past the limit.
+    chunks, size = [first], len(first)
+    while chunks[-1]:
+        if size > max_file_bytes:
+            why = f"over {name_of('max_file_bytes')} {max_file_bytes}"
+            return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
+        chunks.append(os.read(fd, 65536))
+        size += len(chunks[-1])
+    return b"".join(chunks)
+
+
+def _decode(data: bytes, rel: str, *, explicit: bool) -> str | Skipped:
+    """The text of a file's bytes; binary or non-UTF-8 data is refused or left out."""
+    nul = data.find(b"\0")
+    if nul != -1:
+        why = f"binary (NUL byte at offset {nul})"
+        return _refuse_or_skip(rel, why, KIND_BINARY, explicit=explicit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 (invalid byte at offset {exc.start})"
+        return _refuse_or_skip(rel, why, KIND_NOT_UTF8, explicit=explicit)
+
+
+def read_context_file(
+    root: Path,
+    rel: str,
+    *,
+    explicit: bool,
+    max_file_bytes: int,
+    opener: Opener | None = None,
+) -> ContextFile | Skipped | None:
+    """Read one file, refusing what cannot be sent faithfully.
+
+    Opened without following a symlink, where it leads checked first (:func:`_open_checked`).
+    A listed (not explicit) path is :class:`Skipped` when it may not or cannot be sent
+    (binary, not UTF-8, too big, leading out, unreadable), None when it is not a file to read
+    (gone, a folder, a FIFO); an explicit path is always read or refused. ``opener``: one
+    shared by the files of a gathering (else one for this file).
+    """
+    if opener is None:
+        with Opener(root) as own:
+            return read_context_file(
+                root, rel, explicit=explicit, max_file_bytes=max_file_bytes, opener=own
+            )
+    if has_unsafe_chars(rel):
+        raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
+    try:
+        opened = _open_checked(opener, rel, explicit=explicit)
+        if not isinstance(opened, tuple):
+            return opened
+        fd, st = opened
+        try:
+            data = _read_fd(fd, st, rel, max_file_bytes, explicit=explicit)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        raise InputError(f"context file {rel}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"context file {rel}: not a regular file") from None
+    except OSError as exc:
+        why = f"cannot read ({exc.strerror})"
+        return _refuse_or_skip(rel, why, KIND_UNREADABLE, explicit=explicit)
+    if not isinstance(data, bytes):
+        return data
+    if explicit and not data:
+        raise InputError(f"context file {rel}: is empty, nothing to review")
+    text = _decode(data, rel, explicit=explicit)
+    if isinstance(text, Skipped):
+        return text
+    return ContextFile(path=rel, text=text, sha256=sha256_tag(data), size=len(data))

@@ -1,0 +1,154 @@
+"""Reading git's objects: commits a user names, trees, and blobs by id.
+
+Every command goes through :func:`.repo.git_output` (nothing the repository names runs). A
+revision the user gives is checked with ``rev-parse --verify --end-of-options`` before it is
+used anywhere, so it can never be read as an option. What is not in the clone (a shallow
+clone, a pruned branch) is a :class:`.errors.MissingObject` naming the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from .errors import InputError, MissingObject
+from .repo import git_output, in_git_work_tree
+
+#: How to get what a shallow or partial clone lacks.
+UNSHALLOW_HINT = (
+    "fetch the full history: git fetch --unshallow (in GitHub Actions: actions/checkout "
+    "with fetch-depth: 0)"
+)
+_OID_RE = re.compile(r"\A(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+
+
+def is_oid(text: str) -> bool:
+    """A full object id (SHA-1 or SHA-256), lowercase: what records hold."""
+    return _OID_RE.match(text) is not None
+
+
+def short(oid: str) -> str:
+    return oid[:7]
+
+
+@cache
+def object_format(root: Path) -> str:
+    """``sha1`` or ``sha256``: how the repository names its objects."""
+    out = git_output(root, "rev-parse", "--show-object-format")
+    return os.fsdecode(out).strip() if out else "sha1"
+
+
+def blob_id(data: bytes, fmt: str = "sha1") -> str:
+    """The id git gives a blob of ``data`` (computed here: ``hash-object`` would run the
+    repository's clean filters)."""
+    h = hashlib.sha256() if fmt == "sha256" else hashlib.sha1()
+    h.update(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def is_shallow(root: Path) -> bool:
+    out = git_output(root, "rev-parse", "--is-shallow-repository")
+    return out is not None and out.strip() == b"true"
+
+
+def resolve_commit(root: Path, rev: str, what: str) -> str:
+    """The commit id ``rev`` names; :class:`InputError` (3) naming ``what`` and the value
+    when it names none, :class:`MissingObject` (16) when the clone is shallow (it may be
+    a commit that was not fetched)."""
+    if not in_git_work_tree(root):
+        raise InputError(f"{what} {rev}: the repository root {root} is not a git work tree")
+    if not rev or rev.startswith("-") or "\0" in rev or rev != rev.strip():
+        raise InputError(f"{what} {rev!r}: not a revision")
+    out = git_output(root, "rev-parse", "--verify", "-q", "--end-of-options", rev + "^{commit}")
+    if out is None:
+        if is_shallow(root):
+            raise MissingObject(
+                f"{what} {rev}: no such commit in this shallow clone", hint=UNSHALLOW_HINT
+            )
+        raise InputError(f"{what} {rev}: not a commit of the repository at {root}")
+    return os.fsdecode(out).strip()
+
+
+def merge_base(root: Path, a: str, b: str, what: str) -> str:
+    """The merge base of commits ``a`` and ``b`` (ids); :class:`MissingObject` when history
+    is cut (shallow) or :class:`InputError` when they share none."""
+    out = git_output(root, "merge-base", a, b)
+    if out is None:
+        if is_shallow(root):
+            raise MissingObject(
+                f"{what}: the merge base of {short(a)} and {short(b)} is not in this shallow clone",
+                hint=UNSHALLOW_HINT,
+            )
+        raise InputError(f"{what}: {short(a)} and {short(b)} have no common ancestor")
+    return os.fsdecode(out).split()[0]
+
+
+def is_ancestor(root: Path, a: str, b: str) -> bool:
+    return git_output(root, "merge-base", "--is-ancestor", a, b) is not None
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    mode: str
+    kind: str
+    """``blob``, ``tree`` or ``commit`` (a submodule)."""
+    oid: str
+    path: str
+
+
+def tree_entries(root: Path, commit: str, pathspecs: list[str]) -> list[TreeEntry]:
+    """The files of ``commit`` (an id) under ``pathspecs``, recursively, in git's order."""
+    out = git_output(
+        root,
+        *("-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--full-tree", commit),
+        *("--", *pathspecs),
+    )
+    if out is None:
+        raise MissingObject(f"commit {short(commit)}: its tree cannot be read", hint=UNSHALLOW_HINT)
+    entries = []
+    for line in out.split(b"\0"):
+        if not line:
+            continue
+        meta, _, path = line.partition(b"\t")
+        mode, kind, oid = os.fsdecode(meta).split(" ")
+        entries.append(TreeEntry(mode, kind, oid, os.fsdecode(path)))
+    return entries
+
+
+def read_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
+    """The bytes of each blob (one ``cat-file --batch``); a blob not in the repository is
+    left out of the answer (the caller names it)."""
+    wanted = list(dict.fromkeys(o for o in oids if is_oid(o)))
+    if not wanted:
+        return {}
+    out = git_output(root, "cat-file", "--batch", stdin="".join(o + "\n" for o in wanted).encode())
+    if out is None:
+        return {}
+    found: dict[str, bytes] = {}
+    pos = 0
+    for oid in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split(b" ")
+        pos = end + 1
+        if len(header) != 3 or header[1] != b"blob":  # "<oid> missing", or not a blob
+            continue
+        size = int(header[2])
+        found[oid] = out[pos : pos + size]
+        pos += size + 1  # the blob, then a newline
+    return found
+
+
+def read_blob(root: Path, oid: str, path: str) -> bytes:
+    """The bytes of one blob a record pins for ``path``; :class:`MissingObject` without it."""
+    data = read_blobs(root, [oid]).get(oid)
+    if data is None:
+        raise MissingObject(
+            f"context file {path}: blob {short(oid)} is not in the repository",
+            hint=UNSHALLOW_HINT,
+        )
+    return data

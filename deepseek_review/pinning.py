@@ -1,0 +1,164 @@
+"""Pins: what a request record says the prompt was built from, in git's immutable terms.
+
+A record's optional ``git`` object holds the commits (``base``, ``head``, ``merge_base``), the
+diff's settings and hash when the review was of a change, and for each context file either
+the blob it was read from (``blob``, with the ``commit`` that holds it) or, when it was not
+committed, nothing more than the hash of its working-tree bytes (``worktree``). ``verify``
+and ``continue`` read pinned files from git's objects (:func:`pinned_reader`), so a review
+pinned to commits rebuilds after the working tree moved on.
+
+For a plain working-tree review every context file identical to its blob in ``HEAD`` is
+pinned to that blob (:func:`auto_pin`); the blob id is computed here from the bytes sent.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .context_types import ContextFile, plural
+from .errors import MissingObject
+from .gitread import UNSHALLOW_HINT, blob_id, is_oid, object_format, read_blobs, short
+from .records.rebuild import Reader
+from .repo import git_output, in_git_work_tree
+
+
+@dataclass(frozen=True)
+class FilePin:
+    """Where a context file's bytes can be read again."""
+
+    path: str
+    blob: str | None = None
+    commit: str | None = None
+    """The commit (or index tree) whose blob it is."""
+    worktree: str | None = None
+    """``sha256:`` of its working-tree bytes, when it was not committed."""
+
+    @property
+    def how(self) -> str:
+        """How verify re-reads it: ``commit abc1234`` or ``working tree``."""
+        if self.blob is None:
+            return "working tree"
+        return f"commit {short(self.commit)}" if self.commit else f"blob {short(self.blob)}"
+
+    def to_json(self) -> dict[str, Any]:
+        if self.blob is None:
+            return {"path": self.path, "worktree": self.worktree}
+        return {"path": self.path, "blob": self.blob, "commit": self.commit}
+
+
+def head_commit(root: Path) -> str | None:
+    out = git_output(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    return os.fsdecode(out).strip() if out else None
+
+
+#: Per repository root: HEAD when first asked, and the blob of every file it holds. A batch
+#: pins each entry's files against it without asking git again; a pin stays true if HEAD
+#: moves meanwhile (those bytes are that blob of that commit).
+_HEAD_BLOBS: dict[Path, tuple[str | None, dict[str, str]]] = {}
+
+
+def _head_blobs(root: Path) -> tuple[str | None, dict[str, str]]:
+    got = _HEAD_BLOBS.get(root)
+    if got is not None:
+        return got
+    head = head_commit(root) if in_git_work_tree(root) else None
+    blobs: dict[str, str] = {}
+    if head is not None:
+        out = git_output(
+            root, "-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--full-tree", head
+        )
+        for line in (out or b"").split(b"\0"):
+            meta, _, path = line.partition(b"\t")
+            parts = meta.split(b" ")
+            if len(parts) == 3 and parts[1] == b"blob":
+                blobs[os.fsdecode(path)] = os.fsdecode(parts[2])
+    return _HEAD_BLOBS.setdefault(root, (head, blobs))
+
+
+def auto_pin(root: Path, files: Sequence[ContextFile]) -> list[FilePin]:
+    """Each file identical to its blob in ``HEAD`` pinned to that blob; the others to their
+    working-tree hash. Outside git, or before the first commit, every file is the latter."""
+    head, blobs = _head_blobs(root) if files else (None, {})
+    fmt = object_format(root) if blobs else "sha1"
+    pins = []
+    for f in files:
+        blob = blobs.get(f.path)
+        if blob is not None and blob_id(f.text.encode("utf-8"), fmt) == blob:
+            pins.append(FilePin(f.path, blob=blob, commit=head))
+        else:
+            pins.append(FilePin(f.path, worktree=f.sha256))
+    return pins
+
+
+def file_pins(git: Mapping[str, Any] | None) -> dict[str, FilePin]:
+    """The file pins of a record's ``git`` object, by path; malformed entries (a record may
+    be hostile) are not pins: those files are read from the working tree."""
+    out: dict[str, FilePin] = {}
+    entries = git.get("files") if isinstance(git, Mapping) else None
+    for e in entries if isinstance(entries, list) else ():
+        if not isinstance(e, dict) or not isinstance(e.get("path"), str):
+            continue
+        blob, commit = e.get("blob"), e.get("commit")
+        if isinstance(blob, str) and is_oid(blob):
+            good_commit = commit if isinstance(commit, str) and is_oid(commit) else None
+            out[e["path"]] = FilePin(e["path"], blob=blob, commit=good_commit)
+        else:
+            out[e["path"]] = FilePin(e["path"], worktree=str(e.get("worktree")))
+    return out
+
+
+def pinned_reader(root: Path, git: Mapping[str, Any] | None, fallback: Reader) -> Reader:
+    """A reader of a record's references: pinned files from their blobs (all read in one
+    ``cat-file``), the rest through ``fallback`` (the working tree). A pinned blob that is
+    not in the repository is a :class:`MissingObject` naming the file and the fix."""
+    pins = {p: pin for p, pin in file_pins(git).items() if pin.blob is not None}
+    if not pins:
+        return fallback
+    blobs = read_blobs(root, [pin.blob for pin in pins.values() if pin.blob])
+    gone = [pin for pin in pins.values() if pin.blob not in blobs]
+    if gone:
+        raise MissingObject(
+            f"context file {gone[0].path}: blob {short(gone[0].blob or '')} "
+            f"({gone[0].how}) is not in the repository",
+            hint=UNSHALLOW_HINT,
+        )
+
+    def read(path: str) -> bytes | None:
+        pin = pins.get(path)
+        if pin is None:
+            return fallback(path)
+        return blobs.get(pin.blob or "")
+
+    return read
+
+
+def missing_blobs(root: Path, git: Mapping[str, Any] | None) -> list[FilePin]:
+    """The pinned files whose blob is not in the repository (a shallow clone)."""
+    pins = [p for p in file_pins(git).values() if p.blob is not None]
+    found = read_blobs(root, [p.blob for p in pins if p.blob])
+    return [p for p in pins if p.blob not in found]
+
+
+def receipt_paths(files: Sequence[str], git: Mapping[str, Any] | None) -> list[str]:
+    """What a receipt's ``context_files`` lists: the changed paths a diff showed, then the
+    whole files, each once."""
+    diff = git.get("diff") if isinstance(git, Mapping) else None
+    shown = diff.get("shown") if isinstance(diff, Mapping) else None
+    first = [p for p in shown if isinstance(p, str)] if isinstance(shown, list) else []
+    return list(dict.fromkeys([*first, *files]))
+
+
+def change_lines(git: Mapping[str, Any] | None) -> list[str]:
+    """What ``--dry-run`` says of the change under review: its commits and the paths shown."""
+    diff = git.get("diff") if isinstance(git, Mapping) else None
+    if not isinstance(git, Mapping) or not isinstance(diff, Mapping):
+        return []
+    c = git.get("commits") or {}
+    base, head = str(c.get("base") or "")[:7], str(c.get("head") or "")[:7]
+    shown = [p for p in diff.get("shown") or () if isinstance(p, str)]
+    count = plural(len(shown), "file")
+    return [f"change         {count}, {base} to {head}", *(f"  {p}" for p in shown)]

@@ -1,0 +1,143 @@
+"""The prompt check of a record pinned to git: the request rebuilt from git's objects.
+
+A pinned file is read from its blob, whatever the working tree holds now; a file pinned to
+its working-tree hash is read from the working tree, as before pinning. A diff is made again
+by git from the pinned commits and settings and must be the one the request holds. The
+check says how each file was re-read (``commit abc1234``, ``working tree``). A pinned blob
+that hashes otherwise than the record claims is a failure naming the file (blobs never
+change: the record was altered); an object not in the clone names the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ReviewError
+from ..gitdiff import Change, Diff, DiffSettings, Range, make_diff
+from ..gitread import UNSHALLOW_HINT, is_oid
+from ..gitreview import frame_diff
+from ..pinning import file_pins, missing_blobs, pinned_reader
+from ..records.canonical import sha256_tag
+from ..records.parts import file_refs
+from ..records.rebuild import Reader
+from ..records.request_record import RequestRecord
+from .reports import CheckResult, listing, soft
+
+
+def pinned_paths(record: object) -> set[str]:
+    """The receipt's paths that git holds for this record (not looked for in the tree)."""
+    if not isinstance(record, RequestRecord) or not isinstance(record.git, Mapping):
+        return set()
+    paths = {p for p, pin in file_pins(record.git).items() if pin.blob is not None}
+    diff = record.git.get("diff")
+    if isinstance(diff, Mapping) and _range(record.git) is not None:
+        paths.update(p for p in diff.get("shown") or () if isinstance(p, str))
+    return paths
+
+
+def _range(git: Mapping[str, Any]) -> Range | None:
+    c = git.get("commits")
+    if not isinstance(c, Mapping):
+        return None
+    base, head, mb = c.get("base"), c.get("head"), c.get("merge_base")
+    if not (isinstance(base, str) and is_oid(base) and isinstance(head, str) and is_oid(head)):
+        return None
+    return Range(base, head, mb if isinstance(mb, str) and is_oid(mb) else None)
+
+
+def _settings(diff: Mapping[str, Any]) -> DiffSettings | None:
+    n, fc, rn = diff.get("context_lines"), diff.get("function_context"), diff.get("renames")
+    if type(n) is not int or n < 0 or type(fc) is not bool or type(rn) is not bool:
+        return None
+    return DiffSettings(n, fc, rn)
+
+
+def check_pinned(
+    root: Path,
+    record: RequestRecord,
+    fallback: Reader,
+    rebuild: Callable[[Reader], CheckResult],
+    *,
+    strict: bool,
+) -> CheckResult:
+    """The prompt check of a pinned record: ``rebuild`` (the usual check) reading pinned
+    files from their blobs, then the change made again."""
+    git = record.git or {}
+    missing = missing_blobs(root, git)
+    if missing:
+        named = listing([f"{p.path} (blob {(p.blob or '')[:7]})" for p in missing])
+        return soft(
+            strict,
+            "prompt",
+            f"cannot rebuild the request: not in the repository: {named}; {UNSHALLOW_HINT}",
+        )
+    pins = file_pins(git)
+    read = pinned_reader(root, git, fallback)
+    refs = file_refs(record.messages)
+    bad = [
+        p
+        for p, ref in refs.items()
+        if pins.get(p) and pins[p].blob and sha256_tag(read(p) or b"") != ref.sha256
+    ]
+    if bad:
+        return CheckResult(
+            "prompt",
+            "fail",
+            f"the request record's hash of {listing([f'{p} ({pins[p].how})' for p in bad])} "
+            "is not the hash of the pinned blob (blobs never change: the record was altered)",
+        )
+    result = rebuild(read)
+    if result.status != "ok":
+        return result
+    change = _check_change(root, git, record)
+    if change is not None:
+        return change if isinstance(change, CheckResult) else soft(strict, "prompt", change)
+    reread = [f"{p} from {pins[p].how if p in pins else 'working tree'}" for p in refs]
+    r = _range(git)
+    if isinstance(git.get("diff"), Mapping) and r is not None:
+        reread.insert(0, f"the change {r.label} made again by git")
+    return CheckResult("prompt", "ok", f"request rebuilt from git objects: {listing(reread)}")
+
+
+def _check_change(
+    root: Path, git: Mapping[str, Any], record: RequestRecord
+) -> CheckResult | str | None:
+    """Whether the change the record pins, made again by git, is the one the request holds:
+    None when it is (or there is none); a failure, or a warning's text when git cannot."""
+    diff = git.get("diff")
+    if not isinstance(diff, Mapping):
+        return None
+    rng, settings = _range(git), _settings(diff)
+    shown = diff.get("shown")
+    left = diff.get("left_out")
+    if (
+        rng is None
+        or settings is None
+        or not isinstance(shown, list)
+        or not isinstance(left, list)
+        or not all(isinstance(x, list) and len(x) == 2 for x in left)
+        or not all(isinstance(y, str) for x in left for y in x)
+    ):
+        return CheckResult("prompt", "fail", "the request record's git.diff is malformed")
+    keep = set(shown)
+    why = {x[0]: x[1] for x in left}
+
+    def decide(change: Change, binary: bool) -> str | None:
+        return None if change.path in keep else str(why.get(change.path, "left out"))
+
+    try:
+        made: Diff = make_diff(root, rng, settings, lambda _changes: decide)
+    except ReviewError as exc:
+        return f"the change {rng.label} cannot be made again: {exc.message}; {UNSHALLOW_HINT}"
+    framed = frame_diff(Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left))))
+    sent = "".join(p for m in record.messages for p in m.parts if isinstance(p, str))
+    if sha256_tag(framed.encode("utf-8")) != diff.get("sha256") or framed not in sent:
+        return CheckResult(
+            "prompt",
+            "fail",
+            f"the change in the request is not the change {rng.label} as git makes it "
+            "(the record or its commits were altered)",
+        )
+    return None
