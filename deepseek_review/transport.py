@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import ssl
-from collections.abc import Callable
 
 import httpx
 
@@ -40,18 +39,16 @@ def make_http_client(
     *,
     https: bool,
     connections: int = MIN_CONNECTIONS,
-    on_request: Callable[[httpx.Request], None] | None = None,
 ) -> httpx.Client:
     """A client for chat requests: ``https`` when any endpoint it will reach is https (only
     then is the CA bundle loaded, a sixth of a whole local review); ``connections`` for the
-    requests in flight at once; ``on_request`` told of each request sent."""
+    requests in flight at once."""
     pool = max(MIN_CONNECTIONS, connections)
     http = httpx.Client(
         timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, pool=None),
         limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
         follow_redirects=False,
         verify=tls_context() if https else no_tls_context(),
-        event_hooks={"request": [on_request]} if on_request is not None else None,
     )
     deadline.bound_client(http)
     return http
