@@ -15,7 +15,7 @@ is imported.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -55,6 +55,7 @@ __all__ = [
     "in_scope",
     "name_of",
     "naming",
+    "naming_at",
 ]
 
 OPTIONS: dict[str, Option] = {o.key: o for o in TABLE}
@@ -99,6 +100,19 @@ def naming(style: Literal["key", "flag", "manifest"]) -> Iterator[None]:
     """Errors raised inside name options as ``style`` says (the CLI: ``flag``; a manifest's
     entries: ``manifest``)."""
     token = _naming.set(_NAMERS[style])
+    try:
+        yield
+    finally:
+        _naming.reset(token)
+
+
+@contextmanager
+def naming_at(places: Mapping[str, str]) -> Iterator[None]:
+    """Inside, an option ``places`` holds is named with where it was set, ``model (entry 2,
+    line 7)`` (a batch's run: its messages do not say which entry they are about); any other
+    as before (``--model`` on the command line)."""
+    outer = _naming.get()
+    token = _naming.set(lambda o: f"{o.key} ({places[o.key]})" if o.key in places else outer(o))
     try:
         yield
     finally:
