@@ -46,28 +46,8 @@ if TYPE_CHECKING:
     from .segment import Segment
     from .verification import CheckResult, ReceiptReport, VerifyReport
 
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "attest",
-            "configuration",
-            "continue_review",
-            "execute_batch",
-            "findings",
-            "plan_batch",
-            "plan_review",
-            "review",
-            "run_batch",
-            "send_review",
-            "show",
-            "sign",
-            "signed_with",
-            "signing_key",
-            "stats",
-            "verify",
-        ),
-        "api",
-    ),
+#: Where each public name that is not a library call lives (the calls are in :mod:`.api`).
+_HOMES = {
     "ReviewOptions": "pipeline",
     "ContinuationOptions": "pipeline",
     "ReviewResult": "pipeline",
@@ -111,6 +91,10 @@ __all__ = [
     "stats",
     "verify",
 ]
+
+
+#: Each public name, imported on first use from the module that holds it.
+_LAZY = {name: _HOMES.get(name, "api") for name in __all__ if name != "__version__"}
 
 
 def __getattr__(name: str) -> Any:

@@ -45,7 +45,7 @@ from .client import ChatClient
 from .errors import Interrupted, ReviewError
 from .job import JobResult, job_from_plan, run_job
 from .ollama import pricing
-from .options import name_of
+from .options import name_of, naming_at
 from .plan import ReviewPlan
 from .records.receipt import fast_validators
 from .resume import segment_from
@@ -156,7 +156,8 @@ class _Runner:
             return self.board.finish(self._not_started(work), started=False)
         url = work.planned.plan.endpoint.url
         events = EntryEvents(self.board, work.topic, work.action, url)
-        report = self._review(work, events)
+        with naming_at(work.planned.entry.places):  # model (entry 3, line 12)
+            report = self._review(work, events)
         report.attempts = events.attempts
         return self.board.finish(report, started=events.started)
 

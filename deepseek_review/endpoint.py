@@ -53,8 +53,8 @@ class Endpoint:
     url: str
     api_key: str | None = field(default=None, repr=False)
     source: str = "default"
-    """Where the URL came from: ``--endpoint``, ``OLLAMA_HOST``, ``default``, or the file that
-    named it."""
+    """Where the URL came from: ``endpoint`` (the option), ``OLLAMA_HOST``, ``default``, or the
+    file that named it."""
 
     @property
     def is_loopback(self) -> bool:
@@ -275,8 +275,9 @@ def resolve_endpoint(
     url = chat_url(endpoint, what=what)
     key = _read_key(env, key_env)
     if named_by is None:
-        # A source label (serverhints reads it), not a message.
-        return Endpoint(url, _key_for(url, key, key_env), "--endpoint")
+        # A source label, not a message: the option's key (serverhints names it as the
+        # reporting layer spells it).
+        return Endpoint(url, _key_for(url, key, key_env), "endpoint")
     chosen = [operator_endpoint(env).url, *allowed_endpoints(env)]
     chosen += [chat_url(u) for u in operator]
     if _origin(url) in {_origin(u) for u in chosen}:

@@ -101,6 +101,15 @@ class Entry:
     values: Mapping[str, Any]
     key_lines: Mapping[str, int] = field(default_factory=dict)
 
+    @property
+    def places(self) -> dict[str, str]:
+        """Where each of its own options was set (``entry 2, line 7``), for messages that do
+        not say which entry they are about (:func:`~.options.naming_at`)."""
+        return {key: self._at(self.key_lines.get(key, self.line)) for key in self.values}
+
+    def _at(self, line: int | None) -> str:
+        return f"entry {self.index}" + (f", line {line}" if line is not None else "")
+
 
 @dataclass(frozen=True)
 class Manifest:

@@ -1,9 +1,11 @@
-"""What to do about a server's refusal, worded for the server the user runs (``--server``).
+"""What to do about a server's refusal, worded for the server the user runs (``server``).
 
 A hint is only useful if it fits: ``ollama pull`` means nothing to a llama.cpp user, whose
 server answers whatever model it loaded, and a 401 is fixed differently when no key was sent at
 all than when the key sent was wrong. The client knows the failure; :class:`Advice` tells it
-the server kind, where the endpoint came from, and which variable holds the key.
+the server kind, where the endpoint came from, and which variable holds the key. Our options
+are named with :func:`~.options.name_of` when the hint is worded (``--model`` on the command
+line, ``model (entry 3, line 12)`` for a manifest's entry); other tools' flags stay literal.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ from .endpoint import (
     Endpoint,
     is_loopback_host,
 )
+from .options import name_of
 
+#: The source of an endpoint the operator gave as the ``endpoint`` option (its key, named in
+#: hints as the reporting layer spells it: ``--endpoint``, ``endpoint``).
+OPTION_SOURCE = "endpoint"
 #: Where an endpoint came from when the operator chose it (any other source is a file).
-_OPERATOR_SOURCES = ("--endpoint", "OLLAMA_HOST", ENDPOINT_ENV)
+_OPERATOR_SOURCES = (OPTION_SOURCE, "OLLAMA_HOST", ENDPOINT_ENV)
 _OLLAMA_PORT = 11434
 
 #: A refusal that means the prompt does not fit the model's context (llama.cpp, vLLM, the
@@ -43,12 +49,13 @@ class Advice:
     """What the hints need to know besides the failure itself."""
 
     server: str | None = None
-    """ollama, llama.cpp, vllm or deepseek (``--server``); None: unknown, hints stay generic."""
-    source: str = "--endpoint"
-    """Where the endpoint came from (:attr:`Endpoint.source`): ``default`` when nothing chose
-    it, or the file that named it."""
+    """ollama, llama.cpp, vllm or deepseek (the ``server`` option); None: unknown, hints stay
+    generic."""
+    source: str = OPTION_SOURCE
+    """Where the endpoint came from (:attr:`Endpoint.source`): the ``endpoint`` option, a
+    variable, ``default`` when nothing chose it, or the file that named it."""
     key_env: str | None = None
-    """The variable named with ``--api-key-env``; None: the default ``OLLAMA_API_KEY``."""
+    """The variable the ``api_key_env`` option names; None: the default ``OLLAMA_API_KEY``."""
 
     @classmethod
     def of(cls, endpoint: Endpoint, server: str | None, key_env: str | None) -> Advice:
@@ -61,7 +68,9 @@ class Advice:
     def check_endpoint(self) -> str:
         """How to point the review somewhere else, given where the endpoint came from."""
         if self.source == "default":
-            return "point --endpoint or OLLAMA_HOST at your server"
+            return f"point {name_of('endpoint')} or OLLAMA_HOST at your server"
+        if self.source == OPTION_SOURCE:
+            return f"check {name_of('endpoint')}"
         if self.source in _OPERATOR_SOURCES:
             return f"check {self.source}"
         return f"check the endpoint {self.source} names"
@@ -111,23 +120,25 @@ def not_found(advice: Advice, model: str, message: str) -> str:
         if "page not found" in message.lower():  # Ollama's words for a path it does not serve
             return f"the path is wrong: {advice.check_endpoint()} (http://host:port or .../v1)"
         pull = f"is the model pulled? run `ollama pull {model}`"
-        return f"{pull}, or check --model and the endpoint path"
+        return f"{pull}, or check {name_of('model')} and the endpoint path"
     if advice.server == "llama.cpp":
         return (
             f"the path is wrong: {advice.check_endpoint()} (http://host:port or .../v1); "
-            "llama-server answers with whatever model it loaded, whatever --model says"
+            f"llama-server answers with whatever model it loaded, whatever {name_of('model')} says"
         )
     if advice.server == "vllm":
         return (
-            "--model must match the name vLLM serves (its --served-model-name, else the model "
-            f"it was started with; GET /v1/models lists it), or {advice.check_endpoint()}"
+            f"{name_of('model')} must match the name vLLM serves (its --served-model-name, else "
+            f"the model it was started with; GET /v1/models lists it), or {advice.check_endpoint()}"
         )
     if advice.server == "deepseek":
         return (
-            "check --model against the models DeepSeek's API lists (GET /models), "
+            f"check {name_of('model')} against the models DeepSeek's API lists (GET /models), "
             f"or {advice.check_endpoint()}"
         )
-    return "check --model (GET /v1/models lists the server's models) and the endpoint path"
+    return (
+        f"check {name_of('model')} (GET /v1/models lists the server's models) and the endpoint path"
+    )
 
 
 def unauthorized(advice: Advice, url: str, *, key_sent: bool) -> str:
@@ -137,26 +148,28 @@ def unauthorized(advice: Advice, url: str, *, key_sent: bool) -> str:
     if advice.source not in (*_OPERATOR_SOURCES, "default"):
         return (
             f"no key was sent: {advice.source} named this endpoint, and a key goes only to one "
-            f"you chose (--endpoint, OLLAMA_HOST or {ALLOWED_ENV})"
+            f"you chose ({name_of('endpoint')}, OLLAMA_HOST or {ALLOWED_ENV})"
         )
     if advice.key_env is None and urlsplit(url).scheme == "http":
         return (
             f"no key was sent: the default {DEFAULT_KEY_ENV} goes over https only; "
-            "name it with --api-key-env to send it here"
+            f"name it with {name_of('api_key_env')} to send it here"
         )
     if advice.key_env is None:
         return (
-            f"no key was sent: set {DEFAULT_KEY_ENV}, or name another variable with --api-key-env"
+            f"no key was sent: set {DEFAULT_KEY_ENV}, or name another variable with "
+            f"{name_of('api_key_env')}"
         )
     return f"no key was sent: {advice.key_env} is not set"
 
 
 def context_overflow(advice: Advice) -> str:
     """The prompt is over the model's context: send less, or give the model more."""
+    lower = f"lower {name_of('max_tokens')}"
     more = {
         "ollama": "raise the context (OLLAMA_CONTEXT_LENGTH=<tokens> ollama serve)",
         "llama.cpp": "restart llama-server with a larger context (-c <tokens>)",
-        "vllm": "lower --max-tokens, or serve the model with a larger --max-model-len",
-        "deepseek": "lower --max-tokens (the model's context is fixed)",
-    }.get(advice.server or "", "lower --max-tokens, or raise the server's context size")
+        "vllm": f"{lower}, or serve the model with a larger --max-model-len",  # vLLM's flag
+        "deepseek": f"{lower} (the model's context is fixed)",
+    }.get(advice.server or "", f"{lower}, or raise the server's context size")
     return f"send less context, or {more}"

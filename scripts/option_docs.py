@@ -3,8 +3,8 @@
 README.md and docs/batch.md hold blocks between `<!-- options: SCOPE -->` and
 `<!-- /options -->` markers (SCOPE: `entry`, the keys of a manifest entry; `config_file`, the
 settings of a config file and the environment); `python scripts/option_docs.py` rewrites each
-from deepseek_review/options.py, and `--check` exits 1 if any differs (tests/test_options.py
-runs the same comparison).
+from the option table (deepseek_review/opttable.py), and `--check` exits 1 if any differs
+(tests/test_options.py runs the same comparison).
 """
 
 from __future__ import annotations

@@ -228,7 +228,9 @@ def test_a_truncated_chain_is_continued_not_restarted(repo, make_simulator, cli)
 def test_continuations_count_those_already_made(repo, make_simulator, cli):
     sim = make_simulator(answer_words=80)
     manifest(repo, ["long"], defaults={"max_tokens": 20, "max_continuations": 1})
-    assert batch(cli, sim).code == 11
+    first = batch(cli, sim)
+    assert first.code == 11
+    assert statuses(first) == {"long": "truncated"}
     assert len(sim.chat_requests()) == 2
     r = batch(cli, sim)  # the cap is reached: nothing to send
     assert r.code == 11

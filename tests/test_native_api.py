@@ -23,6 +23,7 @@ def test_native_api_keeps_the_whole_prompt_the_openai_endpoint_would_clip(
     sim = make_simulator(context_window=2048)  # the server's runtime context: 2048
     clipped = run_big(cli, sim, "--topic", "openai")
     assert clipped.code == 7  # kept the end only, caught after paying for it
+    assert "kept only 2048 prompt tokens" in clipped.err
     kept = run_big(cli, sim, "--api", "ollama", "--topic", "native")
     assert kept.code == 0, kept.err
     [request] = [r for r in sim.chat_requests() if r.path == "/api/chat"]

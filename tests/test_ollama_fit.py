@@ -74,6 +74,7 @@ def test_a_model_not_loaded_is_not_guessed_at_and_the_answer_check_remains(
     sim = make_simulator(context_window=2048)  # loads on the first chat: nothing to compare
     r = run_big(cli, sim)
     assert r.code == 7, r.err  # the silent clipping is still caught after the answer
+    assert "kept only 2048 prompt tokens" in r.err
     assert len(sim.chat_requests()) == 1
 
 

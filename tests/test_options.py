@@ -70,6 +70,28 @@ def test_every_command_spells_a_shared_option_alike():
                 assert param.help == option.help_text(), (command, param.name)
 
 
+#: Flags of a hand-written command that share a key with the table but are another option.
+NOT_THE_TABLES = {("verify", "jobs")}  # worker processes, not batch's reviews at once
+
+
+def test_every_command_takes_a_table_option_with_its_help_and_no_default_of_its_own():
+    """Commands outside the option's scopes too (``sign --signing-key``, ``attest
+    --repo-root``): the table's help and flag, and no default in typer (the table's is applied
+    after the environment and the config file)."""
+    checked = set()
+    for command, cmd in commands().items():
+        for param in cmd.params:
+            option = OPTIONS.get(param.name or "")
+            if option is None or (command, param.name) in NOT_THE_TABLES:
+                continue
+            assert param.help == option.help_text(), (command, param.name)
+            if not option.argument:
+                assert option.long_flag in param.opts, (command, param.name)
+                assert param.default in (None, False), (command, param.name)
+            checked.add(command)
+    assert {"sign", "attest", "findings", "verify", "stats", "config"} <= checked
+
+
 def test_run_continue_and_batch_agree_on_the_help_of_every_option_they_share():
     helps: dict[str, set[str]] = {}
     for command in ("run", "continue", "batch"):

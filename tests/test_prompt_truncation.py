@@ -73,6 +73,7 @@ def test_a_clipped_continuation_prompt_stops_the_chain_with_exit_7(repo, make_si
     sim.config.context_window = 1000
     r = cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
     assert r.code == 7
+    assert "kept only 1000 prompt tokens" in r.err
     assert len(files_under(repo / "reviews")) == 3  # the primary's answer, record, receipt
 
 

@@ -35,14 +35,14 @@ def batch(flags: Flags) -> None:
     """
     from .. import api
 
-    root = api.repo_root(flags["repo_root"])
+    root = flags.root()
     try:
         plan = api.plan_batch(flags["manifest"], clean=not flags["dry_run"], **flags.given(root))
     except api.ManifestError as exc:
         _write_lines(sys.stderr, (f"deepseek-review: {line}" for line in exc.lines()))
         raise
     STATE.secret = plan.api_key
-    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
+    key = flags.signing_key(root)
     for path in plan.prepared.removed_temp_files:
         log.info("removed %s (a temporary file left by a killed run)", path)
     if flags["dry_run"]:

@@ -37,13 +37,13 @@ def run(flags: Flags) -> None:
     """Run one review: gather context, send it, write the answer, receipt and request record."""
     from .. import api
 
-    root = api.repo_root(flags["repo_root"])
+    root = flags.root()
     given = flags.given(root)
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
     plan = api.plan_review(**given)
     STATE.secret = plan.endpoint.api_key
-    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
+    key = flags.signing_key(root)
     if flags["dry_run"]:
         _render_plan(plan, flags["as_json"])
         return
@@ -224,10 +224,10 @@ def continue_(flags: Flags) -> None:
     """Continue a truncated review from the last segment of its chain."""
     from .. import api
 
-    root = api.repo_root(flags["repo_root"])
+    root = flags.root()
     given = flags.given(root)
     STATE.secret = api.api_key(given.get("api_key_env"))
-    key = api.signing_key(flags["sign"], flags["signing_key"], repo_root=root)
+    key = flags.signing_key(root)
     with review_progress() as progress, api.signed_with(key):
         outcome = api.continue_review(typed_path(root, flags["path"]), progress=progress, **given)
     _render_result(root, outcome.result, flags["as_json"])
@@ -250,7 +250,7 @@ def show(flags: Flags) -> None:
     """
     from .. import api
 
-    root = api.repo_root(flags["repo_root"])
+    root = flags.root()
     shown = api.show(typed_path(root, flags["path"]), repo_root=root)
     text = shown.text
     if sys.stdout.isatty():

@@ -11,12 +11,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..options import OPTIONS, Option, in_scope
 from .app import JsonOpt, QuietOpt, VerboseOpt, _parse_json_object, app, typed_path
+
+if TYPE_CHECKING:
+    from ..signing.segments import SigningKey
 
 _PY = {"str": str, "path": Path, "int": int, "float": float, "json": str}
 
@@ -64,6 +67,18 @@ class Flags:
 
     def __getitem__(self, key: str) -> Any:
         return self.values.get(key)
+
+    def root(self) -> Path:
+        """The repository the command works in: ``--repo-root``, else the one around here."""
+        from .. import api
+
+        return api.repo_root(self["repo_root"])
+
+    def signing_key(self, root: Path) -> SigningKey | None:
+        """The key ``--sign`` signs with, checked now by signing a probe; None unsigned."""
+        from .. import api
+
+        return api.signing_key(self["sign"], self["signing_key"], repo_root=root)
 
     def given(self, root: Path | None = None) -> dict[str, Any]:
         """The table options given (None, an empty list and a plain switch left off are not

@@ -90,41 +90,48 @@ def _failure(report: VerifyReport) -> str:
     return "; ".join(parts)
 
 
+VerifyPaths = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Receipts, answer files or folders (searched recursively for "
+        "*.receipt.json), inside the repository. Default: the configured "
+        "output folder (reviews).",
+        show_default=False,
+    ),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(help="A missing or changed context file fails (default: a warning)."),
+]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Worker processes (default: several for thousands of receipts, else 1).",
+        show_default=False,
+    ),
+]
+AllowedSignersOpt = Annotated[
+    str | None,
+    typer.Option(help=OPTIONS["allowed_signers"].help_text(), show_default=False),
+]
+RequireSignatureOpt = Annotated[
+    bool,
+    typer.Option(
+        OPTIONS["require_signature"].long_flag, help=OPTIONS["require_signature"].help_text()
+    ),
+]
+
+
 @app.command(epilog=example("deepseek-review verify --strict reviews"))
 def verify(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Receipts, answer files or folders (searched recursively for "
-            "*.receipt.json), inside the repository. Default: the configured "
-            "output folder (reviews).",
-            show_default=False,
-        ),
-    ] = None,
+    paths: VerifyPaths = None,
     repo_root: RepoRootOpt = None,
-    strict: Annotated[
-        bool,
-        typer.Option(help="A missing or changed context file fails (default: a warning)."),
-    ] = False,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Worker processes (default: several for thousands of receipts, else 1).",
-            show_default=False,
-        ),
-    ] = None,
-    allowed_signers: Annotated[
-        str | None,
-        typer.Option(help=OPTIONS["allowed_signers"].help_text(), show_default=False),
-    ] = None,
-    require_signature: Annotated[
-        bool,
-        typer.Option(
-            OPTIONS["require_signature"].long_flag, help=OPTIONS["require_signature"].help_text()
-        ),
-    ] = False,
+    jobs: JobsOpt = None,
+    allowed_signers: AllowedSignersOpt = None,
+    require_signature: RequireSignatureOpt = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:

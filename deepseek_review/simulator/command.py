@@ -84,6 +84,40 @@ _FAULTS_HELP = "\n".join(
 )
 
 
+#: The flags, in ``--help`` order: (the :class:`SimulatorConfig` field, its help, argparse
+#: keywords beyond those the field's default implies: a switch for a bool, its type else).
+_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("host", "address to listen on", {}),
+    ("port", "0 picks a free port", {"type": _port}),
+    ("latency", "seconds per request", {}),
+    ("capacity", "requests served at once; 0 = unlimited", {}),
+    ("answer_words", "length of the whole answer", {}),
+    ("reasoning_words", "reasoning per answer", {}),
+    ("echo_prefill", "repeat a prefilled assistant message first (as llama-server does)", {}),
+    ("omit_usage", "report no token usage", {}),
+    ("context_window",
+     "silently keep only this many prompt tokens (as Ollama does); none: keep all",
+     {"type": int}),
+    ("context_overflow",
+     "a prompt over --context-window: clip it (Ollama), or refuse it as llama.cpp (refuse: a "
+     "400; error-line, error-chunk: in the stream) or llama-cpp-python (empty: an empty "
+     "stream) do", {"choices": CONTEXT_OVERFLOWS}),
+    ("legacy_stream", "the older Ollama stream framing", {}),
+    ("llama_stream", "llama.cpp's stream framing", {}),
+    ("end_token", "an answer that fills the cap ends with length", {}),
+    ("directive_restarts", "a directive continuation starts the answer over", {}),
+    ("fault_rate", "share of requests that fail, 0-1", {}),
+    ("fault_kinds", "comma-separated, from the kinds above",
+     {"type": _fault_kinds, "default": ",".join(SimulatorConfig.fault_kinds)}),
+    ("fault_seed", "seed of the fault draw", {}),
+    ("retry_after", "Retry-After of a 429, seconds", {}),
+    ("stall_seconds", "how long a stall lasts", {}),
+    ("models", "comma-separated model names; none: any", {"type": _names}),
+    ("api_key", "require this bearer token; none: open", {}),
+    ("max_body_bytes", "larger requests get 413", {}),
+)  # fmt: skip
+
+
 def build_parser(prog: str = "python -m deepseek_review.simulator") -> argparse.ArgumentParser:
     """One flag per :class:`SimulatorConfig` field, kebab-case, plus ``--quiet``."""
     d = SimulatorConfig()
@@ -94,71 +128,14 @@ def build_parser(prog: str = "python -m deepseek_review.simulator") -> argparse.
         epilog="Example: deepseek-review simulator --port 8080 --latency 0.2 --capacity 8",
         formatter_class=_Help,
     )
-    p.add_argument("--host", default=d.host, help="address to listen on")
-    p.add_argument("--port", type=_port, default=d.port, help="0 picks a free port")
-    p.add_argument("--latency", type=float, default=d.latency, help="seconds per request")
-    p.add_argument(
-        "--capacity", type=int, default=d.capacity, help="requests served at once; 0 = unlimited"
-    )
-    p.add_argument(
-        "--answer-words", type=int, default=d.answer_words, help="length of the whole answer"
-    )
-    p.add_argument(
-        "--reasoning-words", type=int, default=d.reasoning_words, help="reasoning per answer"
-    )
-    p.add_argument(
-        "--echo-prefill",
-        action="store_true",
-        help="repeat a prefilled assistant message first (as llama-server does)",
-    )
-    p.add_argument("--omit-usage", action="store_true", help="report no token usage")
-    p.add_argument(
-        "--context-window",
-        type=int,
-        default=d.context_window,
-        help="silently keep only this many prompt tokens (as Ollama does); none: keep all",
-    )
-    p.add_argument(
-        "--context-overflow",
-        choices=CONTEXT_OVERFLOWS,
-        default=d.context_overflow,
-        help="a prompt over --context-window: clip it (Ollama), or refuse it as llama.cpp "
-        "(refuse: a 400; error-line, error-chunk: in the stream) or llama-cpp-python (empty: "
-        "an empty stream) do",
-    )
-    p.add_argument("--legacy-stream", action="store_true", help="the older Ollama stream framing")
-    p.add_argument("--llama-stream", action="store_true", help="llama.cpp's stream framing")
-    p.add_argument(
-        "--end-token", action="store_true", help="an answer that fills the cap ends with length"
-    )
-    p.add_argument(
-        "--directive-restarts",
-        action="store_true",
-        help="a directive continuation starts the answer over",
-    )
-    p.add_argument(
-        "--fault-rate", type=float, default=d.fault_rate, help="share of requests that fail, 0-1"
-    )
-    p.add_argument(
-        "--fault-kinds",
-        type=_fault_kinds,
-        default=",".join(d.fault_kinds),
-        help="comma-separated, from the kinds above",
-    )
-    p.add_argument("--fault-seed", type=int, default=d.fault_seed, help="seed of the fault draw")
-    p.add_argument(
-        "--retry-after", type=float, default=d.retry_after, help="Retry-After of a 429, seconds"
-    )
-    p.add_argument(
-        "--stall-seconds", type=float, default=d.stall_seconds, help="how long a stall lasts"
-    )
-    p.add_argument(
-        "--models", type=_names, default=None, help="comma-separated model names; none: any"
-    )
-    p.add_argument("--api-key", default=d.api_key, help="require this bearer token; none: open")
-    p.add_argument(
-        "--max-body-bytes", type=int, default=d.max_body_bytes, help="larger requests get 413"
-    )
+    for field, text, more in _FLAGS:
+        default = getattr(d, field)
+        flag = "--" + field.replace("_", "-")
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true", help=text)
+        else:
+            implied = {} if default is None or isinstance(default, str) else {"type": type(default)}
+            p.add_argument(flag, **{"default": default, **implied, **more}, help=text)
     p.add_argument("--quiet", action="store_true", help="no per-request log lines")
     return p
 

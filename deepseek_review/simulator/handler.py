@@ -251,12 +251,7 @@ class Handler(Writer):
                 fault=fault,
                 details=cfg.usage_details,
             )
-            data = wire.dumps(body) + b"\n"
-            if fault in ("malformed", "cut-stream"):
-                return self._send(200, data[: len(data) // 2])
-            if fault == "huge":
-                return self._send_huge(data)
-            return self._send(200, data)
+            return self._send_whole(body, fault)
         options = req.get("stream_options")
         include_usage = (
             isinstance(options, dict) and options.get("include_usage") is True
@@ -302,10 +297,7 @@ class Handler(Writer):
             body = native.reply(plan, model, loaded_before=loaded_before)
             if fault is not None:
                 native.mutate(body, fault)
-            data = wire.dumps(body) + b"\n"
-            if fault in ("malformed", "cut-stream"):
-                return self._send(200, data[: len(data) // 2])
-            return self._send_huge(data) if fault == "huge" else self._send(200, data)
+            return self._send_whole(body, fault)
         events = native.lines(plan, model, loaded_before=loaded_before, fault=fault)
         if fault == "malformed":
             events = [b'{"model":\n']

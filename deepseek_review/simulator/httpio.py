@@ -116,6 +116,16 @@ class Writer(BaseHTTPRequestHandler):
                 return self._reset()
             self.wfile.write(frame)
 
+    def _send_whole(self, body: object, fault: str | None) -> None:
+        """A whole JSON answer, or what ``fault`` makes of it: cut in half (``malformed``,
+        ``cut-stream``) or padded past any sane size (``huge``)."""
+        data = wire.dumps(body) + b"\n"
+        if fault in ("malformed", "cut-stream"):
+            return self._send(200, data[: len(data) // 2])
+        if fault == "huge":
+            return self._send_huge(data)
+        return self._send(200, data)
+
     def _send_huge(self, data: bytes) -> None:
         """A valid but ~80 MB JSON body (whitespace padding), written piece by piece."""
         size = wire.HUGE_PADDING_BYTES + len(data)
