@@ -3,8 +3,11 @@
 ``A..B`` is the change from commit A to commit B; ``A...B`` from their merge base to B; a
 single ``A`` means ``A...HEAD`` (a pull request's change). The diff is made by git with every
 setting that shapes its bytes given on the command line (algorithm, prefixes, context, renames,
-full ids, no colour, no external diff or textconv), so the same commits and options give the
-same bytes whatever the user's or the repository's config says. Deleted, renamed, binary,
+full ids, no colour, no external diff or textconv, every diff driver a ``.gitattributes``
+names set back to git's default function line: :func:`driver_config`; ``GIT_DIFF_OPTS`` is
+not passed on), so the same commits and options give the same bytes whatever the user's or
+the repository's config and environment say. (A ``-diff`` attribute still shows a file as
+binary: the attributes are the repository's, read as git reads them.) Deleted, renamed, binary,
 mode-only and type changes are shown as git shows them.
 
 Noise is left out by default, each with why: lock files, files marked ``linguist-generated``
@@ -48,7 +51,15 @@ _PINNED_CONFIG = (
     "diff.relative=false",
     "diff.ignoreSubmodules=none",
     "diff.submodule=short",
+    "core.bigFileThreshold=512m",
 )
+#: git's default hunk-header function line (a line that starts with a letter, ``_`` or
+#: ``$``) as a pattern: every diff driver a path's ``diff`` attribute names gets it, so no
+#: driver's ``funcname``/``xfuncname`` (nor git's built-in ones, which change between
+#: versions) shapes the bytes. Letters spelled out: a range's meaning depends on the locale.
+DEFAULT_FUNCNAME = "^([ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$].*)$"
+#: The ``diff`` attribute's values that name no driver.
+_NO_DRIVER = frozenset({"set", "unset", "unspecified"})
 _PINNED_FLAGS = (
     "--no-color",
     "--no-ext-diff",
@@ -149,9 +160,9 @@ class Change:
         return 2 if self.status == "T" else 1
 
 
-def _git(root: Path, *args: str) -> bytes:
-    config = [a for kv in _PINNED_CONFIG for a in ("-c", kv)]
-    out = git_output(root, *config, *args)
+def _git(root: Path, *args: str, config: Sequence[str] = ()) -> bytes:
+    pinned = [a for kv in (*_PINNED_CONFIG, *config) for a in ("-c", kv)]
+    out = git_output(root, *pinned, *args)
     if out is None:
         raise InputError(f"git could not show the change ({' '.join(args[:1])} failed)")
     return out
@@ -221,8 +232,9 @@ def make_diff(
     changes = list_changes(root, rng, settings)
     decide = rules(changes)
     patch = _git(
-        root, "diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS, rng.base, rng.head, "--"
-    )
+        root, "diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS, rng.base, rng.head, "--",
+        config=driver_config(root, changes),
+    )  # fmt: skip
     sections = _sections(patch)
     if len(sections) != sum(c.sections for c in changes):
         raise InputError(
@@ -244,6 +256,29 @@ def make_diff(
             left.append((change.path, why))
     text = b"".join(kept).decode("utf-8", errors="replace")
     return Diff(rng, settings, text, tuple(shown), tuple(left))
+
+
+def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:
+    """The config that takes every diff driver the changed paths' ``diff`` attribute names
+    out of the patch: the default function line, binary only when git sees it is (its
+    external ``command`` and ``textconv`` are off by flags)."""
+    paths = dict.fromkeys(p for c in changes for p in (c.old_path, c.path))
+    if not paths:
+        return []
+    stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    out = git_output(root, "check-attr", "-z", "--stdin", "diff", stdin=stdin)
+    if out is None:
+        raise InputError("git could not show the change (check-attr failed)")
+    f = out.split(b"\0")
+    drivers = sorted({os.fsdecode(f[i + 2]) for i in range(0, len(f) - 2, 3)} - _NO_DRIVER)
+    bad = next((d for d in drivers if "=" in d), None)
+    if bad is not None:
+        raise InputError(f"the diff driver {bad!r} a .gitattributes names cannot be overridden")
+    return [
+        kv
+        for d in drivers
+        for kv in (f"diff.{d}.xfuncname={DEFAULT_FUNCNAME}", f"diff.{d}.binary=auto")
+    ]
 
 
 def generated_paths(root: Path, paths: Sequence[str]) -> set[str]:
