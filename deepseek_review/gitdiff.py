@@ -168,42 +168,43 @@ def _git(root: Path, *args: str, config: Sequence[str] = ()) -> bytes:
     return out
 
 
-def list_changes(root: Path, rng: Range, settings: DiffSettings) -> list[Change]:
-    """Every file of the change, in the patch's order."""
-    renames = settings.rename_flags()
-    listing = ("diff-tree", "-r", "--raw", "-z", "--no-abbrev", *renames, *_PINNED_FLAGS)
-    out = _git(root, *listing, rng.base, rng.head, "--")
-    fields = out.split(b"\0")
-    changes = []
-    i = 0
-    while i < len(fields) - 1:
-        meta = os.fsdecode(fields[i]).lstrip(":").split(" ")
-        _, new_mode, old_blob, new_blob, status = meta
-        first = os.fsdecode(fields[i + 1])
-        if status[:1] in ("R", "C"):
-            second = os.fsdecode(fields[i + 2])
-            changes.append(Change(status, second, first, old_blob, new_blob, new_mode))
-            i += 3
-        else:
-            changes.append(Change(status, first, first, old_blob, new_blob, new_mode))
-            i += 2
-    return changes
+def _listed(out: bytes) -> tuple[list[Change], int]:
+    """The changes a ``--raw -z`` listing at the start of ``out`` names, in the patch's
+    order, and where what follows the listing begins (read in place: no split of a
+    patch)."""
+    changes: list[Change] = []
+    pos = 0
+    while out.startswith(b":", pos):
+        end = out.index(b"\0", pos)
+        _, new_mode, old_blob, new_blob, status = out[pos + 1 : end].decode().split(" ")
+        names = []
+        for _ in range(2 if status[:1] in ("R", "C") else 1):
+            start, end = end + 1, out.index(b"\0", end + 1)
+            names.append(os.fsdecode(out[start:end]))
+        changes.append(Change(status, names[-1], names[0], old_blob, new_blob, new_mode))
+        pos = end + 1
+    return changes, pos
 
 
-_SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
+_SECTION = b"diff --git "
 _BINARY_RE = re.compile(rb"^(?:Binary files .* differ|GIT binary patch)$", re.MULTILINE)
 
 
-def _sections(patch: bytes) -> list[bytes]:
-    starts = [m.start() for m in _SECTION_RE.finditer(patch)]
-    if not starts:  # an empty change
-        return []
-    return [patch[s:e] for s, e in zip(starts, [*starts[1:], len(patch)], strict=True)]
+def _section_starts(patch: bytes, begin: int) -> list[int]:
+    """Where each file's section of the patch from ``begin`` on begins (a line ``diff
+    --git ``: no line of a hunk starts so, each has its ``+``, ``-`` or space)."""
+    starts = [begin] if patch.startswith(_SECTION, begin) else []
+    at = patch.find(b"\n" + _SECTION, begin)
+    while at >= 0:
+        starts.append(at + 1)
+        at = patch.find(b"\n" + _SECTION, at + 1)
+    return starts
 
 
-def is_binary_section(section: bytes) -> bool:
-    head = section.split(b"\n@@", 1)[0]
-    return _BINARY_RE.search(head) is not None
+def _is_binary(patch: bytes, start: int, end: int) -> bool:
+    """Whether git shows the section ``patch[start:end]`` as binary (in its header)."""
+    head = patch.find(b"\n@@", start, end)
+    return _BINARY_RE.search(patch, start, end if head < 0 else head) is not None
 
 
 @dataclass(frozen=True)
@@ -227,34 +228,58 @@ Decide = Callable[[Change, bool], str | None]
 def make_diff(
     root: Path, rng: Range, settings: DiffSettings, rules: Callable[[list[Change]], Decide]
 ) -> Diff:
-    """List the change, make its patch once, and keep the sections that the ``rules`` made
-    for the listed changes let in."""
-    changes = list_changes(root, rng, settings)
-    decide = rules(changes)
-    patch = _git(
-        root, "diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS, rng.base, rng.head, "--",
-        config=driver_config(root, changes),
-    )  # fmt: skip
-    sections = _sections(patch)
-    if len(sections) != sum(c.sections for c in changes):
+    """List the change and make its patch in one git process (a second only when a diff
+    driver must be set back: :func:`driver_config`), and keep the sections that the
+    ``rules`` made for the listed changes let in."""
+    patch_args = ("diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS)
+    ends = (rng.base, rng.head, "--")
+    out = _git(root, *patch_args, "--raw", "-z", "--no-abbrev", *ends)
+    changes, pos = _listed(out)
+    config = driver_config(root, changes)
+    patch, begin = (out, pos + 1) if changes else (b"", 0)
+    if config:
+        patch, begin = _git(root, *patch_args, *ends, config=config), 0
+    return _kept(rng, settings, changes, (patch, begin), rules(changes))
+
+
+def _kept(
+    rng: Range,
+    settings: DiffSettings,
+    changes: list[Change],
+    at: tuple[bytes, int],
+    decide: Decide,
+) -> Diff:
+    """Each listed change paired with its section(s) of the patch (``at``: git's output
+    and where the patch begins in it), kept or left out."""
+    patch, begin = at
+    starts = _section_starts(patch, begin)
+    if len(starts) != sum(c.sections for c in changes):
         raise InputError(
-            f"git listed {len(changes)} changed files but its patch has {len(sections)} "
+            f"git listed {len(changes)} changed files but its patch has {len(starts)} "
             "sections: cannot tell them apart"
         )
-    kept: list[bytes] = []
+    bounds = [*starts, len(patch)]
+    kept: list[tuple[int, int]] = []
     shown: list[Change] = []
     left: list[tuple[str, str]] = []
     i = 0
     for change in changes:
-        mine = sections[i : i + change.sections]
+        start, end = bounds[i], bounds[i + change.sections]
+        binary = any(
+            _is_binary(patch, bounds[j], bounds[j + 1]) for j in range(i, i + change.sections)
+        )
         i += change.sections
-        why = decide(change, any(is_binary_section(s) for s in mine))
+        why = decide(change, binary)
         if why is None:
-            kept += mine
+            if kept and kept[-1][1] == start:
+                kept[-1] = (kept[-1][0], end)  # contiguous: one slice
+            else:
+                kept.append((start, end))
             shown.append(change)
         else:
             left.append((change.path, why))
-    text = b"".join(kept).decode("utf-8", errors="replace")
+    view = memoryview(patch)
+    text = "".join(str(view[s:e], "utf-8", "replace") for s, e in kept)
     return Diff(rng, settings, text, tuple(shown), tuple(left))
 
 
@@ -266,11 +291,14 @@ def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:
     if not paths:
         return []
     stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
-    out = git_output(root, "check-attr", "-z", "--stdin", "diff", stdin=stdin)
+    # -a (every attribute set), not "diff": that word would make git_output look for
+    # filter drivers first, and the listing is short (only attributes that are set).
+    out = git_output(root, "check-attr", "-a", "-z", "--stdin", stdin=stdin)
     if out is None:
         raise InputError("git could not show the change (check-attr failed)")
     f = out.split(b"\0")
-    drivers = sorted({os.fsdecode(f[i + 2]) for i in range(0, len(f) - 2, 3)} - _NO_DRIVER)
+    named = {os.fsdecode(f[i + 2]) for i in range(0, len(f) - 2, 3) if f[i + 1] == b"diff"}
+    drivers = sorted(named - _NO_DRIVER)
     bad = next((d for d in drivers if "=" in d), None)
     if bad is not None:
         raise InputError(f"the diff driver {bad!r} a .gitattributes names cannot be overridden")
