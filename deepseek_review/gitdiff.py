@@ -226,16 +226,22 @@ Decide = Callable[[Change, bool], str | None]
 
 
 def make_diff(
-    root: Path, rng: Range, settings: DiffSettings, rules: Callable[[list[Change]], Decide]
+    root: Path,
+    rng: Range,
+    settings: DiffSettings,
+    rules: Callable[[list[Change]], Decide],
+    *,
+    drivers: bool = True,
 ) -> Diff:
     """List the change and make its patch in one git process (a second only when a diff
     driver must be set back: :func:`driver_config`), and keep the sections that the
-    ``rules`` made for the listed changes let in."""
+    ``rules`` made for the listed changes let in. ``drivers=False`` leaves the drivers
+    as configured (how records made before they were set back were made)."""
     patch_args = ("diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS)
     ends = (rng.base, rng.head, "--")
     out = _git(root, *patch_args, "--raw", "-z", "--no-abbrev", *ends)
     changes, pos = _listed(out)
-    config = driver_config(root, changes)
+    config = driver_config(root, changes) if drivers else []
     patch, begin = (out, pos + 1) if changes else (b"", 0)
     if config:
         patch, begin = _git(root, *patch_args, *ends, config=config), 0

@@ -151,3 +151,17 @@ def test_the_record_verifies_strict_after_the_user_driver_config_changed(repo, c
     user_config("diff.python.xfuncname=^(import.*)$")
     checked = cli("verify", "--strict", run.json()["segments"][0]["receipt_path"])
     assert checked.code == 0, checked.out + checked.err
+
+
+def test_a_record_made_before_drivers_were_set_back_still_verifies(
+    repo, cli, simulator, monkeypatch
+):
+    import deepseek_review.gitdiff as gitdiff
+
+    rng = change(repo)
+    with monkeypatch.context() as m:  # as earlier versions made it: the driver as configured
+        m.setattr(gitdiff, "driver_config", lambda root, changes: [])
+        run = review(cli, simulator, rng)
+        assert "@@ -12,6 +12,6 @@ def f(self):\n" in planned(repo, rng)[1]
+    checked = cli("verify", "--strict", run.json()["segments"][0]["receipt_path"])
+    assert checked.code == 0, checked.out + checked.err

@@ -142,13 +142,19 @@ def _check_change(
     def decide(change: Change, binary: bool) -> str | None:
         return None if change.path in keep else str(why.get(change.path, "left out"))
 
+    sent = "".join(p for m in record.messages for p in m.parts if isinstance(p, str))
+
+    def same(drivers: bool) -> bool:
+        made = make_diff(root, rng, settings, lambda _changes: decide, drivers=drivers)
+        framed = frame_diff(Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left))))
+        return sha256_tag(framed.encode("utf-8")) == diff.get("sha256") and framed in sent
+
     try:
-        made: Diff = make_diff(root, rng, settings, lambda _changes: decide)
+        # A record made before diff drivers were set back: as the drivers are configured.
+        matched = same(True) or same(False)
     except ReviewError as exc:
         return f"the change {rng.label} cannot be made again: {exc.message}; {UNSHALLOW_HINT}"
-    framed = frame_diff(Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left))))
-    sent = "".join(p for m in record.messages for p in m.parts if isinstance(p, str))
-    if sha256_tag(framed.encode("utf-8")) != diff.get("sha256") or framed not in sent:
+    if not matched:
         return CheckResult(
             "prompt",
             "fail",
