@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .fingerprint import fingerprint
-from .hunks import DELETED, Change, parse_diff
+from .hunks import DELETED, NewSide, parse_diff
 from .model import Anchored, Finding, Level, rule_id
 
 #: Per path, the new-side line ranges (first, last; inclusive) of a diff's hunks.
@@ -29,7 +29,7 @@ class Reviewed:
 
     texts: Mapping[str, str | None]
     unavailable: Mapping[str, str]
-    change: Change | None = None
+    change: NewSide | None = None
 
 
 def diff_hunks(diff: str) -> Hunks:
@@ -50,7 +50,7 @@ def file_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _in_change(f: Finding, change: Change, texts: Mapping[str, str | None]) -> Placed | None:
+def _in_change(f: Finding, change: NewSide, texts: Mapping[str, str | None]) -> Placed | None:
     """Where a finding of a diff review goes: on its lines when they lie inside one hunk
     (cited from the hunk), else demoted; None for a path the change does not name."""
     hunks = change.hunks.get(f.path)

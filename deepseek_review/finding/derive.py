@@ -24,7 +24,7 @@ from ..records.stored import ChainSegment
 from ..repo import git_output, resolve_inside
 from .anchor import Reviewed, anchor
 from .extract import extract
-from .hunks import Change, change_in
+from .hunks import NewSide, change_in
 from .model import SEVERITIES, Anchored, rank
 
 
@@ -69,7 +69,7 @@ def _receipt_summary(seg: ChainSegment) -> dict[str, str]:
     }
 
 
-def reviewed_texts(root: Path, refs: Mapping[str, str], change: Change | None = None) -> Reviewed:
+def reviewed_texts(root: Path, refs: Mapping[str, str], change: NewSide | None = None) -> Reviewed:
     """Each file's text as reviewed (``refs``: path → recorded sha256): the working tree's
     or ``HEAD``'s, whichever hashes as recorded; otherwise None, with why. ``change``: a
     diff review's change."""
@@ -109,7 +109,7 @@ def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
     return Reviewed(texts, {**unknown, **seen.unavailable}, recorded_change(chain))
 
 
-def recorded_change(chain: Sequence[ChainSegment]) -> Change | None:
+def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
     """The change a chain reviewed, as its first request showed it (None: not a diff
     review). Read from the record, so it holds after the working tree moved on."""
     for seg in chain:

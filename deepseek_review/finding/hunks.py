@@ -44,7 +44,7 @@ class Hunk:
 
 
 @dataclass(frozen=True)
-class Change:
+class NewSide:
     """The files of a change: ``hunks`` by new path (every file with a new side, even one
     without hunks: a pure rename, a mode change), ``gone`` the old paths the change deletes
     or renames away, with how; ``missing`` says why the change itself cannot be had."""
@@ -83,11 +83,11 @@ class _Parser:
         self.left = (0, 0)  # old and new lines still to come in the current hunk
         self.hunk: list[str] | None = None
 
-    def result(self) -> Change:
+    def result(self) -> NewSide:
         hunks = {
             p: [Hunk(first, tuple(lines)) for first, lines in hs] for p, hs in self.hunks.items()
         }
-        return Change(hunks, self.gone)
+        return NewSide(hunks, self.gone)
 
     def line(self, line: str) -> None:
         if self.left != (0, 0) and self._body(line):
@@ -138,7 +138,7 @@ class _Parser:
         return True
 
 
-def parse_diff(diff: str) -> Change:
+def parse_diff(diff: str) -> NewSide:
     """The new side of every file of a unified diff (``git diff`` output), by new path."""
     parser = _Parser()
     for line in diff.split("\n"):
@@ -157,7 +157,7 @@ def _patch_of(framed: str) -> str:
     return "\n".join(body[:end])
 
 
-def change_in(git: Mapping[str, Any] | None, parts: Iterable[object]) -> Change | None:
+def change_in(git: Mapping[str, Any] | None, parts: Iterable[object]) -> NewSide | None:
     """The change a request showed (its string ``parts``), found by the sha256 and size its
     record's ``git.diff`` holds; None when the review was not of a change."""
     diff = git.get("diff") if isinstance(git, Mapping) else None
@@ -177,4 +177,4 @@ def change_in(git: Mapping[str, Any] | None, parts: Iterable[object]) -> Change 
         at = sent.find(_FRAME_HEAD.encode(), at + 1)
     shown = [p for p in diff.get("shown") or () if isinstance(p, str)]
     why = "the request does not hold the change its record's git.diff hashes"
-    return Change({p: [] for p in shown}, {}, why)
+    return NewSide({p: [] for p in shown}, {}, why)

@@ -31,7 +31,7 @@ from .derive import (
     reviewed_version,
 )
 from .export import render
-from .hunks import Change
+from .hunks import NewSide
 
 log = logging.getLogger("deepseek_review")
 
@@ -46,7 +46,7 @@ def sidecar_bytes(text: str, seen: Reviewed, review: str) -> bytes:
     return render(Collected([found], merge([found]), []), "json").encode("utf-8")
 
 
-def hook(root: Path, files: Iterable[tuple[str, str]], change: Change | None = None) -> Hook:
+def hook(root: Path, files: Iterable[tuple[str, str]], change: NewSide | None = None) -> Hook:
     """The hook ``run --findings`` gives the segment writer; ``files``: (path, sha256) of
     the context files as sent (their texts are read back and checked against the hash);
     ``change``: a diff review's change, as the request shows it (:func:`.hunks.change_in`)."""
