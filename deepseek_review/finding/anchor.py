@@ -4,8 +4,8 @@ A finding is anchored to its lines only when its path is one of the review's con
 and its lines exist in that file's *reviewed* version (the text whose hash the request record
 holds), and, for a review of a diff, when its lines lie inside one hunk of the diff (GitHub
 rejects a review comment anywhere else with HTTP 422: :mod:`.hunks`; the cited lines are then
-the hunk's). Otherwise it is kept, demoted to the
-file (its path is a context file) or to the review (it is not), with the reason.
+the hunk's). Otherwise it is kept, demoted to the file (its path is a context file, or a
+file the change deleted) or to the review (it is not), with the reason.
 """
 
 from __future__ import annotations
