@@ -11,9 +11,9 @@ binary: the attributes are the repository's, read as git reads them.) Deleted, r
 mode-only and type changes are shown as git shows them.
 
 Noise is left out by default, each with why: lock files, files marked ``linguist-generated``
-in ``.gitattributes``, binary files, and the tool's own output. The change is listed once
-(``diff --raw``) and made once (``diff -p``); each file's section of the patch is paired with
-its entry of the listing, so leaving a file out costs no second diff.
+in ``.gitattributes``, binary files, and the tool's own output. The change is listed and
+made by one git process (``diff-tree --raw -p``); each file's section of the patch is paired
+with its entry of the listing, so leaving a file out costs no second diff.
 """
 
 from __future__ import annotations
