@@ -3,14 +3,17 @@
 ``A..B`` is the change from commit A to commit B; ``A...B`` from their merge base to B; a
 single ``A`` means ``A...HEAD`` (a pull request's change). The diff is made by git with every
 setting that shapes its bytes given on the command line (algorithm, prefixes, context, renames,
-full ids, no colour, no external diff or textconv), so the same commits and options give the
-same bytes whatever the user's or the repository's config says. Deleted, renamed, binary,
+full ids, no colour, no external diff or textconv, every diff driver a ``.gitattributes``
+names set back to git's default function line: :func:`driver_config`; ``GIT_DIFF_OPTS`` is
+not passed on), so the same commits and options give the same bytes whatever the user's or
+the repository's config and environment say. (A ``-diff`` attribute still shows a file as
+binary: the attributes are the repository's, read as git reads them.) Deleted, renamed, binary,
 mode-only and type changes are shown as git shows them.
 
 Noise is left out by default, each with why: lock files, files marked ``linguist-generated``
-in ``.gitattributes``, binary files, and the tool's own output. The change is listed once
-(``diff --raw``) and made once (``diff -p``); each file's section of the patch is paired with
-its entry of the listing, so leaving a file out costs no second diff.
+in ``.gitattributes``, binary files, and the tool's own output. The change is listed and
+made by one git process (``diff-tree --raw -p``); each file's section of the patch is paired
+with its entry of the listing, so leaving a file out costs no second diff.
 """
 
 from __future__ import annotations
@@ -48,7 +51,15 @@ _PINNED_CONFIG = (
     "diff.relative=false",
     "diff.ignoreSubmodules=none",
     "diff.submodule=short",
+    "core.bigFileThreshold=512m",
 )
+#: git's default hunk-header function line (a line that starts with a letter, ``_`` or
+#: ``$``) as a pattern: every diff driver a path's ``diff`` attribute names gets it, so no
+#: driver's ``funcname``/``xfuncname`` (nor git's built-in ones, which change between
+#: versions) shapes the bytes. Letters spelled out: a range's meaning depends on the locale.
+DEFAULT_FUNCNAME = "^([ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$].*)$"
+#: The ``diff`` attribute's values that name no driver.
+_NO_DRIVER = frozenset({"set", "unset", "unspecified"})
 _PINNED_FLAGS = (
     "--no-color",
     "--no-ext-diff",
@@ -149,50 +160,51 @@ class Change:
         return 2 if self.status == "T" else 1
 
 
-def _git(root: Path, *args: str) -> bytes:
-    config = [a for kv in _PINNED_CONFIG for a in ("-c", kv)]
-    out = git_output(root, *config, *args)
+def _git(root: Path, *args: str, config: Sequence[str] = ()) -> bytes:
+    pinned = [a for kv in (*_PINNED_CONFIG, *config) for a in ("-c", kv)]
+    out = git_output(root, *pinned, *args)
     if out is None:
         raise InputError(f"git could not show the change ({' '.join(args[:1])} failed)")
     return out
 
 
-def list_changes(root: Path, rng: Range, settings: DiffSettings) -> list[Change]:
-    """Every file of the change, in the patch's order."""
-    renames = settings.rename_flags()
-    listing = ("diff-tree", "-r", "--raw", "-z", "--no-abbrev", *renames, *_PINNED_FLAGS)
-    out = _git(root, *listing, rng.base, rng.head, "--")
-    fields = out.split(b"\0")
-    changes = []
-    i = 0
-    while i < len(fields) - 1:
-        meta = os.fsdecode(fields[i]).lstrip(":").split(" ")
-        _, new_mode, old_blob, new_blob, status = meta
-        first = os.fsdecode(fields[i + 1])
-        if status[:1] in ("R", "C"):
-            second = os.fsdecode(fields[i + 2])
-            changes.append(Change(status, second, first, old_blob, new_blob, new_mode))
-            i += 3
-        else:
-            changes.append(Change(status, first, first, old_blob, new_blob, new_mode))
-            i += 2
-    return changes
+def _listed(out: bytes) -> tuple[list[Change], int]:
+    """The changes a ``--raw -z`` listing at the start of ``out`` names, in the patch's
+    order, and where what follows the listing begins (read in place: no split of a
+    patch)."""
+    changes: list[Change] = []
+    pos = 0
+    while out.startswith(b":", pos):
+        end = out.index(b"\0", pos)
+        _, new_mode, old_blob, new_blob, status = out[pos + 1 : end].decode().split(" ")
+        names = []
+        for _ in range(2 if status[:1] in ("R", "C") else 1):
+            start, end = end + 1, out.index(b"\0", end + 1)
+            names.append(os.fsdecode(out[start:end]))
+        changes.append(Change(status, names[-1], names[0], old_blob, new_blob, new_mode))
+        pos = end + 1
+    return changes, pos
 
 
-_SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
+_SECTION = b"diff --git "
 _BINARY_RE = re.compile(rb"^(?:Binary files .* differ|GIT binary patch)$", re.MULTILINE)
 
 
-def _sections(patch: bytes) -> list[bytes]:
-    starts = [m.start() for m in _SECTION_RE.finditer(patch)]
-    if not starts:  # an empty change
-        return []
-    return [patch[s:e] for s, e in zip(starts, [*starts[1:], len(patch)], strict=True)]
+def _section_starts(patch: bytes, begin: int) -> list[int]:
+    """Where each file's section of the patch from ``begin`` on begins (a line ``diff
+    --git ``: no line of a hunk starts so, each has its ``+``, ``-`` or space)."""
+    starts = [begin] if patch.startswith(_SECTION, begin) else []
+    at = patch.find(b"\n" + _SECTION, begin)
+    while at >= 0:
+        starts.append(at + 1)
+        at = patch.find(b"\n" + _SECTION, at + 1)
+    return starts
 
 
-def is_binary_section(section: bytes) -> bool:
-    head = section.split(b"\n@@", 1)[0]
-    return _BINARY_RE.search(head) is not None
+def _is_binary(patch: bytes, start: int, end: int) -> bool:
+    """Whether git shows the section ``patch[start:end]`` as binary (in its header)."""
+    head = patch.find(b"\n@@", start, end)
+    return _BINARY_RE.search(patch, start, end if head < 0 else head) is not None
 
 
 @dataclass(frozen=True)
@@ -214,36 +226,93 @@ Decide = Callable[[Change, bool], str | None]
 
 
 def make_diff(
-    root: Path, rng: Range, settings: DiffSettings, rules: Callable[[list[Change]], Decide]
+    root: Path,
+    rng: Range,
+    settings: DiffSettings,
+    rules: Callable[[list[Change]], Decide],
+    *,
+    drivers: bool = True,
 ) -> Diff:
-    """List the change, make its patch once, and keep the sections that the ``rules`` made
-    for the listed changes let in."""
-    changes = list_changes(root, rng, settings)
-    decide = rules(changes)
-    patch = _git(
-        root, "diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS, rng.base, rng.head, "--"
-    )
-    sections = _sections(patch)
-    if len(sections) != sum(c.sections for c in changes):
+    """List the change and make its patch in one git process (a second only when a diff
+    driver must be set back: :func:`driver_config`), and keep the sections that the
+    ``rules`` made for the listed changes let in. ``drivers=False`` leaves the drivers
+    as configured (how records made before they were set back were made)."""
+    patch_args = ("diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS)
+    ends = (rng.base, rng.head, "--")
+    out = _git(root, *patch_args, "--raw", "-z", "--no-abbrev", *ends)
+    changes, pos = _listed(out)
+    config = driver_config(root, changes) if drivers else []
+    patch, begin = (out, pos + 1) if changes else (b"", 0)
+    if config:
+        patch, begin = _git(root, *patch_args, *ends, config=config), 0
+    return _kept(rng, settings, changes, (patch, begin), rules(changes))
+
+
+def _kept(
+    rng: Range,
+    settings: DiffSettings,
+    changes: list[Change],
+    at: tuple[bytes, int],
+    decide: Decide,
+) -> Diff:
+    """Each listed change paired with its section(s) of the patch (``at``: git's output
+    and where the patch begins in it), kept or left out."""
+    patch, begin = at
+    starts = _section_starts(patch, begin)
+    if len(starts) != sum(c.sections for c in changes):
         raise InputError(
-            f"git listed {len(changes)} changed files but its patch has {len(sections)} "
+            f"git listed {len(changes)} changed files but its patch has {len(starts)} "
             "sections: cannot tell them apart"
         )
-    kept: list[bytes] = []
+    bounds = [*starts, len(patch)]
+    kept: list[tuple[int, int]] = []
     shown: list[Change] = []
     left: list[tuple[str, str]] = []
     i = 0
     for change in changes:
-        mine = sections[i : i + change.sections]
+        start, end = bounds[i], bounds[i + change.sections]
+        binary = any(
+            _is_binary(patch, bounds[j], bounds[j + 1]) for j in range(i, i + change.sections)
+        )
         i += change.sections
-        why = decide(change, any(is_binary_section(s) for s in mine))
+        why = decide(change, binary)
         if why is None:
-            kept += mine
+            if kept and kept[-1][1] == start:
+                kept[-1] = (kept[-1][0], end)  # contiguous: one slice
+            else:
+                kept.append((start, end))
             shown.append(change)
         else:
             left.append((change.path, why))
-    text = b"".join(kept).decode("utf-8", errors="replace")
+    view = memoryview(patch)
+    text = "".join(str(view[s:e], "utf-8", "replace") for s, e in kept)
     return Diff(rng, settings, text, tuple(shown), tuple(left))
+
+
+def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:
+    """The config that takes every diff driver the changed paths' ``diff`` attribute names
+    out of the patch: the default function line, binary only when git sees it is (its
+    external ``command`` and ``textconv`` are off by flags)."""
+    paths = dict.fromkeys(p for c in changes for p in (c.old_path, c.path))
+    if not paths:
+        return []
+    stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    # -a (every attribute set), not "diff": that word would make git_output look for
+    # filter drivers first, and the listing is short (only attributes that are set).
+    out = git_output(root, "check-attr", "-a", "-z", "--stdin", stdin=stdin)
+    if out is None:
+        raise InputError("git could not show the change (check-attr failed)")
+    f = out.split(b"\0")
+    named = {os.fsdecode(f[i + 2]) for i in range(0, len(f) - 2, 3) if f[i + 1] == b"diff"}
+    drivers = sorted(named - _NO_DRIVER)
+    bad = next((d for d in drivers if "=" in d), None)
+    if bad is not None:
+        raise InputError(f"the diff driver {bad!r} a .gitattributes names cannot be overridden")
+    return [
+        kv
+        for d in drivers
+        for kv in (f"diff.{d}.xfuncname={DEFAULT_FUNCNAME}", f"diff.{d}.binary=auto")
+    ]
 
 
 def generated_paths(root: Path, paths: Sequence[str]) -> set[str]:

@@ -180,9 +180,11 @@ def job_from_plan(
 
 def findings_hook(plan: ReviewPlan) -> FindingsHook:
     """The findings file maker of a planned review's chain (its context files as sent)."""
+    from .finding.hunks import change_in
     from .finding.sidecar import hook
 
-    return hook(plan.root, ((f.path, f.sha256) for f in plan.files))
+    change = change_in(plan.pins, (p for m in plan.messages for p in m.parts))
+    return hook(plan.root, ((f.path, f.sha256) for f in plan.files), change)
 
 
 @dataclass

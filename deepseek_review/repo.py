@@ -46,6 +46,10 @@ _GIT_ENV = {
     "LC_ALL": "C",
 }
 
+#: Variables that would reshape a patch past its flags: ``GIT_DIFF_OPTS`` overrides ``-U``
+#: (a diff's bytes are a function of the commits and the recorded options only).
+_DROPPED_ENV = frozenset({"GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"})
+
 _DUBIOUS_RE = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
 
 #: Commands that read work-tree files through git's filters: ``filter.<driver>.clean`` and
@@ -73,7 +77,7 @@ def _run_git(
             cwd=cwd,
             capture_output=True,
             check=False,
-            env={**os.environ, **_GIT_ENV},
+            env={**{k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}, **_GIT_ENV},
             input=stdin or b"",  # a pipe closed at once when the command reads nothing
         )
     except OSError:

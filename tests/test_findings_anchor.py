@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deepseek_review.finding.anchor import Reviewed, anchor, diff_hunks
+from deepseek_review.finding.hunks import change_in, parse_diff
 from tests.conftest import git
 from tests.findings_support import finding
 
@@ -81,13 +82,12 @@ def test_hunks_of_a_real_git_diff_are_the_new_side_ranges(repo):
 
 def test_lines_outside_every_hunk_of_a_diff_are_demoted_to_the_file(repo):
     new, diff = _diff_repo(repo)
-    hunks = diff_hunks(diff)
     inside, outside, across = (
         finding(start_line=20, end_line=21),
         finding(start_line=10, end_line=10),
         finding(start_line=2, end_line=20),
     )
-    got = anchor([inside, outside, across], seen(new, hunks=hunks), REVIEW)
+    got = anchor([inside, outside, across], seen(new, change=parse_diff(diff)), REVIEW)
     assert [a.level for a in got] == ["line", "file", "file"]
     assert got[1].reason == "lines 10-10 of src/pkg/mean.py are not inside one hunk of the diff"
 
@@ -105,3 +105,21 @@ def test_lines_are_counted_at_line_feeds_only_as_github_counts_them():
     assert a.cited == ("    pass\u2028still line three",)
     (past,) = anchor([finding(start_line=4, end_line=4)], seen(text), REVIEW)
     assert past.reason == "src/pkg/mean.py has 3 lines; line 4 does not exist"
+
+
+def test_an_added_line_that_reads_like_a_file_header_is_counted_in_its_hunk():
+    diff = (
+        "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1,3 @@\n x = 1\n"
+        "+++ b/evil.py\n+@@ -1 +1 @@\n"
+    )
+    assert diff_hunks(diff) == {"a.py": [(1, 3)]}
+
+
+def test_a_request_without_the_hashed_change_demotes_the_changes_findings_saying_so():
+    git_pins = {"diff": {"sha256": "sha256:" + "0" * 64, "bytes": 10, "shown": ["a.py"]}}
+    change = change_in(git_pins, ["## Change from a to b"])
+    (a,) = anchor([finding(path="a.py", start_line=1, end_line=1)], seen(change=change), REVIEW)
+    assert (a.level, a.reason) == (
+        "file",
+        "the request does not hold the change its record's git.diff hashes",
+    )

@@ -90,7 +90,7 @@ def test_verify_says_a_dirty_file_is_read_from_the_working_tree(
     result = verify(cli, "--strict")
     assert result.code == 0, result.err
     assert prompt_check(result)["detail"] == (
-        f"request rebuilt from git objects: docs/spec.md from commit {head[:7]}, "
+        f"request rebuilt from git objects: docs/spec.md from commit {head[:7]}; "
         "src/pkg/mean.py from working tree"
     )
 

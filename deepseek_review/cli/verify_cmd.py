@@ -27,12 +27,15 @@ if TYPE_CHECKING:
 
 
 def _line(r: ReceiptReport) -> str:
+    from ..verification.pins import reread_note  # git modules: not at start-up
+
     if r.status == "fail":
         named = ", ".join(r.failed)
         details = "; ".join(f"{c.name}: {c.detail}" for c in r.checks if c.status == "fail")
         return f"FAIL {r.receipt_path}: {named} ({details})"
     notes = [f"warning: {c.name}: {c.detail}" for c in r.checks if c.status == "warn"]
     notes += [f"note: {c.name}: {c.detail}" for c in r.checks if c.status == "info"]
+    notes += [n for n in [reread_note(r.checks)] if n is not None]
     return f"OK   {r.receipt_path}" + (f" ({'; '.join(notes)})" if notes else "")
 
 

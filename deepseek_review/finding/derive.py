@@ -24,6 +24,7 @@ from ..records.stored import ChainSegment
 from ..repo import git_output, resolve_inside
 from .anchor import Reviewed, anchor
 from .extract import extract
+from .hunks import NewSide, change_in
 from .model import SEVERITIES, Anchored, rank
 
 
@@ -68,9 +69,10 @@ def _receipt_summary(seg: ChainSegment) -> dict[str, str]:
     }
 
 
-def reviewed_texts(root: Path, refs: Mapping[str, str]) -> Reviewed:
+def reviewed_texts(root: Path, refs: Mapping[str, str], change: NewSide | None = None) -> Reviewed:
     """Each file's text as reviewed (``refs``: path → recorded sha256): the working tree's
-    or ``HEAD``'s, whichever hashes as recorded; otherwise None, with why."""
+    or ``HEAD``'s, whichever hashes as recorded; otherwise None, with why. ``change``: a
+    diff review's change."""
     texts: dict[str, str | None] = {}
     unavailable: dict[str, str] = {}
     read = repo_reader(root)
@@ -87,7 +89,7 @@ def reviewed_texts(root: Path, refs: Mapping[str, str]) -> Reviewed:
                 f"{path} is no longer as reviewed (neither the working tree nor HEAD holds "
                 "the recorded sha256)"
             )
-    return Reviewed(texts, unavailable)
+    return Reviewed(texts, unavailable, change)
 
 
 def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
@@ -104,7 +106,16 @@ def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
             refs.setdefault(path, ref.sha256)
     seen = reviewed_texts(root, {p: h for p, h in refs.items() if p not in unknown})
     texts = {**dict.fromkeys(unknown), **seen.texts}
-    return Reviewed(texts, {**unknown, **seen.unavailable})
+    return Reviewed(texts, {**unknown, **seen.unavailable}, recorded_change(chain))
+
+
+def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
+    """The change a chain reviewed, as its first request showed it (None: not a diff
+    review). Read from the record, so it holds after the working tree moved on."""
+    for seg in chain:
+        if seg.record is not None and seg.record.git is not None:
+            return change_in(seg.record.git, (p for m in seg.record.messages for p in m.parts))
+    return None
 
 
 def derive_text(text: str, seen: Reviewed, review: str) -> list[Anchored]:

@@ -31,6 +31,7 @@ from .derive import (
     reviewed_version,
 )
 from .export import render
+from .hunks import NewSide
 
 log = logging.getLogger("deepseek_review")
 
@@ -45,14 +46,15 @@ def sidecar_bytes(text: str, seen: Reviewed, review: str) -> bytes:
     return render(Collected([found], merge([found]), []), "json").encode("utf-8")
 
 
-def hook(root: Path, files: Iterable[tuple[str, str]]) -> Hook:
+def hook(root: Path, files: Iterable[tuple[str, str]], change: NewSide | None = None) -> Hook:
     """The hook ``run --findings`` gives the segment writer; ``files``: (path, sha256) of
-    the context files as sent (their texts are read back and checked against the hash)."""
+    the context files as sent (their texts are read back and checked against the hash);
+    ``change``: a diff review's change, as the request shows it (:func:`.hunks.change_in`)."""
     refs = dict(files)
 
     def make(text: str, review: str) -> bytes | None:
         try:
-            return sidecar_bytes(text, reviewed_texts(root, refs), review)
+            return sidecar_bytes(text, reviewed_texts(root, refs, change), review)
         except InputError as exc:
             log.warning("%s: %s", review, exc.message)
             return None

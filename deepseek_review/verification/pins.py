@@ -10,7 +10,7 @@ change: the record was altered); an object not in the clone names the fix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,9 @@ from ..records.parts import file_refs
 from ..records.rebuild import Reader
 from ..records.request_record import RequestRecord
 from .reports import CheckResult, listing, soft
+
+#: How the prompt check's detail begins when the request was rebuilt from git objects.
+REBUILT = "request rebuilt from git objects: "
 
 
 def pinned_paths(record: object) -> set[str]:
@@ -94,11 +97,23 @@ def check_pinned(
     change = _check_change(root, git, record)
     if change is not None:
         return change if isinstance(change, CheckResult) else soft(strict, "prompt", change)
-    reread = [f"{p} from {pins[p].how if p in pins else 'working tree'}" for p in refs]
+    by_how: dict[str, list[str]] = {}
+    for p in refs:
+        by_how.setdefault(pins[p].how if p in pins else "working tree", []).append(p)
+    reread = [f"{listing(paths)} from {how}" for how, paths in by_how.items()]
     r = _range(git)
     if isinstance(git.get("diff"), Mapping) and r is not None:
         reread.insert(0, f"the change {r.label} made again by git")
-    return CheckResult("prompt", "ok", f"request rebuilt from git objects: {listing(reread)}")
+    return CheckResult("prompt", "ok", REBUILT + "; ".join(reread))
+
+
+def reread_note(checks: Iterable[CheckResult]) -> str | None:
+    """How a receipt's request was re-read, for verify's text line (the prompt check's
+    detail when it was rebuilt from git objects): ``re-read: a.py from commit abc1234``."""
+    for c in checks:
+        if c.name == "prompt" and c.status == "ok" and c.detail.startswith(REBUILT):
+            return "re-read: " + c.detail[len(REBUILT) :]
+    return None
 
 
 def _check_change(
@@ -127,13 +142,19 @@ def _check_change(
     def decide(change: Change, binary: bool) -> str | None:
         return None if change.path in keep else str(why.get(change.path, "left out"))
 
+    sent = "".join(p for m in record.messages for p in m.parts if isinstance(p, str))
+
+    def same(drivers: bool) -> bool:
+        made = make_diff(root, rng, settings, lambda _changes: decide, drivers=drivers)
+        framed = frame_diff(Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left))))
+        return sha256_tag(framed.encode("utf-8")) == diff.get("sha256") and framed in sent
+
     try:
-        made: Diff = make_diff(root, rng, settings, lambda _changes: decide)
+        # A record made before diff drivers were set back: as the drivers are configured.
+        matched = same(True) or same(False)
     except ReviewError as exc:
         return f"the change {rng.label} cannot be made again: {exc.message}; {UNSHALLOW_HINT}"
-    framed = frame_diff(Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left))))
-    sent = "".join(p for m in record.messages for p in m.parts if isinstance(p, str))
-    if sha256_tag(framed.encode("utf-8")) != diff.get("sha256") or framed not in sent:
+    if not matched:
         return CheckResult(
             "prompt",
             "fail",
