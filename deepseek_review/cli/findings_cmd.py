@@ -8,42 +8,50 @@ environment variable).
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..textsafe import escape
 from .app import QuietOpt, RepoRootOpt, VerboseOpt, app, example, log, typed_path
 
+if TYPE_CHECKING:
+    from ..finding.export import FindingsExport
+
 FORMATS = "json, sarif, rdjson, rdjsonl, github, markdown"
+
+
+PathsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Reviews (any segment of a chain: receipt or answer) or folders, merged and "
+        "deduplicated. Default: the output folder.",
+        show_default=False,
+    ),
+]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"One of {FORMATS}.")]
+OutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output", "-o", help="Write here (replaced) instead of stdout.", show_default=False
+    ),
+]
+FailOnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        help="Exit 13 when a finding is at or above this severity (critical, major, minor, nit).",
+        show_default=False,
+    ),
+]
 
 
 @app.command(epilog=example("deepseek-review findings reviews --format sarif -o review.sarif"))
 def findings(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Reviews (any segment of a chain: receipt or answer) or folders, merged and "
-            "deduplicated. Default: the output folder.",
-            show_default=False,
-        ),
-    ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {FORMATS}.")] = "json",
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output", "-o", help="Write here (replaced) instead of stdout.", show_default=False
-        ),
-    ] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option(
-            "--fail-on",
-            help="Exit 13 when a finding is at or above this severity "
-            "(critical, major, minor, nit).",
-            show_default=False,
-        ),
-    ] = None,
+    paths: PathsArg = None,
+    fmt: FormatOpt = "json",
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = None,
     repo_root: RepoRootOpt = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
@@ -59,9 +67,15 @@ def findings(
         fail_on=fail_on,
         repo_root=root,
     )
+    _render(result, to_stdout=output is None)
+    result.raise_for_gate()
+
+
+def _render(result: FindingsExport, *, to_stdout: bool) -> None:
+    """Problems and the summary go to the log; the export itself to stdout unless ``-o``."""
     for path, why in result.collected.problems:
         log.warning("%s: %s", escape(path), escape(why))
-    if output is None:
+    if to_stdout:
         sys.stdout.write(result.text)
         sys.stdout.flush()
     counts = result.collected.counts()
@@ -71,4 +85,3 @@ def findings(
         len(result.collected.reviews),
         ", ".join(f"{n} {s}" for s, n in counts.items()),
     )
-    result.raise_for_gate()
