@@ -24,46 +24,75 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .api_batch import (
-    BatchPlan,
-    execute_batch,
-    plan_batch,
-    run_batch,
-)
-from .api_records import (
-    attest,
-    findings,
-    sign,
-    signed_with,
-    signing_key,
-    stats,
-    verify,
-)
-from .api_run import (
-    Configuration,
-    ShownChain,
-    api_key,
-    configuration,
-    continue_review,
-    cost_estimate,
-    plan_review,
-    repo_root,
-    review,
-    send_review,
-    show,
-)
-
 if TYPE_CHECKING:
+    from .api_batch import (
+        BatchPlan,
+        execute_batch,
+        plan_batch,
+        run_batch,
+    )
+    from .api_records import (
+        attest,
+        findings,
+        sign,
+        signed_with,
+        signing_key,
+        stats,
+        verify,
+    )
+    from .api_run import (
+        Configuration,
+        ShownChain,
+        api_key,
+        configuration,
+        continue_review,
+        cost_estimate,
+        plan_review,
+        repo_root,
+        review,
+        send_review,
+        show,
+    )
     from .manifestfile import ManifestError
+
+#: Where each name lives: a call imports only its own command family's module (``run``
+#: need not load the batch's or verify's), on first use.
+_HOME = {
+    "BatchPlan": "api_batch",
+    "Configuration": "api_run",
+    "ShownChain": "api_run",
+    "api_key": "api_run",
+    "attest": "api_records",
+    "configuration": "api_run",
+    "continue_review": "api_run",
+    "cost_estimate": "api_run",
+    "execute_batch": "api_batch",
+    "findings": "api_records",
+    "plan_batch": "api_batch",
+    "plan_review": "api_run",
+    "repo_root": "api_run",
+    "review": "api_run",
+    "run_batch": "api_batch",
+    "send_review": "api_run",
+    "show": "api_run",
+    "sign": "api_records",
+    "signed_with": "api_records",
+    "signing_key": "api_records",
+    "stats": "api_records",
+    "verify": "api_records",
+    "ManifestError": "manifestfile",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # Loaded on first use: a manifest's reader is a batch's cost, not every call's.
-    if name == "ManifestError":
-        from .manifestfile import ManifestError
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
 
-        return ManifestError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__package__}.{home}"), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [
