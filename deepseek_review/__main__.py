@@ -13,6 +13,9 @@ def main() -> None:
     """The process's own command line: ``--version`` at once, anything else by the CLI."""
     if sys.argv[1:] == ["--version"]:
         _print_version()
+    from deepseek_review import collector
+
+    collector.pause()  # resumed once the command is named, unless it is brief
     from deepseek_review.cli import main as cli_main
 
     cli_main()

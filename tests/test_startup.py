@@ -26,7 +26,9 @@ HTTP_STACK = ("httpx", "httpcore", "h11", "ssl", "tenacity")
 _WRAPPER = """
 import os, sys
 def report():
+    import gc
     sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+    sys.stderr.write(f"COLLECTOR {gc.isenabled()}\\n")
     sys.stderr.flush()
 real_exit = os._exit
 def exit_now(code):
@@ -157,6 +159,38 @@ def test_a_successful_run_ends_with_its_output_flushed_and_its_files_complete(
     assert receipt["answer_sha256"] == "sha256:" + hashlib.sha256(answer).hexdigest()
     assert proc.stderr.startswith("deepseek-review: sending 1 context files")
     assert proc.stderr.endswith("\n")
+
+
+# --------------------------------------------------------------------------- the collector
+
+
+def _collector(proc: subprocess.CompletedProcess[str]) -> str:
+    return re.findall(r"^COLLECTOR (\w+)$", proc.stderr, re.M)[-1]
+
+
+def test_a_single_review_runs_with_the_cyclic_collector_paused(
+    repo: Path, simulator: object
+) -> None:
+    url = simulator.base_url  # type: ignore[attr-defined]
+    proc, _ = _spawn(repo, "-q", "run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", url)
+    assert (proc.returncode, _collector(proc)) == (0, "False")
+
+
+def test_a_command_that_may_run_long_gets_the_collector_back(
+    repo: Path, cli: Callable[..., CliResult], simulator: object
+) -> None:
+    _reviewed(repo, cli, simulator)
+    proc, _ = _spawn(repo, "verify", "reviews")
+    assert (proc.returncode, _collector(proc)) == (0, "True")
+
+
+def test_in_process_calls_leave_the_collector_alone(
+    repo: Path, cli: Callable[..., CliResult], simulator: object
+) -> None:
+    import gc
+
+    _reviewed(repo, cli, simulator)
+    assert gc.isenabled()
 
 
 # --------------------------------------------------------------------------- format checks

@@ -20,6 +20,8 @@ from typer import _click
 from typer.core import TyperGroup
 from typer.main import get_command_from_info, get_command_name
 
+from .. import collector
+
 
 class Entry(NamedTuple):
     module: str
@@ -140,6 +142,13 @@ class LazyGroup(TyperGroup):
         # command module is imported yet); in a process that ran commands before, those.
         super().__init__(**attrs)
         self.commands = _Commands(dict(commands or {}))
+
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        collector.command_named(name)
+        return name, command, rest
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         return list(self.commands)

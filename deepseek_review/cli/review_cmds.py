@@ -41,7 +41,7 @@ def run(flags: Flags) -> None:
     given = flags.given(root)
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
-    plan = api.plan_review(**given)
+    plan = api.plan_review(**{**given, "repo_root": root})  # found once: git runs once
     STATE.secret = plan.endpoint.api_key
     key = flags.signing_key(root)
     if flags["dry_run"]:
