@@ -165,7 +165,7 @@ def test_a_successful_run_ends_with_its_output_flushed_and_its_files_complete(
 
 
 def _collector(proc: subprocess.CompletedProcess[str]) -> str:
-    return re.findall(r"^COLLECTOR (\w+)$", proc.stderr, re.M)[-1]
+    return str(re.findall(r"^COLLECTOR (\w+)$", proc.stderr, re.M)[-1])
 
 
 def test_a_single_review_runs_with_the_cyclic_collector_paused(
