@@ -271,3 +271,43 @@ def test_a_run_loads_neither_rfc_validator(repo: Path, simulator: object) -> Non
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(_top(modules) & {"rfc3986_validator", "rfc3339_validator", "jsonschema"}) == []
+
+
+# --------------------------------------------------------------------------- the command table
+
+
+def test_help_lists_every_command_without_importing_any(repo: Path) -> None:
+    from deepseek_review.cli.commands import COMMANDS
+
+    proc, modules = _spawn(repo, "--help")
+    section = proc.stdout.split("Commands:\n")[1].split("\n\n")[0]
+    listed = re.findall(r"^  (\S+)\s", section, re.M)
+    assert (proc.returncode, listed) == (0, list(COMMANDS))
+    assert sorted(m for m in modules if m.startswith("deepseek_review.cli.") and "_cmd" in m) == []
+
+
+def test_the_command_table_names_every_registered_command_and_its_module() -> None:
+    """A command added to a module but not to the table could never be run: the table is
+    how the group finds it."""
+    from importlib import import_module
+
+    from typer.main import get_command_name
+
+    from deepseek_review.cli import app
+    from deepseek_review.cli.commands import COMMANDS
+
+    folder = Path(import_module("deepseek_review.cli").__file__ or "").parent
+    for path in sorted(folder.glob("*_cmd*.py")):
+        import_module(f"deepseek_review.cli.{path.stem}")
+    registered = {
+        (c.name or get_command_name(c.callback.__name__ if c.callback else "")): (
+            c.callback.__module__ if c.callback else ""
+        )
+        for c in app.registered_commands
+    }
+    table = {name: f"deepseek_review.cli.{e.module}" for name, e in COMMANDS.items()}
+    # table_command registers a wrapper defined in cli.table: its module is the table's.
+    assert set(registered) == set(table)
+    assert {n: m for n, m in registered.items() if m != "deepseek_review.cli.table"} == {
+        n: table[n] for n, m in registered.items() if m != "deepseek_review.cli.table"
+    }
