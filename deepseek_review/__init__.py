@@ -13,7 +13,9 @@ the command line.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+
+# Not typing's: `deepseek-review --version` imports this package and nothing else it need not.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -22,6 +24,8 @@ __version__ = "0.1.0"
 logging.getLogger("deepseek_review").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .api import (
         attest,
         configuration,

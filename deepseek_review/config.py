@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +52,8 @@ def _checked(option: Option, raw: Any, where: str, *, text: bool = False) -> Any
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only when a config file exists: most runs have none
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

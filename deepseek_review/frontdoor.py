@@ -174,7 +174,7 @@ def build_review_options(
     from .calls import RetryPolicy, Timeouts
     from .context import ContextLimits
     from .gitreview import GitOptions
-    from .pipeline import ContinuationOptions, ReviewOptions
+    from .plan import ContinuationOptions, ReviewOptions
 
     g = _fields(values, REVIEW_FIELDS)
     return ReviewOptions(
@@ -260,7 +260,7 @@ def continue_options(
     the server that wrote the chain, so the environment's and the config file's are not
     consulted."""
     from .calls import RetryPolicy, Timeouts
-    from .pipeline import ContinuationOptions
+    from .plan import ContinuationOptions
     from .resume import ContinueOptions
 
     given = given_options(given, "continue", "continue_review()")

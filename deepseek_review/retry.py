@@ -9,7 +9,6 @@ cap, whichever comes first. No HTTP here: the client decides what is worth retry
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import random
 import threading
@@ -73,6 +72,8 @@ def parse_retry_after(value: str | None, cap: float) -> float | None:
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils  # only for an HTTP-date, which few servers send
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):

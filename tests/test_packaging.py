@@ -154,7 +154,7 @@ def test_wheel_declares_the_console_script(installed):
     with zipfile.ZipFile(installed.wheel) as zf:
         entry = next(n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt"))
         text = zf.read(entry).decode()
-    assert "deepseek-review = deepseek_review.cli:main" in text
+    assert "deepseek-review = deepseek_review.__main__:main" in text
 
 
 # --------------------------------------------------------------------------- installed

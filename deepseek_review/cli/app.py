@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import io
 import json
 import logging
 import os
@@ -27,7 +26,9 @@ from .. import __version__
 from ..errors import ConfigError, Interrupted, ReviewError
 from ..options import OPTIONS, naming
 from ..textsafe import escape, json_safe
+from .commands import LazyGroup
 from .signals import Signalled, interrupting
+from .streams import PipeGuard, StdoutClosed, exit_now, stdout_closed
 
 log = logging.getLogger("deepseek_review")
 
@@ -39,6 +40,7 @@ def example(command_line: str) -> str:
 
 app = typer.Typer(
     name="deepseek-review",
+    cls=LazyGroup,
     help="Ask a DeepSeek model to review repository files, and keep verifiable receipts.\n\n"
     "Paths you type are relative to the current folder and must lie inside the repository "
     "root (--repo-root, else the enclosing git work tree, else the current folder); paths in "
@@ -257,7 +259,7 @@ def _report(kind: str, exit_code: int, line: str, message: str, hint: str = "") 
         error = {"kind": kind, "exit_code": exit_code, "message": _scrub(message)}
         if hint:
             error["hint"] = _scrub(hint)
-        with contextlib.suppress(_StdoutClosed):
+        with contextlib.suppress(StdoutClosed):
             _json_out({"error": error})
     sys.exit(exit_code)
 
@@ -289,48 +291,6 @@ def _usage_message(exc: Exception) -> str:
     return text.replace("\n", " ")
 
 
-class _StdoutClosed(BaseException):
-    """Raised past typer (which turns EPIPE into exit 1) when stdout's reader went away."""
-
-
-class _PipeGuard(io.TextIOBase):
-    """stdout, except that a closed pipe (``| head``) ends the command quietly."""
-
-    def __init__(self, inner: TextIO) -> None:
-        self._inner = inner
-
-    def write(self, s: str) -> int:
-        try:
-            return self._inner.write(s)
-        except BrokenPipeError:
-            raise _StdoutClosed from None
-
-    def flush(self) -> None:
-        try:
-            self._inner.flush()
-        except BrokenPipeError:
-            raise _StdoutClosed from None
-
-    def isatty(self) -> bool:
-        return self._inner.isatty()
-
-    def fileno(self) -> int:
-        return self._inner.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self._inner, "encoding", "utf-8")
-
-
-def _stdout_closed() -> NoReturn:
-    try:  # later flushes (at exit) must not fail again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
-    except (OSError, ValueError):
-        pass
-    os._exit(0)
-
-
 def main(argv: list[str] | None = None) -> None:
     """The console script: one place maps every failure to its exit code."""
     from typer._click.exceptions import NoArgsIsHelpError
@@ -340,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
     STATE.secret = None
     command = typer.main.get_command(app)
     real_stdout = sys.stdout
-    sys.stdout = _PipeGuard(real_stdout)
+    sys.stdout = PipeGuard(real_stdout)
     try:
         with interrupting(), naming("flag"):  # errors name options as flags here
             code = command.main(args=args, prog_name="deepseek-review", standalone_mode=False)
@@ -358,8 +318,8 @@ def main(argv: list[str] | None = None) -> None:
             STATE.json = True
         text = _usage_message(exc)
         _report("UsageError", 2, f"deepseek-review: error: {text} (see --help)", text)
-    except _StdoutClosed:
-        _stdout_closed()
+    except StdoutClosed:
+        stdout_closed()
     except Exception as exc:  # a bug: say so, briefly, unless --verbose
         if STATE.verbose:
             raise
@@ -375,7 +335,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout = real_stdout
     if code == 130:  # typer turns Ctrl-C into a bare exit code 130
         _fail(Interrupted("interrupted"))
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if code == 0 and argv is None:
+        exit_now()
+    sys.exit(code)
 
 
 def tokens_text(known: int | None, estimated: int | None) -> str:

@@ -15,7 +15,7 @@ def config(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Show every setting's effective value and its source (flag, env, config file, default)."""
+    # Its help: its summary in commands.COMMANDS.
     from .. import api
 
     found = api.configuration(repo_root=repo_root)

@@ -56,7 +56,7 @@ def findings(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Export the findings block of reviews made with a findings-asking template."""
+    # Its help: its summary in commands.COMMANDS.
     from .. import api
 
     root = api.repo_root(repo_root)

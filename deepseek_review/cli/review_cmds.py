@@ -34,14 +34,14 @@ if TYPE_CHECKING:
     ),
 )
 def run(flags: Flags) -> None:
-    """Run one review: gather context, send it, write the answer, receipt and request record."""
+    # Its help: its summary in commands.COMMANDS.
     from .. import api
 
     root = flags.root()
     given = flags.given(root)
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
-    plan = api.plan_review(**given)
+    plan = api.plan_review(**{**given, "repo_root": root})  # found once: git runs once
     STATE.secret = plan.endpoint.api_key
     key = flags.signing_key(root)
     if flags["dry_run"]:
@@ -221,7 +221,7 @@ def _segment_json(s: Segment) -> dict[str, Any]:
     ),
 )
 def continue_(flags: Flags) -> None:
-    """Continue a truncated review from the last segment of its chain."""
+    # Its help: its summary in commands.COMMANDS.
     from .. import api
 
     root = flags.root()
@@ -242,9 +242,8 @@ def continue_(flags: Flags) -> None:
     json=False,
 )
 def show(flags: Flags) -> None:
-    """Print a chain's whole stitched answer, after checking every segment's hash.
-
-    Piped or redirected, the output is exactly the stitched answer, byte for byte; on a
+    # Its help: its summary in commands.COMMANDS, then this docstring.
+    """Piped or redirected, the output is exactly the stitched answer, byte for byte; on a
     terminal a final newline is added when the answer lacks one (so the prompt does not land
     on its last line). A chain still cut off at the token cap is noted on stderr.
     """

@@ -43,10 +43,8 @@ def sign(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Sign every segment that verifies and has no signature yet: reviews written without
-    --sign, or a run stopped between a receipt and its signature.
-
-    Exit 0 when every segment is signed, 9 when some fail verification (left unsigned),
+    # Its help: its summary in commands.COMMANDS, then this docstring.
+    """Exit 0 when every segment is signed, 9 when some fail verification (left unsigned),
     2 when the key cannot sign.
     """
     from .. import api
@@ -80,10 +78,8 @@ def attest(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Write the predicate of a GitHub artifact attestation (actions/attest's predicate-path)
-    over the reviews; print its predicate type (actions/attest's predicate-type).
-
-    Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
+    # Its help: its summary in commands.COMMANDS, then this docstring.
+    """Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
     there are no receipts.
     """
     from .. import api

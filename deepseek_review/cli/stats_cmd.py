@@ -36,7 +36,7 @@ def stats(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Count reviews, segments and tokens per model and per month, read from the receipts."""
+    # Its help: its summary in commands.COMMANDS.
     from .. import api
 
     root = api.repo_root(repo_root)

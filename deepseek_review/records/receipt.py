@@ -71,14 +71,31 @@ def _best_branch(data: Any, err: Any) -> list[Any]:
 
 @lru_cache(maxsize=8192)
 def _is_date_time(value: str) -> bool:
+    if _as_written(value):  # what created_at writes: no validator to load for it
+        return True
     # jsonschema's own "date-time" check (format-nongpl): RFC 3339 after upper-casing.
     from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 
     return bool(validate_rfc3339(value.upper()))
 
 
+def _as_written(value: str) -> bool:
+    """True when ``value`` is exactly what :func:`created_at` writes for some instant: a UTC
+    RFC 3339 date-time, certainly (False only means "ask the full check")."""
+    if not value.endswith("+00:00"):
+        return False
+    try:
+        return datetime.fromisoformat(value).isoformat(timespec="seconds") == value
+    except ValueError:
+        return False
+
+
 @lru_cache(maxsize=1024)
 def _is_uri(value: str) -> bool:
+    from ..endpoint import plainly_uri
+
+    if plainly_uri(value):  # an endpoint URL as this tool builds them: certainly a URI
+        return True
     # jsonschema prefers rfc3987 when it is installed, else rfc3986-validator: so do we.
     try:
         import rfc3987  # type: ignore[import-not-found, unused-ignore]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..options import name_of
 from ..repo import git_output
-from . import sshsig
-from .segments import SigningKey
+
+if TYPE_CHECKING:  # loaded when a key is wanted: most runs do not sign
+    from .segments import SigningKey
 
 _PROBE = b"deepseek-review: signing key check\n"
 
@@ -43,6 +45,9 @@ def signing_key(given: str | None, root: Path, env: Mapping[str, str] | None = N
     """The key to sign with, checked by signing a probe: a one-line :class:`ConfigError`
     when it is missing, passphrase-protected without an agent, not in the agent, or when
     ssh-keygen is missing. Called before anything is sent."""
+    from . import sshsig
+    from .segments import SigningKey
+
     what = name_of("signing_key")
     if given is None:
         fmt = _git_setting(root, "gpg.format")

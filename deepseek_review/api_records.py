@@ -1,0 +1,161 @@
+"""The library calls that read reviews back: ``verify``, ``stats``, ``findings``, ``sign``
+and ``attest`` (see :mod:`.api`). None of them sends anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .api_run import PathArg
+
+if TYPE_CHECKING:
+    from .finding.export import FindingsExport
+    from .signing.existing import SignReport
+    from .signing.segments import SigningKey
+    from .stats import Stats
+    from .verification import VerifyReport
+
+
+def _default_folder(root: Path, paths: Sequence[str], env: Mapping[str, str] | None) -> str:
+    """Where ``run`` writes (the configured ``output_dir``) when no path is given."""
+    from .config import resolve
+    from .verification import DEFAULT_FOLDER
+
+    return DEFAULT_FOLDER if paths else str(resolve(root, env=env)["output_dir"])
+
+
+def verify(
+    paths: Sequence[str] = (),
+    *,
+    root: PathArg | None = None,
+    strict: bool = False,
+    jobs: int | None = None,
+    env: Mapping[str, str] | None = None,
+    allowed_signers: PathArg | None = None,
+    require_signature: bool | None = None,
+) -> VerifyReport:
+    """Check receipts without re-running the model (``deepseek-review verify``).
+
+    ``paths`` are receipts, answers or folders relative to ``root`` (default: the enclosing
+    git work tree); none means the configured output folder. The report lists every check of
+    every receipt; ``report.ok`` is the verdict. ``allowed_signers`` (git's format; default:
+    ``DEEPSEEK_REVIEW_ALLOWED_SIGNERS``, else git's ``gpg.ssh.allowedSignersFile``) checks
+    each segment's signature; ``require_signature`` makes an unsigned segment fail.
+    """
+    from .repo import find_repo_root
+    from .verification import verify as _verify
+    from .verification.signature_checks import SignatureChecks
+
+    repo = find_repo_root(root)
+    default = _default_folder(repo, paths, env)
+    allowed = None if allowed_signers is None else os.fspath(allowed_signers)
+    checks = SignatureChecks.configured(repo, allowed, require_signature, env)
+    return _verify(
+        list(paths), root=repo, strict=strict, jobs=jobs, default_folder=default, signatures=checks
+    )
+
+
+def stats(
+    paths: Sequence[str] = (),
+    *,
+    repo_root: PathArg | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Stats:
+    """Reviews, segments and tokens per model and month, from the receipts under ``paths``
+    (none: the configured output folder) (``deepseek-review stats``)."""
+    from .config import resolve
+    from .ollama.pricing import parse
+    from .repo import find_repo_root
+    from .stats import collect_stats
+
+    root = find_repo_root(repo_root)
+    prices = parse(resolve(root, env=env)["prices"])
+    folder = _default_folder(root, (), env)
+    return collect_stats(root, list(paths), default_folder=folder, prices=prices)
+
+
+def findings(
+    paths: Sequence[str] = (),
+    *,
+    format: str = "json",
+    output: PathArg | None = None,
+    fail_on: str | None = None,
+    repo_root: PathArg | None = None,
+    env: Mapping[str, str] | None = None,
+) -> FindingsExport:
+    """The findings of the reviews under ``paths`` (none: the configured output folder) in
+    ``format`` (json, sarif, rdjson, rdjsonl, github, markdown), written to ``output`` when
+    given (``deepseek-review findings``). ``fail_on``: a severity; call
+    ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13)."""
+    from .finding.export import export
+    from .repo import find_repo_root
+
+    root = find_repo_root(repo_root)
+    where = list(paths) or [_default_folder(root, (), env)]
+    out = None if output is None else Path(output)
+    return export(root, where, format, out, fail_on)
+
+
+def signing_key(
+    sign: bool | None = None,
+    signing_key: str | None = None,
+    *,
+    repo_root: PathArg | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SigningKey | None:
+    """The key ``run --sign`` / ``batch --sign`` signs with, checked by signing a probe
+    (a one-line :class:`ConfigError` when it cannot sign), or None when not signing.
+    Unset, ``sign`` and ``signing_key`` come from the environment (``DEEPSEEK_REVIEW_SIGN``,
+    ``DEEPSEEK_REVIEW_SIGNING_KEY``; ``sign`` also from the config file), the key then from
+    git's ``user.signingkey`` (``gpg.format = ssh``). Use it with :func:`signed_with`."""
+    from .repo import find_repo_root
+    from .signing.keys import configured_key
+
+    return configured_key(sign, signing_key, find_repo_root(repo_root), env)
+
+
+def signed_with(key: SigningKey | None) -> contextlib.AbstractContextManager[None]:
+    """Inside, every segment written is signed with ``key`` right after its receipt."""
+    from .signing.hook import signing as _signing
+
+    return _signing(key)
+
+
+def sign(
+    paths: Sequence[str] = (),
+    *,
+    root: PathArg | None = None,
+    signing_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SignReport:
+    """Sign the segments under ``paths`` (none: the configured output folder) that verify
+    and are not signed yet (``deepseek-review sign``)."""
+    from .repo import find_repo_root
+    from .signing.existing import sign_existing
+    from .signing.keys import configured_key
+
+    repo = find_repo_root(root)
+    key = configured_key(True, signing_key, repo, env)
+    assert key is not None  # sign=True: a key or an error
+    default = _default_folder(repo, paths, env)
+    return sign_existing(repo, list(paths), key, default_folder=default)
+
+
+def attest(
+    paths: Sequence[str] = (),
+    *,
+    root: PathArg | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The predicate of a GitHub artifact attestation over the segments under ``paths``
+    (none: the configured output folder), all of which must verify (``deepseek-review
+    attest``); its type is ``signing.attest.ATTEST_PREDICATE_TYPE``."""
+    from .repo import find_repo_root
+    from .signing.attest import attest_predicate
+
+    repo = find_repo_root(root)
+    return attest_predicate(repo, list(paths), default_folder=_default_folder(repo, paths, env))

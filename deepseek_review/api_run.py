@@ -1,0 +1,192 @@
+"""The library calls of ``run``, ``continue``, ``show`` and ``config`` (see :mod:`.api`).
+
+Planning (``run --dry-run``) imports no HTTP stack: only :func:`send_review` and
+:func:`continue_review` load the client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .calls import ProgressFn
+    from .config import Settings
+    from .pipeline import ReviewOptions, ReviewPlan, ReviewResult
+    from .records.stored import ChainSegment
+    from .resume import ContinueOutcome
+
+log = logging.getLogger("deepseek_review")
+PathArg = str | os.PathLike[str]
+
+
+def repo_root(path: PathArg | None = None) -> Path:
+    """The repository root: ``path``, else the enclosing git work tree, else the current
+    folder (every call takes ``repo_root=`` and finds it the same way)."""
+    from .repo import find_repo_root
+
+    return find_repo_root(path)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """Every setting's effective value and source (``deepseek-review config``)."""
+
+    root: Path
+    settings: Settings
+    endpoint: str
+    """The chat-completions URL a review would be sent to."""
+
+
+def configuration(
+    *, repo_root: PathArg | None = None, env: Mapping[str, str] | None = None
+) -> Configuration:
+    """The effective settings (environment > config file > defaults) and their sources."""
+    from .config import resolve
+    from .endpoint import resolve_endpoint
+    from .repo import find_repo_root
+
+    env = os.environ if env is None else env
+    root = find_repo_root(repo_root)
+    found = resolve(root, env=env)
+    endpoint = resolve_endpoint(
+        found["endpoint"],
+        env,
+        key_env=found["api_key_env"],
+        named_by=found.items["endpoint"].named_by,
+    )
+    return Configuration(root, found, endpoint.url)
+
+
+def api_key(api_key_env: str | None = None, *, env: Mapping[str, str] | None = None) -> str | None:
+    """The key a call would send where a key may go: the variable ``api_key_env`` names, else
+    the one ``DEEPSEEK_REVIEW_API_KEY_ENV`` names, else ``OLLAMA_API_KEY``'s. (The command
+    line keeps it out of everything it prints.)"""
+    from .endpoint import DEFAULT_KEY_ENV
+    from .options import OPTIONS
+
+    env = os.environ if env is None else env
+    name = api_key_env or env.get(OPTIONS["api_key_env"].env_name or "", "").strip()
+    return env.get(name or DEFAULT_KEY_ENV, "").strip() or None
+
+
+def plan_review(
+    *, env: Mapping[str, str] | None = None, repo_root: PathArg | None = None, **options: Any
+) -> ReviewPlan:
+    """Check everything and build the exact request of :func:`review`, sending and writing
+    nothing (``run --dry-run``); :func:`send_review` sends it."""
+    from .frontdoor import review_options
+    from .plan import plan_review as _plan
+
+    _, planned = review_options(options, repo_root=repo_root, env=env)
+    return _plan(planned, env)
+
+
+def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:
+    """What ``plan`` would cost at most (its prompt estimate, the whole ``max_tokens``, no
+    cache hit), at the ``prices`` setting's price of its model; None when it has none."""
+    from .config import resolve
+    from .ollama.pricing import parse, price_of
+
+    price = price_of(
+        parse(resolve(plan.root, env=env)["prices"]), plan.options.model, plan.endpoint.url
+    )
+    if price is None:
+        return None
+    return round(price.cost(plan.token_estimate, plan.options.max_tokens), 6)
+
+
+def send_review(plan: ReviewPlan, *, progress: ProgressFn | None = None) -> ReviewResult:
+    """Send a planned review, write its files, and continue it while it is cut off."""
+    from .pipeline import make_client
+    from .pipeline import send_review as _send
+
+    log.info(
+        "sending %d context files (%d bytes, ~%d tokens) to %s as %s",
+        len(plan.files),
+        plan.context_bytes,
+        plan.token_estimate,
+        plan.endpoint.url,
+        plan.options.model,
+    )
+    with make_client(plan.endpoint, plan.options) as client:
+        return _send(plan, client, progress=progress)
+
+
+def review(
+    options: ReviewOptions | None = None,
+    /,
+    *,
+    env: Mapping[str, str] | None = None,
+    progress: ProgressFn | None = None,
+    repo_root: PathArg | None = None,
+    **fields: Any,
+) -> ReviewResult:
+    """Run one review end to end (``deepseek-review run``).
+
+    Keywords are ``run``'s options in snake_case (``context``, ``prompt`` or ``prompt_file``,
+    ``topic``, ``model``, ``endpoint``, ``max_tokens``, ``max_continuations``, ``server``,
+    ...); ``prompt`` may also be a text stream, read up to ``max_context_bytes``. What they
+    leave unset comes from the environment and the repository's config file, exactly as for
+    ``run``. A :class:`~deepseek_review.pipeline.ReviewOptions` instead is taken as complete
+    (no config applied), with keywords replacing its fields. ``env`` replaces ``os.environ``.
+    """
+    if options is None:
+        return send_review(plan_review(env=env, repo_root=repo_root, **fields), progress=progress)
+    from .plan import plan_review as _plan
+
+    if fields or repo_root is not None:
+        if repo_root is not None:
+            fields["repo_root"] = os.fspath(repo_root)
+        options = dataclasses.replace(options, **fields)
+    return send_review(_plan(options, env), progress=progress)
+
+
+def continue_review(
+    path: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    progress: ProgressFn | None = None,
+    repo_root: PathArg | None = None,
+    **options: Any,
+) -> ContinueOutcome:
+    """Continue a truncated review from the last segment of the chain ``path`` (a receipt or
+    answer, relative to the root) belongs to (``deepseek-review continue``).
+
+    Keywords are ``continue``'s options in snake_case (``endpoint``, ``max_continuations``,
+    ``continuation_max_tokens``, ``force``, ...), completed from the environment and the
+    config file as for the command; the endpoint is the receipt's unless one is given."""
+    from .frontdoor import continue_options
+    from .resume import continue_existing
+
+    _, planned = continue_options(path, options, repo_root=repo_root, env=env)
+    return continue_existing(planned, env=env, progress=progress)
+
+
+@dataclass(frozen=True)
+class ShownChain:
+    """A chain read back (``deepseek-review show``): its segments and its stitched answer."""
+
+    root: Path
+    segments: tuple[ChainSegment, ...]
+    text: str
+
+    @property
+    def cut_off(self) -> bool:
+        """The last segment ended at the token cap."""
+        return self.segments[-1].finish_reason == "length"
+
+
+def show(path: str, *, repo_root: PathArg | None = None) -> ShownChain:
+    """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer."""
+    from .chain import find_chain, stitched_text
+    from .repo import find_repo_root
+
+    root = find_repo_root(repo_root)
+    chain = find_chain(root, path)
+    return ShownChain(root, tuple(chain), stitched_text(root, chain))

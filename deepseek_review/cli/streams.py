@@ -1,0 +1,78 @@
+"""How a command's process ends: stdout that ends quietly when its reader goes away
+(``| head``), and the quick end of a successful command."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from typing import NoReturn, TextIO
+
+
+class StdoutClosed(BaseException):
+    """Raised past typer (which turns EPIPE into exit 1) when stdout's reader went away."""
+
+
+class PipeGuard(io.TextIOBase):
+    """stdout, except that a closed pipe (``| head``) ends the command quietly."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, s: str) -> int:
+        try:
+            return self._inner.write(s)
+        except BrokenPipeError:
+            raise StdoutClosed from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise StdoutClosed from None
+
+    def isatty(self) -> bool:
+        return self._inner.isatty()
+
+    def fileno(self) -> int:
+        return self._inner.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._inner, "encoding", "utf-8")
+
+
+def stdout_closed() -> NoReturn:
+    try:  # later flushes (at exit) must not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except (OSError, ValueError):
+        pass
+    os._exit(0)
+
+
+def exit_now() -> None:
+    """End a successful command without the interpreter's teardown (15-20 ms of freeing
+    some 300 modules, for nothing: the process ends anyway).
+
+    Safe only because of what has already happened: every file a command writes went through
+    :mod:`..storage` (written, fsynced, linked or renamed, its folder fsynced) before the
+    command returned, and stdout and stderr are flushed here; any failure to flush, or a
+    thread still running that a normal exit would wait for, takes the normal way out. Only
+    the console script (``argv`` None) and only on success: error paths keep every cleanup,
+    and a caller of :func:`main` in-process keeps its interpreter.
+    """
+    import threading
+
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(0)
