@@ -15,16 +15,20 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.common import BenchResult
+from benchmarks.common import BenchResult, seconds
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parent / "docs" / "benchmarks.md"
-ORDER = ["review", "batch", "verify", "gather", "memory"]
+ORDER = ["review", "version", "batch", "verify", "gather", "memory", "diff", "sign"]
 
 
 def available() -> list[str]:
     names = [p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")]
     return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
 def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -> str:
@@ -36,36 +40,45 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
         f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs; the whole run took {elapsed:.0f} s.",
         "",
-        "Every figure is a ratio of two things timed side by side in the same run (interleaved,",
-        "median of several rounds), because this machine is shared and noisy: absolute times",
-        "are shown for context only.",
+        "How every row is measured: ours and a baseline doing the same work (checked before",
+        "timing, e.g. the same request body sha256 or the same files read) run as fresh",
+        "processes in pairs, ours first in even rounds and the baseline first in odd ones;",
+        "each side's figure is the median of its rounds. Wall time is what the ratio and the",
+        "goal are about; CPU time is user + system of the whole process tree (wait4), and",
+        "`proc` is the number of processes the side uses in all, counted under `strace -f`",
+        "(threads not counted). This machine is shared, so the ratio of one run is the",
+        "result and absolute times are context. Every number below comes from this run.",
         "",
-        "| benchmark | goal | ratio | met | ours | baseline |",
-        "|---|---|---|---|---|---|",
+        "| benchmark | goal | ratio | met | ours | baseline | rounds |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r, err in results:
         if r is None:
-            lines.append(f"| {name} | — | failed | no | — | {err} |")
+            lines.append(f"| {name} | — | failed | **no** | — | {_cell(err)} | — |")
             continue
         cells = [
             r.name,
             r.goal,
             f"{r.ratio:.2f}x",
             "yes" if r.met else "**no**",
-            f"{r.ours_seconds:.3f} {r.unit}",
-            f"{r.baseline_seconds:.3f} {r.unit} ({r.baseline})",
+            seconds(r.ours),
+            f"{seconds(r.baseline)} ({r.baseline_name})",
+            str(r.rounds),
         ]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     for name, r, err in results:
         lines += ["", f"## {r.name if r else name}", ""]
         if r is None:
             lines += ["The benchmark failed:", "", "```", err, "```"]
             continue
-        lines.append(f"Goal: {r.goal}. Measured ratio: **{r.ratio:.2f}x** against {r.baseline}.")
-        if r.extra:
+        lines.append(
+            f"Goal: {r.goal}. Measured: **{r.ratio:.2f}x** ({'met' if r.met else 'not met'}); "
+            f"ours {seconds(r.ours)}; baseline ({r.baseline_name}) {seconds(r.baseline)}; "
+            f"medians of {r.rounds} alternating pairs."
+        )
+        if r.details:
             lines.append("")
-            for k, v in r.extra.items():
-                lines.append(f"- {k}: {v:.3f}")
+            lines += [f"- {label}: {value}" for label, value in r.details]
         if r.notes:
             lines.append("")
             lines += [f"- {n}" for n in r.notes]
@@ -107,11 +120,11 @@ def main(argv: list[str]) -> int:
                 continue
         print(
             f"   {r.name}: ratio {r.ratio:.2f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
-            f"ours {r.ours_seconds:.3f} {r.unit}, baseline {r.baseline_seconds:.3f} {r.unit}",
+            f"ours {seconds(r.ours)}; baseline {seconds(r.baseline)}",
             flush=True,
         )
-        for k, v in r.extra.items():
-            print(f"   {k}: {v:.3f}", flush=True)
+        for label, value in r.details:
+            print(f"   {label}: {value}", flush=True)
         results.append((name, r, ""))
     elapsed = time.perf_counter() - t0
     if not argv:

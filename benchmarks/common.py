@@ -1,17 +1,56 @@
 """What every benchmark returns, and how it times things.
 
-Machines are shared and noisy, so a benchmark never reports a bare duration as its result: it
-runs our command and a baseline side by side, interleaved, several times in one process, and
-reports the ratio of their medians. The absolute times are shown too, for context only.
+The machine is shared and noisy, so a benchmark never reports a bare duration as its result:
+it runs our command and a baseline doing the same work side by side, in pairs whose order
+alternates from round to round, and reports the ratio of their medians. Each run is a fresh
+process, timed for wall time and for CPU time (user + system of the process and every child
+it waited for, from ``wait4``), and each side's number of processes is counted once (under
+``strace``), so a comparison of 3 processes with 1 says so.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+import shutil
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One fresh process: wall seconds, CPU seconds (itself and its children), peak RSS."""
+
+    wall: float
+    cpu: float
+    max_rss: int
+    """Peak resident set of the largest process of the tree, in bytes."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """The medians of one side of a comparison, and how many processes that side uses."""
+
+    wall: float
+    cpu: float
+    processes: int | None = None
+    samples: tuple[Sample, ...] = ()
+
+    @classmethod
+    def of(cls, samples: Sequence[Sample], processes: int | None = None) -> Side:
+        return cls(
+            wall=statistics.median(s.wall for s in samples),
+            cpu=statistics.median(s.cpu for s in samples),
+            processes=processes,
+            samples=tuple(samples),
+        )
 
 
 @dataclass
@@ -21,64 +60,195 @@ class BenchResult:
     goal: str
     """The goal as the issue states it, e.g. "<= 2x sha256sum"."""
     ratio: float
-    """ours / baseline (medians); what the goal is about."""
+    """ours / baseline (medians of wall time); what the goal is about unless it says else."""
     met: bool
-    ours_seconds: float
-    baseline_seconds: float
-    baseline: str
+    ours: Side
+    baseline: Side
+    baseline_name: str
     """What the baseline is, in words."""
+    rounds: int
     commands: list[str] = field(default_factory=list)
     """The exact commands timed (ours and the baseline), for docs/benchmarks.md."""
     notes: list[str] = field(default_factory=list)
-    extra: dict[str, float] = field(default_factory=dict)
-    """Other figures worth reporting (e.g. ratio to a second baseline)."""
-    unit: str = "s"
-    """Unit of ``ours_seconds``/``baseline_seconds`` (``MB`` for the memory benchmark)."""
+    details: list[tuple[str, str]] = field(default_factory=list)
+    """Other measured figures of this run (label, value), e.g. a second baseline."""
 
 
-def time_call(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: Path | None = None,
+) -> Sample:
+    """Run one command, which must succeed; its wall time, CPU time and peak RSS.
+
+    ``wait4`` gives the rusage of the child together with every descendant it waited for, so
+    a shell pipeline or a pool of workers is counted whole.
+    """
+    stdin_file = open(stdin, "rb") if stdin is not None else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=stdin_file,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    finally:
+        if stdin is not None and not isinstance(stdin_file, int):
+            stdin_file.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stderr.close()
+    if proc.returncode != 0:
+        tail = err.decode("utf-8", "replace").strip()[-2000:]
+        raise RuntimeError(f"{' '.join(argv[:4])} ... exited {proc.returncode}: {tail}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
 
 
-def run_command(argv: Sequence[str], **kwargs: object) -> float:
-    """Wall time of one command, which must succeed."""
-    t0 = time.perf_counter()
-    subprocess.run(list(argv), check=True, stdout=subprocess.DEVNULL, **kwargs)  # type: ignore[call-overload]
-    return time.perf_counter() - t0
+def paired(
+    ours: Callable[[], Sample], baseline: Callable[[], Sample], rounds: int
+) -> tuple[list[Sample], list[Sample]]:
+    """``rounds`` pairs, ours first in even rounds and the baseline first in odd ones, so
+    neither side always runs on the cache or the CPU the other just warmed."""
+    a: list[Sample] = []
+    b: list[Sample] = []
+    for r in range(rounds):
+        if r % 2 == 0:
+            a.append(ours())
+            b.append(baseline())
+        else:
+            b.append(baseline())
+            a.append(ours())
+    return a, b
 
 
-def interleaved(
-    ours: Callable[[], float], baseline: Callable[[], float], rounds: int = 5
-) -> tuple[float, float]:
-    """Medians of ``rounds`` alternating runs of each (each callable returns its seconds)."""
-    a: list[float] = []
-    b: list[float] = []
-    for _ in range(rounds):
-        a.append(ours())
-        b.append(baseline())
-    return statistics.median(a), statistics.median(b)
+@dataclass(frozen=True)
+class Command:
+    """One side's command line, where it runs, and (optionally) its stdin file."""
+
+    argv: tuple[str, ...]
+    cwd: Path | None = None
+    env: Mapping[str, str] | None = None
+    stdin: Path | None = None
+
+    def run(self) -> Sample:
+        return run_command(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
+
+    def processes(self) -> int | None:
+        return count_processes(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
+
+    def shown(self) -> str:
+        """The command as docs/benchmarks.md shows it (the venv's paths shortened)."""
+        words = ["deepseek-review" if a == tool() else a for a in self.argv]
+        words = ["python" if a == sys.executable else a for a in words]
+        text = shlex.join(words)
+        return text if self.stdin is None else f"{text} < {self.stdin.name}"
+
+
+def compare(ours: Command, baseline: Command, rounds: int) -> tuple[Side, Side]:
+    """Both sides timed in alternating pairs, and each side's processes counted once."""
+    a, b = paired(ours.run, baseline.run, rounds)
+    return Side.of(a, ours.processes()), Side.of(b, baseline.processes())
+
+
+_FORK = re.compile(r"^\d+\s+(?:clone3?|fork|vfork)\(")
+
+
+def count_processes(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: Path | None = None,
+) -> int | None:
+    """How many processes ``argv`` uses in all (itself, its children and theirs; threads not
+    counted), counted once under ``strace -f``; None when strace is not installed."""
+    if shutil.which("strace") is None:
+        return None
+    with tempfile.NamedTemporaryFile(prefix="dsr-bench-strace-", suffix=".log") as log:
+        trace = ["strace", "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork", "-o", log.name]
+        with open(stdin or os.devnull, "rb") as feed:
+            subprocess.run(
+                [*trace, *argv],
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                check=True,
+                stdin=feed,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
+    forks = [ln for ln in lines if _FORK.match(ln) and "CLONE_THREAD" not in ln]
+    return 1 + len(forks)
+
+
+def files_opened(
+    argv: Sequence[str], under: Path, *, cwd: Path | str | None = None
+) -> list[Path] | None:
+    """The regular files under ``under`` that ``argv`` (and its children) opened for reading,
+    once each, in first-open order (strace); None when strace is not installed."""
+    if shutil.which("strace") is None:
+        return None
+    with tempfile.NamedTemporaryFile(prefix="dsr-bench-strace-", suffix=".log") as log:
+        trace = ["strace", "-f", "-qq", "-e", "trace=open,openat", "-e", "signal=none"]
+        subprocess.run(
+            [*trace, "-o", log.name, *argv],
+            cwd=cwd,
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
+    seen: dict[Path, None] = {}
+    opened = re.compile(r'open(?:at)?\((?:AT_FDCWD|\d+), "([^"]+)", (O_RDONLY[^)]*)\)\s+=\s+\d')
+    prefix = str(under.resolve()) + os.sep
+    for line in lines:
+        m = opened.search(line)
+        if m is None or "O_DIRECTORY" in m.group(2):
+            continue
+        path = Path(m.group(1))
+        full = path if path.is_absolute() else Path(cwd or ".").resolve() / path
+        if str(full).startswith(prefix) and full.is_file():
+            seen.setdefault(full, None)
+    return list(seen)
 
 
 def tool() -> str:
     """The installed ``deepseek-review`` console script of the running interpreter's venv."""
-    import sys
-    from pathlib import Path
-
     return str(Path(sys.executable).parent / "deepseek-review")
 
 
+def seconds(side: Side) -> str:
+    """A side as the tables show it: wall and CPU medians, and its processes."""
+    procs = "?" if side.processes is None else str(side.processes)
+    return f"{side.wall:.3f} s wall, {side.cpu:.3f} s CPU, {procs} proc"
+
+
 class SimulatorProcess:
-    """The simulator in its own process, so it never competes for our GIL."""
+    """The simulator in its own process, so it never competes for our GIL.
 
-    def __init__(self, *flags: str) -> None:
-        import sys
+    With ``record``, it runs through :mod:`benchmarks.simrecord`, which writes the sha256 of
+    every chat request body it received to that file when it is stopped.
+    """
 
+    def __init__(self, *flags: str, record: Path | None = None) -> None:
+        if record is None:
+            argv = [sys.executable, "-m", "deepseek_review.simulator"]
+        else:
+            argv = [sys.executable, "-m", "benchmarks.simrecord", "--record", str(record)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "deepseek_review.simulator", "--port", "0", "--quiet", *flags],
+            [*argv, "--port", "0", "--quiet", *flags],
             stdout=subprocess.PIPE,
             text=True,
+            cwd=Path(__file__).resolve().parent.parent,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
@@ -97,6 +267,15 @@ class SimulatorProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+def recorded_bodies(*flags: str, send: Callable[[str], object], work: Path) -> list[str]:
+    """The sha256 of each chat request body ``send(base_url)`` made, sorted, as a simulator
+    started with ``flags`` received them: how a benchmark shows both sides sent the same."""
+    record = work / f"bodies-{time.monotonic_ns()}.txt"
+    with SimulatorProcess(*flags, record=record) as sim:
+        send(sim.base_url)
+    return sorted(record.read_text(encoding="ascii").split())
 
 
 def git_init(root: object) -> None:
