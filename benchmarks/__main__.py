@@ -98,6 +98,17 @@ def _compile_package() -> None:
     compileall.compile_dir(str(HERE.parent / "deepseek_review"), quiet=1)
 
 
+def report(name: str, r: BenchResult) -> None:
+    """One row's result on the terminal, as it is measured."""
+    print(
+        f"   {r.name}: ratio {r.ratio:.2f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
+        f"ours {seconds(r.ours)}; baseline {seconds(r.baseline)}",
+        flush=True,
+    )
+    for label, value in r.details:
+        print(f"   {label}: {value}", flush=True)
+
+
 def main(argv: list[str]) -> int:
     _compile_package()
     names = argv or available()
@@ -112,20 +123,15 @@ def main(argv: list[str]) -> int:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         with tempfile.TemporaryDirectory(prefix=f"dsr-bench-{name}-") as work:
             try:
-                r: BenchResult = module.run(Path(work))
+                got: BenchResult | list[BenchResult] = module.run(Path(work))
             except Exception:
                 err = traceback.format_exc()
                 print(err, file=sys.stderr)
                 results.append((name, None, err.strip().splitlines()[-1]))
                 continue
-        print(
-            f"   {r.name}: ratio {r.ratio:.2f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
-            f"ours {seconds(r.ours)}; baseline {seconds(r.baseline)}",
-            flush=True,
-        )
-        for label, value in r.details:
-            print(f"   {label}: {value}", flush=True)
-        results.append((name, r, ""))
+        for r in got if isinstance(got, list) else [got]:
+            report(name, r)
+            results.append((name, r, ""))
     elapsed = time.perf_counter() - t0
     if not argv:
         DOC.write_text(render(results, elapsed), encoding="utf-8")

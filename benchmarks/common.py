@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,15 @@ class Command:
         return text if self.stdin is None else f"{text} < {self.stdin.name}"
 
 
-def compare(ours: Command, baseline: Command, rounds: int) -> tuple[Side, Side]:
+class Runnable(Protocol):
+    """A side: a :class:`Command`, or anything that runs a fresh process the same way."""
+
+    def run(self) -> Sample: ...
+
+    def processes(self) -> int | None: ...
+
+
+def compare(ours: Runnable, baseline: Runnable, rounds: int) -> tuple[Side, Side]:
     """Both sides timed in alternating pairs, and each side's processes counted once."""
     a, b = paired(ours.run, baseline.run, rounds)
     return Side.of(a, ours.processes()), Side.of(b, baseline.processes())
@@ -208,11 +217,13 @@ def files_opened(
         )
         lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
     seen: dict[Path, None] = {}
-    opened = re.compile(r'open(?:at)?\((?:AT_FDCWD|\d+), "([^"]+)", (O_RDONLY[^)]*)\)\s+=\s+\d')
+    # A call cut by another process's line ("<unfinished ...>") still names its file; a
+    # failed one ends "= -1 ...". Only paths that are regular files now are kept.
+    opened = re.compile(r'open(?:at)?\((?:AT_FDCWD|\d+), "([^"]+)", (O_RDONLY[^)>]*)')
     prefix = str(under.resolve()) + os.sep
     for line in lines:
         m = opened.search(line)
-        if m is None or "O_DIRECTORY" in m.group(2):
+        if m is None or "O_DIRECTORY" in m.group(2) or "= -1 " in line:
             continue
         path = Path(m.group(1))
         full = path if path.is_absolute() else Path(cwd or ".").resolve() / path
