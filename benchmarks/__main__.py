@@ -61,8 +61,8 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
             r.goal,
             f"{r.ratio:.2f}x",
             "yes" if r.met else "**no**",
-            seconds(r.ours),
-            f"{seconds(r.baseline)} ({r.baseline_name})",
+            seconds(r.ours, memory=r.memory),
+            f"{seconds(r.baseline, memory=r.memory)} ({r.baseline_name})",
             str(r.rounds),
         ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
@@ -73,7 +73,8 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
             continue
         lines.append(
             f"Goal: {r.goal}. Measured: **{r.ratio:.2f}x** ({'met' if r.met else 'not met'}); "
-            f"ours {seconds(r.ours)}; baseline ({r.baseline_name}) {seconds(r.baseline)}; "
+            f"ours {seconds(r.ours, memory=r.memory)}; baseline ({r.baseline_name}) "
+            f"{seconds(r.baseline, memory=r.memory)}; "
             f"medians of {r.rounds} alternating pairs."
         )
         if r.details:

@@ -70,24 +70,25 @@ class Sides:
         self.curl = Command((*curl,), repo)
 
 
-def _latest_record(repo: Path) -> dict[str, object]:
+def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
+    """Run ``cmd`` (a ``run`` of ours) once; keep its request record's body at ``skeleton``
+    (what the stdlib script fills in) and return the exact body bytes it sent."""
+    from deepseek_review.records.rebuild import rebuild_body, repo_reader
+
+    cmd.run()
     records = sorted((repo / "reviews").glob("*.request.json"), key=lambda p: p.stat().st_mtime)
-    record: dict[str, object] = json.loads(records[-1].read_text(encoding="utf-8"))
-    return record
+    body = json.loads(records[-1].read_text(encoding="utf-8"))["body"]
+    skeleton.write_text(json.dumps(body), encoding="utf-8")
+    rebuilt = rebuild_body(body, repo_reader(repo))
+    assert rebuilt.body_bytes is not None
+    return rebuilt.body_bytes
 
 
 def prepare(work: Path, repo: Path, sides: Sides) -> None:
-    """Run ours once each way and keep its request records' bodies: the skeletons the stdlib
-    script fills in, and the exact streamed body curl posts."""
-    from deepseek_review.records.rebuild import rebuild_body, repo_reader
-
-    for cmd, name in ((sides.ours_plain, "plain"), (sides.ours, "stream")):
-        cmd.run()
-        body = _latest_record(repo)["body"]
-        (work / f"skeleton-{name}.json").write_text(json.dumps(body), encoding="utf-8")
-    rebuilt = rebuild_body(_latest_record(repo)["body"], repo_reader(repo))  # type: ignore[arg-type]
-    assert rebuilt.body_bytes is not None
-    (work / "body-stream.json").write_bytes(rebuilt.body_bytes)
+    """The skeletons of both ways (streamed or not), and the streamed body curl posts."""
+    keep_request(sides.ours_plain, repo, work / "skeleton-plain.json")
+    body = keep_request(sides.ours, repo, work / "skeleton-stream.json")
+    (work / "body-stream.json").write_bytes(body)
 
 
 def same_bodies(work: Path, repo: Path, files: list[str]) -> dict[str, list[str]]:

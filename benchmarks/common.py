@@ -32,7 +32,8 @@ class Sample:
     wall: float
     cpu: float
     max_rss: int
-    """Peak resident set of the largest process of the tree, in bytes."""
+    """Peak resident set of the largest process of the tree, in bytes; only measured (not 0)
+    for a :class:`Command` with ``peak`` (see :func:`run_command`)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Side:
 
     wall: float
     cpu: float
+    max_rss: int
+    """Median over the rounds of the peak resident set, in bytes."""
     processes: int | None = None
     samples: tuple[Sample, ...] = ()
 
@@ -49,6 +52,7 @@ class Side:
         return cls(
             wall=statistics.median(s.wall for s in samples),
             cpu=statistics.median(s.cpu for s in samples),
+            max_rss=int(statistics.median(s.max_rss for s in samples)),
             processes=processes,
             samples=tuple(samples),
         )
@@ -73,6 +77,8 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     details: list[tuple[str, str]] = field(default_factory=list)
     """Other measured figures of this run (label, value), e.g. a second baseline."""
+    memory: bool = False
+    """The goal is about peak memory: the sides are shown with their peak resident set."""
 
 
 def run_command(
@@ -81,12 +87,22 @@ def run_command(
     cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     stdin: Path | None = None,
+    peak: bool = False,
 ) -> Sample:
-    """Run one command, which must succeed; its wall time, CPU time and peak RSS.
+    """Run one command, which must succeed; its wall time, CPU time and (``peak``) peak RSS.
 
     ``wait4`` gives the rusage of the child together with every descendant it waited for, so
-    a shell pipeline or a pool of workers is counted whole.
+    a shell pipeline or a pool of workers is counted whole. Its ``ru_maxrss`` is no use here:
+    a child forked from this (large) process starts with this process's resident set as its
+    peak. So with ``peak`` the command runs under ``/usr/bin/time -f %M``, a small C program
+    whose child's peak is its own (a wrapper of about 2 MB, forked once, on both sides).
     """
+    if peak:
+        with tempfile.NamedTemporaryFile(prefix="dsr-bench-time-") as out:
+            timed = ["/usr/bin/time", "-f", "%M", "-o", out.name, *argv]
+            sample = run_command(timed, cwd=cwd, env=env, stdin=stdin)
+            kib = int(Path(out.name).read_text(encoding="ascii").split()[-1])
+        return Sample(sample.wall, sample.cpu, kib * 1024)
     stdin_file = open(stdin, "rb") if stdin is not None else subprocess.DEVNULL  # noqa: SIM115
     try:
         t0 = time.perf_counter()
@@ -110,7 +126,7 @@ def run_command(
     if proc.returncode != 0:
         tail = err.decode("utf-8", "replace").strip()[-2000:]
         raise RuntimeError(f"{' '.join(argv[:4])} ... exited {proc.returncode}: {tail}")
-    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
+    return Sample(wall, usage.ru_utime + usage.ru_stime, 0)
 
 
 def paired(
@@ -138,9 +154,11 @@ class Command:
     cwd: Path | None = None
     env: Mapping[str, str] | None = None
     stdin: Path | None = None
+    peak: bool = False
+    """Measure the peak resident set too (under ``/usr/bin/time``)."""
 
     def run(self) -> Sample:
-        return run_command(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
+        return run_command(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin, peak=self.peak)
 
     def processes(self) -> int | None:
         return count_processes(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
@@ -198,15 +216,22 @@ def count_processes(
     return 1 + len(forks)
 
 
+_OPENED = re.compile(r"(?:open(?:at)?\(|<\.\.\. open(?:at)? resumed>).* = \d+<([^>]+)>$")
+
+
 def files_opened(
     argv: Sequence[str], under: Path, *, cwd: Path | str | None = None
 ) -> list[Path] | None:
-    """The regular files under ``under`` that ``argv`` (and its children) opened for reading,
-    once each, in first-open order (strace); None when strace is not installed."""
+    """The regular files under ``under`` that ``argv`` (and its children) opened without
+    writing, once each, in first-open order; None when strace is not installed.
+
+    ``strace -y`` prints the path behind each descriptor returned, so files opened relative
+    to a directory descriptor (``openat(dirfd, "name")``) are named in full.
+    """
     if shutil.which("strace") is None:
         return None
     with tempfile.NamedTemporaryFile(prefix="dsr-bench-strace-", suffix=".log") as log:
-        trace = ["strace", "-f", "-qq", "-e", "trace=open,openat", "-e", "signal=none"]
+        trace = ["strace", "-f", "-qq", "-y", "-e", "trace=open,openat", "-e", "signal=none"]
         subprocess.run(
             [*trace, "-o", log.name, *argv],
             cwd=cwd,
@@ -217,18 +242,14 @@ def files_opened(
         )
         lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
     seen: dict[Path, None] = {}
-    # A call cut by another process's line ("<unfinished ...>") still names its file; a
-    # failed one ends "= -1 ...". Only paths that are regular files now are kept.
-    opened = re.compile(r'open(?:at)?\((?:AT_FDCWD|\d+), "([^"]+)", (O_RDONLY[^)>]*)')
     prefix = str(under.resolve()) + os.sep
     for line in lines:
-        m = opened.search(line)
-        if m is None or "O_DIRECTORY" in m.group(2) or "= -1 " in line:
+        m = _OPENED.search(line)
+        if m is None or "O_WRONLY" in line or "O_RDWR" in line or "O_DIRECTORY" in line:
             continue
         path = Path(m.group(1))
-        full = path if path.is_absolute() else Path(cwd or ".").resolve() / path
-        if str(full).startswith(prefix) and full.is_file():
-            seen.setdefault(full, None)
+        if str(path).startswith(prefix) and path.is_file():
+            seen.setdefault(path, None)
     return list(seen)
 
 
@@ -237,10 +258,12 @@ def tool() -> str:
     return str(Path(sys.executable).parent / "deepseek-review")
 
 
-def seconds(side: Side) -> str:
-    """A side as the tables show it: wall and CPU medians, and its processes."""
+def seconds(side: Side, *, memory: bool = False) -> str:
+    """A side as the tables show it: wall and CPU medians, its processes, and (``memory``)
+    its peak resident set."""
     procs = "?" if side.processes is None else str(side.processes)
-    return f"{side.wall:.3f} s wall, {side.cpu:.3f} s CPU, {procs} proc"
+    text = f"{side.wall:.3f} s wall, {side.cpu:.3f} s CPU, {procs} proc"
+    return f"{text}, peak {side.max_rss / 1e6:.1f} MB" if memory else text
 
 
 class SimulatorProcess:
