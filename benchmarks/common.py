@@ -10,6 +10,7 @@ it waited for, from ``wait4``), and each side's number of processes is counted o
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -251,6 +252,29 @@ def files_opened(
         if str(path).startswith(prefix) and path.is_file():
             seen.setdefault(path, None)
     return list(seen)
+
+
+_EXEC = re.compile(r'^\d+\s+execve\("[^"]*", \[(.*?)\](?:, | /\*)')
+
+
+def commands_run(argv: Sequence[str], *, cwd: Path | str | None = None) -> list[list[str]]:
+    """The argument lists of every program ``argv`` and its children executed (strace
+    ``execve``), in order; [] when strace is not installed."""
+    if shutil.which("strace") is None:
+        return []
+    with tempfile.NamedTemporaryFile(prefix="dsr-bench-strace-", suffix=".log") as log:
+        trace = ["strace", "-f", "-qq", "-s", "65535", "-e", "trace=execve", "-e", "signal=none"]
+        subprocess.run(
+            [*trace, "-o", log.name, *argv],
+            cwd=cwd,
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
+    found = (_EXEC.match(line) for line in lines)
+    return [json.loads(f"[{m.group(1)}]") for m in found if m is not None]
 
 
 def tool() -> str:
