@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -25,6 +26,17 @@ ORDER = ["review", "version", "batch", "verify", "gather", "memory", "diff", "si
 def available() -> list[str]:
     names = [p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")]
     return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+_WORK = re.compile(re.escape(tempfile.gettempdir()) + r"/dsr-bench-[^/\s']+")
+_SIM = re.compile(r"http://127\.0\.0\.1:\d{4,5}")
+
+
+def _shorter(command: str) -> str:
+    """A command as the document shows it: the run's temporary folder as $WORK, the
+    simulator's URL as $SIM, this checkout as ."""
+    command = _WORK.sub("$WORK", command).replace(str(HERE.parent) + "/", "")
+    return _SIM.sub("$SIM", command)
 
 
 def _cell(text: str) -> str:
@@ -85,7 +97,7 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
             lines += [f"- {n}" for n in r.notes]
         if r.commands:
             lines += ["", "Commands timed:", "", "```"]
-            lines += r.commands
+            lines += [_shorter(c) for c in r.commands]
             lines.append("```")
     return "\n".join(lines) + "\n"
 
