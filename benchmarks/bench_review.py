@@ -21,6 +21,8 @@ from benchmarks.common import (
     SimulatorProcess,
     compare,
     git_init,
+    import_profile,
+    profile_text,
     recorded_bodies,
     seconds,
     tool,
@@ -118,6 +120,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         ours2, seed_streamed = compare(sides.ours, sides.seed_streamed, rounds)
         plain, seed2 = compare(sides.ours_plain, sides.seed, rounds)
         ours3, curl = compare(sides.ours, sides.curl, rounds)
+        imports = import_profile(sides.ours.argv[1:], repo)
     body_bytes = (work / "body-stream.json").stat().st_size
     ratio = ours.wall / seed.wall
     return BenchResult(
@@ -137,6 +140,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
             sides.curl.shown(),
         ],
         details=[
+            ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
             (
                 "ours streamed vs the stdlib script streaming the same body",
                 f"{ours2.wall / seed_streamed.wall:.2f}x ({seconds(ours2)} vs "

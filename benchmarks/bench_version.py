@@ -10,7 +10,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchmarks.common import BenchResult, Command, compare, seconds, tool
+from benchmarks.common import (
+    BenchResult,
+    Command,
+    compare,
+    import_profile,
+    profile_text,
+    seconds,
+    tool,
+)
 
 ROUNDS = 21
 GOAL_SECONDS = 0.03
@@ -20,6 +28,7 @@ def run(work: Path, rounds: int = ROUNDS) -> BenchResult:
     ours_cmd = Command((tool(), "--version"), work)
     bare = Command((sys.executable, "-c", "pass"), work)
     ours, base = compare(ours_cmd, bare, rounds)
+    imports = import_profile(["--version"], work)
     return BenchResult(
         name="`deepseek-review --version`",
         goal=f"<= {GOAL_SECONDS} s (absolute)",
@@ -33,5 +42,6 @@ def run(work: Path, rounds: int = ROUNDS) -> BenchResult:
         details=[
             ("ours (the goal is about this figure)", seconds(ours)),
             ("ours minus the bare interpreter", f"{ours.wall - base.wall:.3f} s wall"),
+            ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
         ],
     )

@@ -277,6 +277,29 @@ def commands_run(argv: Sequence[str], *, cwd: Path | str | None = None) -> list[
     return [json.loads(f"[{m.group(1)}]") for m in found if m is not None]
 
 
+def import_profile(args: Sequence[str], cwd: Path | str | None = None) -> list[tuple[str, float]]:
+    """Where ``deepseek-review ARGS`` spends its imports: one run of ``python -X importtime -m
+    deepseek_review ARGS`` (the same entry point as the console script); each top-level
+    import with its cumulative seconds, largest first."""
+    argv = [sys.executable, "-X", "importtime", "-m", "deepseek_review", *args]
+    err = subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stderr
+    tops: list[tuple[str, float]] = []
+    for line in err.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        _, cumulative, name = line.removeprefix("import time:").split("|", 2)
+        if not name.startswith("  "):  # one space after the bar: a top-level import
+            tops.append((name.strip(), int(cumulative) / 1e6))
+    return sorted(tops, key=lambda t: -t[1])
+
+
+def profile_text(tops: list[tuple[str, float]], shown: int = 6) -> str:
+    """An import profile as one line: the total and the largest few."""
+    total = sum(t for _, t in tops)
+    largest = ", ".join(f"{name} {t * 1000:.0f} ms" for name, t in tops[:shown])
+    return f"{total:.3f} s in {len(tops)} top-level imports; largest: {largest}"
+
+
 def tool() -> str:
     """The installed ``deepseek-review`` console script of the running interpreter's venv."""
     return str(Path(sys.executable).parent / "deepseek-review")
