@@ -336,6 +336,8 @@ class SimulatorProcess:
         self.base_url = line.rsplit(" ", 1)[-1]
         if not self.base_url.startswith("http://127.0.0.1:"):
             self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
             raise RuntimeError(f"the simulator did not start: {line!r}")
         self.chat_url = self.base_url + "/v1/chat/completions"
 
@@ -348,6 +350,9 @@ class SimulatorProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
 
 
 def recorded_bodies(*flags: str, send: Callable[[str], object], work: Path) -> list[str]:
