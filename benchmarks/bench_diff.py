@@ -15,7 +15,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from benchmarks.common import BenchResult, Command, commands_run, compare, git_init, seconds, tool
+from benchmarks.common import BenchResult, Command, compare, git_init, seconds, tool
+from benchmarks.strace import commands_run
 
 FILES = 2_000
 GOAL = 2.0

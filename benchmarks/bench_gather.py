@@ -15,7 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.common import BenchResult, Command, compare, files_opened, git_init, seconds, tool
+from benchmarks.common import BenchResult, Command, compare, git_init, seconds, tool
+from benchmarks.strace import files_opened
 
 FILES = 20_000
 GOAL = 1.4

@@ -88,7 +88,7 @@ def run(work: Path, rounds: int = ROUNDS, context_bytes: int = CONTEXT_BYTES) ->
         met=ratio <= GOAL,
         ours=ours,
         baseline=seed,
-        baseline_name="stdlib script (the seed emitter's way), same body",
+        baseline_name="the stdlib script of the run row, same body",
         rounds=rounds,
         memory=True,
         commands=[ours_big.shown(), seed_big.shown(), ours_small.shown(), seed_small.shown()],

@@ -130,7 +130,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         met=ratio <= GOAL,
         ours=ours,
         baseline=seed,
-        baseline_name="stdlib script doing what the seed emitter does, not streamed (as the seed)",
+        baseline_name="a stdlib script doing what the seed emitter does; not streamed, as the seed",
         rounds=rounds,
         commands=[
             sides.ours.shown(),

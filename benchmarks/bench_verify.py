@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from benchmarks.common import BenchResult, Command, compare, files_opened, git_init, tool
+from benchmarks.common import BenchResult, Command, compare, git_init, tool
+from benchmarks.strace import files_opened
 
 RECEIPTS = 10_000
 GOAL = 2.0

@@ -10,11 +10,8 @@ it waited for, from ``wait4``), and each side's number of processes is counted o
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -162,6 +159,8 @@ class Command:
         return run_command(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin, peak=self.peak)
 
     def processes(self) -> int | None:
+        from benchmarks.strace import count_processes
+
         return count_processes(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
 
     def shown(self) -> str:
@@ -184,97 +183,6 @@ def compare(ours: Runnable, baseline: Runnable, rounds: int) -> tuple[Side, Side
     """Both sides timed in alternating pairs, and each side's processes counted once."""
     a, b = paired(ours.run, baseline.run, rounds)
     return Side.of(a, ours.processes()), Side.of(b, baseline.processes())
-
-
-_FORK = re.compile(r"^\d+\s+(?:clone3?|fork|vfork)\(")
-
-
-def count_processes(
-    argv: Sequence[str],
-    *,
-    cwd: Path | str | None = None,
-    env: Mapping[str, str] | None = None,
-    stdin: Path | None = None,
-) -> int | None:
-    """How many processes ``argv`` uses in all (itself, its children and theirs; threads not
-    counted), counted once under ``strace -f``; None when strace is not installed."""
-    if shutil.which("strace") is None:
-        return None
-    with tempfile.NamedTemporaryFile(prefix="dsr-bench-strace-", suffix=".log") as log:
-        trace = ["strace", "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork", "-o", log.name]
-        with open(stdin or os.devnull, "rb") as feed:
-            subprocess.run(
-                [*trace, *argv],
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                check=True,
-                stdin=feed,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
-    forks = [ln for ln in lines if _FORK.match(ln) and "CLONE_THREAD" not in ln]
-    return 1 + len(forks)
-
-
-_OPENED = re.compile(r"(?:open(?:at)?\(|<\.\.\. open(?:at)? resumed>).* = \d+<([^>]+)>$")
-
-
-def files_opened(
-    argv: Sequence[str], under: Path, *, cwd: Path | str | None = None
-) -> list[Path] | None:
-    """The regular files under ``under`` that ``argv`` (and its children) opened without
-    writing, once each, in first-open order; None when strace is not installed.
-
-    ``strace -y`` prints the path behind each descriptor returned, so files opened relative
-    to a directory descriptor (``openat(dirfd, "name")``) are named in full.
-    """
-    if shutil.which("strace") is None:
-        return None
-    with tempfile.NamedTemporaryFile(prefix="dsr-bench-strace-", suffix=".log") as log:
-        trace = ["strace", "-f", "-qq", "-y", "-e", "trace=open,openat", "-e", "signal=none"]
-        subprocess.run(
-            [*trace, "-o", log.name, *argv],
-            cwd=cwd,
-            check=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
-    seen: dict[Path, None] = {}
-    prefix = str(under.resolve()) + os.sep
-    for line in lines:
-        m = _OPENED.search(line)
-        if m is None or "O_WRONLY" in line or "O_RDWR" in line or "O_DIRECTORY" in line:
-            continue
-        path = Path(m.group(1))
-        if str(path).startswith(prefix) and path.is_file():
-            seen.setdefault(path, None)
-    return list(seen)
-
-
-_EXEC = re.compile(r'^\d+\s+execve\("[^"]*", \[(.*?)\](?:, | /\*)')
-
-
-def commands_run(argv: Sequence[str], *, cwd: Path | str | None = None) -> list[list[str]]:
-    """The argument lists of every program ``argv`` and its children executed (strace
-    ``execve``), in order; [] when strace is not installed."""
-    if shutil.which("strace") is None:
-        return []
-    with tempfile.NamedTemporaryFile(prefix="dsr-bench-strace-", suffix=".log") as log:
-        trace = ["strace", "-f", "-qq", "-s", "65535", "-e", "trace=execve", "-e", "signal=none"]
-        subprocess.run(
-            [*trace, "-o", log.name, *argv],
-            cwd=cwd,
-            check=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        lines = Path(log.name).read_text(encoding="utf-8", errors="replace").splitlines()
-    found = (_EXEC.match(line) for line in lines)
-    return [json.loads(f"[{m.group(1)}]") for m in found if m is not None]
 
 
 def import_profile(args: Sequence[str], cwd: Path | str | None = None) -> list[tuple[str, float]]:

@@ -17,12 +17,11 @@ from benchmarks.common import (
     Command,
     Sample,
     SimulatorProcess,
-    count_processes,
-    files_opened,
     paired,
     run_command,
     tool,
 )
+from benchmarks.strace import count_processes, files_opened
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 
