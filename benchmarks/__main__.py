@@ -78,6 +78,13 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
             str(r.rounds),
         ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    done = [r for _, r, _ in results if r is not None]
+    missed = [r.name for r in done if not r.met]
+    lines += [
+        "",
+        f"Goals met: {len(done) - len(missed)} of {len(results)}"
+        + (f"; not met: {'; '.join(missed)}." if missed else "."),
+    ]
     for name, r, err in results:
         lines += ["", f"## {r.name if r else name}", ""]
         if r is None:
