@@ -39,6 +39,18 @@ def _shorter(command: str) -> str:
     return _SIM.sub("$SIM", command)
 
 
+def filesystem(path: str) -> str:
+    """The type of the filesystem ``path`` is on (from /proc/mounts; "unknown" elsewhere):
+    fsync costs nothing on tmpfs and milliseconds on a disk."""
+    try:
+        mounts = [line.split()[1:3] for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "unknown"
+    best = max((m for m in mounts if path == m[0] or path.startswith(m[0].rstrip("/") + "/")),
+               key=lambda m: len(m[0]), default=["", "unknown"])  # fmt: skip
+    return best[1]
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -50,7 +62,8 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
         f"Written by `make bench` (`python -m benchmarks`) on "
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}, "
         f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs; the whole run took {elapsed:.0f} s.",
+        f"{os.cpu_count()} CPUs; work files on {filesystem(tempfile.gettempdir())} "
+        f"({tempfile.gettempdir()}); the whole run took {elapsed:.0f} s.",
         "",
         "How every row is measured: ours and a baseline doing the same work (checked before",
         "timing, e.g. the same request body sha256 or the same files read) run as fresh",

@@ -80,8 +80,8 @@ class Batch:
         self.root, self.url, self.name = root, url, name
         self.count = itertools.count()
 
-    def command(self) -> Command:
-        out = f"{self.name}-{next(self.count)}"
+    def command(self, out: str | None = None) -> Command:
+        out = out or f"{self.name}-{next(self.count)}"
         argv = [sys.executable, "-m", "deepseek_review", "--quiet", "batch", "reviews.toml"]
         argv += ["--jobs", str(JOBS), "--endpoint", self.url, "--output-dir", out]
         return Command((*argv, "--report", f"{out}.report.json"), self.root)
@@ -145,8 +145,8 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
         baseline_name=f"bare {JOBS}-thread http.client client, same {reviews} bodies, streamed",
         rounds=rounds,
         commands=[
-            ours_side.command().shown().replace(sim.base_url, "$URL"),
-            baseline.shown().replace(sim.base_url, "$URL"),
+            ours_side.command("out-N").shown(),
+            baseline.shown(),
         ],
         details=[
             (f"ideal {reviews} x {LATENCY} s / {CAPACITY} (context only)", f"{ideal:g} s"),

@@ -27,9 +27,11 @@ from benchmarks.common import (
     seconds,
     tool,
 )
+from benchmarks.strace import time_in
 
 HERE = Path(__file__).resolve().parent
 ROUNDS = 11
+SYNCS = ("fsync", "fdatasync")
 GOAL = 1.7
 ANSWER_WORDS = "300"
 
@@ -121,6 +123,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         plain, seed2 = compare(sides.ours_plain, sides.seed, rounds)
         ours3, curl = compare(sides.ours, sides.curl, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
+        syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
     ratio = ours.wall / seed.wall
     return BenchResult(
@@ -141,6 +144,12 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         ],
         details=[
             ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
+            (
+                "ours' durability syncs (one run under `strace -T`)",
+                "strace unavailable"
+                if syncs is None
+                else f"{syncs[0]} fsync/fdatasync calls, {syncs[1]:.3f} s inside them",
+            ),
             (
                 "ours streamed vs the stdlib script streaming the same body",
                 f"{ours2.wall / seed_streamed.wall:.2f}x ({seconds(ours2)} vs "
