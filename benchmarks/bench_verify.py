@@ -27,7 +27,7 @@ from typing import Any
 from unittest import mock
 
 from benchmarks.common import BenchResult, Command, compare, git_init, tool
-from benchmarks.strace import files_opened
+from benchmarks.strace import commands_run, files_opened
 
 RECEIPTS = 10_000
 GOAL = 2.0
@@ -121,16 +121,27 @@ def _write_reviews(plans: list[Any], client: _Client, now: datetime, receipts: i
     return made
 
 
-def sha256sum_side(root: Path, files: list[Path], processes: int | None, work: Path) -> Command:
-    """``sha256sum`` over ``files`` through ``xargs``, with as many processes in all as ours:
-    ``xargs`` and ``processes - 1`` sha256sum processes at once, the files split evenly (paths
-    relative to ``root`` and a 2 MB command line, so xargs makes no extra split)."""
+def sha256sum_side(
+    root: Path, files: list[Path], processes: int, at_once: int, work: Path
+) -> Command:
+    """``sha256sum`` over ``files`` through ``xargs`` with as many processes in all as ours
+    (``xargs`` and ``processes - 1`` sha256sum, the files split evenly) and as many running
+    at once as ours has workers (paths relative to ``root`` and a 2 MB command line, so
+    xargs makes no split of its own)."""
     listing = work / f"files-{len(files)}.list"
     listing.write_bytes(b"".join(bytes(f.relative_to(root)) + b"\0" for f in files))
-    parallel = max(1, (processes or 2) - 1)
-    per = -(-len(files) // parallel)
-    argv = ("xargs", "-0", "-s", "2000000", "-P", str(parallel), "-n", str(per), "sha256sum")
-    return Command(argv, cwd=root, stdin=listing)
+    per = -(-len(files) // max(1, processes - 1))
+    argv = ("xargs", "-0", "-s", "2000000", "-P", str(max(1, at_once)), "-n", str(per))
+    return Command((*argv, "sha256sum"), cwd=root, stdin=listing)
+
+
+def processes_of(cmd: Command) -> tuple[int, int, int]:
+    """Ours' processes in all, the programs it ran (git), and its forked workers."""
+    procs = cmd.processes()
+    if procs is None:
+        raise RuntimeError("the verify rows need strace, to count verify's processes")
+    ran = len(commands_run(cmd.argv)) - 1  # the first is verify itself
+    return procs, ran, procs - 1 - ran
 
 
 def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResult:
@@ -146,8 +157,8 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
     files = files_opened(ours_cmd.argv, root.resolve())
     if files is None:
         raise RuntimeError("the verify rows need strace, to list the files verify reads")
-    procs = ours_cmd.processes()
-    base_cmd = sha256sum_side(root, files, procs, work)
+    procs, ran, workers = processes_of(ours_cmd)
+    base_cmd = sha256sum_side(root, files, procs, workers, work)
     ours, base = compare(ours_cmd, base_cmd, rounds)
     kinds = Counter(_kind(f) for f in files)
     ratio = ours.wall / base.wall
@@ -166,6 +177,11 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
         ],
         details=[
             ("CPU time, ours / sha256sum", f"{ours.cpu / base.cpu:.2f}x"),
+            (
+                "processes (strace)",
+                f"ours: verify, {workers} forked workers, {ran} programs run (git); baseline: "
+                f"xargs and {procs - 1} sha256sum, {max(1, workers)} at a time",
+            ),
             ("files verify opened under the repository (strace)", _kinds(kinds)),
         ],
         notes=[
@@ -174,7 +190,8 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
             "context files; every prompt is rebuilt and hashed.",
             f"Corpus written by the tool's own pipeline in {generated:.1f} s (not timed).",
             "The baseline reads exactly the files verify opened (listed once under strace, "
-            "before timing), with the same number of processes in all.",
+            "before timing), with the same number of processes in all and as many at once "
+            "as verify has workers.",
         ],
     )
 

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks import bench_batch, bench_diff, bench_gather, bench_memory, bench_review
 from benchmarks.__main__ import render
-from benchmarks.bench_verify import make_corpus, sha256sum_side
+from benchmarks.bench_verify import make_corpus, processes_of, sha256sum_side
 from benchmarks.common import (
     Command,
     Sample,
@@ -78,9 +78,11 @@ def test_verify_row_hashes_the_files_verify_read_with_as_many_processes(tmp_path
     files = files_opened(ours.argv, root)
     assert files is not None
     assert sum(f.name.endswith(".receipt.json") for f in files) == made
-    procs = ours.processes()
-    base = sha256sum_side(root, files, procs, tmp_path)
-    assert base.processes() == max(procs or 2, 2)
+    procs, ran_git, workers = processes_of(ours)
+    assert workers == 0  # too few receipts for a pool
+    assert procs == 1 + ran_git
+    base = sha256sum_side(root, files, procs, workers, tmp_path)
+    assert base.processes() == procs
     assert base.run().wall > 0
 
 
