@@ -58,12 +58,16 @@ def patch_of(root: Path, argv: list[str]) -> bytes:
 
 def same_patch(root: Path, ours: Command, base_cmd: Command) -> tuple[list[str], int]:
     """The git command ours made its patch with (strace), checked to print the very bytes
-    the baseline prints; that command and the patch's size."""
+    the baseline prints (after the change's listing, when it asks for ``--raw`` in the same
+    call); that command and the patch's size."""
     made = [c for c in commands_run(ours.argv, cwd=root) if "-p" in c and "diff-tree" in c]
     if len(made) != 1:
         raise RuntimeError(f"expected ours to make the patch with one git diff-tree -p: {made}")
+    out = patch_of(root, made[0])
+    if "--raw" in made[0]:  # NUL-ended records, then an empty one, then the patch
+        out = out[out.index(b"\0\0diff --git ") + 2 :]
     theirs = patch_of(root, list(base_cmd.argv))
-    if hashlib.sha256(patch_of(root, made[0])).digest() != hashlib.sha256(theirs).digest():
+    if hashlib.sha256(out).digest() != hashlib.sha256(theirs).digest():
         raise RuntimeError("ours and the baseline made different patches")
     return made[0], len(theirs)
 
