@@ -33,6 +33,8 @@ lint: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
+## Every row of docs/benchmarks.md, measured side by side (~10 min; needs git, curl, strace,
+## sha256sum, xargs, ssh-keygen and /usr/bin/time besides the venv).
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 

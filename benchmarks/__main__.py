@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -15,16 +16,43 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.common import BenchResult
+from benchmarks.common import BenchResult, seconds
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parent / "docs" / "benchmarks.md"
-ORDER = ["review", "batch", "verify", "gather", "memory"]
+ORDER = ["review", "version", "batch", "verify", "gather", "memory", "diff", "sign"]
 
 
 def available() -> list[str]:
     names = [p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")]
     return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+_WORK = re.compile(re.escape(tempfile.gettempdir()) + r"/dsr-bench-[^/\s']+")
+_SIM = re.compile(r"http://127\.0\.0\.1:\d{4,5}")
+
+
+def _shorter(command: str) -> str:
+    """A command as the document shows it: the run's temporary folder as $WORK, the
+    simulator's URL as $SIM, this checkout as ."""
+    command = _WORK.sub("$WORK", command).replace(str(HERE.parent) + "/", "")
+    return _SIM.sub("$SIM", command)
+
+
+def filesystem(path: str) -> str:
+    """The type of the filesystem ``path`` is on (from /proc/mounts; "unknown" elsewhere):
+    fsync costs nothing on tmpfs and milliseconds on a disk."""
+    try:
+        mounts = [line.split()[1:3] for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "unknown"
+    best = max((m for m in mounts if path == m[0] or path.startswith(m[0].rstrip("/") + "/")),
+               key=lambda m: len(m[0]), default=["", "unknown"])  # fmt: skip
+    return best[1]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
 def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -> str:
@@ -34,44 +62,62 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
         f"Written by `make bench` (`python -m benchmarks`) on "
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}, "
         f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs; the whole run took {elapsed:.0f} s.",
+        f"{os.cpu_count()} CPUs; work files on {filesystem(tempfile.gettempdir())} "
+        f"({tempfile.gettempdir()}); the whole run took {elapsed:.0f} s.",
         "",
-        "Every figure is a ratio of two things timed side by side in the same run (interleaved,",
-        "median of several rounds), because this machine is shared and noisy: absolute times",
-        "are shown for context only.",
+        "How every row is measured: ours and a baseline doing the same work (checked before",
+        "timing, e.g. the same request body sha256 or the same files read) run as fresh",
+        "processes in pairs, ours first in even rounds and the baseline first in odd ones;",
+        "each side's figure is the median of its rounds. Wall time is what the ratio and the",
+        "goal are about; CPU time is user + system of the whole process tree (wait4), and",
+        "`proc` is the number of processes the side uses in all, counted under `strace -f`",
+        "(threads not counted). This machine is shared, so the ratio of one run is the",
+        "result and absolute times are context. Every number below comes from this run.",
         "",
-        "| benchmark | goal | ratio | met | ours | baseline |",
-        "|---|---|---|---|---|---|",
+        "| benchmark | goal | ratio | met | ours | baseline | rounds |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r, err in results:
         if r is None:
-            lines.append(f"| {name} | — | failed | no | — | {err} |")
+            lines.append(f"| {name} | — | failed | **no** | — | {_cell(err)} | — |")
             continue
         cells = [
             r.name,
             r.goal,
             f"{r.ratio:.2f}x",
             "yes" if r.met else "**no**",
-            f"{r.ours_seconds:.3f} {r.unit}",
-            f"{r.baseline_seconds:.3f} {r.unit} ({r.baseline})",
+            seconds(r.ours, memory=r.memory),
+            f"{seconds(r.baseline, memory=r.memory)} ({r.baseline_name})",
+            str(r.rounds),
         ]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    done = [r for _, r, _ in results if r is not None]
+    missed = [r.name for r in done if not r.met]
+    lines += [
+        "",
+        f"Goals met: {len(done) - len(missed)} of {len(results)}"
+        + (f"; not met: {'; '.join(missed)}." if missed else "."),
+    ]
     for name, r, err in results:
         lines += ["", f"## {r.name if r else name}", ""]
         if r is None:
             lines += ["The benchmark failed:", "", "```", err, "```"]
             continue
-        lines.append(f"Goal: {r.goal}. Measured ratio: **{r.ratio:.2f}x** against {r.baseline}.")
-        if r.extra:
+        lines.append(
+            f"Goal: {r.goal}. Measured: **{r.ratio:.2f}x** ({'met' if r.met else 'not met'}); "
+            f"ours {seconds(r.ours, memory=r.memory)}; baseline ({r.baseline_name}) "
+            f"{seconds(r.baseline, memory=r.memory)}; "
+            f"medians of {r.rounds} alternating pairs."
+        )
+        if r.details:
             lines.append("")
-            for k, v in r.extra.items():
-                lines.append(f"- {k}: {v:.3f}")
+            lines += [f"- {label}: {value}" for label, value in r.details]
         if r.notes:
             lines.append("")
             lines += [f"- {n}" for n in r.notes]
         if r.commands:
             lines += ["", "Commands timed:", "", "```"]
-            lines += r.commands
+            lines += [_shorter(c) for c in r.commands]
             lines.append("```")
     return "\n".join(lines) + "\n"
 
@@ -83,6 +129,17 @@ def _compile_package() -> None:
     import compileall
 
     compileall.compile_dir(str(HERE.parent / "deepseek_review"), quiet=1)
+
+
+def report(name: str, r: BenchResult) -> None:
+    """One row's result on the terminal, as it is measured."""
+    print(
+        f"   {r.name}: ratio {r.ratio:.2f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
+        f"ours {seconds(r.ours)}; baseline {seconds(r.baseline)}",
+        flush=True,
+    )
+    for label, value in r.details:
+        print(f"   {label}: {value}", flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -99,20 +156,15 @@ def main(argv: list[str]) -> int:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         with tempfile.TemporaryDirectory(prefix=f"dsr-bench-{name}-") as work:
             try:
-                r: BenchResult = module.run(Path(work))
+                got: BenchResult | list[BenchResult] = module.run(Path(work))
             except Exception:
                 err = traceback.format_exc()
                 print(err, file=sys.stderr)
                 results.append((name, None, err.strip().splitlines()[-1]))
                 continue
-        print(
-            f"   {r.name}: ratio {r.ratio:.2f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
-            f"ours {r.ours_seconds:.3f} {r.unit}, baseline {r.baseline_seconds:.3f} {r.unit}",
-            flush=True,
-        )
-        for k, v in r.extra.items():
-            print(f"   {k}: {v:.3f}", flush=True)
-        results.append((name, r, ""))
+        for r in got if isinstance(got, list) else [got]:
+            report(name, r)
+            results.append((name, r, ""))
     elapsed = time.perf_counter() - t0
     if not argv:
         DOC.write_text(render(results, elapsed), encoding="utf-8")

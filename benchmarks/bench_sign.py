@@ -6,8 +6,7 @@ The goal: verifying signed segments costs at most 3x verifying them unsigned, an
 adds at most one ``ssh-keygen`` call per segment. Two corpora are written by the tool's own
 pipeline (see :mod:`benchmarks.bench_verify`); one is signed by ``deepseek-review sign``
 with a fresh ed25519 key, through an ``ssh-keygen`` wrapper that counts its calls. Both
-verifies are fresh processes, timed interleaved; the ratio of medians is the result.
-``python -m benchmarks.bench_sign [N]`` runs it alone.
+verifies are fresh processes, timed in alternating pairs; the ratio of medians is the result.
 """
 
 from __future__ import annotations
@@ -16,13 +15,11 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from benchmarks.bench_verify import make_corpus
-from benchmarks.common import BenchResult, interleaved, run_command, tool
+from benchmarks.common import BenchResult, Command, compare, tool
 
 SEGMENTS = 1_000
 ROUNDS = 5
@@ -43,7 +40,7 @@ def _counting_ssh_keygen(folder: Path, log: Path) -> dict[str, str]:
     return env
 
 
-def run(work: Path, segments: int = SEGMENTS) -> BenchResult:
+def run(work: Path, rounds: int = ROUNDS, segments: int = SEGMENTS) -> BenchResult:
     signed, unsigned = work / "signed", work / "unsigned"
     made = make_corpus(signed, segments)
     make_corpus(unsigned, segments)
@@ -57,54 +54,50 @@ def run(work: Path, segments: int = SEGMENTS) -> BenchResult:
     log = work / "ssh-keygen.log"
     env = _counting_ssh_keygen(work / "bin", log)
     sign_cmd = [tool(), "-q", "sign", "--repo-root", str(signed), "--signing-key", str(key)]
-    t0 = time.perf_counter()
     subprocess.run(sign_cmd, check=True, env=env, stderr=subprocess.DEVNULL)
-    sign_seconds = time.perf_counter() - t0
     sign_calls = len(log.read_text().splitlines())
     log.unlink()
 
-    ours_cmd = [tool(), "-q", "verify", "--repo-root", str(signed),
-                "--allowed-signers", str(allowed), "--require-signature"]  # fmt: skip
-    base_cmd = [tool(), "-q", "verify", "--repo-root", str(unsigned)]
+    ours_cmd = Command(
+        (tool(), "-q", "verify", "--repo-root", str(signed), "--allowed-signers", str(allowed),
+         "--require-signature"), env=env,
+    )  # fmt: skip
+    base_cmd = Command((tool(), "-q", "verify", "--repo-root", str(unsigned)), env=env)
     for cmd in (ours_cmd, base_cmd):  # sanity, and a warm page cache for both
-        check = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        check = subprocess.run(cmd.argv, capture_output=True, text=True, env=env)
         if check.returncode != 0:
             raise RuntimeError(f"verify failed on the benchmark corpus: {check.stderr[-2000:]}")
     verify_calls = len(log.read_text().splitlines()) if log.exists() else 0
-    ours, base = interleaved(
-        lambda: run_command(ours_cmd, stderr=subprocess.DEVNULL),
-        lambda: run_command(base_cmd, stderr=subprocess.DEVNULL),
-        rounds=ROUNDS,
-    )
-    ratio = ours / base
+    ours, base = compare(ours_cmd, base_cmd, rounds)
+    ratio = ours.wall / base.wall
     return BenchResult(
         name=f"verify {made:,} signed segments",
         goal=f"<= {GOAL:g}x verify of the same segments unsigned; signing <= 1 ssh-keygen call "
         "per segment",
         ratio=ratio,
         met=ratio <= GOAL and sign_calls <= made + 1,
-        ours_seconds=ours,
-        baseline_seconds=base,
-        baseline=f"verify of {made:,} unsigned segments",
-        commands=[shlex.join(ours_cmd), shlex.join(base_cmd), shlex.join(sign_cmd)],
-        notes=[
-            f"Signing {made:,} segments (`sign`): {sign_seconds:.2f} s, {sign_calls:,} "
-            f"ssh-keygen calls (one per segment, plus one probe of the key before anything).",
-            f"verify with signatures: {verify_calls:,} ssh-keygen calls: signatures are checked "
-            "in process (cryptography; ssh-keygen only for key types it does not handle).",
-            f"Median of {ROUNDS} interleaved rounds; both sides are fresh processes.",
+        ours=ours,
+        baseline=base,
+        baseline_name=f"verify of {made:,} unsigned segments",
+        rounds=rounds,
+        commands=[
+            ours_cmd.shown().replace(str(work), "$WORK"),
+            base_cmd.shown().replace(str(work), "$WORK"),
+            shlex.join(["deepseek-review", *sign_cmd[1:]]).replace(str(work), "$WORK"),
         ],
-        extra={"sign seconds": sign_seconds, "ssh-keygen calls to sign": float(sign_calls)},
+        details=[
+            ("ssh-keygen calls to sign the segments (`sign`)", f"{sign_calls:,}"),
+            ("ssh-keygen calls of the signed verify", f"{verify_calls:,}"),
+        ],
+        notes=[
+            f"Signing {made:,} segments made {sign_calls:,} ssh-keygen calls; verify checks "
+            "signatures in process (cryptography; ssh-keygen only for key types it does not "
+            "handle). Calls counted by an ssh-keygen wrapper on PATH.",
+        ],
     )
 
 
 if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else SEGMENTS
     with tempfile.TemporaryDirectory(prefix="dsr-bench-sign-") as tmp:
-        r = run(Path(tmp), n)
-    print(
-        f"{r.name}: ours {r.ours_seconds:.3f}s, unsigned {r.baseline_seconds:.3f}s, "
-        f"ratio {r.ratio:.2f}x ({'met' if r.met else 'MISSED'} {r.goal})"
-    )
-    for note in r.notes:
-        print(f"  - {note}")
+        r = run(Path(tmp))
+    print(f"{r.name}: {r.ratio:.2f}x ({'met' if r.met else 'MISSED'} {r.goal})")

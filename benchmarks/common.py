@@ -1,17 +1,59 @@
 """What every benchmark returns, and how it times things.
 
-Machines are shared and noisy, so a benchmark never reports a bare duration as its result: it
-runs our command and a baseline side by side, interleaved, several times in one process, and
-reports the ratio of their medians. The absolute times are shown too, for context only.
+The machine is shared and noisy, so a benchmark never reports a bare duration as its result:
+it runs our command and a baseline doing the same work side by side, in pairs whose order
+alternates from round to round, and reports the ratio of their medians. Each run is a fresh
+process, timed for wall time and for CPU time (user + system of the process and every child
+it waited for, from ``wait4``), and each side's number of processes is counted once (under
+``strace``), so a comparison of 3 processes with 1 says so.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One fresh process: wall seconds, CPU seconds (itself and its children), peak RSS."""
+
+    wall: float
+    cpu: float
+    max_rss: int
+    """Peak resident set of the largest process of the tree, in bytes; only measured (not 0)
+    for a :class:`Command` with ``peak`` (see :func:`run_command`)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """The medians of one side of a comparison, and how many processes that side uses."""
+
+    wall: float
+    cpu: float
+    max_rss: int
+    """Median over the rounds of the peak resident set, in bytes."""
+    processes: int | None = None
+    samples: tuple[Sample, ...] = ()
+
+    @classmethod
+    def of(cls, samples: Sequence[Sample], processes: int | None = None) -> Side:
+        return cls(
+            wall=statistics.median(s.wall for s in samples),
+            cpu=statistics.median(s.cpu for s in samples),
+            max_rss=int(statistics.median(s.max_rss for s in samples)),
+            processes=processes,
+            samples=tuple(samples),
+        )
 
 
 @dataclass
@@ -21,70 +63,189 @@ class BenchResult:
     goal: str
     """The goal as the issue states it, e.g. "<= 2x sha256sum"."""
     ratio: float
-    """ours / baseline (medians); what the goal is about."""
+    """ours / baseline (medians of wall time); what the goal is about unless it says else."""
     met: bool
-    ours_seconds: float
-    baseline_seconds: float
-    baseline: str
+    ours: Side
+    baseline: Side
+    baseline_name: str
     """What the baseline is, in words."""
+    rounds: int
     commands: list[str] = field(default_factory=list)
     """The exact commands timed (ours and the baseline), for docs/benchmarks.md."""
     notes: list[str] = field(default_factory=list)
-    extra: dict[str, float] = field(default_factory=dict)
-    """Other figures worth reporting (e.g. ratio to a second baseline)."""
-    unit: str = "s"
-    """Unit of ``ours_seconds``/``baseline_seconds`` (``MB`` for the memory benchmark)."""
+    details: list[tuple[str, str]] = field(default_factory=list)
+    """Other measured figures of this run (label, value), e.g. a second baseline."""
+    memory: bool = False
+    """The goal is about peak memory: the sides are shown with their peak resident set."""
 
 
-def time_call(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: Path | None = None,
+    peak: bool = False,
+) -> Sample:
+    """Run one command, which must succeed; its wall time, CPU time and (``peak``) peak RSS.
+
+    ``wait4`` gives the rusage of the child together with every descendant it waited for, so
+    a shell pipeline or a pool of workers is counted whole. Its ``ru_maxrss`` is no use here:
+    a child forked from this (large) process starts with this process's resident set as its
+    peak. So with ``peak`` the command runs under ``/usr/bin/time -f %M``, a small C program
+    whose child's peak is its own (a wrapper of about 2 MB, forked once, on both sides).
+    """
+    if peak:
+        with tempfile.NamedTemporaryFile(prefix="dsr-bench-time-") as out:
+            timed = ["/usr/bin/time", "-f", "%M", "-o", out.name, *argv]
+            sample = run_command(timed, cwd=cwd, env=env, stdin=stdin)
+            kib = int(Path(out.name).read_text(encoding="ascii").split()[-1])
+        return Sample(sample.wall, sample.cpu, kib * 1024)
+    stdin_file = open(stdin, "rb") if stdin is not None else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=stdin_file,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    finally:
+        if stdin is not None and not isinstance(stdin_file, int):
+            stdin_file.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stderr.close()
+    if proc.returncode != 0:
+        tail = err.decode("utf-8", "replace").strip()[-2000:]
+        raise RuntimeError(f"{' '.join(argv[:4])} ... exited {proc.returncode}: {tail}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, 0)
 
 
-def run_command(argv: Sequence[str], **kwargs: object) -> float:
-    """Wall time of one command, which must succeed."""
-    t0 = time.perf_counter()
-    subprocess.run(list(argv), check=True, stdout=subprocess.DEVNULL, **kwargs)  # type: ignore[call-overload]
-    return time.perf_counter() - t0
+def paired(
+    ours: Callable[[], Sample], baseline: Callable[[], Sample], rounds: int
+) -> tuple[list[Sample], list[Sample]]:
+    """``rounds`` pairs, ours first in even rounds and the baseline first in odd ones, so
+    neither side always runs on the cache or the CPU the other just warmed."""
+    a: list[Sample] = []
+    b: list[Sample] = []
+    for r in range(rounds):
+        if r % 2 == 0:
+            a.append(ours())
+            b.append(baseline())
+        else:
+            b.append(baseline())
+            a.append(ours())
+    return a, b
 
 
-def interleaved(
-    ours: Callable[[], float], baseline: Callable[[], float], rounds: int = 5
-) -> tuple[float, float]:
-    """Medians of ``rounds`` alternating runs of each (each callable returns its seconds)."""
-    a: list[float] = []
-    b: list[float] = []
-    for _ in range(rounds):
-        a.append(ours())
-        b.append(baseline())
-    return statistics.median(a), statistics.median(b)
+@dataclass(frozen=True)
+class Command:
+    """One side's command line, where it runs, and (optionally) its stdin file."""
+
+    argv: tuple[str, ...]
+    cwd: Path | None = None
+    env: Mapping[str, str] | None = None
+    stdin: Path | None = None
+    peak: bool = False
+    """Measure the peak resident set too (under ``/usr/bin/time``)."""
+
+    def run(self) -> Sample:
+        return run_command(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin, peak=self.peak)
+
+    def processes(self) -> int | None:
+        from benchmarks.strace import count_processes
+
+        return count_processes(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
+
+    def shown(self) -> str:
+        """The command as docs/benchmarks.md shows it (the venv's paths shortened)."""
+        words = ["deepseek-review" if a == tool() else a for a in self.argv]
+        words = ["python" if a == sys.executable else a for a in words]
+        text = shlex.join(words)
+        return text if self.stdin is None else f"{text} < {self.stdin.name}"
+
+
+class Runnable(Protocol):
+    """A side: a :class:`Command`, or anything that runs a fresh process the same way."""
+
+    def run(self) -> Sample: ...
+
+    def processes(self) -> int | None: ...
+
+
+def compare(ours: Runnable, baseline: Runnable, rounds: int) -> tuple[Side, Side]:
+    """Both sides timed in alternating pairs, and each side's processes counted once."""
+    a, b = paired(ours.run, baseline.run, rounds)
+    return Side.of(a, ours.processes()), Side.of(b, baseline.processes())
+
+
+def import_profile(args: Sequence[str], cwd: Path | str | None = None) -> list[tuple[str, float]]:
+    """Where ``deepseek-review ARGS`` spends its imports: one run of ``python -X importtime -m
+    deepseek_review ARGS`` (the same entry point as the console script); each top-level
+    import with its cumulative seconds, largest first."""
+    argv = [sys.executable, "-X", "importtime", "-m", "deepseek_review", *args]
+    err = subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stderr
+    tops: list[tuple[str, float]] = []
+    for line in err.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        _, cumulative, name = line.removeprefix("import time:").split("|", 2)
+        if not name.startswith("  "):  # one space after the bar: a top-level import
+            tops.append((name.strip(), int(cumulative) / 1e6))
+    return sorted(tops, key=lambda t: -t[1])
+
+
+def profile_text(tops: list[tuple[str, float]], shown: int = 6) -> str:
+    """An import profile as one line: the total and the largest few."""
+    total = sum(t for _, t in tops)
+    largest = ", ".join(f"{name} {t * 1000:.0f} ms" for name, t in tops[:shown])
+    return f"{total:.3f} s in {len(tops)} top-level imports; largest: {largest}"
 
 
 def tool() -> str:
     """The installed ``deepseek-review`` console script of the running interpreter's venv."""
-    import sys
-    from pathlib import Path
-
     return str(Path(sys.executable).parent / "deepseek-review")
 
 
+def seconds(side: Side, *, memory: bool = False) -> str:
+    """A side as the tables show it: wall and CPU medians, its processes, and (``memory``)
+    its peak resident set."""
+    procs = "?" if side.processes is None else str(side.processes)
+    text = f"{side.wall:.3f} s wall, {side.cpu:.3f} s CPU, {procs} proc"
+    return f"{text}, peak {side.max_rss / 1e6:.1f} MB" if memory else text
+
+
 class SimulatorProcess:
-    """The simulator in its own process, so it never competes for our GIL."""
+    """The simulator in its own process, so it never competes for our GIL.
 
-    def __init__(self, *flags: str) -> None:
-        import sys
+    With ``record``, it runs through :mod:`benchmarks.simrecord`, which writes the sha256 of
+    every chat request body it received to that file when it is stopped.
+    """
 
+    def __init__(self, *flags: str, record: Path | None = None) -> None:
+        if record is None:
+            argv = [sys.executable, "-m", "deepseek_review.simulator"]
+        else:
+            argv = [sys.executable, "-m", "benchmarks.simrecord", "--record", str(record)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "deepseek_review.simulator", "--port", "0", "--quiet", *flags],
+            [*argv, "--port", "0", "--quiet", *flags],
             stdout=subprocess.PIPE,
             text=True,
+            cwd=Path(__file__).resolve().parent.parent,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
         self.base_url = line.rsplit(" ", 1)[-1]
         if not self.base_url.startswith("http://127.0.0.1:"):
             self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
             raise RuntimeError(f"the simulator did not start: {line!r}")
         self.chat_url = self.base_url + "/v1/chat/completions"
 
@@ -97,6 +258,18 @@ class SimulatorProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+def recorded_bodies(*flags: str, send: Callable[[str], object], work: Path) -> list[str]:
+    """The sha256 of each chat request body ``send(base_url)`` made, sorted, as a simulator
+    started with ``flags`` received them: how a benchmark shows both sides sent the same."""
+    record = work / f"bodies-{time.monotonic_ns()}.txt"
+    with SimulatorProcess(*flags, record=record) as sim:
+        send(sim.base_url)
+    return sorted(record.read_text(encoding="ascii").split())
 
 
 def git_init(root: object) -> None:

@@ -1,11 +1,21 @@
-"""The baseline of benchmark 1: a plain stdlib-only script doing the same job as `run`.
+"""The seed emitter's approach as a baseline: one stdlib script, one request, answer, receipt.
 
-It reads the context files, frames them in a prompt, POSTs one non-streamed chat-completions
-request with urllib, and writes the answer and a receipt with the same sha256 fields. No
-retries, no validation, no continuation: the floor a tool could hope to reach.
+The project's seed (``ollama_deepseek_review_emitter.py``, whose receipts are in
+``/work/shared/fixtures/research-stack``) reads the context files, frames them in a prompt
+held in its own source, POSTs one request with urllib, and writes the answer (``.md``) and a
+receipt (``.receipt.json``: model, endpoint, prompt and answer sha256, usage, context files,
+answer path). This script does the same, and sends the very bytes ``deepseek-review run``
+sends: the framing is our request record's body (its ``$parts``, the template text standing
+for the seed's in-source prompt), each ``$file`` part is replaced by that file's text as read
+now, and the body is serialised canonically (sorted keys, compact, UTF-8). A body asking for
+``"stream": true`` is read as a server-sent event stream, as ``run`` does by default.
 
-Usage: python stdlib_review.py URL OUT_DIR FILE...
+No retries, no checks, no request record, no fsync: the floor a Python tool could hope for.
+
+Usage: python stdlib_review.py SKELETON.json URL OUT_DIR
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
@@ -13,49 +23,80 @@ import os
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up: only mypy reads these
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
+    from typing import Any
+
+
+def build_body(skeleton: dict[str, Any]) -> tuple[bytes, list[str]]:
+    """The request body bytes and the context files it names, in order."""
+    files: list[str] = []
+    messages: list[dict[str, Any]] = []
+    for message in skeleton["messages"]:
+        content = message["content"]
+        if isinstance(content, dict):
+            pieces: list[str] = []
+            for part in content["$parts"]:
+                if isinstance(part, str):
+                    pieces.append(part)
+                    continue
+                path = part["$file"]["path"]
+                with open(path, "rb") as fh:
+                    pieces.append(fh.read().decode("utf-8"))
+                files.append(path)
+            content = "".join(pieces)
+        messages.append({**message, "content": content})
+    body = {**skeleton, "messages": messages}
+    data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return data.encode("utf-8"), files
+
+
+def read_answer(resp: HTTPResponse, stream: bool) -> tuple[str, Any]:
+    """The answer text and the usage, from a JSON response or an SSE stream."""
+    if not stream:
+        answer = json.loads(resp.read())
+        return answer["choices"][0]["message"]["content"], answer.get("usage")
+    parts: list[str] = []
+    usage: Any = None
+    for raw in resp:
+        line = raw.strip()
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            break
+        event = json.loads(data)
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or ():
+            piece = (choice.get("delta") or {}).get("content")
+            if piece:
+                parts.append(piece)
+    return "".join(parts), usage
 
 
 def main() -> None:
-    url, out_dir, *files = sys.argv[1:]
-    parts = []
-    for path in files:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        text = data.decode("utf-8")
-        fence = "`" * 3
-        while fence in text:
-            fence += "`"
-        parts.append(f"## File: {path}\n\n{fence}\n{text}\n{fence}\n")
-    messages = [
-        {"role": "system", "content": "You are a careful reviewer."},
-        {"role": "user", "content": "Review these files.\n\n" + "\n".join(parts)},
-    ]
-    body = json.dumps(
-        {
-            "model": "deepseek-v4-flash",
-            "messages": messages,
-            "temperature": 0,
-            "max_tokens": 8192,
-            "stream": False,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    ).encode("utf-8")
+    skeleton_path, url, out_dir = sys.argv[1:]
+    with open(skeleton_path, "rb") as fh:
+        skeleton = json.load(fh)
+    body, files = build_body(skeleton)
     req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as resp:
-        answer = json.loads(resp.read())
-    content = answer["choices"][0]["message"]["content"].encode("utf-8")
+        text, usage = read_answer(resp, bool(skeleton.get("stream")))
+    content = text.encode("utf-8")
     stem = os.path.join(out_dir, f"review_{time.time_ns()}")
     with open(stem + ".md", "wb") as fh:
         fh.write(content)
     receipt = {
         "schema": "ollama_deepseek_review_receipt_v1",
-        "model": "deepseek-v4-flash",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": skeleton["model"],
         "endpoint": url,
         "prompt_sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
         "answer_sha256": "sha256:" + hashlib.sha256(content).hexdigest(),
-        "usage": answer.get("usage"),
+        "usage": usage,
         "context_files": files,
         "answer_path": stem + ".md",
     }

@@ -1,0 +1,68 @@
+"""The batch row's baseline: the same requests from a bare 8-thread http.client client.
+
+Each thread keeps one connection open and takes the next body from a shared queue, POSTs it
+and reads the streamed answer line by line to its end; nothing is checked or written. The
+bodies are the exact bytes ``deepseek-review batch`` sent (rebuilt from its request records,
+context included), one file each in BODY_DIR.
+
+Usage: python bare_batch.py URL JOBS BODY_DIR
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import queue
+import sys
+import threading
+from urllib.parse import urlsplit
+
+FAILURES: list[str] = []
+
+
+def worker(host: str, port: int, path: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
+    try:
+        send_all(host, port, path, bodies)
+    except Exception as exc:  # a failed run must not pass for a fast one
+        FAILURES.append(repr(exc))
+
+
+def send_all(host: str, port: int, path: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
+    conn = http.client.HTTPConnection(host, port, timeout=600)
+    while (body := bodies.get()) is not None:
+        conn.request("POST", path, body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}")
+        for _line in resp:  # the server-sent events, read as they come
+            pass
+    conn.close()
+
+
+def main() -> None:
+    url, jobs_text, body_dir = sys.argv[1:]
+    jobs = int(jobs_text)
+    parts = urlsplit(url)
+    bodies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    for name in sorted(os.listdir(body_dir)):
+        with open(os.path.join(body_dir, name), "rb") as fh:
+            bodies.put(fh.read())
+    for _ in range(jobs):
+        bodies.put(None)
+    threads = [
+        threading.Thread(
+            target=worker,
+            args=(parts.hostname or "127.0.0.1", parts.port or 80, parts.path, bodies),
+        )
+        for _ in range(jobs)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if FAILURES:
+        sys.exit(f"bare_batch: {len(FAILURES)} thread(s) failed: {FAILURES[0]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The bundled simulator, recording what it was sent: for the benchmarks' same-work checks.
+
+``python -m benchmarks.simrecord --record FILE [simulator flags]`` serves like
+``python -m deepseek_review.simulator`` and, when stopped (SIGTERM or SIGINT), writes the
+sha256 of every chat request body it received to FILE, one per line. Used only in the
+untimed check passes, so recording never weighs on a timing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from deepseek_review.simulator import Simulator
+from deepseek_review.simulator.command import build_parser
+from deepseek_review.simulator.config import SimulatorConfig
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser("python -m benchmarks.simrecord")
+    parser.add_argument("--record", required=True, help="write the body hashes here on exit")
+    args = vars(parser.parse_args(argv))
+    record = Path(args.pop("record"))
+    args.pop("quiet")
+    if args["models"] is not None:
+        args["models"] = frozenset(args["models"])
+    sim = Simulator(SimulatorConfig(**args))
+    done = threading.Event()
+
+    def stop(signum: int, frame: Any) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    sim.start()
+    print(f"deepseek-review simulator listening on {sim.base_url}", flush=True)
+    while not done.wait(0.2):
+        pass
+    sim.stop()
+    hashes = [
+        hashlib.sha256(r.body).hexdigest()
+        for r in sim.requests
+        if r.method == "POST" and r.path.endswith("/chat/completions")
+    ]
+    record.write_text("".join(h + "\n" for h in hashes), encoding="ascii")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
