@@ -159,7 +159,7 @@ def job_from_plan(
         out_shown=o.output_dir,
         topic=o.topic,
         endpoint=plan.endpoint,
-        base_messages=plan.messages,
+        base_messages=plan.framed,
         body=o.body_options(),
         continuation=cont,
         existing=existing,

@@ -234,15 +234,16 @@ def text_bytes(messages: Iterable[_HasParts]) -> int:
     )
 
 
-def render_messages(
+def frame_messages(
     template: Template,
     prompt: str,
     topic: str,
     files: Sequence[ContextFile],
     lead: Sequence[str] = (),
-) -> list[Message]:
-    """The chat messages of a review: same inputs, same bytes. ``lead``: framed text before
-    the files in the context (a change under review)."""
+) -> list[tuple[str, tuple[Part, ...]]]:
+    """The chat messages of a review as (role, parts), the files' texts left out (a body
+    can be written from the parts without joining them: :mod:`.bodyjson`). ``lead``: framed
+    text before the files in the context (a change under review)."""
     if not prompt.strip():
         raise InputError(
             f"the prompt is empty: give {name_of('prompt')}, {name_of('prompt_file')} or text "
@@ -252,11 +253,23 @@ def render_messages(
         raise InputError("the prompt holds a NUL byte")
     values = {"prompt": prompt.strip("\n"), "topic": topic, "file_list": file_list(files)}
     context_parts: list[Part] = [*lead, *frame_parts(files)]
+    return [
+        (role, _render_section(section, values, context_parts))
+        for role, section in (("system", template.system), ("user", template.user))
+        if section is not None
+    ]
+
+
+def render_messages(
+    template: Template,
+    prompt: str,
+    topic: str,
+    files: Sequence[ContextFile],
+    lead: Sequence[str] = (),
+) -> list[Message]:
+    """The chat messages of a review, texts joined: same inputs, same bytes."""
     texts = {f.path: f.text for f in files}
-    messages: list[Message] = []
-    for role, section in (("system", template.system), ("user", template.user)):
-        if section is None:
-            continue
-        parts = _render_section(section, values, context_parts)
-        messages.append(Message(role=role, parts=parts, content=join_parts(parts, texts)))
-    return messages
+    return [
+        Message(role=role, parts=parts, content=join_parts(parts, texts))
+        for role, parts in frame_messages(template, prompt, topic, files, lead)
+    ]

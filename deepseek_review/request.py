@@ -1,22 +1,27 @@
 """The exact request body and its hash, and the recorded form of its messages.
 
 The body is canonical JSON (:mod:`.records.canonical`): ``prompt_sha256`` is the sha256 of
-exactly the bytes sent. :func:`prepare` serialises it once and also gives the body as the
-request record holds it, every file text and earlier answer replaced by a reference
-(:mod:`.records.parts`), from which :func:`.records.rebuild.rebuild_body` rebuilds the bytes.
+exactly the bytes sent. :func:`prepare` serialises it once (:mod:`.bodyjson`: a message given
+as parts is written straight from the file texts, which are released as they are written) and
+also gives the body as the request record holds it, every file text and earlier answer replaced
+by a reference (:mod:`.records.parts`), from which :func:`.records.rebuild.rebuild_body`
+rebuilds the bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bodyjson import Streamed, canonical_bytes
 from .errors import ConfigError
 from .options import check, default, name_of
-from .prompt import Message, Part
+from .prompt import Message, Part, text_bytes
 from .records.canonical import canonical_json, sha256_tag
 from .records.parts import AnswerRef, encode_content
+from .tokens import BYTES_PER_TOKEN, MESSAGE_OVERHEAD, estimate_tokens
 
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
@@ -80,7 +85,9 @@ class WireMessage:
 
     role: str
     parts: tuple[Part | AnswerRef, ...]
-    content: str
+    content: str | None
+    """None: never joined; :func:`prepare` writes the body from ``parts`` and the texts it is
+    handed, and :func:`sent_contents` reads the text back from the body that was sent."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Extra per-message fields a server needs (e.g. DeepSeek's ``prefix: true``)."""
 
@@ -97,7 +104,9 @@ class PreparedRequest:
     """The body with references in place of file texts: what the record stores."""
 
 
-def _body(options: BodyOptions, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _body(
+    options: BodyOptions, messages: list[dict[str, Any]], estimate: int | None = None
+) -> dict[str, Any]:
     body: dict[str, Any] = dict(options.extra_body)
     body.update(
         model=options.model,
@@ -114,19 +123,53 @@ def _body(options: BodyOptions, messages: list[dict[str, Any]]) -> dict[str, Any
             temperature=options.temperature,
             max_tokens=options.max_tokens,
             stream=options.stream,
+            prompt_estimate=estimate,
         )
     if options.stream:
         body["stream_options"] = {"include_usage": True}
     return body
 
 
-def prepare(options: BodyOptions, messages: Sequence[WireMessage]) -> PreparedRequest:
-    """Serialise the body once; its bytes are both sent and hashed."""
-    wire = [{"role": m.role, "content": m.content, **m.extra} for m in messages]
-    body_bytes = canonical_json(_body(options, wire))
+def prepare(
+    options: BodyOptions,
+    messages: Sequence[WireMessage],
+    texts: MutableMapping[str, str] | None = None,
+) -> PreparedRequest:
+    """Serialise the body once; its bytes are both sent and hashed. A message without
+    ``content`` is written from its parts, each file's text taken out of ``texts`` (by path) as
+    it is written, so a caller whose only copy that is holds the body alone at the end."""
+    estimate = estimate_messages(messages)
+    wire = [
+        {
+            "role": m.role,
+            "content": m.content if m.content is not None else Streamed(m.parts, texts or {}),
+            **m.extra,
+        }
+        for m in messages
+    ]
+    body_bytes = canonical_bytes(_body(options, wire, estimate))
+    del wire
     recorded = [{"role": m.role, "content": encode_content(m.parts), **m.extra} for m in messages]
     return PreparedRequest(
         body_bytes=body_bytes,
         prompt_sha256=sha256_tag(body_bytes),
         record_body=_body(options, recorded),
     )
+
+
+def estimate_messages(messages: Iterable[WireMessage]) -> int:
+    """:func:`.tokens.estimate_tokens` of the messages' texts; a text never joined is counted
+    from its parts (a reference counts its size: the bytes of its text)."""
+    total = 0
+    for m in messages:
+        if m.content is not None:
+            total += estimate_tokens((m.content,))
+        else:
+            total += -(-text_bytes((m,)) // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD
+    return total
+
+
+def sent_contents(body_bytes: bytes) -> list[str]:
+    """The message texts of a body that was sent (a continuation repeats them): read back
+    from the body, as they were never joined anywhere else."""
+    return [m["content"] for m in json.loads(body_bytes)["messages"]]
