@@ -91,11 +91,30 @@ def _walk(obj: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> bool:
 
 
 def _write_string(pieces: Iterable[str], out: BinaryIO) -> None:
-    """One JSON string made of ``pieces``, each escaped and encoded a slice at a time (a lone
-    surrogate fails to encode, as in ``canonical_json``)."""
+    """One JSON string made of ``pieces``: small ones escaped together, large ones a slice at
+    a time (a lone surrogate fails to encode, as in ``canonical_json``)."""
     out.write(b'"')
+    small: list[str] = []
+    held = 0
     for piece in pieces:
-        for start in range(0, len(piece), SLICE):
-            escaped = encode_basestring(piece[start : start + SLICE])
-            out.write(escaped[1:-1].encode("utf-8"))
+        if len(piece) < SLICE:
+            small.append(piece)
+            held += len(piece)
+            if held < SLICE:
+                continue
+            piece = "".join(small)
+            small.clear()
+            held = 0
+        elif small:
+            _write_escaped("".join(small), out)
+            small.clear()
+            held = 0
+        _write_escaped(piece, out)
+    if small:
+        _write_escaped("".join(small), out)
     out.write(b'"')
+
+
+def _write_escaped(text: str, out: BinaryIO) -> None:
+    for start in range(0, len(text), SLICE):
+        out.write(encode_basestring(text[start : start + SLICE])[1:-1].encode("utf-8"))

@@ -50,21 +50,22 @@ class _Layout:
     git lists their files as untracked."""
 
 
-_LAYOUTS: dict[Path, _Layout] = {}
+_LAYOUTS: dict[str, _Layout] = {}
 
 
 def _layout(root: Path) -> _Layout:
-    # A plain dict, not functools.cache: looked up once per file, and a Path key found by
-    # identity costs no comparison.
-    layout = _LAYOUTS.get(root)
+    # A plain dict keyed by the path's text: looked up once per file, and a batch plans each
+    # entry with its own Path object of the same root (comparing Paths costs more than a hit).
+    key = os.fspath(root)
+    layout = _LAYOUTS.get(key)
     if layout is None:
-        prefix = os.path.join(os.fspath(root), "")
+        prefix = os.path.join(key, "")
         dirs = tuple(
             (d, d[len(prefix) :].replace(os.sep, "/") + "/")
             for d in git_dirs(root)
             if d.startswith(prefix) and not under_dot_git(d[len(prefix) :].replace(os.sep, "/"))
         )
-        layout = _LAYOUTS.setdefault(root, _Layout(prefix, dirs))
+        layout = _LAYOUTS.setdefault(key, _Layout(prefix, dirs))
     return layout
 
 
@@ -121,7 +122,8 @@ class Opener:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._prefix = _layout(root).prefix
+        self.layout = _layout(root)
+        self._prefix = self.layout.prefix
         self._root_fd = os.open(root, _DIR_FLAGS) if _WALKS else -1
         self._dirs: list[tuple[str, int]] = []
 
@@ -186,8 +188,7 @@ def _open_checked(
     :class:`Skipped` for a listed path that may not be context. An explicit path is opened or
     refused.
     """
-    root = opener.root
-    layout = _layout(root)
+    root, layout = opener.root, opener.layout
     try:
         try:
             fd = opener.open(rel)
@@ -232,11 +233,8 @@ def _open_checked(
 PIECE = 1 << 16
 
 
-@dataclass(frozen=True)
-class _Text:
-    text: str
-    sha256: str
-    size: int
+#: A file's text, ``sha256:`` tag and size in bytes (a plain tuple: one per file of 20,000).
+_Text = tuple[str, str, int]
 
 
 def _read_text(
@@ -253,7 +251,7 @@ def _read_text(
     first = os.read(fd, min(st.st_size + 1, PIECE))
     if len(first) <= st.st_size < PIECE:  # read whole (a regular file reads short at its end)
         text = _decode(first, rel, explicit=explicit)
-        return text if isinstance(text, Skipped) else _Text(text, sha256_tag(first), len(first))
+        return text if isinstance(text, Skipped) else (text, sha256_tag(first), len(first))
     return _read_pieces(fd, first, st.st_size, rel, max_file_bytes, explicit=explicit)
 
 
@@ -296,7 +294,7 @@ def _read_pieces(
     if bad != -1:
         why = f"not UTF-8 (invalid byte at offset {bad})"
         return _refuse_or_skip(rel, why, KIND_NOT_UTF8, explicit=explicit)
-    return _Text("".join(pieces), "sha256:" + hasher.hexdigest(), size)
+    return "".join(pieces), "sha256:" + hasher.hexdigest(), size
 
 
 def _decode(data: bytes, rel: str, *, explicit: bool) -> str | Skipped:
@@ -355,8 +353,9 @@ def read_context_file(
     except OSError as exc:
         why = f"cannot read ({exc.strerror})"
         return _refuse_or_skip(rel, why, KIND_UNREADABLE, explicit=explicit)
-    if not isinstance(read, _Text):
+    if not isinstance(read, tuple):
         return read
-    if explicit and not read.size:
+    text, sha256, size = read
+    if explicit and not size:
         raise InputError(f"context file {rel}: is empty, nothing to review")
-    return ContextFile(path=rel, text=read.text, sha256=read.sha256, size=read.size)
+    return ContextFile(rel, text, sha256, size)

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .calls import Completion
-from .client import ChatClient
 from .errors import Interrupted, PromptTruncated, ReviewError
 from .jobspec import (
     EventSink,
@@ -49,6 +49,9 @@ from .request import (
 from .segment import Segment, SegmentSpec, write_segment
 from .storage import ensure_dir
 from .tokens import estimate_exchange, looks_clipped
+
+if TYPE_CHECKING:  # the HTTP stack is imported by whoever makes the client, not by planning
+    from .client import ChatClient
 
 __all__ = [
     "EventSink",

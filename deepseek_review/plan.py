@@ -31,11 +31,11 @@ from .request import (
     PreparedRequest,
     WireMessage,
     check_extra_body,
-    estimate_messages,
     prepare,
     sent_contents,
 )
 from .storage import check_writable_dir
+from .tokens import estimate_sizes
 
 log = logging.getLogger("deepseek_review")
 
@@ -134,6 +134,9 @@ class ReviewPlan:
     """The messages as parts, their texts never joined (the body was written from them)."""
     prepared: PreparedRequest
     token_estimate: int
+    framed_bytes: int
+    """The prompt's bytes as sent: the files with their headings, fences and list, the
+    template and the request (what ``--max-context-bytes`` limits)."""
     options: ReviewOptions
     skipped: tuple[Skipped, ...] = ()
     """What a folder or glob found that was left out, each with why."""
@@ -153,12 +156,6 @@ class ReviewPlan:
     def context_bytes(self) -> int:
         """The context files' bytes."""
         return sum(f.size for f in self.files)
-
-    @property
-    def framed_bytes(self) -> int:
-        """The prompt's bytes as sent: the files with their headings, fences and list, the
-        template and the request (what ``--max-context-bytes`` limits)."""
-        return text_bytes(self.framed)
 
 
 #: Gathers context files (``gather_context``'s signature); a batch passes a caching one.
@@ -249,14 +246,15 @@ def plan_review(
         refuse_secrets([prompt_file, *files, *gitplan.scanned], endpoint=endpoint.url)
     framed = frame_messages(template, options.prompt, options.topic, files, gitplan.lead)
     messages = tuple(WireMessage(role, parts, None) for role, parts in framed)
-    check_framed_size(text_bytes(messages), sum(f.size for f in files), options.limits)
+    sizes = [text_bytes((m,)) for m in messages]
+    check_framed_size(sum(sizes), sum(f.size for f in files), options.limits)
     # From here the texts live in ``texts`` only, which the body takes as it is written; the
     # plan keeps what the record needs (path, hash, size): the body is the one large thing left.
     texts = {f.path: f.text for f in files}
-    files = [replace(f, text="") for f in files]
+    files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
     del gitplan
     prepared = prepare(body_options, messages, texts)
-    estimate = estimate_messages(messages)
+    estimate = estimate_sizes(sizes)
     if options.context_window is not None and estimate > options.context_window:
         log.warning(
             "the prompt is about %d tokens, over the declared %s %d: the server "
@@ -294,6 +292,7 @@ def plan_review(
         framed=messages,
         prepared=prepared,
         token_estimate=estimate,
+        framed_bytes=sum(sizes),
         options=options,
         skipped=skipped,
         pins=pins,

@@ -164,13 +164,14 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
     parts: list[Part] = []
     n = len(files)
     for i, f in enumerate(files, start=1):
-        if has_unsafe_chars(f.path):
-            raise InputError(f"context file {f.path!r}: {UNSAFE_NAME}")
-        fence = fence_for(f.text)
-        sep = "" if f.text.endswith("\n") or f.text == "" else "\n"
+        path, text = f.path, f.text
+        if has_unsafe_chars(path):
+            raise InputError(f"context file {path!r}: {UNSAFE_NAME}")
+        fence = fence_for(text)
+        sep = "" if text.endswith("\n") or not text else "\n"
         lead = "\n" if i > 1 else ""
-        parts.append(f"{lead}## File {i} of {n}: {f.path}\n\n{fence}{_language(f.path)}\n")
-        parts.append(FileRef(path=f.path, sha256=f.sha256, size=f.size))
+        parts.append(f"{lead}## File {i} of {n}: {path}\n\n{fence}{_language(path)}\n")
+        parts.append(FileRef(path, f.sha256, f.size))
         parts.append(f"{sep}{fence}\n")
     return parts
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .bodyjson import Streamed, canonical_bytes
@@ -21,7 +22,7 @@ from .options import check, default, name_of
 from .prompt import Message, Part, text_bytes
 from .records.canonical import canonical_json, sha256_tag
 from .records.parts import AnswerRef, encode_content
-from .tokens import BYTES_PER_TOKEN, MESSAGE_OVERHEAD, estimate_tokens
+from .tokens import estimate_sizes, utf8_size
 
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
@@ -100,8 +101,17 @@ class WireMessage:
 class PreparedRequest:
     body_bytes: bytes
     prompt_sha256: str
-    record_body: dict[str, Any]
-    """The body with references in place of file texts: what the record stores."""
+    options: BodyOptions
+    messages: Sequence[WireMessage]
+
+    @cached_property
+    def record_body(self) -> dict[str, Any]:
+        """The body with references in place of file texts: what the record stores (made
+        when a record is written: a dry run of 20,000 files never needs it)."""
+        recorded = [
+            {"role": m.role, "content": encode_content(m.parts), **m.extra} for m in self.messages
+        ]
+        return _body(self.options, recorded)
 
 
 def _body(
@@ -138,7 +148,7 @@ def prepare(
     """Serialise the body once; its bytes are both sent and hashed. A message without
     ``content`` is written from its parts, each file's text taken out of ``texts`` (by path) as
     it is written, so a caller whose only copy that is holds the body alone at the end."""
-    estimate = estimate_messages(messages)
+    estimate = estimate_messages(messages) if options.api == "ollama" else None
     wire = [
         {
             "role": m.role,
@@ -148,25 +158,15 @@ def prepare(
         for m in messages
     ]
     body_bytes = canonical_bytes(_body(options, wire, estimate))
-    del wire
-    recorded = [{"role": m.role, "content": encode_content(m.parts), **m.extra} for m in messages]
-    return PreparedRequest(
-        body_bytes=body_bytes,
-        prompt_sha256=sha256_tag(body_bytes),
-        record_body=_body(options, recorded),
-    )
+    return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, tuple(messages))
 
 
 def estimate_messages(messages: Iterable[WireMessage]) -> int:
     """:func:`.tokens.estimate_tokens` of the messages' texts; a text never joined is counted
     from its parts (a reference counts its size: the bytes of its text)."""
-    total = 0
-    for m in messages:
-        if m.content is not None:
-            total += estimate_tokens((m.content,))
-        else:
-            total += -(-text_bytes((m,)) // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD
-    return total
+    return estimate_sizes(
+        utf8_size(m.content) if m.content is not None else text_bytes((m,)) for m in messages
+    )
 
 
 def sent_contents(body_bytes: bytes) -> list[str]:
