@@ -20,6 +20,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -87,7 +88,10 @@ def list_templates() -> list[str]:
     )
 
 
+@lru_cache(maxsize=64)
 def parse_template(text: str, name: str) -> Template:
+    """A template's sections, checked (the same text parses once: a batch loads its template
+    for every entry)."""
     digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
     markers = list(_MARKER_RE.finditer(text))
     roles = [m.group(1) for m in markers]

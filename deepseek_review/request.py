@@ -20,7 +20,7 @@ from .bodyjson import Streamed, canonical_bytes
 from .errors import ConfigError
 from .options import check, default, name_of
 from .prompt import Message, Part, text_bytes
-from .records.canonical import canonical_json, sha256_tag
+from .records.canonical import CANONICAL, sha256_tag
 from .records.parts import AnswerRef, encode_content
 from .tokens import estimate_sizes, utf8_size
 
@@ -52,14 +52,21 @@ def check_extra_body(extra: Mapping[str, Any], option: str | None = None) -> Non
         if name in extra:
             why = why.format(max_tokens=name_of("max_tokens"))
             raise ConfigError(f"{option} may not set {name!r}: {why}")
+    if not extra:
+        return
     try:  # Python's JSON reader takes NaN and Infinity; the body must be real JSON
-        canonical_json(dict(extra))
+        CANONICAL.encode(dict(extra))
     except ValueError:
         raise ConfigError(
             f"{option}: NaN or Infinity is not JSON (no server can read it)"
         ) from None
     except TypeError as exc:
         raise ConfigError(f"{option}: not JSON ({exc})") from None
+
+
+#: Message texts this large (bytes, or characters of a text already joined) are written into
+#: the body piece by piece rather than encoded in one go.
+STREAM_ABOVE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -149,16 +156,26 @@ def prepare(
     ``content`` is written from its parts, each file's text taken out of ``texts`` (by path) as
     it is written, so a caller whose only copy that is holds the body alone at the end."""
     estimate = estimate_messages(messages) if options.api == "ollama" else None
+    texts = {} if texts is None else texts
+    # A small body is encoded in one go (the C encoder: a batch plans hundreds); a large one
+    # is written from its parts, so no joined copy of the prompt ever exists.
+    size = sum(len(m.content) if m.content is not None else text_bytes((m,)) for m in messages)
+    small = size < STREAM_ABOVE
     wire = [
-        {
-            "role": m.role,
-            "content": m.content if m.content is not None else Streamed(m.parts, texts or {}),
-            **m.extra,
-        }
-        for m in messages
+        {"role": m.role, "content": _content(m, texts, joined=small), **m.extra} for m in messages
     ]
-    body_bytes = canonical_bytes(_body(options, wire, estimate))
+    body = _body(options, wire, estimate)
+    body_bytes = CANONICAL.encode(body).encode("utf-8") if small else canonical_bytes(body)
     return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, tuple(messages))
+
+
+def _content(m: WireMessage, texts: MutableMapping[str, str], *, joined: bool) -> str | Streamed:
+    """A message's content for the body: its text, or its parts to write the text from."""
+    if m.content is not None:
+        return m.content
+    if joined:
+        return "".join(p if isinstance(p, str) else texts.pop(p.path) for p in m.parts)
+    return Streamed(m.parts, texts)
 
 
 def estimate_messages(messages: Iterable[WireMessage]) -> int:

@@ -36,6 +36,14 @@ TRICKY = (
 )
 
 
+@pytest.fixture(autouse=True, params=["streamed", "one-go"])
+def body_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with bodies written piece by piece and encoded in one go (small)."""
+    if request.param == "streamed":
+        monkeypatch.setattr("deepseek_review.request.STREAM_ABOVE", 0)
+    return str(request.param)
+
+
 def dumps(obj: Any) -> bytes:
     """The canonical form, spelled with ``json.dumps``."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
