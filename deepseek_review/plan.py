@@ -149,8 +149,12 @@ class ReviewPlan:
     def messages(self) -> tuple[WireMessage, ...]:
         """The messages with their texts, read back from the body (a copy of the prompt: for
         callers that show or compare them; sending needs only the body)."""
-        sent = sent_contents(self.prepared.body_bytes)
-        return tuple(replace(m, content=t) for m, t in zip(self.framed, sent, strict=True))
+        return tuple(replace(m, content=t) for m, t in zip(self.framed, self.texts, strict=True))
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Each message's text as sent, read back from the body."""
+        return tuple(sent_contents(self.prepared.body_bytes))
 
     @property
     def context_bytes(self) -> int:
