@@ -333,10 +333,11 @@ def read_context_file(
             )
     if has_unsafe_chars(rel):
         raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
+    if not rel.isascii():
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
     try:
         opened = _open_checked(opener, rel, explicit=explicit)
         if not isinstance(opened, tuple):
