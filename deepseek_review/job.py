@@ -104,9 +104,9 @@ class _Run:
         self.result = result if result is not None else JobResult()
         self.result.segments[:] = job.existing
         self.told = False
+        """Whether the user was told that the server reports no usage (once per review)."""
         self._joined: tuple[WireMessage, ...] | None = None
         """The primary's messages with their texts, once a continuation needs them."""
-        """Whether the user was told that the server reports no usage (once per review)."""
 
     def _log(self, level: int, msg: str, *args: object) -> None:
         extra = {"batch_topic": self.job.label} if self.job.label else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -109,7 +109,8 @@ class PreparedRequest:
     body_bytes: bytes
     prompt_sha256: str
     options: BodyOptions
-    messages: Sequence[WireMessage]
+    messages: tuple[WireMessage, ...]
+    """The messages as parts (texts dropped: the body holds them), for :attr:`record_body`."""
 
     @cached_property
     def record_body(self) -> dict[str, Any]:
@@ -166,7 +167,8 @@ def prepare(
     ]
     body = _body(options, wire, estimate)
     body_bytes = CANONICAL.encode(body).encode("utf-8") if small else canonical_bytes(body)
-    return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, tuple(messages))
+    parts = tuple(m if m.content is None else replace(m, content=None) for m in messages)
+    return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, parts)
 
 
 def _content(m: WireMessage, texts: MutableMapping[str, str], *, joined: bool) -> str | Streamed:
