@@ -132,14 +132,17 @@ def _leave_out_outputs(
     output folder (its file count) or file, and one per file named as the tool names its own."""
     below: dict[Output, list[str]] = {}
     by_name: list[str] = []
+    own = [(o, o.path, o.path + "/") for o in outputs if o.path != "."]  # ``Output.holds``
     for rel in listed:
         if rel in named:
             continue
-        output = next((o for o in outputs if o.holds(rel)), None)
-        if output is not None:
-            below.setdefault(output, []).append(rel)
-        elif written_by_tool(rel):
-            by_name.append(rel)
+        for output, path, folder in own:
+            if rel == path or rel.startswith(folder):
+                below.setdefault(output, []).append(rel)
+                break
+        else:
+            if written_by_tool(rel):
+                by_name.append(rel)
     left: list[Skipped] = []
     of: dict[str, Skipped] = {}
     for output, rels in below.items():

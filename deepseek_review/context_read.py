@@ -8,7 +8,9 @@ sent is refused; one a folder or glob listed is left out (:class:`.context_types
 
 from __future__ import annotations
 
+import codecs
 import errno
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -48,21 +50,22 @@ class _Layout:
     git lists their files as untracked."""
 
 
-_LAYOUTS: dict[Path, _Layout] = {}
+_LAYOUTS: dict[str, _Layout] = {}
 
 
 def _layout(root: Path) -> _Layout:
-    # A plain dict, not functools.cache: looked up once per file, and a Path key found by
-    # identity costs no comparison.
-    layout = _LAYOUTS.get(root)
+    # A plain dict keyed by the path's text: looked up once per file, and a batch plans each
+    # entry with its own Path object of the same root (comparing Paths costs more than a hit).
+    key = os.fspath(root)
+    layout = _LAYOUTS.get(key)
     if layout is None:
-        prefix = os.path.join(os.fspath(root), "")
+        prefix = os.path.join(key, "")
         dirs = tuple(
             (d, d[len(prefix) :].replace(os.sep, "/") + "/")
             for d in git_dirs(root)
             if d.startswith(prefix) and not under_dot_git(d[len(prefix) :].replace(os.sep, "/"))
         )
-        layout = _LAYOUTS.setdefault(root, _Layout(prefix, dirs))
+        layout = _LAYOUTS.setdefault(key, _Layout(prefix, dirs))
     return layout
 
 
@@ -119,7 +122,8 @@ class Opener:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._prefix = _layout(root).prefix
+        self.layout = _layout(root)
+        self._prefix = self.layout.prefix
         self._root_fd = os.open(root, _DIR_FLAGS) if _WALKS else -1
         self._dirs: list[tuple[str, int]] = []
 
@@ -184,8 +188,7 @@ def _open_checked(
     :class:`Skipped` for a listed path that may not be context. An explicit path is opened or
     refused.
     """
-    root = opener.root
-    layout = _layout(root)
+    root, layout = opener.root, opener.layout
     try:
         try:
             fd = opener.open(rel)
@@ -224,9 +227,20 @@ def _open_checked(
         raise
 
 
-def _read_fd(
+#: Files are read this much at a time; a larger one is decoded piece by piece, so no
+#: file-sized bytes object is made and dropped: the allocator would keep the pages it freed
+#: resident next to the text, and a large context would cost its size twice more.
+PIECE = 1 << 16
+
+
+#: A file's text, ``sha256:`` tag and size in bytes (a plain tuple: one per file of 20,000).
+_Text = tuple[str, str, int]
+
+
+def _read_text(
     fd: int, st: os.stat_result, rel: str, max_file_bytes: int, *, explicit: bool
-) -> bytes | Skipped | None:
+) -> _Text | Skipped | None:
+    """A file's text, hash and size; binary, non-UTF-8 or too big data refused or left out."""
     if not stat.S_ISREG(st.st_mode):
         if explicit:
             raise InputError(f"context file {rel}: not a regular file")
@@ -234,18 +248,53 @@ def _read_fd(
     if st.st_size > max_file_bytes:
         why = f"{st.st_size} bytes is over {name_of('max_file_bytes')} {max_file_bytes}"
         return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
-    first = os.read(fd, st.st_size + 1)
-    if len(first) <= st.st_size:  # a regular file reads short only at its end
-        return first
-    # It grew since fstat: read on to the end, but never past the limit.
-    chunks, size = [first], len(first)
-    while chunks[-1]:
-        if size > max_file_bytes:
+    first = os.read(fd, min(st.st_size + 1, PIECE))
+    if len(first) <= st.st_size < PIECE:  # read whole (a regular file reads short at its end)
+        text = _decode(first, rel, explicit=explicit)
+        return text if isinstance(text, Skipped) else (text, sha256_tag(first), len(first))
+    return _read_pieces(fd, first, st.st_size, rel, max_file_bytes, explicit=explicit)
+
+
+def _read_pieces(
+    fd: int, first: bytes, expected: int, rel: str, max_file_bytes: int, *, explicit: bool
+) -> _Text | Skipped:
+    """The rest of a large (or growing) file, decoded as it is read; never past the limit.
+    What is refused is as for the whole bytes: binary first, then the first invalid byte."""
+    hasher, decoder = hashlib.sha256(), codecs.getincrementaldecoder("utf-8")()
+    pieces: list[str] = []
+    size, nul, bad = 0, -1, -1
+    chunk, want = first, min(expected + 1, PIECE)
+    while True:
+        if size + len(chunk) > max_file_bytes:
             why = f"over {name_of('max_file_bytes')} {max_file_bytes}"
             return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
-        chunks.append(os.read(fd, 65536))
-        size += len(chunks[-1])
-    return b"".join(chunks)
+        hasher.update(chunk)
+        if nul == -1 and (at := chunk.find(b"\0")) != -1:
+            nul = size + at
+        if nul == -1 and bad == -1:
+            pending = len(decoder.getstate()[0])
+            try:
+                pieces.append(decoder.decode(chunk))
+            except UnicodeDecodeError as exc:
+                bad = size - pending + exc.start
+        size += len(chunk)
+        if len(chunk) < want:  # a regular file reads short only at its end
+            break
+        want = min(expected + 1 - size, PIECE) if size <= expected else PIECE
+        chunk = os.read(fd, want)
+    if nul == -1 and bad == -1:
+        pending = len(decoder.getstate()[0])
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            bad = size - pending + exc.start
+    if nul != -1:
+        why = f"binary (NUL byte at offset {nul})"
+        return _refuse_or_skip(rel, why, KIND_BINARY, explicit=explicit)
+    if bad != -1:
+        why = f"not UTF-8 (invalid byte at offset {bad})"
+        return _refuse_or_skip(rel, why, KIND_NOT_UTF8, explicit=explicit)
+    return "".join(pieces), "sha256:" + hasher.hexdigest(), size
 
 
 def _decode(data: bytes, rel: str, *, explicit: bool) -> str | Skipped:
@@ -284,17 +333,18 @@ def read_context_file(
             )
     if has_unsafe_chars(rel):
         raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
+    if not rel.isascii():
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
     try:
         opened = _open_checked(opener, rel, explicit=explicit)
         if not isinstance(opened, tuple):
             return opened
         fd, st = opened
         try:
-            data = _read_fd(fd, st, rel, max_file_bytes, explicit=explicit)
+            read = _read_text(fd, st, rel, max_file_bytes, explicit=explicit)
         finally:
             os.close(fd)
     except FileNotFoundError:
@@ -304,11 +354,9 @@ def read_context_file(
     except OSError as exc:
         why = f"cannot read ({exc.strerror})"
         return _refuse_or_skip(rel, why, KIND_UNREADABLE, explicit=explicit)
-    if not isinstance(data, bytes):
-        return data
-    if explicit and not data:
+    if not isinstance(read, tuple):
+        return read
+    text, sha256, size = read
+    if explicit and not size:
         raise InputError(f"context file {rel}: is empty, nothing to review")
-    text = _decode(data, rel, explicit=explicit)
-    if isinstance(text, Skipped):
-        return text
-    return ContextFile(path=rel, text=text, sha256=sha256_tag(data), size=len(data))
+    return ContextFile(rel, text, sha256, size)

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .calls import Completion
-from .client import ChatClient
 from .errors import Interrupted, PromptTruncated, ReviewError
 from .jobspec import (
     EventSink,
@@ -37,10 +38,20 @@ from .plan import continuation_body
 from .prompt import continuation_directive
 from .records.parts import AnswerRef
 from .records.request_record import Continuation
-from .request import BodyOptions, PreparedRequest, WireMessage, prepare
+from .request import (
+    BodyOptions,
+    PreparedRequest,
+    WireMessage,
+    estimate_messages,
+    prepare,
+    sent_contents,
+)
 from .segment import Segment, SegmentSpec, write_segment
 from .storage import ensure_dir
-from .tokens import estimate_exchange, estimate_tokens, looks_clipped
+from .tokens import estimate_exchange, looks_clipped
+
+if TYPE_CHECKING:  # the HTTP stack is imported by whoever makes the client, not by planning
+    from .client import ChatClient
 
 __all__ = [
     "EventSink",
@@ -94,6 +105,8 @@ class _Run:
         self.result.segments[:] = job.existing
         self.told = False
         """Whether the user was told that the server reports no usage (once per review)."""
+        self._joined: tuple[WireMessage, ...] | None = None
+        """The primary's messages with their texts, once a continuation needs them."""
 
     def _log(self, level: int, msg: str, *args: object) -> None:
         extra = {"batch_topic": self.job.label} if self.job.label else None
@@ -224,6 +237,18 @@ class _Run:
         self.result.segments.append(segment)
         self.result.new += 1
 
+    def _base_messages(self) -> tuple[WireMessage, ...]:
+        """The primary's messages with their texts: a planned primary's were never joined
+        (the body was written from the files), so they are read back from the body sent."""
+        base = self.job.base_messages
+        if all(m.content is not None for m in base):
+            return base
+        if self._joined is None:
+            assert self.job.primary is not None, "unjoined messages come with their primary"
+            sent = sent_contents(self.job.primary.prepared.body_bytes)
+            self._joined = tuple(replace(m, content=t) for m, t in zip(base, sent, strict=True))
+        return self._joined
+
     def _continue(self) -> None:
         job, segments = self.job, self.result.segments
         options = job.continuation
@@ -238,11 +263,11 @@ class _Run:
             made += 1
             so_far = "".join(s.content for s in segments)
             messages = (
-                *job.base_messages,
+                *self._base_messages(),
                 *_continuation_tail(segments, so_far, options.style, options.server),
             )
             prepared = prepare(body, messages)
-            estimate = estimate_tokens(m.content for m in messages)
+            estimate = estimate_messages(messages)
             preflight(
                 self.client,
                 server=options.server,

@@ -159,7 +159,7 @@ def job_from_plan(
         out_shown=o.output_dir,
         topic=o.topic,
         endpoint=plan.endpoint,
-        base_messages=plan.messages,
+        base_messages=plan.framed,
         body=o.body_options(),
         continuation=cont,
         existing=existing,
@@ -183,7 +183,7 @@ def findings_hook(plan: ReviewPlan) -> FindingsHook:
     from .finding.hunks import change_in
     from .finding.sidecar import hook
 
-    change = change_in(plan.pins, (p for m in plan.messages for p in m.parts))
+    change = change_in(plan.pins, (p for m in plan.framed for p in m.parts))
     return hook(plan.root, ((f.path, f.sha256) for f in plan.files), change)
 
 

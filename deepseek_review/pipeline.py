@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .calls import ProgressFn, RetryPolicy, Timeouts
-from .client import ChatClient
 from .endpoint import Endpoint
 from .job import ProgressSink, job_from_plan, no_progress_message, run_job
 from .plan import (
@@ -28,6 +27,9 @@ from .plan import (
 )
 from .segment import Segment
 from .serverhints import Advice
+
+if TYPE_CHECKING:  # the HTTP stack is imported once a client is made: not for --dry-run
+    from .client import ChatClient
 
 # What other modules, tests and the benchmarks import from here (planning is .plan's).
 __all__ = [
@@ -119,6 +121,8 @@ class ClientOptions(Protocol):
 
 def make_client(endpoint: Endpoint, options: ClientOptions) -> ChatClient:
     """The client of one review's endpoint (hints worded for its server and key variable)."""
+    from .client import ChatClient
+
     return ChatClient(
         endpoint.url,
         endpoint.api_key,

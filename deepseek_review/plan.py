@@ -22,7 +22,7 @@ from .gitreview import GitOptions, plan_git
 from .ollama.native import native_endpoint
 from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
-from .prompt import Template, load_template, render_messages, text_bytes
+from .prompt import Template, frame_messages, load_template, text_bytes
 from .records.naming import check_topic, longest_name
 from .records.receipt import check_recordable
 from .repo import find_repo_root, resolve_inside
@@ -32,9 +32,10 @@ from .request import (
     WireMessage,
     check_extra_body,
     prepare,
+    sent_contents,
 )
 from .storage import check_writable_dir
-from .tokens import estimate_tokens
+from .tokens import estimate_sizes
 
 log = logging.getLogger("deepseek_review")
 
@@ -128,10 +129,14 @@ class ReviewPlan:
     out_dir: Path
     template: Template
     files: tuple[ContextFile, ...]
-    """The context files' paths, hashes and sizes; their texts are in ``messages`` only."""
-    messages: tuple[WireMessage, ...]
+    """The context files' paths, hashes and sizes; their texts are in the body only."""
+    framed: tuple[WireMessage, ...]
+    """The messages as parts, their texts never joined (the body was written from them)."""
     prepared: PreparedRequest
     token_estimate: int
+    framed_bytes: int
+    """The prompt's bytes as sent: the files with their headings, fences and list, the
+    template and the request (what ``--max-context-bytes`` limits)."""
     options: ReviewOptions
     skipped: tuple[Skipped, ...] = ()
     """What a folder or glob found that was left out, each with why."""
@@ -141,15 +146,20 @@ class ReviewPlan:
     """The receipt's ``context_files``: a diff's changed paths, then the whole files."""
 
     @property
+    def messages(self) -> tuple[WireMessage, ...]:
+        """The messages with their texts, read back from the body (a copy of the prompt: for
+        callers that show or compare them; sending needs only the body)."""
+        return tuple(replace(m, content=t) for m, t in zip(self.framed, self.texts, strict=True))
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Each message's text as sent, read back from the body."""
+        return tuple(sent_contents(self.prepared.body_bytes))
+
+    @property
     def context_bytes(self) -> int:
         """The context files' bytes."""
         return sum(f.size for f in self.files)
-
-    @property
-    def framed_bytes(self) -> int:
-        """The prompt's bytes as sent: the files with their headings, fences and list, the
-        template and the request (what ``--max-context-bytes`` limits)."""
-        return text_bytes(self.messages)
 
 
 #: Gathers context files (``gather_context``'s signature); a batch passes a caching one.
@@ -224,7 +234,7 @@ def plan_review(
         options.git, root, options.context, options.limits, outputs, gather,
         topic=options.topic, out_dir=out_named,
     )  # fmt: skip
-    skipped = gitplan.skipped
+    skipped, pins, receipt_paths = gitplan.skipped, gitplan.git, gitplan.receipt_paths
     files: list[ContextFile] = gitplan.files
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
     if prompt_bytes > options.limits.max_context_bytes:
@@ -238,15 +248,17 @@ def plan_review(
         # The prompt leaves the machine too: scan it as if it were one more file.
         prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
         refuse_secrets([prompt_file, *files, *gitplan.scanned], endpoint=endpoint.url)
-    rendered = render_messages(template, options.prompt, options.topic, files, gitplan.lead)
-    check_framed_size(text_bytes(rendered), sum(f.size for f in files), options.limits)
-    # From here the texts live on in the messages only; the plan keeps what the record needs
-    # (path, hash, size), so a large context is not held twice while the body is built.
-    files = [replace(f, text="") for f in files]
-    messages = tuple(WireMessage.from_message(m) for m in rendered)
-    del rendered
-    prepared = prepare(body_options, messages)
-    estimate = estimate_tokens(m.content for m in messages)
+    framed = frame_messages(template, options.prompt, options.topic, files, gitplan.lead)
+    messages = tuple(WireMessage(role, parts, None) for role, parts in framed)
+    sizes = [text_bytes((m,)) for m in messages]
+    check_framed_size(sum(sizes), sum(f.size for f in files), options.limits)
+    # From here the texts live in ``texts`` only, which the body takes as it is written; the
+    # plan keeps what the record needs (path, hash, size): the body is the one large thing left.
+    texts = {f.path: f.text for f in files}
+    files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
+    del gitplan
+    prepared = prepare(body_options, messages, texts)
+    estimate = estimate_sizes(sizes)
     if options.context_window is not None and estimate > options.context_window:
         log.warning(
             "the prompt is about %d tokens, over the declared %s %d: the server "
@@ -263,7 +275,7 @@ def plan_review(
         model=options.model,
         endpoint=endpoint.url,
         folder=out_rel,
-        context_files=gitplan.receipt_paths,
+        context_files=receipt_paths,
     )
     if options.continuation.max_continuations > 0 and options.continuation.model:
         check_recordable(
@@ -281,13 +293,14 @@ def plan_review(
         out_dir=out_dir,
         template=template,
         files=tuple(files),
-        messages=messages,
+        framed=messages,
         prepared=prepared,
         token_estimate=estimate,
+        framed_bytes=sum(sizes),
         options=options,
         skipped=skipped,
-        pins=gitplan.git,
-        receipt_paths=tuple(gitplan.receipt_paths),
+        pins=pins,
+        receipt_paths=tuple(receipt_paths),
     )
 
 

@@ -20,6 +20,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -87,7 +88,10 @@ def list_templates() -> list[str]:
     )
 
 
+@lru_cache(maxsize=64)
 def parse_template(text: str, name: str) -> Template:
+    """A template's sections, checked (the same text parses once: a batch loads its template
+    for every entry)."""
     digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
     markers = list(_MARKER_RE.finditer(text))
     roles = [m.group(1) for m in markers]
@@ -164,13 +168,14 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
     parts: list[Part] = []
     n = len(files)
     for i, f in enumerate(files, start=1):
-        if has_unsafe_chars(f.path):
-            raise InputError(f"context file {f.path!r}: {UNSAFE_NAME}")
-        fence = fence_for(f.text)
-        sep = "" if f.text.endswith("\n") or f.text == "" else "\n"
+        path, text = f.path, f.text
+        if has_unsafe_chars(path):
+            raise InputError(f"context file {path!r}: {UNSAFE_NAME}")
+        fence = fence_for(text)
+        sep = "" if text.endswith("\n") or not text else "\n"
         lead = "\n" if i > 1 else ""
-        parts.append(f"{lead}## File {i} of {n}: {f.path}\n\n{fence}{_language(f.path)}\n")
-        parts.append(FileRef(path=f.path, sha256=f.sha256, size=f.size))
+        parts.append(f"{lead}## File {i} of {n}: {path}\n\n{fence}{_language(path)}\n")
+        parts.append(FileRef(path, f.sha256, f.size))
         parts.append(f"{sep}{fence}\n")
     return parts
 
@@ -234,15 +239,16 @@ def text_bytes(messages: Iterable[_HasParts]) -> int:
     )
 
 
-def render_messages(
+def frame_messages(
     template: Template,
     prompt: str,
     topic: str,
     files: Sequence[ContextFile],
     lead: Sequence[str] = (),
-) -> list[Message]:
-    """The chat messages of a review: same inputs, same bytes. ``lead``: framed text before
-    the files in the context (a change under review)."""
+) -> list[tuple[str, tuple[Part, ...]]]:
+    """The chat messages of a review as (role, parts), the files' texts left out (a body
+    can be written from the parts without joining them: :mod:`.bodyjson`). ``lead``: framed
+    text before the files in the context (a change under review)."""
     if not prompt.strip():
         raise InputError(
             f"the prompt is empty: give {name_of('prompt')}, {name_of('prompt_file')} or text "
@@ -252,11 +258,23 @@ def render_messages(
         raise InputError("the prompt holds a NUL byte")
     values = {"prompt": prompt.strip("\n"), "topic": topic, "file_list": file_list(files)}
     context_parts: list[Part] = [*lead, *frame_parts(files)]
+    return [
+        (role, _render_section(section, values, context_parts))
+        for role, section in (("system", template.system), ("user", template.user))
+        if section is not None
+    ]
+
+
+def render_messages(
+    template: Template,
+    prompt: str,
+    topic: str,
+    files: Sequence[ContextFile],
+    lead: Sequence[str] = (),
+) -> list[Message]:
+    """The chat messages of a review, texts joined: same inputs, same bytes."""
     texts = {f.path: f.text for f in files}
-    messages: list[Message] = []
-    for role, section in (("system", template.system), ("user", template.user)):
-        if section is None:
-            continue
-        parts = _render_section(section, values, context_parts)
-        messages.append(Message(role=role, parts=parts, content=join_parts(parts, texts)))
-    return messages
+    return [
+        Message(role=role, parts=parts, content=join_parts(parts, texts))
+        for role, parts in frame_messages(template, prompt, topic, files, lead)
+    ]

@@ -1,22 +1,28 @@
 """The exact request body and its hash, and the recorded form of its messages.
 
 The body is canonical JSON (:mod:`.records.canonical`): ``prompt_sha256`` is the sha256 of
-exactly the bytes sent. :func:`prepare` serialises it once and also gives the body as the
-request record holds it, every file text and earlier answer replaced by a reference
-(:mod:`.records.parts`), from which :func:`.records.rebuild.rebuild_body` rebuilds the bytes.
+exactly the bytes sent. :func:`prepare` serialises it once (:mod:`.bodyjson`: a message given
+as parts is written straight from the file texts, which are released as they are written) and
+also gives the body as the request record holds it, every file text and earlier answer replaced
+by a reference (:mod:`.records.parts`), from which :func:`.records.rebuild.rebuild_body`
+rebuilds the bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import json
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
+from .bodyjson import Streamed, canonical_bytes
 from .errors import ConfigError
 from .options import check, default, name_of
-from .prompt import Message, Part
-from .records.canonical import canonical_json, sha256_tag
+from .prompt import Message, Part, text_bytes
+from .records.canonical import CANONICAL, sha256_tag
 from .records.parts import AnswerRef, encode_content
+from .tokens import estimate_sizes, utf8_size
 
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
@@ -46,14 +52,21 @@ def check_extra_body(extra: Mapping[str, Any], option: str | None = None) -> Non
         if name in extra:
             why = why.format(max_tokens=name_of("max_tokens"))
             raise ConfigError(f"{option} may not set {name!r}: {why}")
+    if not extra:
+        return
     try:  # Python's JSON reader takes NaN and Infinity; the body must be real JSON
-        canonical_json(dict(extra))
+        CANONICAL.encode(dict(extra))
     except ValueError:
         raise ConfigError(
             f"{option}: NaN or Infinity is not JSON (no server can read it)"
         ) from None
     except TypeError as exc:
         raise ConfigError(f"{option}: not JSON ({exc})") from None
+
+
+#: Message texts this large (bytes, or characters of a text already joined) are written into
+#: the body piece by piece rather than encoded in one go.
+STREAM_ABOVE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -80,7 +93,9 @@ class WireMessage:
 
     role: str
     parts: tuple[Part | AnswerRef, ...]
-    content: str
+    content: str | None
+    """None: never joined; :func:`prepare` writes the body from ``parts`` and the texts it is
+    handed, and :func:`sent_contents` reads the text back from the body that was sent."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Extra per-message fields a server needs (e.g. DeepSeek's ``prefix: true``)."""
 
@@ -93,11 +108,23 @@ class WireMessage:
 class PreparedRequest:
     body_bytes: bytes
     prompt_sha256: str
-    record_body: dict[str, Any]
-    """The body with references in place of file texts: what the record stores."""
+    options: BodyOptions
+    messages: tuple[WireMessage, ...]
+    """The messages as parts (texts dropped: the body holds them), for :attr:`record_body`."""
+
+    @cached_property
+    def record_body(self) -> dict[str, Any]:
+        """The body with references in place of file texts: what the record stores (made
+        when a record is written: a dry run of 20,000 files never needs it)."""
+        recorded = [
+            {"role": m.role, "content": encode_content(m.parts), **m.extra} for m in self.messages
+        ]
+        return _body(self.options, recorded)
 
 
-def _body(options: BodyOptions, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _body(
+    options: BodyOptions, messages: list[dict[str, Any]], estimate: int | None = None
+) -> dict[str, Any]:
     body: dict[str, Any] = dict(options.extra_body)
     body.update(
         model=options.model,
@@ -114,19 +141,54 @@ def _body(options: BodyOptions, messages: list[dict[str, Any]]) -> dict[str, Any
             temperature=options.temperature,
             max_tokens=options.max_tokens,
             stream=options.stream,
+            prompt_estimate=estimate,
         )
     if options.stream:
         body["stream_options"] = {"include_usage": True}
     return body
 
 
-def prepare(options: BodyOptions, messages: Sequence[WireMessage]) -> PreparedRequest:
-    """Serialise the body once; its bytes are both sent and hashed."""
-    wire = [{"role": m.role, "content": m.content, **m.extra} for m in messages]
-    body_bytes = canonical_json(_body(options, wire))
-    recorded = [{"role": m.role, "content": encode_content(m.parts), **m.extra} for m in messages]
-    return PreparedRequest(
-        body_bytes=body_bytes,
-        prompt_sha256=sha256_tag(body_bytes),
-        record_body=_body(options, recorded),
+def prepare(
+    options: BodyOptions,
+    messages: Sequence[WireMessage],
+    texts: MutableMapping[str, str] | None = None,
+) -> PreparedRequest:
+    """Serialise the body once; its bytes are both sent and hashed. A message without
+    ``content`` is written from its parts, each file's text taken out of ``texts`` (by path) as
+    it is written, so a caller whose only copy that is holds the body alone at the end."""
+    estimate = estimate_messages(messages) if options.api == "ollama" else None
+    texts = {} if texts is None else texts
+    # A small body is encoded in one go (the C encoder: a batch plans hundreds); a large one
+    # is written from its parts, so no joined copy of the prompt ever exists.
+    size = sum(len(m.content) if m.content is not None else text_bytes((m,)) for m in messages)
+    small = size < STREAM_ABOVE
+    wire = [
+        {"role": m.role, "content": _content(m, texts, joined=small), **m.extra} for m in messages
+    ]
+    body = _body(options, wire, estimate)
+    body_bytes = CANONICAL.encode(body).encode("utf-8") if small else canonical_bytes(body)
+    parts = tuple(m if m.content is None else replace(m, content=None) for m in messages)
+    return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, parts)
+
+
+def _content(m: WireMessage, texts: MutableMapping[str, str], *, joined: bool) -> str | Streamed:
+    """A message's content for the body: its text, or its parts to write the text from."""
+    if m.content is not None:
+        return m.content
+    if joined:
+        return "".join(p if isinstance(p, str) else texts.pop(p.path) for p in m.parts)
+    return Streamed(m.parts, texts)
+
+
+def estimate_messages(messages: Iterable[WireMessage]) -> int:
+    """:func:`.tokens.estimate_tokens` of the messages' texts; a text never joined is counted
+    from its parts (a reference counts its size: the bytes of its text)."""
+    return estimate_sizes(
+        utf8_size(m.content) if m.content is not None else text_bytes((m,)) for m in messages
     )
+
+
+def sent_contents(body_bytes: bytes) -> list[str]:
+    """The message texts of a body that was sent (a continuation repeats them): read back
+    from the body, as they were never joined anywhere else."""
+    return [m["content"] for m in json.loads(body_bytes)["messages"]]

@@ -20,11 +20,16 @@ CLIPPED_RATIO = 0.5
 
 
 def estimate_tokens(texts: Iterable[str]) -> int:
-    total = 0
-    for t in texts:
-        size = len(t) if t.isascii() else len(t.encode("utf-8"))  # no 5 MB copy for ASCII
-        total += -(-size // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD
-    return total
+    return estimate_sizes(utf8_size(t) for t in texts)
+
+
+def utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))  # no 5 MB copy for ASCII
+
+
+def estimate_sizes(sizes: Iterable[int]) -> int:
+    """The estimate of messages whose texts have these sizes in bytes."""
+    return sum(-(-size // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD for size in sizes)
 
 
 def estimate_exchange(body_bytes: int, *answer_texts: str | None) -> int:

@@ -41,7 +41,7 @@ def planned(repo: Path, rng: str) -> tuple[str, str]:
     from deepseek_review import api
 
     plan = api.plan_review(prompt="Review.", diff=rng, repo_root=str(repo))
-    return plan.prepared.prompt_sha256, plan.messages[-1].content
+    return plan.prepared.prompt_sha256, plan.texts[-1]
 
 
 def review(cli: Any, simulator: Any, rng: str) -> Any:

@@ -47,7 +47,7 @@ def user_text(repo: Path, *args: str) -> str:
     from deepseek_review import api
 
     plan = api.plan_review(prompt="Review the change.", repo_root=str(repo), **_kw(args))
-    return plan.messages[-1].content
+    return plan.texts[-1]
 
 
 def _kw(args: tuple[str, ...]) -> dict[str, Any]:
@@ -396,7 +396,7 @@ def test_a_manifest_entry_reads_its_context_from_a_commit(repo: Path) -> None:
     )
     (entry,) = plan_manifest(repo / "r.toml").entries
     assert entry.plan.pins is not None and entry.plan.pins["files"][0]["commit"] == a
-    assert "The mean of 2, 4 and 9 is 5." in entry.plan.messages[-1].content
+    assert "The mean of 2, 4 and 9 is 5." in entry.plan.texts[-1]
 
 
 def test_an_empty_range_is_refused_saying_so(repo: Path, cli: Any) -> None:

@@ -288,7 +288,7 @@ def test_prompt_file_is_relative_to_the_manifest_folder(repo):
     )
     planned = plan_manifest(path)
     (entry,) = planned.entries
-    assert "Check the mean carefully." in entry.plan.messages[-1].content
+    assert "Check the mean carefully." in entry.plan.texts[-1]
 
 
 def test_context_is_relative_to_the_repository_root_not_the_manifest(repo):

@@ -83,13 +83,24 @@ def num_ctx(messages: Iterable[dict[str, Any]], max_tokens: int) -> int:
 
 
 def body(
-    base: dict[str, Any], *, temperature: float, max_tokens: int, stream: bool
+    base: dict[str, Any],
+    *,
+    temperature: float,
+    max_tokens: int,
+    stream: bool,
+    prompt_estimate: int | None = None,
 ) -> dict[str, Any]:
-    """``base`` (extra fields, model, messages, the recorded top-level values) made native."""
+    """``base`` (extra fields, model, messages, the recorded top-level values) made native;
+    ``prompt_estimate``: the messages' token estimate when their texts are not strings yet."""
     given = base.get("options")
+    ctx = (
+        num_ctx(base["messages"], max_tokens)
+        if prompt_estimate is None
+        else step_for(prompt_estimate + max_tokens)
+    )
     base["options"] = {
         **(given if isinstance(given, dict) else {}),
-        "num_ctx": num_ctx(base["messages"], max_tokens),
+        "num_ctx": ctx,
         "num_predict": max_tokens,
         "temperature": temperature,
     }
