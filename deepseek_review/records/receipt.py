@@ -9,9 +9,10 @@ format checking on, so ``date-time`` and ``uri`` are really checked.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,11 +70,33 @@ def _best_branch(data: Any, err: Any) -> list[Any]:
 # --------------------------------------------------------------------------- fast path
 
 
+#: Forms the tool writes, which are surely valid: they spare importing (and compiling) the
+#: RFC validators in every ``verify`` process. Anything else goes to the validators, so these
+#: only ever say yes sooner (``tests/test_verify_speed.py`` holds them to the validators).
+_PLAIN_DATE_TIME = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(?:\.[0-9]+)?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+)
+_PLAIN_URI = re.compile(r"https?://[A-Za-z0-9._~-]+(?::[0-9]*)?(?:/[A-Za-z0-9._~-]*)*")
+
+
+def _plain_date_time(value: str) -> bool:
+    """A date-time of the RFC 3339 form whose day exists in its month (year 1 on)."""
+    if _PLAIN_DATE_TIME.fullmatch(value) is None:
+        return False
+    try:
+        return date(int(value[:4]), int(value[5:7]), int(value[8:10])) is not None
+    except ValueError:
+        return False
+
+
 @lru_cache(maxsize=8192)
 def _is_date_time(value: str) -> bool:
     if _as_written(value):  # what created_at writes: no validator to load for it
         return True
     # jsonschema's own "date-time" check (format-nongpl): RFC 3339 after upper-casing.
+    if _plain_date_time(value.upper()):
+        return True
     from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 
     return bool(validate_rfc3339(value.upper()))
@@ -97,6 +120,8 @@ def _is_uri(value: str) -> bool:
     if plainly_uri(value):  # an endpoint URL as this tool builds them: certainly a URI
         return True
     # jsonschema prefers rfc3987 when it is installed, else rfc3986-validator: so do we.
+    if _PLAIN_URI.fullmatch(value) is not None:
+        return True
     try:
         import rfc3987  # type: ignore[import-not-found, unused-ignore]
     except ImportError:

@@ -111,13 +111,14 @@ def _worker_signals() -> None:
 
 def default_jobs(receipts: int) -> int:
     """Worker processes for ``receipts``: 1 (none) unless there are many and a fork is safe."""
+    if receipts < POOL_MIN_RECEIPTS:
+        return 1  # and multiprocessing is not even imported
     import multiprocessing
     import threading
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if (
-        receipts < POOL_MIN_RECEIPTS
-        or (cpus or 1) < 2
+        (cpus or 1) < 2
         or not sys.platform.startswith("linux")  # fork is only safe to rely on there
         or "fork" not in multiprocessing.get_all_start_methods()
         or threading.active_count() > 1  # forking a threaded process can deadlock

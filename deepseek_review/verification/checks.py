@@ -13,7 +13,6 @@ from ..records.naming import name_order
 from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
 from ..records.request_record import RequestRecord
 from .files import Problem, RepoFiles
-from .pins import pinned_paths
 from .record_checks import RecordChecks
 from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus, listing, soft
 
@@ -53,6 +52,16 @@ class _Local:
     checks: list[CheckResult]
     continues: str | None = None
     """The ``previous_answer_path`` it names, even when it failed ``schema``."""
+
+
+def _pinned(record: RequestRecord | str | None) -> set[str]:
+    """The receipt's paths git holds for its record; the git modules are imported only for a
+    record pinned to git (most are not, and verify's start-up counts)."""
+    if not isinstance(record, RequestRecord) or record.git is None:
+        return set()
+    from .pins import pinned_paths
+
+    return pinned_paths(record)
 
 
 def _entry_of(r: _Receipt) -> Entry[_Receipt]:
@@ -148,7 +157,7 @@ class Verifier:
             self.records.findings(rel, record, self.records.reasoning(rel, record))
             if answer.status == "ok"
             else answer,
-            self._context(d, pinned_paths(record)),
+            self._context(d, _pinned(record)),
             self.records.prompt(rel, d, record, answer_ok=answer.status == "ok"),
         ]
         kept = {k: d[k] for k in _CHAIN_KEYS if k in d}

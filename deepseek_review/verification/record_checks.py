@@ -21,7 +21,6 @@ from ..records.rebuild import FileHashes, Reader, Rebuilder, rebuild_body
 from ..records.receipt import CONTINUATION
 from ..records.request_record import RequestRecord
 from .files import Problem, RepoFiles
-from .pins import check_pinned
 from .reports import _OK, CheckResult, listing, soft
 
 
@@ -107,6 +106,8 @@ class RecordChecks:
         files: FileHashes = {}  # filled when the request is rebuilt on the fast path
         try:
             if record.git is not None and not record.is_continuation:
+                from .pins import check_pinned  # only now: the git modules are many
+
                 rebuilt = check_pinned(
                     self.files.root,
                     record,
