@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
@@ -21,6 +22,7 @@ from deepseek_review.records.receipt import (
     _plain_date_time,
 )
 from tests.conftest import run_review
+from tests.sshkeys import allowed_signers, make_key, needs_openssh
 
 URIS = [
     "http://127.0.0.1:11434/v1/chat/completions",
@@ -159,3 +161,39 @@ def test_verify_of_a_review_imports_no_http_stack_schema_library_or_git_modules(
     assert probe["code"] in (0, None)
     assert "1 receipt: 1 OK, 0 FAIL" in done.stderr
     assert sorted(NOT_FOR_VERIFY & set(probe["modules"])) == []
+
+
+# --------------------------------------------------------------------------- signatures
+
+
+def test_discovery_lists_the_statements_and_signatures_of_the_folders_it_walked(
+    repo: Path,
+) -> None:
+    from deepseek_review.verification.discovery import discover
+
+    (repo / "reviews" / "sub").mkdir(parents=True)
+    for name in ("a.receipt.json", "a.intoto.json", "sub/b.receipt.json", "sub/b.intoto.json.sig"):
+        (repo / "reviews" / name).write_text("{}", encoding="utf-8")
+    found = discover(repo, ["reviews"])
+    assert found.listed == {"reviews", "reviews/sub"}
+    assert found.signed == {"reviews/a.intoto.json", "reviews/sub/b.intoto.json.sig"}
+
+
+@needs_openssh
+@pytest.mark.parametrize("named", ["reviews", "receipt"])
+def test_a_statement_left_without_its_signature_is_still_found(
+    repo: Path, cli: Any, simulator: Any, tmp_path: Path, named: str
+) -> None:
+    key = make_key(tmp_path / "keys", "ed25519", "alice@example.com")
+    r = run_review(cli, simulator, "--sign", "--signing-key", str(key.private))
+    assert r.code == 0, r.err
+    receipt = r.json()["segments"][0]["receipt_path"]
+    (repo / receipt.replace(".receipt.json", ".intoto.json.sig")).unlink()
+    signers = allowed_signers(tmp_path / "a", key.allowed_line())
+    v = cli(
+        "verify", "--allowed-signers", str(signers), "--json", named.replace("receipt", receipt)
+    )
+    assert v.code == 0, v.err
+    checks = {c["name"]: c for c in v.json()["receipts"][0]["checks"]}
+    assert checks["signature"]["status"] == "warn"
+    assert checks["signature"]["detail"].startswith("a statement without its signature")

@@ -55,6 +55,8 @@ RECEIPT_SUFFIX = _BY_KIND["receipt"].suffix
 RECORD_SUFFIX = _BY_KIND["record"].suffix
 REASONING_SUFFIX = _BY_KIND["reasoning"].suffix
 FINDINGS_SUFFIX = _BY_KIND["findings"].suffix
+STATEMENT_SUFFIX = _BY_KIND["statement"].suffix
+SIGNATURE_SUFFIX = _BY_KIND["signature"].suffix
 
 _MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 _NAME_RE = re.compile(
