@@ -127,26 +127,25 @@ def default_jobs(receipts: int) -> int:
     return min(cpus or 1, 4)
 
 
-def _parallel(root: Path, strict: bool, receipts: list[str], jobs: int) -> list[_Local]:
+def _parallel(v: Verifier, strict: bool, receipts: list[str], jobs: int) -> list[_Local]:
+    """The local checks of ``receipts`` in ``jobs`` worker processes, each result indexed in
+    ``v`` as it arrives (while the workers go on)."""
     import multiprocessing
 
     global _worker_args
     chunks = [receipts[i : i + _CHUNK] for i in range(0, len(receipts), _CHUNK)]
     fast_validators()  # compiled once, here: the workers inherit it
-    _worker_args = (root, strict)
+    _worker_args = (v.root, strict)
+    done: list[_Local] = []
     try:
         with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals) as pool:
-            return [
-                _Local(
-                    rel,
-                    data,
-                    problems,
-                    [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks],
-                    continues,
-                )
-                for part in pool.imap(_work, chunks)
-                for rel, data, problems, checks, continues in part
-            ]
+            for part in pool.imap(_work, chunks):
+                for rel, data, problems, checks, continues in part:
+                    checked = [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
+                    d = _Local(rel, data, problems, checked, continues)
+                    v.adopt(d)
+                    done.append(d)
+        return done
     finally:
         _worker_args = None
 
@@ -181,9 +180,7 @@ def verify(
         v = Verifier(root, strict=strict)
         jobs = default_jobs(len(receipts)) if jobs is None else max(1, jobs)
         if jobs > 1 and len(receipts) > 1:
-            done = _parallel(root, strict, receipts, jobs)
-            for d in done:
-                v.adopt(d)
+            done = _parallel(v, strict, receipts, jobs)
         else:
             v.index(receipts, set())
             done = [v.local(rel) for rel in receipts]

@@ -187,10 +187,11 @@ class Verifier:
                 f"`deepseek-review continue` goes on from {d['answer_path']}",
             )
         checks = [schema, answer, chain, context, prompt]
+        statuses = {schema.status, answer.status, chain.status, context.status, prompt.status}
         status: ReceiptStatus = "ok"
-        if any(c.status == "fail" for c in checks):
+        if "fail" in statuses:
             status = "fail"
-        elif any(c.status == "warn" for c in checks):
+        elif "warn" in statuses:
             status = "warn"
         kind: Literal["primary", "continuation"] = (
             "continuation" if d["schema"] == CONTINUATION else "primary"
