@@ -15,11 +15,11 @@ from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
 from deepseek_review.records.naming import unreceipted_answers
-from deepseek_review.records.receipt import (
+from deepseek_review.records.receipt_fast import (
     _PLAIN_URI,
-    _is_date_time,
-    _is_uri,
-    _plain_date_time,
+    is_date_time,
+    is_uri,
+    plain_date_time,
 )
 from tests.conftest import run_review
 from tests.sshkeys import allowed_signers, make_key, needs_openssh
@@ -94,16 +94,16 @@ def test_plain_uri_fast_path_only_accepts_what_the_rfc3986_validator_accepts() -
     fast = [v for v in values if _PLAIN_URI.fullmatch(v)]
     assert len(fast) > 100  # the fast path is really taken
     assert [v for v in fast if not validate_rfc3986(v, rule="URI")] == []
-    assert [v for v in values if _is_uri(v) != bool(validate_rfc3986(v, rule="URI"))] == []
+    assert [v for v in values if is_uri(v) != bool(validate_rfc3986(v, rule="URI"))] == []
 
 
 def test_plain_date_time_fast_path_only_accepts_what_the_rfc3339_validator_accepts() -> None:
     alphabet = "0123456789-:T.Z+tz "
     values = DATE_TIMES + _fuzz(19, alphabet, DATE_TIMES[:4])
-    fast = [v for v in values if _plain_date_time(v.upper())]
+    fast = [v for v in values if plain_date_time(v.upper())]
     assert len(fast) > 100
     assert [v for v in fast if not validate_rfc3339(v.upper())] == []
-    assert [v for v in values if _is_date_time(v) != bool(validate_rfc3339(v.upper()))] == []
+    assert [v for v in values if is_date_time(v) != bool(validate_rfc3339(v.upper()))] == []
 
 
 def test_unreceipted_answers_lists_only_answers_without_their_receipt() -> None:
@@ -197,3 +197,33 @@ def test_a_statement_left_without_its_signature_is_still_found(
     checks = {c["name"]: c for c in v.json()["receipts"][0]["checks"]}
     assert checks["signature"]["status"] == "warn"
     assert checks["signature"]["detail"].startswith("a statement without its signature")
+
+
+# --------------------------------------------------------------------------- plain receipts
+
+
+def test_plain_receipt_check_never_accepts_what_jsonschema_rejects() -> None:
+    from deepseek_review.records.receipt import validator
+    from deepseek_review.records.receipt_fast import plainly_valid
+    from tests.test_verify_schema import mutations, valid_corpus
+
+    cases = [("valid", r) for r in valid_corpus()] + mutations()
+    plain = [(name, data) for name, data in cases if isinstance(data, dict) and plainly_valid(data)]
+    assert len(plain) > 20  # the tool's own receipts take the quick road
+    assert [name for name, data in plain if not validator().is_valid(data)] == []
+
+
+def test_valid_receipts_of_other_forms_are_still_valid() -> None:
+    """Forms the tool does not write (a float count, Python's "$" before a final newline)
+    are not decided by the plain check; the validators behind it accept them."""
+    from deepseek_review.records.receipt import schema_problems
+    from deepseek_review.records.receipt_fast import plainly_valid
+    from tests.test_verify_schema import valid_corpus
+
+    primary = next(r for r in valid_corpus() if "context_files" in r)
+    for odd in (
+        {**primary, "usage": {"prompt_tokens": 1.0, "completion_tokens": 0, "total_tokens": 1}},
+        {**primary, "answer_sha256": primary["answer_sha256"] + "\n"},
+    ):
+        assert not plainly_valid(odd)
+        assert schema_problems(odd) == []
