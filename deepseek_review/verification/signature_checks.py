@@ -71,8 +71,14 @@ class SignatureChecks:
         (two failed opens per receipt were a tenth of a 10,000-receipt run)."""
         self._listed, self._signed = listed, signed
 
-    def _surely_absent(self, rel: str) -> bool:
-        return rel.rpartition("/")[0] in self._listed and rel not in self._signed
+    def _surely_unsigned(self, receipt_rel: str) -> bool:
+        """Whether the listing shows neither a statement nor a signature for the segment."""
+        if receipt_rel.rpartition("/")[0] not in self._listed:
+            return False
+        if not self._signed:
+            return True
+        names = sibling(receipt_rel, "signature"), sibling(receipt_rel, "statement")
+        return names[0] not in self._signed and names[1] not in self._signed
 
     @classmethod
     def configured(
@@ -120,10 +126,10 @@ class SignatureChecks:
         return None
 
     def check(self, receipt_rel: str) -> tuple[CheckResult | None, Signed | None]:
+        if self._surely_unsigned(receipt_rel):
+            return self._unsigned("unsigned"), None
         sig_rel = sibling(receipt_rel, "signature")
         statement_rel = sibling(receipt_rel, "statement")
-        if self._surely_absent(sig_rel) and self._surely_absent(statement_rel):
-            return self._unsigned("unsigned"), None
         armored = self._read(sig_rel)
         if armored is None:
             if self._read(statement_rel) is not None:
