@@ -18,7 +18,6 @@ from pathlib import Path
 
 from ..errors import OutputError
 from ..options import check
-from ..storage import write_new
 
 
 @dataclass(frozen=True)
@@ -185,6 +184,8 @@ def claim_answer(folder: Path, stem: str, data: bytes, *, shown_folder: str) -> 
     already present under a candidate stem also makes it taken, so stale files are never
     mixed in.
     """
+    from ..storage import write_new  # here: readers of names (verify, show) write nothing
+
     for n in range(1, 10_000):
         name = stem if n == 1 else f"{stem}-{n}"
         files = segment_files(name)
