@@ -126,8 +126,8 @@ def test_unreceipted_answers_lists_only_answers_without_their_receipt() -> None:
 
 #: Modules a `verify` of ordinary receipts must not import: the HTTP stack, the slow schema
 #: library (only to name the errors of an invalid receipt), the RFC validators (the tool's
-#: own forms pass the fast paths), the git modules (no record pinned to git), the process
-#: pool (too few receipts to use one).
+#: own forms pass the fast paths), the git modules (no record pinned to git), what builds
+#: prompts (a record is only read), the process pool (too few receipts to use one).
 NOT_FOR_VERIFY = {
     "httpx",
     "httpcore",
@@ -138,6 +138,9 @@ NOT_FOR_VERIFY = {
     "multiprocessing",
     "deepseek_review.gitdiff",
     "deepseek_review.gitreview",
+    "deepseek_review.pinning",
+    "deepseek_review.prompt",
+    "deepseek_review.context",
 }
 _PROBE = """
 import json, sys

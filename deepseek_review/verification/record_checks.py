@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..pinning import receipt_paths
 from ..records.canonical import sha256_tag
 from ..records.index import ReceiptIndex
 from ..records.naming import sibling
@@ -290,12 +289,22 @@ def _disagreements(rel: str, d: dict[str, Any], record: RequestRecord) -> str:
                 )
             )
     elif record.context_files is not None:
-        paths = receipt_paths([f.path for f in record.context_files], record.git)
-        expected.append(("context_files", paths, d["context_files"]))
+        expected.append(("context_files", _listed(record), d["context_files"]))
     for name, got, want in expected:
         if got is not None and got != want:
             bad.append(name)
     return ", ".join(bad)
+
+
+def _listed(record: RequestRecord) -> list[str]:
+    """The receipt's ``context_files`` as the record says them (each path once); the git
+    modules are imported only for a record pinned to git."""
+    paths = [f.path for f in record.context_files or ()]
+    if record.git is None:
+        return list(dict.fromkeys(paths))  # what receipt_paths gives without git
+    from ..pinning import receipt_paths
+
+    return receipt_paths(paths, record.git)
 
 
 _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
