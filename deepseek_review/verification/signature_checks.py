@@ -25,8 +25,7 @@ from ..options import name_of
 from ..records.canonical import RECEIPT_DECODER
 from ..records.naming import sibling
 from ..repo import read_regular_file
-from ..signing import NAMESPACE, allowed, sshsig, verifier
-from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, SegmentFiles, subjects
+from ..signing import NAMESPACE
 from .reports import CheckResult, ReceiptReport, ReceiptStatus
 
 NAME = "signature"
@@ -59,7 +58,11 @@ class SignatureChecks:
     ) -> None:
         self.root = root
         self.allowed_signers = allowed_signers
-        self.signers = None if allowed_signers is None else allowed.read(allowed_signers, shown)
+        self.signers = None
+        if allowed_signers is not None:
+            from ..signing import allowed  # the signing modules only where signatures count
+
+            self.signers = allowed.read(allowed_signers, shown)
         self.require = require
         self.now = now or datetime.now(UTC)
         self._listed: Collection[str] = ()
@@ -138,6 +141,8 @@ class SignatureChecks:
             return self._unsigned("unsigned"), None
         if self.signers is None:
             return CheckResult(NAME, "info", "signed; not checked (no allowed signers)"), None
+        from ..signing import allowed, sshsig
+
         try:
             sig = sshsig.parse(armored)
         except sshsig.BadSignature as exc:
@@ -162,6 +167,8 @@ class SignatureChecks:
     def _crypto_problem(self, statement: bytes, armored: bytes, principal: str) -> str | None:
         """In process where the key type allows (:mod:`..signing.verifier`), else one
         ``ssh-keygen -Y verify``; None when the signature holds."""
+        from ..signing import sshsig, verifier
+
         try:
             good = verifier.verify(statement, armored, NAMESPACE)
         except sshsig.BadSignature as exc:
@@ -184,6 +191,8 @@ class SignatureChecks:
 
     def _statement_problem(self, receipt_rel: str, raw: bytes) -> str | None:
         """Why the statement does not describe this segment's files as they are, or None."""
+        from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, SegmentFiles, subjects
+
         statement_rel = sibling(receipt_rel, "statement")
         try:
             data: Any = RECEIPT_DECODER.decode(raw.decode("utf-8"))
