@@ -230,3 +230,33 @@ def test_valid_receipts_of_other_forms_are_still_valid() -> None:
     ):
         assert not plainly_valid(odd)
         assert schema_problems(odd) == []
+
+
+# --------------------------------------------------------------------------- worker processes
+
+_COMPARE = """
+import json, sys
+from pathlib import Path
+from deepseek_review import verification as V
+V._CHUNK = 1  # one receipt per chunk: every chain split across the workers
+out = {}
+for case in sorted(p for p in Path(sys.argv[1]).iterdir() if p.is_dir()):
+    for strict in (False, True):
+        one, three = (V.verify([], root=case, jobs=j, strict=strict).to_json() for j in (1, 3))
+        out[f"{case.name} {strict}"] = [one == three, sorted(one["failed_checks"])]
+print(json.dumps(out))
+"""
+
+
+def test_workers_given_small_chunks_give_the_report_of_one_process() -> None:
+    """Every tampered case, plain and strict (a failure of every check, chains split across
+    workers): the report, its order included, is the one a single process makes."""
+    cases = Path(__file__).parent / "fixtures" / "tampered"
+    out = subprocess.run(
+        [sys.executable, "-c", _COMPARE, str(cases)], capture_output=True, text=True, check=True
+    )
+    got = json.loads(out.stdout)
+    assert len(got) > 40
+    assert [case for case, (same, _) in got.items() if not same] == []
+    failed = {check for _, checks in got.values() for check in checks}
+    assert failed >= {"schema", "answer", "chain", "context", "prompt"}

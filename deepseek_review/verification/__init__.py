@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..records.naming import name_order
 from ..records.receipt import fast_validators, parse_receipt
 from .checks import Verifier, _Local
 from .discovery import discover
@@ -76,7 +77,12 @@ _worker_args: tuple[Path, bool] | None = None
 
 
 _Packed = tuple[
-    str, "dict[str, Any] | None", list[str], list[tuple[str, CheckStatus, str]], str | None
+    str,
+    "dict[str, Any] | None",
+    list[str],
+    list[tuple[str, CheckStatus, str]],
+    str | None,
+    tuple[str, str, int, str],
 ]
 
 
@@ -84,6 +90,8 @@ def _work(chunk: list[str]) -> list[_Packed]:
     """In a worker process: the local checks of a run of receipts (caches kept per worker).
 
     Results travel as tuples: pickling them costs a third of pickling the dataclasses.
+    Each carries its receipt's :func:`name_order` key, which the report is sorted by: made
+    here, in parallel, not one by one in the parent.
     """
     global _worker
     if _worker is None:
@@ -96,7 +104,7 @@ def _work(chunk: list[str]) -> list[_Packed]:
     for rel in chunk:
         done = _worker.local(rel)
         checks = [(c.name, c.status, c.detail) for c in done.checks]
-        out.append((done.rel, done.data, done.problems, checks, done.continues))
+        out.append((rel, done.data, done.problems, checks, done.continues, name_order(rel)))
     return out
 
 
@@ -140,10 +148,10 @@ def _parallel(v: Verifier, strict: bool, receipts: list[str], jobs: int) -> list
     try:
         with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals) as pool:
             for part in pool.imap(_work, chunks):
-                for rel, data, problems, checks, continues in part:
+                for rel, data, problems, checks, continues, order in part:
                     checked = [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
                     d = _Local(rel, data, problems, checked, continues)
-                    v.adopt(d)
+                    v.adopt(d, order)
                     done.append(d)
         return done
     finally:

@@ -93,6 +93,7 @@ class Verifier:
         self.receipts: ReceiptIndex[_Receipt] = ReceiptIndex(root, self._entry)
         self._chain_memo: dict[str, Break | None] = {}
         self.records = RecordChecks(self.files, strict=strict)
+        self._orders: dict[str, tuple[str, str, int, str]] = {}
 
     # -- loading and indexing
 
@@ -132,7 +133,8 @@ class Verifier:
         chains by their primary's name (:func:`.records.naming.name_order`). A broken or
         forked chain is listed from where it breaks."""
         head, depth = self.receipts.head(rel)
-        return (name_order(head), depth, name_order(rel))
+        orders = self._orders
+        return (orders.get(head) or name_order(head), depth, orders.get(rel) or name_order(rel))
 
     # -- one receipt
 
@@ -165,8 +167,11 @@ class Verifier:
             kept[_CUT_OFF] = True
         return _Local(rel, kept, [], checks, r.continues)
 
-    def adopt(self, done: _Local) -> None:
-        """Index a receipt that another process loaded and checked (see :func:`verify`)."""
+    def adopt(self, done: _Local, order: tuple[str, str, int, str] | None = None) -> None:
+        """Index a receipt that another process loaded and checked (see :func:`verify`);
+        ``order``: its :func:`name_order`, if that process made it."""
+        if order is not None:
+            self._orders[done.rel] = order
         r = _Receipt(done.rel, done.data, done.problems, done.continues)
         self.receipts.add(_entry_of(r))
         if r.data is not None and done.checks[1] is _OK["answer"]:
