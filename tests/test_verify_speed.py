@@ -133,6 +133,7 @@ NOT_FOR_VERIFY = {
     "httpcore",
     "tenacity",
     "jsonschema",
+    "deepseek_review._compiled_schema",
     "rfc3986_validator",
     "rfc3339_validator",
     "multiprocessing",
