@@ -19,7 +19,7 @@ from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus, lis
 # --------------------------------------------------------------------------- checking
 
 
-@dataclass
+@dataclass(slots=True)
 class _Receipt:
     """A receipt as loaded: its data when it passed ``schema``, else the problems."""
 
@@ -41,7 +41,7 @@ _CHAIN_KEYS = ("schema", "answer_path", "previous_answer_path", "context_files")
 _CUT_OFF = "$cut_off"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Local:
     """A receipt after the checks that need no other receipt (picklable, for workers)."""
 
