@@ -15,7 +15,6 @@ from ..records.naming import (
     name_order,
     unreceipted_answers,
 )
-from ..records.stored import receipt_for
 from ..repo import resolve_inside
 from .reports import DEFAULT_FOLDER
 
@@ -113,6 +112,8 @@ def discover(root: Path, paths: Sequence[str], default_folder: str = DEFAULT_FOL
             signed.update(prefix + n for n in seen.signed)
             scanned.add(top)
         elif path.is_file() or (path.exists() and not path.is_dir()):
+            from ..records.stored import receipt_for  # a file PATH: rarer than a folder
+
             found.add(receipt_for(root, rel, folders=True))
         elif paths:
             raise InputError(f"{user_path}: no such file or folder")
