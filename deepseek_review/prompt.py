@@ -27,6 +27,7 @@ from typing import Protocol
 from .context import UNSAFE_NAME, ContextFile
 from .errors import ConfigError, InputError
 from .options import name_of
+from .records.parts import FileRef as FileRef  # defined there: verify reads it, not prompts
 from .repo import has_unsafe_chars
 from .resources import prompts_dir
 
@@ -46,15 +47,6 @@ _LANGUAGES = {
     ".csv": "csv", ".html": "html", ".css": "css", ".sql": "sql", ".r": "r", ".jl": "julia",
     ".rb": "ruby", ".swift": "swift", ".cs": "csharp", ".hs": "haskell", ".ml": "ocaml",
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class FileRef:
-    """A context file's place in a message: its text is read from the repository."""
-
-    path: str
-    sha256: str
-    size: int
 
 
 Part = str | FileRef

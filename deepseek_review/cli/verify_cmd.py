@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def _line(r: ReceiptReport) -> str:
-    from ..verification.pins import reread_note  # git modules: not at start-up
+    from ..verification.reports import reread_note  # not pins: that imports git's modules
 
     if r.status == "fail":
         named = ", ".join(r.failed)

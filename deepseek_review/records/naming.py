@@ -18,7 +18,6 @@ from pathlib import Path
 
 from ..errors import OutputError
 from ..options import check
-from ..storage import write_new
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,8 @@ RECEIPT_SUFFIX = _BY_KIND["receipt"].suffix
 RECORD_SUFFIX = _BY_KIND["record"].suffix
 REASONING_SUFFIX = _BY_KIND["reasoning"].suffix
 FINDINGS_SUFFIX = _BY_KIND["findings"].suffix
+STATEMENT_SUFFIX = _BY_KIND["statement"].suffix
+SIGNATURE_SUFFIX = _BY_KIND["signature"].suffix
 
 _MODEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 _NAME_RE = re.compile(
@@ -155,6 +156,9 @@ def unreceipted_answers(names: Collection[str]) -> list[str]:
     not beside them: a run stopped between the answer and its receipt, the commit point."""
     out = []
     for n in names:
+        # Most answers have their receipt: one string test spares them the parse below.
+        if not n.endswith(ANSWER_SUFFIX) or n[: -len(ANSWER_SUFFIX)] + RECEIPT_SUFFIX in names:
+            continue
         split = split_name(n)
         if split is None or split[1] != "answer" or topic_of(n) is None:
             continue
@@ -180,6 +184,8 @@ def claim_answer(folder: Path, stem: str, data: bytes, *, shown_folder: str) -> 
     already present under a candidate stem also makes it taken, so stale files are never
     mixed in.
     """
+    from ..storage import write_new  # here: readers of names (verify, show) write nothing
+
     for n in range(1, 10_000):
         name = stem if n == 1 else f"{stem}-{n}"
         files = segment_files(name)

@@ -16,7 +16,19 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import InputError
-from ..prompt import FileRef
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A context file's place in a message: its text is read from the repository.
+
+    Defined here, not in :mod:`..prompt` (which uses it): a record's reader must not import
+    everything that builds prompts (``verify`` reads thousands of records and builds none).
+    """
+
+    path: str
+    sha256: str
+    size: int
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache, lru_cache, partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +22,13 @@ from ..options import name_of
 from ..repo import read_regular_file
 from ..resources import schema_path
 from .canonical import RECEIPT_DECODER, DuplicateKey, pretty_json
+from .receipt_fast import CONTINUATION as CONTINUATION  # the receipt kinds, named here too
+from .receipt_fast import PRIMARY as PRIMARY
+from .receipt_fast import _as_written as _as_written  # created_at's own form
+from .receipt_fast import is_date_time, is_uri, plainly_valid
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
-
-PRIMARY = "ollama_deepseek_review_receipt_v1"
-CONTINUATION = "ollama_deepseek_review_continuation_receipt_v1"
 
 
 @cache
@@ -69,47 +70,6 @@ def _best_branch(data: Any, err: Any) -> list[Any]:
 # --------------------------------------------------------------------------- fast path
 
 
-@lru_cache(maxsize=8192)
-def _is_date_time(value: str) -> bool:
-    if _as_written(value):  # what created_at writes: no validator to load for it
-        return True
-    # jsonschema's own "date-time" check (format-nongpl): RFC 3339 after upper-casing.
-    from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
-
-    return bool(validate_rfc3339(value.upper()))
-
-
-def _as_written(value: str) -> bool:
-    """True when ``value`` is exactly what :func:`created_at` writes for some instant: a UTC
-    RFC 3339 date-time, certainly (False only means "ask the full check")."""
-    if not value.endswith("+00:00"):
-        return False
-    try:
-        return datetime.fromisoformat(value).isoformat(timespec="seconds") == value
-    except ValueError:
-        return False
-
-
-@lru_cache(maxsize=1024)
-def _is_uri(value: str) -> bool:
-    from ..endpoint import plainly_uri
-
-    if plainly_uri(value):  # an endpoint URL as this tool builds them: certainly a URI
-        return True
-    # jsonschema prefers rfc3987 when it is installed, else rfc3986-validator: so do we.
-    try:
-        import rfc3987  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
-
-        return bool(validate_rfc3986(value, rule="URI"))
-    try:
-        rfc3987.parse(value, rule="URI")
-    except ValueError:
-        return False
-    return True
-
-
 @cache
 def fast_validators() -> dict[str, Callable[[Any], Any]]:
     """The schema as Python, one function per receipt kind, compiled once.
@@ -126,7 +86,7 @@ def fast_validators() -> dict[str, Callable[[Any], Any]]:
     """
     import hashlib
 
-    formats = {"date-time": _is_date_time, "uri": _is_uri}
+    formats = {"date-time": is_date_time, "uri": is_uri}
     raw = schema_path().read_bytes()
     from .. import _compiled_schema as compiled
 
@@ -147,6 +107,8 @@ def fast_valid(data: Any) -> bool:
     """True when the compiled validator accepts ``data`` (a decision, never a message)."""
     if not isinstance(data, dict):
         return False
+    if plainly_valid(data):  # the tool's own forms, decided in a few microseconds
+        return True
     kind = data.get("schema")
     fn = fast_validators().get(kind) if isinstance(kind, str) else None
     if fn is None:

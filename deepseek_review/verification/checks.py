@@ -13,14 +13,13 @@ from ..records.naming import name_order
 from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
 from ..records.request_record import RequestRecord
 from .files import Problem, RepoFiles
-from .pins import pinned_paths
 from .record_checks import RecordChecks
 from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus, listing, soft
 
 # --------------------------------------------------------------------------- checking
 
 
-@dataclass
+@dataclass(slots=True)
 class _Receipt:
     """A receipt as loaded: its data when it passed ``schema``, else the problems."""
 
@@ -42,7 +41,7 @@ _CHAIN_KEYS = ("schema", "answer_path", "previous_answer_path", "context_files")
 _CUT_OFF = "$cut_off"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Local:
     """A receipt after the checks that need no other receipt (picklable, for workers)."""
 
@@ -53,6 +52,16 @@ class _Local:
     checks: list[CheckResult]
     continues: str | None = None
     """The ``previous_answer_path`` it names, even when it failed ``schema``."""
+
+
+def _pinned(record: RequestRecord | str | None) -> set[str]:
+    """The receipt's paths git holds for its record; the git modules are imported only for a
+    record pinned to git (most are not, and verify's start-up counts)."""
+    if not isinstance(record, RequestRecord) or record.git is None:
+        return set()
+    from .pins import pinned_paths
+
+    return pinned_paths(record)
 
 
 def _entry_of(r: _Receipt) -> Entry[_Receipt]:
@@ -84,6 +93,7 @@ class Verifier:
         self.receipts: ReceiptIndex[_Receipt] = ReceiptIndex(root, self._entry)
         self._chain_memo: dict[str, Break | None] = {}
         self.records = RecordChecks(self.files, strict=strict)
+        self._orders: dict[str, tuple[str, str, int, str]] = {}
 
     # -- loading and indexing
 
@@ -123,7 +133,8 @@ class Verifier:
         chains by their primary's name (:func:`.records.naming.name_order`). A broken or
         forked chain is listed from where it breaks."""
         head, depth = self.receipts.head(rel)
-        return (name_order(head), depth, name_order(rel))
+        orders = self._orders
+        return (orders.get(head) or name_order(head), depth, orders.get(rel) or name_order(rel))
 
     # -- one receipt
 
@@ -148,7 +159,7 @@ class Verifier:
             self.records.findings(rel, record, self.records.reasoning(rel, record))
             if answer.status == "ok"
             else answer,
-            self._context(d, pinned_paths(record)),
+            self._context(d, _pinned(record)),
             self.records.prompt(rel, d, record, answer_ok=answer.status == "ok"),
         ]
         kept = {k: d[k] for k in _CHAIN_KEYS if k in d}
@@ -156,8 +167,11 @@ class Verifier:
             kept[_CUT_OFF] = True
         return _Local(rel, kept, [], checks, r.continues)
 
-    def adopt(self, done: _Local) -> None:
-        """Index a receipt that another process loaded and checked (see :func:`verify`)."""
+    def adopt(self, done: _Local, order: tuple[str, str, int, str] | None = None) -> None:
+        """Index a receipt that another process loaded and checked (see :func:`verify`);
+        ``order``: its :func:`name_order`, if that process made it."""
+        if order is not None:
+            self._orders[done.rel] = order
         r = _Receipt(done.rel, done.data, done.problems, done.continues)
         self.receipts.add(_entry_of(r))
         if r.data is not None and done.checks[1] is _OK["answer"]:
@@ -178,10 +192,11 @@ class Verifier:
                 f"`deepseek-review continue` goes on from {d['answer_path']}",
             )
         checks = [schema, answer, chain, context, prompt]
+        statuses = {schema.status, answer.status, chain.status, context.status, prompt.status}
         status: ReceiptStatus = "ok"
-        if any(c.status == "fail" for c in checks):
+        if "fail" in statuses:
             status = "fail"
-        elif any(c.status == "warn" for c in checks):
+        elif "warn" in statuses:
             status = "warn"
         kind: Literal["primary", "continuation"] = (
             "continuation" if d["schema"] == CONTINUATION else "primary"

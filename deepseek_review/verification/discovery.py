@@ -4,22 +4,42 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..records.naming import RECEIPT_SUFFIX, name_order, unreceipted_answers
-from ..records.stored import receipt_for
+from ..records.naming import (
+    RECEIPT_SUFFIX,
+    SIGNATURE_SUFFIX,
+    STATEMENT_SUFFIX,
+    name_order,
+    unreceipted_answers,
+)
 from ..repo import resolve_inside
 from .reports import DEFAULT_FOLDER
 
 # --------------------------------------------------------------------------- discovery
 
 
-def _walk(top: str, orphans: list[str]) -> Iterator[str]:
+_SIGNED = (STATEMENT_SUFFIX, SIGNATURE_SUFFIX)
+
+
+@dataclass
+class _Listing:
+    """What a walk saw beyond the receipts (paths relative to the folder walked)."""
+
+    orphans: list[str] = field(default_factory=list)
+    """Answers without their receipt."""
+    folders: list[str] = field(default_factory=list)
+    """Folders listed whole."""
+    signed: list[str] = field(default_factory=list)
+    """Entries named like a segment's statement or signature, of any file type."""
+
+
+def _walk(top: str, seen: _Listing) -> Iterator[str]:
     """Receipt files below ``top`` (absolute), as paths relative to it; symlinked folders
-    are not entered (they could lead out of the repository, or loop). The answers found
-    without their receipt are added to ``orphans`` (relative to ``top`` too)."""
+    are not entered (they could lead out of the repository, or loop). What else it sees
+    goes into ``seen``."""
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -28,20 +48,24 @@ def _walk(top: str, orphans: list[str]) -> Iterator[str]:
                 entries = list(it)
         except OSError:
             continue
+        seen.folders.append(rel_dir)
         prefix = f"{rel_dir}/" if rel_dir else ""
         answers: set[str] = set()
         for e in entries:
-            rel = prefix + e.name
-            if e.name.endswith(RECEIPT_SUFFIX):
+            name = e.name
+            if name.endswith(RECEIPT_SUFFIX):
                 if not e.is_dir(follow_symlinks=False):
-                    answers.add(e.name)
-                    yield rel
-            elif e.name.endswith(".md"):
+                    answers.add(name)
+                    yield prefix + name
+            elif name.endswith(".md"):
                 if e.is_file(follow_symlinks=False):
-                    answers.add(e.name)
-            elif e.is_dir(follow_symlinks=False) and e.name != ".git":
-                stack.append(rel)
-        orphans.extend(prefix + n for n in unreceipted_answers(answers))
+                    answers.add(name)
+            else:
+                if name.endswith(_SIGNED):
+                    seen.signed.append(prefix + name)
+                if e.is_dir(follow_symlinks=False) and name != ".git":
+                    stack.append(prefix + name)
+        seen.orphans.extend(prefix + n for n in unreceipted_answers(answers))
 
 
 @dataclass(frozen=True)
@@ -54,6 +78,11 @@ class Discovery:
     """Folders whose receipts are all listed (the chain index need not scan them again)."""
     orphans: list[str]
     """Answer files without their receipt in the folders searched (never verified)."""
+    listed: set[str] = field(default_factory=set)
+    """Folders listed whole (repo-relative, ``""`` for the root)."""
+    signed: set[str] = field(default_factory=set)
+    """The entries of ``listed`` folders named like a statement or a signature: any other
+    such file of those folders did not exist when they were listed."""
 
 
 def discover(root: Path, paths: Sequence[str], default_folder: str = DEFAULT_FOLDER) -> Discovery:
@@ -66,19 +95,27 @@ def discover(root: Path, paths: Sequence[str], default_folder: str = DEFAULT_FOL
     shown: list[str] = []
     scanned: set[str] = set()
     orphans: set[str] = set()
+    listed: set[str] = set()
+    signed: set[str] = set()
     for user_path in paths or [default_folder]:
         path, rel = resolve_inside(root, user_path, what="PATH")
         shown.append(rel)
         if path.is_dir():
-            prefix = "" if rel == "." else rel + "/"
-            unclaimed: list[str] = []
-            for sub in _walk(str(path), unclaimed):
+            top = "" if rel == "." else rel
+            prefix = top + "/" if top else ""
+            seen = _Listing()
+            for sub in _walk(str(path), seen):
                 found.add(prefix + sub)
                 scanned.add((prefix + sub).rpartition("/")[0])
-            orphans.update(prefix + o for o in unclaimed)
-            scanned.add("" if rel == "." else rel)
+            orphans.update(prefix + o for o in seen.orphans)
+            listed.update(prefix + f if f else top for f in seen.folders)
+            signed.update(prefix + n for n in seen.signed)
+            scanned.add(top)
         elif path.is_file() or (path.exists() and not path.is_dir()):
+            from ..records.stored import receipt_for  # a file PATH: rarer than a folder
+
             found.add(receipt_for(root, rel, folders=True))
         elif paths:
             raise InputError(f"{user_path}: no such file or folder")
-    return Discovery(sorted(found), shown, scanned, sorted(orphans, key=name_order))
+    receipts = sorted(found)
+    return Discovery(receipts, shown, scanned, sorted(orphans, key=name_order), listed, signed)

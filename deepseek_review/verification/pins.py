@@ -10,7 +10,7 @@ change: the record was altered); an object not in the clone names the fix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,9 @@ from ..records.canonical import sha256_tag
 from ..records.parts import file_refs
 from ..records.rebuild import Reader
 from ..records.request_record import RequestRecord
-from .reports import CheckResult, listing, soft
+from .reports import REBUILT, CheckResult, listing, soft
 
 #: How the prompt check's detail begins when the request was rebuilt from git objects.
-REBUILT = "request rebuilt from git objects: "
 
 
 def pinned_paths(record: object) -> set[str]:
@@ -105,15 +104,6 @@ def check_pinned(
     if isinstance(git.get("diff"), Mapping) and r is not None:
         reread.insert(0, f"the change {r.label} made again by git")
     return CheckResult("prompt", "ok", REBUILT + "; ".join(reread))
-
-
-def reread_note(checks: Iterable[CheckResult]) -> str | None:
-    """How a receipt's request was re-read, for verify's text line (the prompt check's
-    detail when it was rebuilt from git objects): ``re-read: a.py from commit abc1234``."""
-    for c in checks:
-        if c.name == "prompt" and c.status == "ok" and c.detail.startswith(REBUILT):
-            return "re-read: " + c.detail[len(REBUILT) :]
-    return None
 
 
 def _check_change(

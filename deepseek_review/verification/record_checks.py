@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..pinning import receipt_paths
 from ..records.canonical import sha256_tag
 from ..records.index import ReceiptIndex
 from ..records.naming import sibling
@@ -21,7 +20,6 @@ from ..records.rebuild import FileHashes, Reader, Rebuilder, rebuild_body
 from ..records.receipt import CONTINUATION
 from ..records.request_record import RequestRecord
 from .files import Problem, RepoFiles
-from .pins import check_pinned
 from .reports import _OK, CheckResult, listing, soft
 
 
@@ -107,6 +105,8 @@ class RecordChecks:
         files: FileHashes = {}  # filled when the request is rebuilt on the fast path
         try:
             if record.git is not None and not record.is_continuation:
+                from .pins import check_pinned  # only now: the git modules are many
+
                 rebuilt = check_pinned(
                     self.files.root,
                     record,
@@ -289,12 +289,22 @@ def _disagreements(rel: str, d: dict[str, Any], record: RequestRecord) -> str:
                 )
             )
     elif record.context_files is not None:
-        paths = receipt_paths([f.path for f in record.context_files], record.git)
-        expected.append(("context_files", paths, d["context_files"]))
+        expected.append(("context_files", _listed(record), d["context_files"]))
     for name, got, want in expected:
         if got is not None and got != want:
             bad.append(name)
     return ", ".join(bad)
+
+
+def _listed(record: RequestRecord) -> list[str]:
+    """The receipt's ``context_files`` as the record says them (each path once); the git
+    modules are imported only for a record pinned to git."""
+    paths = [f.path for f in record.context_files or ()]
+    if record.git is None:
+        return list(dict.fromkeys(paths))  # what receipt_paths gives without git
+    from ..pinning import receipt_paths
+
+    return receipt_paths(paths, record.git)
 
 
 _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -94,6 +94,8 @@ class VerifyReport:
         """How many receipts failed each check (check order)."""
         counts = dict.fromkeys((*CHECKS, "signature"), 0)
         for r in self.receipts:
+            if r.status != "fail":  # only a failed check makes a receipt fail
+                continue
             for name in r.failed:
                 counts[name] += 1
         return {k: v for k, v in counts.items() if v}
@@ -115,6 +117,20 @@ class VerifyReport:
             "receipts": [r.to_json() for r in self.receipts],
             "orphans": list(self.orphans),
         }
+
+
+#: How the prompt check's detail starts when the request was rebuilt from git objects
+#: (:mod:`.pins`); here, with the reading of it, so that rendering a report needs no git.
+REBUILT = "request rebuilt from git objects: "
+
+
+def reread_note(checks: Iterable[CheckResult]) -> str | None:
+    """How a receipt's request was re-read, for verify's text line (the prompt check's
+    detail when it was rebuilt from git objects): ``re-read: a.py from commit abc1234``."""
+    for c in checks:
+        if c.name == "prompt" and c.status == "ok" and c.detail.startswith(REBUILT):
+            return "re-read: " + c.detail[len(REBUILT) :]
+    return None
 
 
 def soft(strict: bool, name: str, detail: str) -> CheckResult:

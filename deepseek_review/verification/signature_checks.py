@@ -15,7 +15,7 @@ against the files, and only then one ``ssh-keygen -Y verify``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,7 @@ from ..options import name_of
 from ..records.canonical import RECEIPT_DECODER
 from ..records.naming import sibling
 from ..repo import read_regular_file
-from ..signing import NAMESPACE, allowed, sshsig, verifier
-from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, SegmentFiles, subjects
+from ..signing import NAMESPACE
 from .reports import CheckResult, ReceiptReport, ReceiptStatus
 
 NAME = "signature"
@@ -59,9 +58,30 @@ class SignatureChecks:
     ) -> None:
         self.root = root
         self.allowed_signers = allowed_signers
-        self.signers = None if allowed_signers is None else allowed.read(allowed_signers, shown)
+        self.signers = None
+        if allowed_signers is not None:
+            from ..signing import allowed  # the signing modules only where signatures count
+
+            self.signers = allowed.read(allowed_signers, shown)
         self.require = require
         self.now = now or datetime.now(UTC)
+        self._listed: Collection[str] = ()
+        self._signed: Collection[str] = ()
+
+    def know_listing(self, listed: Collection[str], signed: Collection[str]) -> None:
+        """Folders listed whole (``listed``) and the statements and signatures seen in them
+        (``signed``): a segment there with neither is unsigned without a look at the disk
+        (two failed opens per receipt were a tenth of a 10,000-receipt run)."""
+        self._listed, self._signed = listed, signed
+
+    def _surely_unsigned(self, receipt_rel: str) -> bool:
+        """Whether the listing shows neither a statement nor a signature for the segment."""
+        if receipt_rel.rpartition("/")[0] not in self._listed:
+            return False
+        if not self._signed:
+            return True
+        names = sibling(receipt_rel, "signature"), sibling(receipt_rel, "statement")
+        return names[0] not in self._signed and names[1] not in self._signed
 
     @classmethod
     def configured(
@@ -109,6 +129,8 @@ class SignatureChecks:
         return None
 
     def check(self, receipt_rel: str) -> tuple[CheckResult | None, Signed | None]:
+        if self._surely_unsigned(receipt_rel):
+            return self._unsigned("unsigned"), None
         sig_rel = sibling(receipt_rel, "signature")
         statement_rel = sibling(receipt_rel, "statement")
         armored = self._read(sig_rel)
@@ -119,6 +141,8 @@ class SignatureChecks:
             return self._unsigned("unsigned"), None
         if self.signers is None:
             return CheckResult(NAME, "info", "signed; not checked (no allowed signers)"), None
+        from ..signing import allowed, sshsig
+
         try:
             sig = sshsig.parse(armored)
         except sshsig.BadSignature as exc:
@@ -143,6 +167,8 @@ class SignatureChecks:
     def _crypto_problem(self, statement: bytes, armored: bytes, principal: str) -> str | None:
         """In process where the key type allows (:mod:`..signing.verifier`), else one
         ``ssh-keygen -Y verify``; None when the signature holds."""
+        from ..signing import sshsig, verifier
+
         try:
             good = verifier.verify(statement, armored, NAMESPACE)
         except sshsig.BadSignature as exc:
@@ -165,6 +191,8 @@ class SignatureChecks:
 
     def _statement_problem(self, receipt_rel: str, raw: bytes) -> str | None:
         """Why the statement does not describe this segment's files as they are, or None."""
+        from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, SegmentFiles, subjects
+
         statement_rel = sibling(receipt_rel, "statement")
         try:
             data: Any = RECEIPT_DECODER.decode(raw.decode("utf-8"))
