@@ -17,13 +17,15 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context_types import ContextFile, plural
 from .errors import MissingObject
 from .gitread import UNSHALLOW_HINT, blob_id, is_oid, object_format, read_blobs, short
-from .records.rebuild import Reader
 from .repo import git_facts, git_output, in_git_work_tree
+
+if TYPE_CHECKING:
+    from .records.rebuild import Reader
 
 
 @dataclass(frozen=True)
