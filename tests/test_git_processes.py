@@ -111,9 +111,10 @@ def test_one_rev_parse_still_pins_a_committed_file_to_its_blob(
     head = git(repo, "rev-parse", "HEAD").strip()
     blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
     cwd = repo if where == "root" else repo / "src"
+    spec = "docs/spec.md" if where == "root" else "../docs/spec.md"
+    args = ["run", "--dry-run", "--json", "-c", spec, "-p", "Check."]
     proc = subprocess.run(
-        [sys.executable, "-m", "deepseek_review", "run", "--dry-run", "--json"]
-        + ["-c", "docs/spec.md" if where == "root" else "../docs/spec.md", "-p", "Check."],
+        [sys.executable, "-m", "deepseek_review", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
