@@ -98,6 +98,8 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
 
 @dataclass(frozen=True)
 class TreeEntry:
+    """One entry of ``git ls-tree``: what it is and the object it names."""
+
     mode: str
     kind: str
     """``blob``, ``tree`` or ``commit`` (a submodule)."""

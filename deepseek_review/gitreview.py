@@ -62,6 +62,9 @@ GatherFn = Callable[[Path, Sequence[str], ContextLimits, Sequence[Output]], Gath
 
 @dataclass(frozen=True)
 class GitPlan:
+    """What :func:`plan_git` hands the plan: the files, what was left out, the framed change
+    and the record's pins."""
+
     files: list[ContextFile]
     skipped: tuple[Skipped, ...] = ()
     lead: tuple[str, ...] = ()
