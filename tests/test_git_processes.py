@@ -36,10 +36,8 @@ def _logged_git(tmp_path: Path) -> tuple[Path, Path]:
     return folder, log
 
 
-def _git_calls(cwd: Path, tmp_path: Path, *args: str) -> list[str]:
-    """The git commands ``deepseek-review ARGS`` started in its own process, in order."""
-    folder, log = _logged_git(tmp_path)
-    env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}
+def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """What ``deepseek-review ARGS`` prints, run in its own process (it must succeed)."""
     proc = subprocess.run(
         [sys.executable, "-m", "deepseek_review", *args],
         cwd=cwd,
@@ -49,6 +47,13 @@ def _git_calls(cwd: Path, tmp_path: Path, *args: str) -> list[str]:
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _git_calls(cwd: Path, tmp_path: Path, *args: str) -> list[str]:
+    """The git commands ``deepseek-review ARGS`` started in its own process, in order."""
+    folder, log = _logged_git(tmp_path)
+    run_cli(cwd, *args, env={**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
     calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
     return [c.split(" safe.bareRepository=explicit ", 1)[-1] for c in calls]
 
@@ -57,7 +62,8 @@ def _dry_run(cwd: Path, tmp_path: Path, path: str) -> list[str]:
     return _git_calls(cwd, tmp_path, "run", "--dry-run", "-c", path, "-p", "Check.")
 
 
-def _commit(root: Path) -> None:
+def commit_all(root: Path) -> None:
+    """Everything in the work tree committed: ``HEAD`` holds each file's blob."""
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
 
@@ -65,7 +71,7 @@ def _commit(root: Path) -> None:
 def test_a_dry_run_of_one_committed_file_starts_two_git_processes(
     repo: Path, tmp_path: Path
 ) -> None:
-    _commit(repo)
+    commit_all(repo)
     calls = _dry_run(repo, tmp_path, "docs/spec.md")
     assert [c.split()[0] for c in calls] == ["rev-parse", "-c"]
     assert len(calls) == DRY_RUN_ONE_FILE
@@ -74,7 +80,7 @@ def test_a_dry_run_of_one_committed_file_starts_two_git_processes(
 def test_a_dry_run_from_a_subfolder_finds_the_root_without_asking_git_again(
     repo: Path, tmp_path: Path
 ) -> None:
-    _commit(repo)
+    commit_all(repo)
     calls = _dry_run(repo / "src" / "pkg", tmp_path, "mean.py")
     assert len(calls) == DRY_RUN_ONE_FILE, calls
 
@@ -96,7 +102,7 @@ def test_a_dry_run_outside_git_asks_git_once(tmp_path: Path) -> None:
 def test_a_run_starts_as_many_git_processes_as_its_dry_run(
     repo: Path, tmp_path: Path, simulator: object
 ) -> None:
-    _commit(repo)
+    commit_all(repo)
     url = simulator.base_url  # type: ignore[attr-defined]
     args = ("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", url, "-q")
     assert len(_git_calls(repo, tmp_path, *args)) == DRY_RUN_ONE_FILE
@@ -107,19 +113,11 @@ def test_one_rev_parse_still_pins_a_committed_file_to_its_blob(
     repo: Path, tmp_path: Path, where: str
 ) -> None:
     """What the single ``rev-parse`` answers is what pinning used to ask on its own."""
-    _commit(repo)
+    commit_all(repo)
     head = git(repo, "rev-parse", "HEAD").strip()
     blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
     cwd = repo if where == "root" else repo / "src"
     spec = "docs/spec.md" if where == "root" else "../docs/spec.md"
-    args = ["run", "--dry-run", "--json", "-c", spec, "-p", "Check."]
-    proc = subprocess.run(
-        [sys.executable, "-m", "deepseek_review", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    pins = json.loads(proc.stdout)["git"]["files"]
+    out = run_cli(cwd, "run", "--dry-run", "--json", "-c", spec, "-p", "Check.")
+    pins = json.loads(out)["git"]["files"]
     assert pins == [{"path": "docs/spec.md", "blob": blob, "commit": head}]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import git
+from tests.test_git_processes import commit_all
 from tests.test_startup import _spawn
 
 #: Loaded only for a change (``--diff``/``--staged``), ``--rev``, reading answers, asking an
@@ -25,22 +25,17 @@ NOT_FOR_A_DRY_RUN_OF_FILES = {
 }
 
 
-def _commit(root: Path) -> None:
-    git(root, "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-
-
 def test_a_dry_run_of_files_loads_no_diff_answer_or_probe_machinery(repo: Path) -> None:
-    _commit(repo)
+    commit_all(repo)
     proc, modules = _spawn(repo, "run", "--dry-run", "-c", "docs/spec.md", "-p", "Check.")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(modules & NOT_FOR_A_DRY_RUN_OF_FILES) == []
 
 
 def test_a_dry_run_of_a_change_loads_the_diff_machinery_it_needs(repo: Path) -> None:
-    _commit(repo)
+    commit_all(repo)
     (repo / "docs" / "spec.md").write_text("# Spec\n\nChanged.\n", encoding="utf-8")
-    _commit(repo)
+    commit_all(repo)
     proc, modules = _spawn(repo, "run", "--dry-run", "--diff", "HEAD~1..HEAD", "-p", "Check.")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {"deepseek_review.gitchange", "deepseek_review.gitdiff"} <= modules
