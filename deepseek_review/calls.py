@@ -17,6 +17,8 @@ ProgressFn = Callable[[int, float], None]
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts a server reported for one answer."""
+
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
@@ -49,6 +51,8 @@ class Completion:
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How often and how long to retry a request that failed in a way worth another try."""
+
     max_attempts: int = default("max_attempts")
     backoff_initial: float = default("retry_wait")
     backoff_max: float = 30.0
@@ -67,6 +71,8 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class Timeouts:
+    """How long to wait for a connection, for the next bytes, and for a whole attempt."""
+
     connect: float = default("connect_timeout")
     read: float = default("read_timeout")
     """Longest wait for the next bytes: a non-streamed answer arrives whole, so this bounds

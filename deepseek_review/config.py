@@ -32,6 +32,8 @@ KEYS: dict[str, Option] = {k: OPTIONS[k] for k in SETTING_KEYS}
 
 @dataclass(frozen=True)
 class Setting:
+    """One setting's value and where it came from (flag, environment, config file, default)."""
+
     name: str
     value: Any
     source: str

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from .errors import InputError, MissingObject
-from .repo import git_output, in_git_work_tree
+from .repo import git_facts, git_output, in_git_work_tree
 
 #: How to get what a shallow or partial clone lacks.
 UNSHALLOW_HINT = (
@@ -37,7 +37,11 @@ def short(oid: str) -> str:
 
 @cache
 def object_format(root: Path) -> str:
-    """``sha1`` or ``sha256``: how the repository names its objects."""
+    """``sha1`` or ``sha256``: how the repository names its objects (known from the root's
+    discovery; asked on its own only where that could not tell)."""
+    known = git_facts(root).object_format
+    if known is not None:
+        return known
     out = git_output(root, "rev-parse", "--show-object-format")
     return os.fsdecode(out).strip() if out else "sha1"
 
@@ -94,6 +98,8 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
 
 @dataclass(frozen=True)
 class TreeEntry:
+    """One entry of ``git ls-tree``: what it is and the object it names."""
+
     mode: str
     kind: str
     """``blob``, ``tree`` or ``commit`` (a submodule)."""

@@ -10,38 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .context_types import (
-    ContextFile,
-    ContextLimits,
-    Gathered,
-    Output,
-    Skipped,
-    sha256_tag,
-    written_by_tool,
-)
+from .context_types import ContextFile, ContextLimits, Gathered, Output, Skipped, sha256_tag
 from .errors import InputError
-from .gitdiff import (
-    LOCK_FILES,
-    WHY_BINARY,
-    WHY_GENERATED,
-    WHY_LOCK,
-    Change,
-    Decide,
-    Diff,
-    DiffSettings,
-    Range,
-    generated_paths,
-    make_diff,
-    resolve_range,
-)
-from .gitfiles import gather_at_commit, new_versions
 from .gitread import resolve_commit
 from .options import check, default, name_of
 from .pinning import FilePin, auto_pin
 from .prompt import fence_for
-from .repo import git_output, has_unsafe_chars
+
+if TYPE_CHECKING:
+    from .gitdiff import Diff, DiffSettings
 
 
 @dataclass(frozen=True)
@@ -72,6 +51,8 @@ class GitOptions:
 
     @property
     def settings(self) -> DiffSettings:
+        from .gitdiff import DiffSettings
+
         return DiffSettings(self.diff_context, self.function_context, self.renames)
 
 
@@ -81,6 +62,9 @@ GatherFn = Callable[[Path, Sequence[str], ContextLimits, Sequence[Output]], Gath
 
 @dataclass(frozen=True)
 class GitPlan:
+    """What :func:`plan_git` hands the plan: the files, what was left out, the framed change
+    and the record's pins."""
+
     files: list[ContextFile]
     skipped: tuple[Skipped, ...] = ()
     lead: tuple[str, ...] = ()
@@ -109,101 +93,17 @@ def plan_git(
         if opts.since_last_review:
             raise InputError(f"{name_of('since_last_review')} needs {name_of('diff')}")
         if opts.rev is not None:
+            from .gitfiles import gather_at_commit
+
             head = resolve_commit(root, opts.rev, name_of("rev"))
             at, unsent = gather_at_commit(root, head, specs, limits, outputs)
             pins = [FilePin(f.path, blob=b, commit=head) for f, b in at]
-            return _plan([f for f, _ in at], tuple(unsent), None, pins, {"head": head})
+            return plan([f for f, _ in at], tuple(unsent), None, pins, {"head": head})
         gathered = gather(root, specs, limits, outputs)
-        return _plan(list(gathered), gathered.skipped, None, auto_pin(root, gathered), {})
-    rng = _range(root, opts)
-    if opts.since_last_review:
-        from .sincelast import narrow
+        return plan(list(gathered), gathered.skipped, None, auto_pin(root, gathered), {})
+    from .gitchange import plan_change  # the diff machinery only when there is a change
 
-        rng = narrow(root, out_dir, topic, rng)
-    diff = make_diff(root, rng, opts.settings, _noise_rules(root, opts, outputs))
-    if not diff.shown:
-        why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""
-        what = "the staged change" if opts.staged else f"the change {rng.spec or rng.label}"
-        raise InputError(f"{what} shows nothing to review{why}")
-    framed = frame_diff(diff)
-    size = len(framed.encode("utf-8"))
-    if size > limits.max_context_bytes:
-        raise InputError(
-            f"the change {rng.label} is {size} bytes as framed, over "
-            f"{name_of('max_context_bytes')} {limits.max_context_bytes} (fewer context lines: "
-            f"{name_of('diff_context')}; or review it in parts)"
-        )
-    files: list[ContextFile] = []
-    skipped: tuple[Skipped, ...] = ()
-    pins = []
-    if specs:
-        gathered = gather(root, specs, limits, outputs)
-        files, skipped, pins = list(gathered), gathered.skipped, auto_pin(root, gathered)
-    if opts.whole_files:
-        for f, blob in new_versions(root, diff, limits):
-            if all(g.path != f.path for g in files):
-                files.append(f)
-                pins.append(FilePin(f.path, blob=blob, commit=rng.head))
-    left = tuple(Skipped(p, _put_back(why), why) for p, why in diff.left_out)
-    return _plan(files, skipped + left, (diff, framed), pins, {})
-
-
-def _range(root: Path, opts: GitOptions) -> Range:
-    if opts.diff is not None:
-        return resolve_range(root, opts.diff, name_of("diff"))
-    base = resolve_commit(root, "HEAD", name_of("staged"))
-    tree = git_output(root, "write-tree")
-    if tree is None:
-        raise InputError(f"{name_of('staged')}: the index cannot be written as a tree (a merge?)")
-    return Range(base, tree.decode().strip())
-
-
-#: The option that puts back what each noise rule leaves out.
-_PUT_BACK = {
-    WHY_LOCK: "include_lock_files",
-    WHY_GENERATED: "include_generated",
-    WHY_BINARY: "include_binary",
-}
-
-
-def _put_back(why: str) -> str:
-    flag = _PUT_BACK.get(why)
-    return f"{why} ({name_of(flag)} puts it back)" if flag else why
-
-
-def _noise_rules(
-    root: Path, opts: GitOptions, outputs: Sequence[Output]
-) -> Callable[[list[Change]], Decide]:
-    """What a review leaves out of a change: the tool's own output, lock files, generated
-    and binary files (each unless asked for)."""
-    return lambda changes: _decider(root, opts, outputs, changes)
-
-
-def _decider(
-    root: Path, opts: GitOptions, outputs: Sequence[Output], changes: list[Change]
-) -> Decide:
-    generated: set[str] = set()
-    if not opts.include_generated:
-        generated = generated_paths(root, [c.path for c in changes])
-
-    def decide(change: Change, binary: bool) -> str | None:
-        path = change.path
-        output = next((o for o in outputs if o.holds(path)), None)
-        if output is not None:
-            return output.what
-        if written_by_tool(path):
-            return "written by deepseek-review"
-        if not opts.include_lock_files and path.rpartition("/")[2] in LOCK_FILES:
-            return WHY_LOCK
-        if path in generated:
-            return WHY_GENERATED
-        if binary and not opts.include_binary:
-            return WHY_BINARY
-        if has_unsafe_chars(path):
-            return "name holds control characters"
-        return None
-
-    return decide
+    return plan_change(opts, root, specs, limits, outputs, gather, topic=topic, out_dir=out_dir)
 
 
 def frame_diff(diff: Diff) -> str:
@@ -230,7 +130,7 @@ def diff_pins(diff: Diff, framed: str) -> dict[str, Any]:
     }
 
 
-def _plan(
+def plan(
     files: list[ContextFile],
     skipped: tuple[Skipped, ...],
     change: tuple[Diff, str] | None,

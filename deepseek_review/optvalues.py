@@ -11,16 +11,17 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+# The checks are named tuples, not frozen dataclasses: every command builds the option table
+# at start-up, and a named tuple class costs a tenth of a frozen dataclass to create.
 
 
 def _num(v: Any) -> str:
     return str(v)
 
 
-@dataclass(frozen=True)
-class Positive:
+class Positive(NamedTuple):
     unit: str = ""
 
     def why(self, v: Any) -> str | None:
@@ -36,8 +37,7 @@ class Positive:
         return {"minimum": 0, "exclusiveMinimum": True}  # JSON Schema draft 4, as taplo reads
 
 
-@dataclass(frozen=True)
-class AtLeast:
+class AtLeast(NamedTuple):
     low: int
     unit: str = ""
 
@@ -52,8 +52,7 @@ class AtLeast:
         return {"minimum": self.low}
 
 
-@dataclass(frozen=True)
-class Between:
+class Between(NamedTuple):
     low: float
     high: float
 
@@ -65,8 +64,7 @@ class Between:
         return {"minimum": self.low, "maximum": self.high}
 
 
-@dataclass(frozen=True)
-class OneOf:
+class OneOf(NamedTuple):
     choices: tuple[str, ...]
 
     def why(self, v: Any) -> str | None:
@@ -76,8 +74,7 @@ class OneOf:
         return {"enum": list(self.choices)}
 
 
-@dataclass(frozen=True)
-class NotBlank:
+class NotBlank(NamedTuple):
     def why(self, v: Any) -> str | None:
         return None if v.strip() else "is empty"
 
@@ -85,8 +82,7 @@ class NotBlank:
         return {"pattern": r"\S"}
 
 
-@dataclass(frozen=True)
-class Matches:
+class Matches(NamedTuple):
     pattern: str
     rule: str
 

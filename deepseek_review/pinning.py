@@ -17,13 +17,15 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context_types import ContextFile, plural
 from .errors import MissingObject
 from .gitread import UNSHALLOW_HINT, blob_id, is_oid, object_format, read_blobs, short
-from .records.rebuild import Reader
-from .repo import git_output, in_git_work_tree
+from .repo import git_facts, git_output, in_git_work_tree
+
+if TYPE_CHECKING:
+    from .records.rebuild import Reader
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,9 @@ class FilePin:
 
 
 def head_commit(root: Path) -> str | None:
-    out = git_output(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
-    return os.fsdecode(out).strip() if out else None
+    """The commit ``HEAD`` named when the repository was first asked about (no process of
+    its own: :func:`.repo.git_facts` asked with the root)."""
+    return git_facts(root).head
 
 
 #: Per repository root: HEAD when first asked, and the blob of every file it holds. A batch

@@ -14,8 +14,8 @@ import shutil
 import stat
 import subprocess
 import unicodedata
-from functools import cache
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from .errors import ConfigError, InputError
 from .options import name_of
@@ -99,14 +99,13 @@ def _repository_filter_drivers(git: str, cwd: Path, config: list[str]) -> list[s
     return None if any("=" in d for d in drivers) else drivers
 
 
-def git_output(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
-    """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails.
+def _git(cwd: Path, args: list[str], stdin: bytes | None = None) -> tuple[int, bytes] | None:
+    """``git ARGS`` in ``cwd``: its exit status and what it printed; None when git is missing.
 
     Every git command of the package runs here, with :data:`SAFE_GIT_CONFIG`. A repository
     git refuses because another user owns it is a :class:`ConfigError` naming git's fix,
     never a silent fallback to gathering without git (which would not know git's ignore
-    rules, e.g. ``.git/info/exclude``). ``stdin``: what the command reads (``cat-file
-    --batch``); else it reads nothing.
+    rules, e.g. ``.git/info/exclude``).
     """
     git = git_executable()
     if git is None:
@@ -120,23 +119,77 @@ def git_output(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | Non
     out = _run_git(git, cwd, [*config, *args], stdin)
     if out is None:
         return None
-    if out.returncode == 0:
-        return out.stdout
-    dubious = _DUBIOUS_RE.search(out.stderr)
+    dubious = _DUBIOUS_RE.search(out.stderr) if out.returncode else None
     if dubious:
         where = os.fsdecode(dubious.group(1)) or os.fspath(cwd)
         raise ConfigError(
             f"git refuses the repository {where}: it belongs to another user",
             hint=f"if you trust it: git config --global --add safe.directory {where}",
         )
-    return None
+    return out.returncode, out.stdout
+
+
+def git_output(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+    """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails
+    (a refused repository: see :func:`_git`). ``stdin``: what the command reads
+    (``cat-file --batch``); else it reads nothing."""
+    out = _git(cwd, list(args), stdin)
+    return out[1] if out is not None and out[0] == 0 else None
+
+
+class GitFacts(NamedTuple):
+    """What one ``git rev-parse`` says of the repository around a folder (a named tuple:
+    built at every start-up, where a frozen dataclass costs half a millisecond)."""
+
+    inside: bool
+    """Whether the folder is inside a git work tree (so git lists its files)."""
+    dirs: tuple[str, ...]
+    """git's own folders (git dir, common dir), resolved; empty outside a repository."""
+    top: Path | None
+    """The work tree's top folder; None outside a work tree."""
+    object_format: str | None
+    """``sha1`` or ``sha256``; None when git did not say."""
+    head: str | None
+    """The commit ``HEAD`` names when first asked; None before the first commit."""
+
+
+#: The questions of :func:`git_facts`, in the order git answers them. ``--show-toplevel``
+#: dies outside a work tree and ``--verify`` fails on an unborn ``HEAD``: both come last,
+#: so what was printed before them still holds.
+_FACTS_QUERY = (
+    "rev-parse", "--is-inside-work-tree", "--git-dir", "--git-common-dir",
+    "--show-object-format", "--show-toplevel", "--verify", "-q", "HEAD^{commit}",
+)  # fmt: skip
+_FACTS: dict[Path, GitFacts] = {}
+
+
+def git_facts(where: Path) -> GitFacts:
+    """Everything the tool asks git about the repository around ``where`` (root discovery,
+    work tree or not, git's folders, object format, ``HEAD``), from ONE ``git rev-parse``,
+    asked once per folder and process (the top folder it finds is answered too)."""
+    got = _FACTS.get(where)
+    if got is not None:
+        return got
+    ran = _git(where, list(_FACTS_QUERY))
+    lines = [os.fsdecode(line) for line in ran[1].splitlines()] if ran else []
+    dirs = tuple(dict.fromkeys(os.path.realpath(os.path.join(where, d)) for d in lines[1:3]))
+    fmt = lines[3] if len(lines) > 3 and lines[3] in ("sha1", "sha256") else None
+    facts = GitFacts(False, dirs if len(lines) >= 3 else (), None, fmt, None)
+    if lines[:1] == ["true"] and len(lines) >= 5 and lines[4]:
+        head = lines[5] if ran and ran[0] == 0 and len(lines) > 5 else None
+        facts = GitFacts(True, dirs, Path(lines[4]), fmt, head)
+        _FACTS.setdefault(facts.top.resolve(), facts)  # type: ignore[union-attr]
+    return _FACTS.setdefault(where, facts)
+
+
+def forget_git_facts() -> None:
+    """Ask git again (a test that runs ``git init`` between two commands in one process)."""
+    _FACTS.clear()
 
 
 def git_toplevel(start: Path) -> Path | None:
     """The enclosing git work tree of ``start``, or None (not a repo, or git is missing)."""
-    out = git_output(start, "rev-parse", "--show-toplevel")
-    top = os.fsdecode(out).strip() if out is not None else ""
-    return Path(top) if top else None
+    return git_facts(start).top
 
 
 def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
@@ -151,20 +204,9 @@ def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | N
     return (top if top is not None else here).resolve()
 
 
-@cache
-def _rev_parse(root: Path) -> tuple[bool, tuple[str, ...]]:
-    """One ``git rev-parse`` for :func:`in_git_work_tree` and :func:`git_dirs`."""
-    out = git_output(root, "rev-parse", "--is-inside-work-tree", "--git-dir", "--git-common-dir")
-    if out is None:
-        return False, ()
-    first, *dirs = [os.fsdecode(line) for line in out.splitlines() if line] or [""]
-    resolved = (os.path.realpath(os.path.join(root, d)) for d in dirs)
-    return first == "true", tuple(dict.fromkeys(resolved))
-
-
 def in_git_work_tree(root: Path) -> bool:
     """Whether ``root`` is inside a git work tree (so git lists its files)."""
-    return _rev_parse(root)[0]
+    return git_facts(root).inside
 
 
 def git_dirs(root: Path) -> tuple[str, ...]:
@@ -173,7 +215,7 @@ def git_dirs(root: Path) -> tuple[str, ...]:
     Usually ``<root>/.git``, but ``git init --separate-git-dir`` or a linked worktree can put
     them anywhere, under any name; empty outside a git repository.
     """
-    return _rev_parse(root)[1]
+    return git_facts(root).dirs
 
 
 def under_dot_git(rel: str) -> bool:

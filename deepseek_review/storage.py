@@ -12,7 +12,6 @@ import contextlib
 import errno
 import functools
 import os
-import secrets
 import signal
 import threading
 import time
@@ -45,6 +44,12 @@ CRASH_POINTS = (
     "after-receipt",
     "mid-report-write",
 )
+
+
+def _token(nbytes: int) -> str:
+    """What ``secrets.token_hex`` returns (``os.urandom(n).hex()``), without importing
+    ``secrets`` (and ``random``, ``hmac``, ``base64``) into every command's start-up."""
+    return os.urandom(nbytes).hex()
 
 
 CRASH_ENV = "DEEPSEEK_REVIEW_CRASH_AT"
@@ -116,7 +121,7 @@ def _write_temp(
     points (see ``crash_at``).
     """
     crashing = crash_at()  # an invalid test-hook value fails here, before any file exists
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
+    tmp = folder / f"{TEMP_PREFIX}{_token(8)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
@@ -224,7 +229,7 @@ def check_writable_dir(
         raise OutputError(
             f"{shown}: not a folder" if here == path else f"{shown}: {named} is not a folder"
         )
-    name = f"{TEMP_PREFIX}probe-{secrets.token_hex(6)}"
+    name = f"{TEMP_PREFIX}probe-{_token(6)}"
     pad = len(longest.encode("utf-8")) - len(name) - len(TEMP_SUFFIX)
     probe = here / f"{name}{'x' * max(0, pad)}{TEMP_SUFFIX}"
     try:

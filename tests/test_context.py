@@ -258,7 +258,7 @@ def test_outside_git_the_fallback_lists_what_git_lists(plain_tree, cli):
     git(plain_tree, "init", "-q")
     from deepseek_review import repo
 
-    repo._rev_parse.cache_clear()
+    repo.forget_git_facts()
     assert listed(cli, ".") == outside
 
 

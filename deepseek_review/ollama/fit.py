@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 from ..endpoint import safe_url
 from ..errors import ConfigError, PromptDoesNotFit
 from ..options import name_of
-from . import probe
 
 if TYPE_CHECKING:
     from ..client import ChatClient
@@ -56,6 +55,8 @@ def preflight(
     :class:`ConfigError` for a ``reasoning`` level the model cannot think at."""
     if server != "ollama":
         return
+    from . import probe  # asked only when sending: a dry run plans without it
+
     if probe.is_cloud(client.url):
         with client.learning:  # said once per client, not per entry of a batch
             if ("ollama", "cloud") not in client.learned:

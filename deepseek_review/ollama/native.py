@@ -15,15 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .. import chatwire, safejson
+from .. import safejson
 from ..endpoint import Endpoint
 from ..errors import ConfigError
 from ..options import name_of
 from ..tokens import estimate_tokens
 from .fit import step_for
+
+if TYPE_CHECKING:
+    from .. import chatwire
 
 NATIVE_CHAT_PATH = "/api/chat"
 OPENAI_CHAT_PATH = "/v1/chat/completions"
@@ -110,6 +113,8 @@ def body(
 
 def as_openai(obj: Any) -> Any:
     """One native answer object (or stream line) in the shape :mod:`..chatwire` reads."""
+    from .. import chatwire  # reading answers: a dry run plans without it
+
     if not isinstance(obj, dict) or chatwire.carries_error(obj):
         return obj
     message = obj.get("message")
@@ -142,6 +147,8 @@ def read_lines(
 ) -> None:
     """Read NDJSON lines into ``st`` up to the line with ``done: true`` (then ``st.done``).
     An ``{"error": ...}`` line is the server's error (:class:`.chatwire.ReportedError`)."""
+    from .. import chatwire
+
     idle = 0
     for line in lines:
         if not line.strip():

@@ -1,0 +1,136 @@
+"""A review of a change (``--diff``, ``--staged``): the range resolved, the patch made with
+its noise rules, framed, and planned with the whole files asked for.
+
+Split from :mod:`.gitreview` so that a review of files alone never imports the diff
+machinery (:mod:`.gitdiff`): :func:`.gitreview.plan_git` imports this only for a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .context_types import ContextFile, ContextLimits, Output, Skipped, written_by_tool
+from .errors import InputError
+from .gitdiff import (
+    LOCK_FILES,
+    WHY_BINARY,
+    WHY_GENERATED,
+    WHY_LOCK,
+    Change,
+    Decide,
+    Range,
+    generated_paths,
+    make_diff,
+    resolve_range,
+)
+from .gitfiles import new_versions
+from .gitread import resolve_commit
+from .gitreview import GatherFn, GitOptions, GitPlan, frame_diff, plan
+from .options import name_of
+from .pinning import FilePin, auto_pin
+from .repo import git_output, has_unsafe_chars
+
+
+def plan_change(
+    opts: GitOptions,
+    root: Path,
+    specs: Sequence[str],
+    limits: ContextLimits,
+    outputs: Sequence[Output],
+    gather: GatherFn,
+    *,
+    topic: str,
+    out_dir: str,
+) -> GitPlan:
+    """The plan of a review of a change: the change framed first, then the whole files
+    ``specs`` names (and, with ``whole_files``, the new version of each changed file)."""
+    rng = _range(root, opts)
+    if opts.since_last_review:
+        from .sincelast import narrow
+
+        rng = narrow(root, out_dir, topic, rng)
+    diff = make_diff(root, rng, opts.settings, _noise_rules(root, opts, outputs))
+    if not diff.shown:
+        why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""
+        what = "the staged change" if opts.staged else f"the change {rng.spec or rng.label}"
+        raise InputError(f"{what} shows nothing to review{why}")
+    framed = frame_diff(diff)
+    size = len(framed.encode("utf-8"))
+    if size > limits.max_context_bytes:
+        raise InputError(
+            f"the change {rng.label} is {size} bytes as framed, over "
+            f"{name_of('max_context_bytes')} {limits.max_context_bytes} (fewer context lines: "
+            f"{name_of('diff_context')}; or review it in parts)"
+        )
+    files: list[ContextFile] = []
+    skipped: tuple[Skipped, ...] = ()
+    pins = []
+    if specs:
+        gathered = gather(root, specs, limits, outputs)
+        files, skipped, pins = list(gathered), gathered.skipped, auto_pin(root, gathered)
+    if opts.whole_files:
+        for f, blob in new_versions(root, diff, limits):
+            if all(g.path != f.path for g in files):
+                files.append(f)
+                pins.append(FilePin(f.path, blob=blob, commit=rng.head))
+    left = tuple(Skipped(p, _put_back(why), why) for p, why in diff.left_out)
+    return plan(files, skipped + left, (diff, framed), pins, {})
+
+
+def _range(root: Path, opts: GitOptions) -> Range:
+    if opts.diff is not None:
+        return resolve_range(root, opts.diff, name_of("diff"))
+    base = resolve_commit(root, "HEAD", name_of("staged"))
+    tree = git_output(root, "write-tree")
+    if tree is None:
+        raise InputError(f"{name_of('staged')}: the index cannot be written as a tree (a merge?)")
+    return Range(base, tree.decode().strip())
+
+
+#: The option that puts back what each noise rule leaves out.
+_PUT_BACK = {
+    WHY_LOCK: "include_lock_files",
+    WHY_GENERATED: "include_generated",
+    WHY_BINARY: "include_binary",
+}
+
+
+def _put_back(why: str) -> str:
+    flag = _PUT_BACK.get(why)
+    return f"{why} ({name_of(flag)} puts it back)" if flag else why
+
+
+def _noise_rules(
+    root: Path, opts: GitOptions, outputs: Sequence[Output]
+) -> Callable[[list[Change]], Decide]:
+    """What a review leaves out of a change: the tool's own output, lock files, generated
+    and binary files (each unless asked for)."""
+    return lambda changes: _decider(root, opts, outputs, changes)
+
+
+def _decider(
+    root: Path, opts: GitOptions, outputs: Sequence[Output], changes: list[Change]
+) -> Decide:
+    generated: set[str] = set()
+    if not opts.include_generated:
+        generated = generated_paths(root, [c.path for c in changes])
+
+    def decide(change: Change, binary: bool) -> str | None:
+        path = change.path
+        output = next((o for o in outputs if o.holds(path)), None)
+        if output is not None:
+            return output.what
+        if written_by_tool(path):
+            return "written by deepseek-review"
+        if not opts.include_lock_files and path.rpartition("/")[2] in LOCK_FILES:
+            return WHY_LOCK
+        if path in generated:
+            return WHY_GENERATED
+        if binary and not opts.include_binary:
+            return WHY_BINARY
+        if has_unsafe_chars(path):
+            return "name holds control characters"
+        return None
+
+    return decide

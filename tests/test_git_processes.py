@@ -1,0 +1,123 @@
+"""How many git processes a command starts: each costs a fork, an exec and git's own start-up
+(milliseconds), so the fixed cost of ``run`` grows with every one that creeps back.
+
+A logging ``git`` first on ``PATH`` (an absolute folder, as the runner requires) records each
+call and hands it to the real git, so what runs is what a user's command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+
+#: A ``run --dry-run`` of one file in a git work tree: the one ``rev-parse`` that finds the
+#: root and everything else asked of it, and the one ``ls-tree`` of ``HEAD`` that pins it.
+DRY_RUN_ONE_FILE = 2
+
+
+def _logged_git(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder holding a ``git`` that logs its arguments, and the log."""
+    real = shutil.which("git")
+    assert real is not None
+    folder, log = tmp_path / "logbin", tmp_path / "git.log"
+    folder.mkdir()
+    script = folder / "git"
+    script.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n', encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return folder, log
+
+
+def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """What ``deepseek-review ARGS`` prints, run in its own process (it must succeed)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "deepseek_review", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _git_calls(cwd: Path, tmp_path: Path, *args: str) -> list[str]:
+    """The git commands ``deepseek-review ARGS`` started in its own process, in order."""
+    folder, log = _logged_git(tmp_path)
+    run_cli(cwd, *args, env={**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
+    calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    return [c.split(" safe.bareRepository=explicit ", 1)[-1] for c in calls]
+
+
+def _dry_run(cwd: Path, tmp_path: Path, path: str) -> list[str]:
+    return _git_calls(cwd, tmp_path, "run", "--dry-run", "-c", path, "-p", "Check.")
+
+
+def commit_all(root: Path) -> None:
+    """Everything in the work tree committed: ``HEAD`` holds each file's blob."""
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+
+
+def test_a_dry_run_of_one_committed_file_starts_two_git_processes(
+    repo: Path, tmp_path: Path
+) -> None:
+    commit_all(repo)
+    calls = _dry_run(repo, tmp_path, "docs/spec.md")
+    assert [c.split()[0] for c in calls] == ["rev-parse", "-c"]
+    assert len(calls) == DRY_RUN_ONE_FILE
+
+
+def test_a_dry_run_from_a_subfolder_finds_the_root_without_asking_git_again(
+    repo: Path, tmp_path: Path
+) -> None:
+    commit_all(repo)
+    calls = _dry_run(repo / "src" / "pkg", tmp_path, "mean.py")
+    assert len(calls) == DRY_RUN_ONE_FILE, calls
+
+
+def test_a_dry_run_before_the_first_commit_starts_one_git_process(
+    repo: Path, tmp_path: Path
+) -> None:
+    """No ``HEAD`` yet: nothing to pin against, and the one ``rev-parse`` already said so."""
+    assert len(_dry_run(repo, tmp_path, "docs/spec.md")) == 1
+
+
+def test_a_dry_run_outside_git_asks_git_once(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.md").write_text("a note\n", encoding="utf-8")
+    assert len(_dry_run(plain, tmp_path, "notes.md")) == 1
+
+
+def test_a_run_starts_as_many_git_processes_as_its_dry_run(
+    repo: Path, tmp_path: Path, simulator: object
+) -> None:
+    commit_all(repo)
+    url = simulator.base_url  # type: ignore[attr-defined]
+    args = ("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", url, "-q")
+    assert len(_git_calls(repo, tmp_path, *args)) == DRY_RUN_ONE_FILE
+
+
+@pytest.mark.parametrize("where", ["root", "subfolder"])
+def test_one_rev_parse_still_pins_a_committed_file_to_its_blob(
+    repo: Path, tmp_path: Path, where: str
+) -> None:
+    """What the single ``rev-parse`` answers is what pinning used to ask on its own."""
+    commit_all(repo)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
+    cwd = repo if where == "root" else repo / "src"
+    spec = "docs/spec.md" if where == "root" else "../docs/spec.md"
+    out = run_cli(cwd, "run", "--dry-run", "--json", "-c", spec, "-p", "Check.")
+    pins = json.loads(out)["git"]["files"]
+    assert pins == [{"path": "docs/spec.md", "blob": blob, "commit": head}]
