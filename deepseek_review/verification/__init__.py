@@ -197,7 +197,7 @@ def verify(
         v.mark_scanned(found.scanned)
         reports = sorted((v.finish(d) for d in done), key=lambda r: v.chain_order(r.receipt_path))
         if signatures is not None:
-            signatures.know_listing(found.listed, found.signed)
+            signatures.know_listing(found.listed, found.signed, v.files)
             reports = [signatures.apply(r) for r in reports]
     finally:
         if gc_was_enabled:
