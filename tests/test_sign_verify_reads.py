@@ -12,22 +12,19 @@ from typing import Any
 
 import pytest
 
-from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
-from tests.test_signing import segment_files, signature_check, signed_review, verify
+from tests.sshkeys import Key, allowed_signers, needs_openssh
+from tests.test_signing import (
+    alice,
+    no_agent,
+    segment_files,
+    signature_check,
+    signed_review,
+    verify,
+)
 
 pytestmark = needs_openssh
+__all__ = ["alice", "no_agent"]  # the fixtures of tests/test_signing.py, used here too
 Cli = Callable[..., Any]
-
-
-@pytest.fixture(autouse=True)
-def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test uses the machine's own ssh-agent."""
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-
-
-@pytest.fixture
-def alice(tmp_path: Path) -> Key:
-    return make_key(tmp_path / "keys", "ed25519", "alice@example.com")
 
 
 def _moved_out(path: Path, outside: Path) -> Path:
