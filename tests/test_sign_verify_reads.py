@@ -1,6 +1,7 @@
 """How ``verify --allowed-signers`` reads a signed segment's files (issue #14's cost goal):
 through verify's own reader, so nothing is followed out of the repository, each folder is
-resolved once per run and a digest the answer check took is not taken again."""
+resolved once per run, a digest the answer check took is not taken again, and the
+checks run in the verify workers when there are workers."""
 
 from __future__ import annotations
 
@@ -83,3 +84,23 @@ def test_signature_checks_resolve_each_folder_once_not_each_file(
     assert str(repo / "reviews") in resolved
     in_reviews = [p for p in resolved if p.startswith(str(repo / "reviews") + "/")]
     assert in_reviews == []  # each segment file is opened in its resolved folder
+
+
+def test_signatures_checked_in_worker_processes_give_the_report_of_one_process(
+    repo: Path, cli: Cli, simulator: Any, tmp_path: Path, alice: Key
+) -> None:
+    for topic in ("one", "two", "three"):
+        signed_review(cli, simulator, alice, "--topic", topic)
+    answer = sorted((repo / "reviews").glob("*.md"))[1]
+    answer.write_bytes(answer.read_bytes() + b"tampered\n")
+    (sorted((repo / "reviews").glob("*.intoto.json.sig"))[2]).unlink()
+    signers = allowed_signers(tmp_path / "a", alice.allowed_line())
+    one = verify(cli, signers, "--jobs", "1")
+    workers = verify(cli, signers, "--jobs", "2")
+    assert (one.code, workers.code) == (9, 9)
+    assert workers.json() == one.json()
+    details = [c["detail"] for r in one.json()["receipts"] for c in r["checks"]
+               if c["name"] == "signature"]  # fmt: skip
+    assert sorted(details)[0].startswith("a statement without its signature")
+    assert any(d.startswith("changed since it was signed") for d in details)
+    assert any(d.startswith("signed by alice@example.com") for d in details)

@@ -68,18 +68,22 @@ class SignatureChecks:
         self._listed: Collection[str] = ()
         self._signed: Collection[str] = ()
         self.files = RepoFiles(root)
+        self._checked: dict[str, tuple[CheckResult | None, Signed | None]] = {}
 
-    def know_listing(
-        self, listed: Collection[str], signed: Collection[str], files: RepoFiles | None = None
-    ) -> None:
+    def know_listing(self, listed: Collection[str], signed: Collection[str]) -> None:
         """Folders listed whole (``listed``) and the statements and signatures seen in them
         (``signed``): a segment there with neither is unsigned without a look at the disk
-        (two failed opens per receipt were a tenth of a 10,000-receipt run). ``files``: the
-        other checks' reader, so a digest they took (the answer's, the reasoning's) is not
-        taken again and every folder is resolved once per run."""
+        (two failed opens per receipt were a tenth of a 10,000-receipt run)."""
         self._listed, self._signed = listed, signed
-        if files is not None:
-            self.files = files
+
+    def share_files(self, files: RepoFiles) -> None:
+        """Read through the other checks' reader: every folder resolved once per run, and
+        a digest they took (the answer's, the reasoning's) not taken again."""
+        self.files = files
+
+    def adopt(self, receipt_rel: str, result: CheckResult | None, signed: Signed | None) -> None:
+        """The check of ``receipt_rel`` as a verify worker made it: :meth:`apply` uses it."""
+        self._checked[receipt_rel] = (result, signed)
 
     def _surely_unsigned(self, receipt_rel: str) -> bool:
         """Whether the listing shows neither a statement nor a signature for the segment."""
@@ -117,7 +121,8 @@ class SignatureChecks:
 
     def apply(self, report: ReceiptReport) -> ReceiptReport:
         """``report`` with its ``signature`` check (none when there is nothing to say)."""
-        result, signed = self.check(report.receipt_path)
+        done = self._checked.pop(report.receipt_path, None)
+        result, signed = self.check(report.receipt_path) if done is None else done
         if result is None:
             return report
         checks = [c for c in report.checks if c.name != NAME] + [result]
