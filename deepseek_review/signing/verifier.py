@@ -12,8 +12,10 @@ The tests check every key type they make against ssh-keygen's verdict, both ways
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
+from typing import Any
 
 from .sshsig import BadSignature, _strings, unarmor
 
@@ -65,30 +67,53 @@ def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
 
 
 def _check(key_type: str, key: bytes, sig_type: str, sig: bytes, signed: bytes) -> None:
-    """Raise unless ``sig`` (of ``sig_type``) by ``key`` signs ``signed``."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
-
+    """Raise unless ``sig`` (of ``sig_type``) by ``key`` signs ``signed``. Only the
+    ``cryptography`` modules of this key type are imported."""
     if key_type == "ssh-ed25519":
         if sig_type != key_type:
             raise BadSignature("signature type")
-        (raw,) = _strings(key, 1, 4 + len(key_type))
-        ed25519.Ed25519PublicKey.from_public_bytes(raw).verify(sig, signed)
+        _public_key(key_type, key).verify(sig, signed)
     elif key_type == "ssh-rsa":
         if sig_type not in _RSA_SIGS:
             raise BadSignature("an RSA signature must be rsa-sha2-256 or rsa-sha2-512")
-        e, n = (_mpint(v) for v in _strings(key, 2, 4 + len(key_type)))
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
         algorithm = hashes.SHA256() if _RSA_SIGS[sig_type] == "sha256" else hashes.SHA512()
-        public = rsa.RSAPublicNumbers(e, n).public_key()
-        public.verify(sig, signed, padding.PKCS1v15(), algorithm)
+        _public_key(key_type, key).verify(sig, signed, padding.PKCS1v15(), algorithm)
     else:
         if sig_type != key_type:
             raise BadSignature("signature type")
-        curve_name, point = _strings(key, 2, 4 + len(key_type))
-        if curve_name not in _CURVES or key_type != "ecdsa-sha2-" + curve_name.decode():
-            raise BadSignature("curve")
-        curve, hash_name = _CURVES[curve_name]
-        public_ec = ec.EllipticCurvePublicKey.from_encoded_point(getattr(ec, curve)(), point)
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec, utils
+
+        public_ec = _public_key(key_type, key)
         r, s = (_mpint(v) for v in _strings(sig, 2))
         der = utils.encode_dss_signature(r, s)
+        hash_name = _CURVES[key_type.removeprefix("ecdsa-sha2-").encode()][1]  # checked above
         public_ec.verify(der, signed, ec.ECDSA(getattr(hashes, hash_name)()))
+
+
+@functools.lru_cache(maxsize=64)
+def _public_key(key_type: str, key: bytes) -> Any:
+    """The ``cryptography`` key object of an SSH public key blob: built once per key, not
+    once per signature (a verify checks thousands of signatures by a handful of keys).
+    :class:`BadSignature` or ``ValueError`` for a blob that is not a key of ``key_type``."""
+    if key_type == "ssh-ed25519":
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+
+        (raw,) = _strings(key, 1, 4 + len(key_type))
+        return ed25519.Ed25519PublicKey.from_public_bytes(raw)
+    if key_type == "ssh-rsa":
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        e, n = (_mpint(v) for v in _strings(key, 2, 4 + len(key_type)))
+        return rsa.RSAPublicNumbers(e, n).public_key()
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    curve_name, point = _strings(key, 2, 4 + len(key_type))
+    if curve_name not in _CURVES or key_type != "ecdsa-sha2-" + curve_name.decode():
+        raise BadSignature("curve")
+    return ec.EllipticCurvePublicKey.from_encoded_point(
+        getattr(ec, _CURVES[curve_name][0])(), point
+    )

@@ -56,7 +56,7 @@ from .reports import (
     ReceiptStatus,
     VerifyReport,
 )
-from .signature_checks import SignatureChecks
+from .signature_checks import SignatureChecks, Signed
 
 __all__ = [
     "CHECKS",
@@ -76,7 +76,7 @@ __all__ = [
 POOL_MIN_RECEIPTS = 2000
 _CHUNK = 250
 _worker: Verifier | None = None
-_worker_args: tuple[Path, bool] | None = None
+_worker_args: tuple[Path, bool, SignatureChecks | None] | None = None
 
 
 _Packed = tuple[
@@ -86,6 +86,7 @@ _Packed = tuple[
     list[tuple[str, CheckStatus, str]],
     str | None,
     tuple[str, str, int, str],
+    "tuple[CheckResult | None, Signed | None] | None",
 ]
 
 
@@ -94,20 +95,24 @@ def _work(chunk: list[str]) -> list[_Packed]:
 
     Results travel as tuples: pickling them costs a third of pickling the dataclasses.
     Each carries its receipt's :func:`name_order` key, which the report is sorted by: made
-    here, in parallel, not one by one in the parent.
+    here, in parallel, not one by one in the parent; so is its signature check, when there
+    is one (the parent's :class:`SignatureChecks`, inherited by the fork).
     """
     global _worker
     if _worker is None:
         assert _worker_args is not None
-        root, strict = _worker_args
+        root, strict, _ = _worker_args
         _worker = Verifier(root, strict=strict)
+    assert _worker_args is not None
+    signatures = _worker_args[2]
     for rel in chunk:
         _worker.load(rel)  # the chunk's continuations tell which answers to keep
     out = []
     for rel in chunk:
         done = _worker.local(rel)
         checks = [(c.name, c.status, c.detail) for c in done.checks]
-        out.append((rel, done.data, done.problems, checks, done.continues, name_order(rel)))
+        signed = None if signatures is None else signatures.check(rel)
+        out.append((rel, done.data, done.problems, checks, done.continues, name_order(rel), signed))
     return out
 
 
@@ -138,19 +143,23 @@ def default_jobs(receipts: int) -> int:
     return min(cpus or 1, 4)
 
 
-def _parallel(v: Verifier, strict: bool, receipts: list[str], jobs: int) -> list[_Local]:
+def _parallel(
+    v: Verifier, strict: bool, receipts: list[str], jobs: int, signatures: SignatureChecks | None
+) -> list[_Local]:
     """The local checks of ``receipts`` in ``jobs`` worker processes, each result indexed in
     ``v`` as it arrives (while the workers go on)."""
     import multiprocessing
 
     global _worker_args
     chunks = [receipts[i : i + _CHUNK] for i in range(0, len(receipts), _CHUNK)]
-    _worker_args = (v.root, strict)
+    _worker_args = (v.root, strict, signatures)
     done: list[_Local] = []
     try:
         with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals) as pool:
             for part in pool.imap(_work, chunks):
-                for rel, data, problems, checks, continues, order in part:
+                for rel, data, problems, checks, continues, order, signed in part:
+                    if signatures is not None and signed is not None:
+                        signatures.adopt(rel, *signed)
                     checked = [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
                     d = _Local(rel, data, problems, checked, continues)
                     v.adopt(d, order)
@@ -188,16 +197,18 @@ def verify(
     gc.disable()
     try:
         v = Verifier(root, strict=strict)
+        if signatures is not None:
+            signatures.know_listing(found.listed, found.signed)
         jobs = default_jobs(len(receipts)) if jobs is None else max(1, jobs)
         if jobs > 1 and len(receipts) > 1:
-            done = _parallel(v, strict, receipts, jobs)
+            done = _parallel(v, strict, receipts, jobs, signatures)
         else:
             v.index(receipts, set())
             done = [v.local(rel) for rel in receipts]
         v.mark_scanned(found.scanned)
         reports = sorted((v.finish(d) for d in done), key=lambda r: v.chain_order(r.receipt_path))
         if signatures is not None:
-            signatures.know_listing(found.listed, found.signed)
+            signatures.share_files(v.files)
             reports = [signatures.apply(r) for r in reports]
     finally:
         if gc_was_enabled:

@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ReviewError
+from ..errors import ConfigError
 from ..options import name_of
 from ..records.canonical import RECEIPT_DECODER
 from ..records.naming import sibling
-from ..repo import read_regular_file
 from ..signing import NAMESPACE
+from .files import Problem, RepoFiles
 from .reports import CheckResult, ReceiptReport, ReceiptStatus
 
 NAME = "signature"
@@ -67,12 +67,23 @@ class SignatureChecks:
         self.now = now or datetime.now(UTC)
         self._listed: Collection[str] = ()
         self._signed: Collection[str] = ()
+        self.files = RepoFiles(root)
+        self._checked: dict[str, tuple[CheckResult | None, Signed | None]] = {}
 
     def know_listing(self, listed: Collection[str], signed: Collection[str]) -> None:
         """Folders listed whole (``listed``) and the statements and signatures seen in them
         (``signed``): a segment there with neither is unsigned without a look at the disk
         (two failed opens per receipt were a tenth of a 10,000-receipt run)."""
         self._listed, self._signed = listed, signed
+
+    def share_files(self, files: RepoFiles) -> None:
+        """Read through the other checks' reader: every folder resolved once per run, and
+        a digest they took (the answer's, the reasoning's) not taken again."""
+        self.files = files
+
+    def adopt(self, receipt_rel: str, result: CheckResult | None, signed: Signed | None) -> None:
+        """The check of ``receipt_rel`` as a verify worker made it: :meth:`apply` uses it."""
+        self._checked[receipt_rel] = (result, signed)
 
     def _surely_unsigned(self, receipt_rel: str) -> bool:
         """Whether the listing shows neither a statement nor a signature for the segment."""
@@ -110,7 +121,8 @@ class SignatureChecks:
 
     def apply(self, report: ReceiptReport) -> ReceiptReport:
         """``report`` with its ``signature`` check (none when there is nothing to say)."""
-        result, signed = self.check(report.receipt_path)
+        done = self._checked.pop(report.receipt_path, None)
+        result, signed = self.check(report.receipt_path) if done is None else done
         if result is None:
             return report
         checks = [c for c in report.checks if c.name != NAME] + [result]
@@ -133,9 +145,9 @@ class SignatureChecks:
             return self._unsigned("unsigned"), None
         sig_rel = sibling(receipt_rel, "signature")
         statement_rel = sibling(receipt_rel, "statement")
-        armored = self._read(sig_rel)
+        armored = self._read(sig_rel, "signature")
         if armored is None:
-            if self._read(statement_rel) is not None:
+            if self._read(statement_rel, "statement") is not None:
                 why = "a statement without its signature (stopped before signing: "
                 return self._unsigned(why + "`deepseek-review sign` completes it)"), None
             return self._unsigned("unsigned"), None
@@ -143,6 +155,8 @@ class SignatureChecks:
             return CheckResult(NAME, "info", "signed; not checked (no allowed signers)"), None
         from ..signing import allowed, sshsig
 
+        if isinstance(armored, Problem):
+            return CheckResult(NAME, "fail", armored.detail), None
         try:
             sig = sshsig.parse(armored)
         except sshsig.BadSignature as exc:
@@ -153,9 +167,11 @@ class SignatureChecks:
         principal, why = allowed.principal_for(self.signers, sig.public_key, self.now)
         if principal is None:
             return CheckResult(NAME, "fail", f"{why} ({sig.fingerprint})"), None
-        statement = self._read(statement_rel)
+        statement = self._read(statement_rel, "statement")
         if statement is None:
             return CheckResult(NAME, "fail", f"{statement_rel}: missing beside its signature"), None
+        if isinstance(statement, Problem):
+            return CheckResult(NAME, "fail", statement.detail), None
         problem = self._statement_problem(receipt_rel, statement)
         if problem is None:
             problem = self._crypto_problem(statement, armored, principal)
@@ -181,17 +197,33 @@ class SignatureChecks:
             return None if bad is None else f"the signature does not verify ({bad})"
         return None if good else "the signature does not verify over the statement"
 
-    def _read(self, rel: str) -> bytes | None:
-        try:
-            return read_regular_file(self.root / rel)
-        except FileNotFoundError:
-            return None
-        except OSError:
-            return b""  # not a regular file: fails as a signature or a statement
+    def _read(self, rel: str, what: str) -> bytes | Problem | None:
+        """The bytes of a statement or signature; None when absent; why not when it is
+        not a regular file inside the root (read by :attr:`files`, never followed out)."""
+        got = self.files.read(rel, what=what, keep=False)
+        return None if isinstance(got, Problem) and got.kind == "missing" else got
+
+    def _subjects(self, receipt_rel: str) -> dict[str, object] | str:
+        """The segment's files as they are now, name → digest object (as
+        :func:`..signing.statement.subjects` makes them), or why they cannot be had. Hashed
+        by :attr:`files`: each folder resolved once, a digest the other checks took reused."""
+        from ..signing.statement import SUBJECT_KINDS
+
+        now: dict[str, object] = {}
+        for kind in SUBJECT_KINDS:
+            rel = sibling(receipt_rel, kind)
+            got = self.files.hash(rel, what=kind, keep=False)
+            if not isinstance(got, Problem):
+                now[rel] = {"sha256": got.removeprefix("sha256:")}
+            elif got.kind != "missing":
+                return got.detail
+            elif kind in ("receipt", "answer"):
+                return f"{rel}: missing; cannot sign its segment"
+        return now
 
     def _statement_problem(self, receipt_rel: str, raw: bytes) -> str | None:
         """Why the statement does not describe this segment's files as they are, or None."""
-        from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, SegmentFiles, subjects
+        from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE
 
         statement_rel = sibling(receipt_rel, "statement")
         try:
@@ -202,11 +234,9 @@ class SignatureChecks:
             return f"{statement_rel}: not an in-toto Statement v1"
         if data.get("predicateType") != PREDICATE_TYPE:
             return f"{statement_rel}: predicateType is not {PREDICATE_TYPE}"
-        try:
-            files = SegmentFiles.read(self.root, receipt_rel)
-            now = {s["name"]: s["digest"] for s in subjects(files)}
-        except ReviewError as exc:
-            return exc.message
+        now = self._subjects(receipt_rel)
+        if isinstance(now, str):
+            return now
         claimed = data.get("subject")
         if not isinstance(claimed, list) or not all(
             isinstance(s, dict) and isinstance(s.get("name"), str) for s in claimed
