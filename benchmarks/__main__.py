@@ -84,7 +84,7 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
         cells = [
             r.name,
             r.goal,
-            f"{r.ratio:.2f}x",
+            f"{r.ratio:.3f}x",
             "yes" if r.met else "**no**",
             seconds(r.ours, memory=r.memory),
             f"{seconds(r.baseline, memory=r.memory)} ({r.baseline_name})",
@@ -104,7 +104,7 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
             lines += ["The benchmark failed:", "", "```", err, "```"]
             continue
         lines.append(
-            f"Goal: {r.goal}. Measured: **{r.ratio:.2f}x** ({'met' if r.met else 'not met'}); "
+            f"Goal: {r.goal}. Measured: **{r.ratio:.3f}x** ({'met' if r.met else 'not met'}); "
             f"ours {seconds(r.ours, memory=r.memory)}; baseline ({r.baseline_name}) "
             f"{seconds(r.baseline, memory=r.memory)}; "
             f"medians of {r.rounds} alternating pairs."
@@ -134,7 +134,7 @@ def _compile_package() -> None:
 def report(name: str, r: BenchResult) -> None:
     """One row's result on the terminal, as it is measured."""
     print(
-        f"   {r.name}: ratio {r.ratio:.2f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
+        f"   {r.name}: ratio {r.ratio:.3f}x ({r.goal}) -> {'met' if r.met else 'MISSED'}; "
         f"ours {seconds(r.ours)}; baseline {seconds(r.baseline)}",
         flush=True,
     )
