@@ -58,28 +58,28 @@ def head_commit(root: Path) -> str | None:
     return git_facts(root).head
 
 
-#: Per repository root: HEAD when first asked, and the blob of every file it holds. A batch
-#: pins each entry's files against it without asking git again; a pin stays true if HEAD
-#: moves meanwhile (those bytes are that blob of that commit).
-_HEAD_BLOBS: dict[Path, tuple[str | None, dict[str, str]]] = {}
+#: Per repository root and the ``HEAD`` :func:`.repo.git_facts` read: the blob of every file
+#: that commit holds. A batch pins each entry's files against it without asking git again; a
+#: pin stays true if HEAD moves meanwhile (those bytes are that blob of that commit), and once
+#: the facts are read again (``forget_git_facts``) a new HEAD gets its own listing.
+_HEAD_BLOBS: dict[tuple[Path, str], dict[str, str]] = {}
 
 
 def _head_blobs(root: Path) -> tuple[str | None, dict[str, str]]:
-    got = _HEAD_BLOBS.get(root)
-    if got is not None:
-        return got
     head = head_commit(root) if in_git_work_tree(root) else None
+    if head is None:
+        return None, {}
+    got = _HEAD_BLOBS.get((root, head))
+    if got is not None:
+        return head, got
     blobs: dict[str, str] = {}
-    if head is not None:
-        out = git_output(
-            root, "-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--full-tree", head
-        )
-        for line in (out or b"").split(b"\0"):
-            meta, _, path = line.partition(b"\t")
-            parts = meta.split(b" ")
-            if len(parts) == 3 and parts[1] == b"blob":
-                blobs[os.fsdecode(path)] = os.fsdecode(parts[2])
-    return _HEAD_BLOBS.setdefault(root, (head, blobs))
+    out = git_output(root, "-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--full-tree", head)
+    for line in (out or b"").split(b"\0"):
+        meta, _, path = line.partition(b"\t")
+        parts = meta.split(b" ")
+        if len(parts) == 3 and parts[1] == b"blob":
+            blobs[os.fsdecode(path)] = os.fsdecode(parts[2])
+    return head, _HEAD_BLOBS.setdefault((root, head), blobs)
 
 
 def auto_pin(root: Path, files: Sequence[ContextFile]) -> list[FilePin]:

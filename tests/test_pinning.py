@@ -47,6 +47,22 @@ def test_a_committed_file_is_pinned_to_its_blob_and_a_dirty_one_to_its_hash(
     assert mean["path"] == "src/pkg/mean.py" and mean["worktree"].startswith("sha256:")
 
 
+def test_a_process_that_reads_git_again_pins_to_the_new_head(
+    repo: Path, cli: Any, simulator: Any
+) -> None:
+    from deepseek_review.repo import forget_git_facts
+
+    base_commit(repo)
+    assert run_review(cli, simulator, "--topic", "first").code == 0
+    new_head = commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
+    forget_git_facts()  # what a long-running library user calls after committing
+    result = run_review(cli, simulator, "--topic", "second")
+    assert result.code == 0, result.err
+    spec = record_of(repo, result)["git"]["files"][0]
+    blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
+    assert spec == {"path": "docs/spec.md", "blob": blob, "commit": new_head}
+
+
 def test_a_review_of_uncommitted_files_records_no_pins(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
