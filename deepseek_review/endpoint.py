@@ -47,11 +47,6 @@ _SECRET_QUERY_RE = re.compile(r"key|token|secret|passw|auth|sig|credential", re.
 #: an IPv4 address), a port, a path and a query of plain characters. The chat URLs this module
 #: builds have this shape; anything else (IPv6, percent-escapes, fragments) is left to the full
 #: RFC 3986 check.
-_PLAIN_URI = re.compile(
-    r"https?://[A-Za-z0-9._~-]+(?::[0-9]*)?"
-    r"(?:/[A-Za-z0-9._~!$&'()*+,;=:@-]*)*"
-    r"(?:\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?"
-)
 _OTHER_API = re.compile(r"/(?:completions|chat|embeddings|models|responses|api/\w+)$")
 
 
@@ -73,14 +68,6 @@ class Endpoint:
     def is_local(self) -> bool:
         """Loopback: context sent there does not leave this machine."""
         return self.is_loopback
-
-
-def plainly_uri(url: str) -> bool:
-    """True when ``url`` is certainly an RFC 3986 URI (the shape of every endpoint URL built
-    here); False means only "ask the full check". A receipt's ``uri`` format is checked with
-    this first, so a review never loads the full validator's hundred-odd regexes for a URL
-    this module wrote itself."""
-    return _PLAIN_URI.fullmatch(url) is not None
 
 
 def is_loopback_host(host: str) -> bool:

@@ -225,7 +225,8 @@ _URLS = [
 
 def test_every_endpoint_url_the_tool_builds_is_plainly_a_uri() -> None:
     """The receipt's endpoint is checked without the full RFC 3986 validator for these."""
-    from deepseek_review.endpoint import chat_url, plainly_uri
+    from deepseek_review.endpoint import chat_url
+    from deepseek_review.records.receipt_fast import plainly_uri
 
     built = [chat_url(e) for e in _ENDPOINTS if "[" not in e]
     assert [u for u in built if not plainly_uri(u)] == []
@@ -234,7 +235,8 @@ def test_every_endpoint_url_the_tool_builds_is_plainly_a_uri() -> None:
 def test_a_url_taken_as_plainly_a_uri_is_one_by_the_full_rfc_3986_check() -> None:
     from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
-    from deepseek_review.endpoint import chat_url, plainly_uri
+    from deepseek_review.endpoint import chat_url
+    from deepseek_review.records.receipt_fast import plainly_uri
 
     urls = [*_URLS, *(chat_url(e) for e in _ENDPOINTS)]
     taken = [u for u in urls if plainly_uri(u)]
