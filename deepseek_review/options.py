@@ -79,20 +79,34 @@ SETTING_KEYS: tuple[str, ...] = tuple(o.key for o in TABLE if o.scopes & {CONFIG
 
 # --------------------------------------------------------------------------- naming
 
-_Namer = Callable[[Option], str]
+#: An option's name in the reporting layer's spelling, and where it was set ("" when that
+#: goes without saying: the command line, a library call).
+_Namer = Callable[[Option], tuple[str, str]]
 _NAMERS: dict[str, _Namer] = {
-    "key": lambda o: o.key,
-    "flag": lambda o: o.long_flag,
+    "key": lambda o: (o.key, ""),
+    "flag": lambda o: (o.long_flag, ""),
     # In a manifest: its key, or, for what a manifest may not set, the flag of ``batch``.
-    "manifest": lambda o: o.key if o.in_manifest else o.long_flag,
+    "manifest": lambda o: (o.key if o.in_manifest else o.long_flag, ""),
 }
 _naming: ContextVar[_Namer] = ContextVar("deepseek_review_naming", default=_NAMERS["key"])
+
+
+def _placed(text: str, where: str) -> str:
+    return f"{text} ({where})" if where else text
 
 
 def name_of(key: str) -> str:
     """``key`` as the layer reporting an error spells it: ``--max-tokens`` on the command
     line, ``max_tokens`` in a manifest and in a library call (the default)."""
-    return _naming.get()(OPTIONS[key])
+    return _placed(*_naming.get()(OPTIONS[key]))
+
+
+def switched_off(key: str) -> str:
+    """The switch ``key`` turned off, as the reporting layer spells it: ``--no-stream`` on the
+    command line, ``stream = false`` in a manifest or a library call, ``stream = false (entry
+    2, line 10)`` for a batch entry's own setting."""
+    name, where = _naming.get()(OPTIONS[key])
+    return _placed(f"--no-{name[2:]}" if name.startswith("--") else f"{name} = false", where)
 
 
 @contextmanager
@@ -112,7 +126,7 @@ def naming_at(places: Mapping[str, str]) -> Iterator[None]:
     line 7)`` (a batch's run: its messages do not say which entry they are about); any other
     as before (``--model`` on the command line)."""
     outer = _naming.get()
-    token = _naming.set(lambda o: f"{o.key} ({places[o.key]})" if o.key in places else outer(o))
+    token = _naming.set(lambda o: (o.key, places[o.key]) if o.key in places else outer(o))
     try:
         yield
     finally:

@@ -14,7 +14,7 @@ from . import bodyread, safejson, serverhints
 from .endpoint import safe_url
 from .errorbody import error_body, error_message, error_parts, one_line
 from .errors import BadResponse, ServerError
-from .options import name_of
+from .options import name_of, switched_off
 from .retry import Retryable, parse_retry_after
 
 if TYPE_CHECKING:
@@ -25,13 +25,6 @@ if TYPE_CHECKING:
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: An error body is read for its message only.
 MAX_ERROR_BODY_BYTES = 1024 * 1024
-
-
-def switched_off(key: str) -> str:
-    """A switch turned off, as the reporting layer spells it: ``--no-stream`` on the command
-    line, ``stream = false`` in a manifest or a library call."""
-    name = name_of(key)
-    return f"--no-{name[2:]}" if name.startswith("--") else f"{name} = false"
 
 
 def total_timeout(client: ChatClient) -> ServerError:

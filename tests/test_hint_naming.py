@@ -16,7 +16,7 @@ import pytest
 
 from deepseek_review import review
 from deepseek_review.errors import ServerError
-from deepseek_review.options import naming, naming_at
+from deepseek_review.options import naming, naming_at, switched_off
 from deepseek_review.serverhints import Advice, context_overflow
 from deepseek_review.simulator import Simulator
 from tests.stubs import Reply, Stub
@@ -82,3 +82,19 @@ def test_other_tools_flags_stay_literal_while_ours_follow_the_layer() -> None:
         "send less context, or lower max_tokens (entry 4, line 20), or serve the model with a "
         "larger --max-model-len"
     )
+
+
+@pytest.mark.parametrize(
+    ("style", "places", "spelled"),
+    [
+        ("flag", {}, "--no-stream"),
+        ("key", {}, "stream = false"),
+        ("manifest", {}, "stream = false"),
+        ("flag", {"stream": "entry 2, line 10"}, "stream = false (entry 2, line 10)"),
+    ],
+)
+def test_a_switch_turned_off_is_spelled_as_the_layer_writes_it(
+    style: Any, places: dict[str, str], spelled: str
+) -> None:
+    with naming(style), naming_at(places):
+        assert switched_off("stream") == spelled
