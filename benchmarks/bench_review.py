@@ -5,7 +5,10 @@ against the bundled simulator with no latency. The baseline is :mod:`benchmarks.
 a stdlib script doing what the seed emitter does (one request, an answer file, a receipt),
 built from our own request record so that it sends the very same body bytes; the seed does not
 stream, so the headline baseline reads a plain JSON answer and a second pair compares the two
-on the same streamed body. ``curl`` posting the identical body is the floor. An untimed check
+on the same streamed body. ``curl`` posting the identical body is the floor of any client.
+The floor of our stack is measured twice: ``python -c "import typer, httpx, tenacity"`` (its
+imports alone) and :data:`FLOOR_SCRIPT`, a minimal typer + httpx + tenacity script doing the
+stdlib script's work (the identical streamed body, the answer, a receipt). An untimed check
 pass against a recording simulator first shows every side sends the same body (sha256).
 """
 
@@ -34,6 +37,65 @@ ROUNDS = 11
 SYNCS = ("fsync", "fdatasync")
 GOAL = 1.7
 ANSWER_WORDS = "300"
+STACK_IMPORTS = "import typer, httpx, tenacity"
+
+#: The stack's floor doing the request: typer parses the arguments, one ``httpx.Client``
+#: streams the body under a ``tenacity`` retry loop, then the answer and a receipt are written
+#: as the stdlib script writes them (its body builder and SSE reader are reused, so the bytes
+#: sent and the parsing are the same). Like ours it builds no CA bundle for plain http and ends
+#: with ``os._exit`` after a flushed success. Argv: BENCHMARKS_DIR SKELETON URL OUT_DIR.
+FLOOR_SCRIPT = '''"""The stack's floor: the stdlib script's work with typer, httpx and tenacity."""
+
+import hashlib
+import json
+import os
+import ssl
+import sys
+import time
+from datetime import UTC, datetime
+
+import httpx
+import tenacity
+import typer
+
+sys.path.insert(0, sys.argv.pop(1))  # benchmarks/, for the stdlib script's body and SSE reader
+from stdlib_review import build_body, read_answer  # noqa: E402
+
+
+def main(skeleton: str, url: str, out_dir: str) -> None:
+    with open(skeleton, "rb") as fh:
+        body, files = build_body(json.load(fh))
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
+    with httpx.Client(timeout=600, verify=no_ca) as client:
+        for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(3), reraise=True):
+            with attempt, client.stream("POST", url, content=body, headers=headers) as resp:
+                resp.raise_for_status()
+                lines = (line.encode() for line in resp.iter_lines())
+                text, usage = read_answer(lines, True)
+    content = text.encode("utf-8")
+    stem = os.path.join(out_dir, f"review_{time.time_ns()}")
+    with open(stem + ".md", "wb") as fh:
+        fh.write(content)
+    receipt = {
+        "schema": "ollama_deepseek_review_receipt_v1",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": json.loads(body)["model"],
+        "endpoint": url,
+        "prompt_sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
+        "answer_sha256": "sha256:" + hashlib.sha256(content).hexdigest(),
+        "usage": usage,
+        "context_files": files,
+        "answer_path": stem + ".md",
+    }
+    with open(stem + ".receipt.json", "w", encoding="utf-8") as fh:
+        json.dump(receipt, fh, indent=2)
+    sys.stdout.flush()
+    os._exit(0)  # as ours after a flushed success: no interpreter teardown
+
+
+typer.run(main)
+'''
 
 
 def make_repo(root: Path, files: int = 4) -> list[str]:
@@ -72,6 +134,10 @@ class Sides:
         curl = ["curl", "-sS", "--fail", "-H", "Content-Type: application/json"]
         curl += ["--data-binary", f"@{work / 'body-stream.json'}", "-o", "/dev/null", chat]
         self.curl = Command((*curl,), repo)
+        self.stack_imports = Command((sys.executable, "-c", STACK_IMPORTS), repo)
+        floor = [sys.executable, str(work / "floor_review.py"), str(HERE)]
+        floor += [str(work / "skeleton-stream.json"), chat, str(work / "floor-out")]
+        self.floor = Command((*floor,), repo)
 
 
 def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
@@ -89,16 +155,19 @@ def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
 
 
 def prepare(work: Path, repo: Path, sides: Sides) -> None:
-    """The skeletons of both ways (streamed or not), and the streamed body curl posts."""
+    """The skeletons of both ways (streamed or not), the streamed body curl posts, and the
+    floor script with its output folder."""
     keep_request(sides.ours_plain, repo, work / "skeleton-plain.json")
     body = keep_request(sides.ours, repo, work / "skeleton-stream.json")
     (work / "body-stream.json").write_bytes(body)
+    (work / "floor_review.py").write_text(FLOOR_SCRIPT, encoding="utf-8")
+    (work / "floor-out").mkdir(exist_ok=True)
 
 
 def same_bodies(work: Path, repo: Path, files: list[str]) -> dict[str, list[str]]:
     """Each side run once against a recording simulator: the sha256 of the bodies it sent."""
     sent: dict[str, list[str]] = {}
-    for name in ("ours", "seed_streamed", "curl", "ours_plain", "seed"):
+    for name in ("ours", "seed_streamed", "curl", "floor", "ours_plain", "seed"):
 
         def send(url: str, name: str = name) -> None:
             getattr(Sides(work, repo, files, url), name).run()
@@ -114,7 +183,8 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         sides = Sides(work, repo, files, sim.base_url)
         prepare(work, repo, sides)
         sent = same_bodies(work, repo, files)
-        if not (sent["ours"] == sent["seed_streamed"] == sent["curl"] and len(sent["ours"]) == 1):
+        streamed = (sent["ours"], sent["seed_streamed"], sent["curl"], sent["floor"])
+        if not (all(s == sent["ours"] for s in streamed) and len(sent["ours"]) == 1):
             raise RuntimeError(f"the streamed sides sent different bodies: {sent}")
         if not (sent["ours_plain"] == sent["seed"] and len(sent["seed"]) == 1):
             raise RuntimeError(f"the non-streamed sides sent different bodies: {sent}")
@@ -122,6 +192,9 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         ours2, seed_streamed = compare(sides.ours, sides.seed_streamed, rounds)
         plain, seed2 = compare(sides.ours_plain, sides.seed, rounds)
         ours3, curl = compare(sides.ours, sides.curl, rounds)
+        stack, seed3 = compare(sides.stack_imports, sides.seed, rounds)
+        floor, seed4 = compare(sides.floor, sides.seed, rounds)
+        ours4, floor2 = compare(sides.ours, sides.floor, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
@@ -141,6 +214,8 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
             sides.seed_streamed.shown(),
             sides.ours_plain.shown(),
             sides.curl.shown(),
+            sides.stack_imports.shown(),
+            sides.floor.shown(),
         ],
         details=[
             ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
@@ -163,12 +238,29 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
                 "ours streamed vs curl posting the identical body (the floor)",
                 f"{ours3.wall / curl.wall:.2f}x ({seconds(ours3)} vs {seconds(curl)})",
             ),
+            (
+                f"the stack's imports alone (`python -c '{STACK_IMPORTS}'`, interpreter "
+                "teardown included) vs the stdlib script (not streamed)",
+                f"{stack.wall / seed3.wall:.2f}x ({seconds(stack)} vs {seconds(seed3)})",
+            ),
+            (
+                "the stack's floor (floor_review.py: a minimal typer + httpx + tenacity script "
+                "streaming the identical body, writing the answer and a receipt) vs the stdlib "
+                "script (not streamed)",
+                f"{floor.wall / seed4.wall:.2f}x ({seconds(floor)} vs {seconds(seed4)})",
+            ),
+            (
+                "ours streamed vs the stack's floor (floor_review.py, same body): our own share",
+                f"{ours4.wall / floor2.wall:.2f}x ({seconds(ours4)} vs {seconds(floor2)}; "
+                f"{(ours4.wall - floor2.wall) * 1000:.0f} ms wall, "
+                f"{(ours4.cpu - floor2.cpu) * 1000:.0f} ms CPU more)",
+            ),
         ],
         notes=[
             f"{len(files)} context files; the request body is {body_bytes:,} bytes; the "
             f"simulator (its own process) answers {ANSWER_WORDS} words at once.",
             "Same work, checked before timing: a recording simulator received one body from "
-            f"each side; streamed (ours, the stdlib script, curl): sha256 "
+            f"each side; streamed (ours, the stdlib script, curl, floor_review.py): sha256 "
             f"{sent['ours'][0][:16]}…, all equal; not streamed (ours, the stdlib script): "
             f"{sent['seed'][0][:16]}…, equal.",
             "What differs: ours also writes a request record, fsyncs its three files, checks "
