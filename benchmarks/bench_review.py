@@ -15,6 +15,7 @@ pass against a recording simulator first shows every side sends the same body (s
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -140,6 +141,60 @@ class Sides:
         self.floor = Command((*floor,), repo)
 
 
+#: Runs the console script's own function under ``-X importtime`` and reports, as the process
+#: ends (by ``os._exit`` after a flushed success, as ours does), every dataclass our modules
+#: built and the seconds ``dataclasses.dataclass`` took for it. Argv: the command's arguments.
+_SPLIT_WRAPPER = """
+import dataclasses, os, sys, time
+built = []
+real = dataclasses.dataclass
+def timed(cls=None, /, **kw):
+    if cls is None:
+        return lambda c: timed(c, **kw)
+    t = time.perf_counter()
+    out = real(cls, **kw)
+    built.append((cls.__module__, time.perf_counter() - t))
+    return out
+dataclasses.dataclass = timed
+real_exit = os._exit
+def report(code):
+    ours = [t for m, t in built if m.split(".")[0] == "deepseek_review"]
+    sys.stderr.write(f"\\nDATACLASSES {len(ours)} {sum(ours)}\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = report
+sys.argv[0] = "deepseek-review"
+from deepseek_review.__main__ import main
+main()
+"""
+
+
+def import_split(args: list[str], repo: Path) -> str:
+    """One run of ours under ``-X importtime``: the self time of our own modules (and of the
+    dataclasses they build) next to that of everything else it imports (typer, httpx,
+    tenacity, httpcore, h11 and the stdlib they load)."""
+    argv = [sys.executable, "-X", "importtime", "-c", _SPLIT_WRAPPER, *args]
+    err = subprocess.run(argv, cwd=repo, check=True, capture_output=True, text=True).stderr
+    ours = rest = 0.0
+    count = 0
+    n, built = "no", "nan"  # the wrapper's line is missing only if the run did not succeed
+    for line in err.splitlines():
+        if line.startswith("DATACLASSES "):
+            n, built = line.split()[1:]
+            continue
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, _, name = line.removeprefix("import time:").split("|", 2)
+        if name.strip().split(".")[0] == "deepseek_review":
+            ours, count = ours + int(own) / 1e6, count + 1
+        else:
+            rest += int(own) / 1e6
+    return (
+        f"our {count} modules {ours * 1000:.0f} ms (of which building their {n} dataclasses "
+        f"{float(built) * 1000:.0f} ms); everything else it imports {rest * 1000:.0f} ms"
+    )
+
+
 def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
     """Run ``cmd`` (a ``run`` of ours) once; keep its request record's body at ``skeleton``
     (what the stdlib script fills in) and return the exact body bytes it sent."""
@@ -196,6 +251,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         floor, seed4 = compare(sides.floor, sides.seed, rounds)
         ours4, floor2 = compare(sides.ours, sides.floor, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
+        split = import_split(list(sides.ours.argv[1:]), repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
     ratio = ours.wall / seed.wall
@@ -219,6 +275,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         ],
         details=[
             ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
+            ("ours' imports by whose module (self times, one run under `-X importtime`)", split),
             (
                 "ours' durability syncs (one run under `strace -T`)",
                 "strace unavailable"
