@@ -40,57 +40,62 @@ GOAL = 1.7
 ANSWER_WORDS = "300"
 STACK_IMPORTS = "import typer, httpx, tenacity"
 
-#: The stack's floor doing the request: typer parses the arguments, one ``httpx.Client``
-#: streams the body under a ``tenacity`` retry loop, then the answer and a receipt are written
-#: as the stdlib script writes them (its body builder and SSE reader are reused, so the bytes
-#: sent and the parsing are the same). Like ours it builds no CA bundle for plain http and ends
-#: with ``os._exit`` after a flushed success. Argv: BENCHMARKS_DIR SKELETON URL OUT_DIR.
+#: The stack's floor doing the request: the stdlib script itself (its body, its answer and
+#: receipt files, its SSE reader), with typer parsing the arguments and its one request sent by
+#: an ``httpx.Client`` under a ``tenacity`` retry loop instead of ``urllib``. Like ours it
+#: builds no CA bundle for plain http and ends with ``os._exit`` after a flushed success.
+#: Argv: BENCHMARKS_DIR SKELETON URL OUT_DIR.
 FLOOR_SCRIPT = '''"""The stack's floor: the stdlib script's work with typer, httpx and tenacity."""
 
-import hashlib
-import json
 import os
 import ssl
 import sys
-import time
-from datetime import UTC, datetime
 
 import httpx
 import tenacity
 import typer
 
-sys.path.insert(0, sys.argv.pop(1))  # benchmarks/, for the stdlib script's body and SSE reader
-from stdlib_review import build_body, read_answer  # noqa: E402
+sys.path.insert(0, sys.argv.pop(1))  # benchmarks/, for the stdlib script
+import stdlib_review  # noqa: E402
+
+no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
+client = httpx.Client(timeout=600, verify=no_ca)
+
+
+class Answer:
+    """An httpx response as the stdlib script reads urlopen's: read(), lines, a context."""
+
+    def __init__(self, resp):
+        self.resp = resp
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.resp.close()
+
+    def read(self):
+        return self.resp.read()
+
+    def __iter__(self):
+        return (line.encode() + b"\\n" for line in self.resp.iter_lines())
+
+
+def urlopen(req, timeout):
+    for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(3), reraise=True):
+        with attempt:
+            sent = client.build_request(
+                "POST", req.full_url, content=req.data, headers=dict(req.header_items())
+            )
+            resp = client.send(sent, stream=True)
+            resp.raise_for_status()
+            return Answer(resp)
 
 
 def main(skeleton: str, url: str, out_dir: str) -> None:
-    with open(skeleton, "rb") as fh:
-        body, files = build_body(json.load(fh))
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-    no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
-    with httpx.Client(timeout=600, verify=no_ca) as client:
-        for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(3), reraise=True):
-            with attempt, client.stream("POST", url, content=body, headers=headers) as resp:
-                resp.raise_for_status()
-                lines = (line.encode() for line in resp.iter_lines())
-                text, usage = read_answer(lines, True)
-    content = text.encode("utf-8")
-    stem = os.path.join(out_dir, f"review_{time.time_ns()}")
-    with open(stem + ".md", "wb") as fh:
-        fh.write(content)
-    receipt = {
-        "schema": "ollama_deepseek_review_receipt_v1",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": json.loads(body)["model"],
-        "endpoint": url,
-        "prompt_sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
-        "answer_sha256": "sha256:" + hashlib.sha256(content).hexdigest(),
-        "usage": usage,
-        "context_files": files,
-        "answer_path": stem + ".md",
-    }
-    with open(stem + ".receipt.json", "w", encoding="utf-8") as fh:
-        json.dump(receipt, fh, indent=2)
+    stdlib_review.urllib.request.urlopen = urlopen
+    sys.argv[1:] = [skeleton, url, out_dir]
+    stdlib_review.main()
     sys.stdout.flush()
     os._exit(0)  # as ours after a flushed success: no interpreter teardown
 
