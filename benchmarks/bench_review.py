@@ -200,6 +200,100 @@ def import_split(args: list[str], repo: Path) -> str:
     )
 
 
+#: Where ours' time goes besides imports: the wall time spent inside each of these functions in
+#: one run (patched before anything imports them by name), in the order a run reaches them.
+SPANS = (
+    ("deepseek_review.repo", "_run_git", "git processes"),
+    ("deepseek_review.segment", "write_segment", "answer, record and receipt written and fsynced"),
+    ("deepseek_review.ollama.fit", "preflight", "the Ollama pre-flight (3 requests)"),
+    ("deepseek_review.client", "ChatClient._attempt", "the chat request and its streamed answer"),
+    ("deepseek_review.plan", "plan_review", "planning once imported"),
+)
+#: Runs the console script's own function with the spans timed; their totals (and the calls of
+#: each) are written as JSON to stderr as the process ends. Argv: :data:`SPANS` as JSON, then
+#: the command's arguments.
+_SPAN_WRAPPER = """
+import importlib, json, os, sys, time
+spans = {}
+def timed(owner, attr, key):
+    inner = getattr(owner, attr)
+    def run(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            total, calls = spans.get(key, (0.0, 0))
+            spans[key] = (total + time.perf_counter() - t, calls + 1)
+    setattr(owner, attr, run)
+for module, path, key in json.loads(sys.argv.pop(1)):
+    owner = importlib.import_module(module)
+    *classes, attr = path.split(".")
+    for name in classes:
+        owner = getattr(owner, name)
+    timed(owner, attr, key)
+real_exit = os._exit
+def report(code):
+    sys.stderr.write("\\nSPANS " + json.dumps(spans) + "\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = report
+sys.argv[0] = "deepseek-review"
+from deepseek_review.__main__ import main
+main()
+"""
+
+
+def work_spans(args: list[str], repo: Path) -> str:
+    """One run of ours with :data:`SPANS` timed: the wall time inside each, as one line."""
+    argv = [sys.executable, "-c", _SPAN_WRAPPER, json.dumps(SPANS), *args]
+    err = subprocess.run(argv, cwd=repo, check=True, capture_output=True, text=True).stderr
+    found = [line for line in err.splitlines() if line.startswith("SPANS ")]
+    spans: dict[str, list[float]] = json.loads(found[-1].removeprefix("SPANS ")) if found else {}
+    shown = []
+    for _, _, key in SPANS:
+        total, calls = spans.get(key, (0.0, 0))
+        times = f" ({calls:.0f} calls)" if calls > 1 else ""
+        shown.append(f"{key}{times} {total * 1000:.1f} ms")
+    return "; ".join(shown)
+
+
+#: Runs a Python script (argv[1]: ours' console script or floor_review.py) as ``__main__``
+#: and writes every module loaded to stderr as the process ends by ``os._exit``.
+_MODULES_WRAPPER = """
+import os, runpy, sys
+real_exit = os._exit
+def report(code):
+    sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = report
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def loaded_modules(script_argv: list[str], cwd: Path) -> set[str]:
+    """Every module a Python script (run with ``script_argv``) had loaded when it ended."""
+    argv = [sys.executable, "-c", _MODULES_WRAPPER, *script_argv]
+    err = subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stderr
+    found = [line for line in err.splitlines() if line.startswith("MODULES ")]
+    return set(found[-1].split()[1:]) if found else set()
+
+
+def module_difference(sides: Sides, repo: Path) -> str:
+    """What ours loads beyond the stack's floor, and the other way round."""
+    ours = loaded_modules(list(sides.ours.argv), repo)
+    floor = loaded_modules(list(sides.floor.argv[1:]), repo)
+    own = {m for m in ours - floor if m.split(".")[0] == "deepseek_review"}
+    others = ", ".join(sorted(ours - floor - own)) or "none"
+    return (
+        f"Modules loaded (checked in this run): ours {len(ours)}, floor_review.py {len(floor)}; "
+        f"only in ours: our own {len(own)} and {others}; only in the floor: "
+        f"{', '.join(sorted(floor - ours)) or 'none'}. So what ours costs beyond the floor is "
+        "importing our own modules and the work above (the rows on ours' imports and work)."
+    )
+
+
 def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
     """Run ``cmd`` (a ``run`` of ours) once; keep its request record's body at ``skeleton``
     (what the stdlib script fills in) and return the exact body bytes it sent."""
@@ -257,6 +351,8 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         ours4, floor2 = compare(sides.ours, sides.floor, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
         split = import_split(list(sides.ours.argv[1:]), repo)
+        spans = work_spans(list(sides.ours.argv[1:]), repo)
+        modules = module_difference(sides, repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
     ratio = ours.wall / seed.wall
@@ -281,6 +377,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         details=[
             ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
             ("ours' imports by whose module (self times, one run under `-X importtime`)", split),
+            ("ours' work besides imports (wall time inside, one run)", spans),
             (
                 "ours' durability syncs (one run under `strace -T`)",
                 "strace unavailable"
@@ -325,10 +422,12 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
             f"each side; streamed (ours, the stdlib script, curl, floor_review.py): sha256 "
             f"{sent['ours'][0][:16]}…, all equal; not streamed (ours, the stdlib script): "
             f"{sent['seed'][0][:16]}…, equal.",
-            "What differs: ours also writes a request record, fsyncs its three files, checks "
-            "paths, sizes and text, validates the receipt and retries on failure; the stdlib "
-            "script writes the answer and the receipt and does nothing else. Its framing "
-            "(the template text) comes from our request record, as the seed's lives in its "
-            "own source.",
+            "What differs: ours also asks git about the repository, asks the server (an "
+            "Ollama, as the simulator says it is) what context the model runs with before "
+            "sending, writes a request record, fsyncs its three files, checks paths, sizes and "
+            "text, validates the receipt and retries on failure; the stdlib script writes the "
+            "answer and the receipt and does nothing else. Its framing (the template text) "
+            "comes from our request record, as the seed's lives in its own source.",
+            modules,
         ],
     )
