@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import (
     BenchResult,
@@ -146,60 +148,6 @@ class Sides:
         self.floor = Command((*floor,), repo)
 
 
-#: Runs the console script's own function under ``-X importtime`` and reports, as the process
-#: ends (by ``os._exit`` after a flushed success, as ours does), every dataclass our modules
-#: built and the seconds ``dataclasses.dataclass`` took for it. Argv: the command's arguments.
-_SPLIT_WRAPPER = """
-import dataclasses, os, sys, time
-built = []
-real = dataclasses.dataclass
-def timed(cls=None, /, **kw):
-    if cls is None:
-        return lambda c: timed(c, **kw)
-    t = time.perf_counter()
-    out = real(cls, **kw)
-    built.append((cls.__module__, time.perf_counter() - t))
-    return out
-dataclasses.dataclass = timed
-real_exit = os._exit
-def report(code):
-    ours = [t for m, t in built if m.split(".")[0] == "deepseek_review"]
-    sys.stderr.write(f"\\nDATACLASSES {len(ours)} {sum(ours)}\\n")
-    sys.stderr.flush()
-    real_exit(code)
-os._exit = report
-sys.argv[0] = "deepseek-review"
-from deepseek_review.__main__ import main
-main()
-"""
-
-
-def import_split(args: list[str], repo: Path) -> str:
-    """One run of ours under ``-X importtime``: the self time of our own modules (and of the
-    dataclasses they build) next to that of everything else it imports (typer, httpx,
-    tenacity, httpcore, h11 and the stdlib they load)."""
-    argv = [sys.executable, "-X", "importtime", "-c", _SPLIT_WRAPPER, *args]
-    err = subprocess.run(argv, cwd=repo, check=True, capture_output=True, text=True).stderr
-    ours = rest = 0.0
-    count = 0
-    n, built = "no", "nan"  # the wrapper's line is missing only if the run did not succeed
-    for line in err.splitlines():
-        if line.startswith("DATACLASSES "):
-            n, built = line.split()[1:]
-            continue
-        if not line.startswith("import time:") or "self [us]" in line:
-            continue
-        own, _, name = line.removeprefix("import time:").split("|", 2)
-        if name.strip().split(".")[0] == "deepseek_review":
-            ours, count = ours + int(own) / 1e6, count + 1
-        else:
-            rest += int(own) / 1e6
-    return (
-        f"our {count} modules {ours * 1000:.0f} ms (of which building their {n} dataclasses "
-        f"{float(built) * 1000:.0f} ms); everything else it imports {rest * 1000:.0f} ms"
-    )
-
-
 #: Where ours' time goes besides imports: the wall time spent inside each of these functions in
 #: one run (patched before anything imports them by name), in the order a run reaches them.
 SPANS = (
@@ -209,12 +157,20 @@ SPANS = (
     ("deepseek_review.client", "ChatClient._attempt", "the chat request and its streamed answer"),
     ("deepseek_review.plan", "plan_review", "planning once imported"),
 )
-#: Runs the console script's own function with the spans timed; their totals (and the calls of
-#: each) are written as JSON to stderr as the process ends. Argv: :data:`SPANS` as JSON, then
-#: the command's arguments.
-_SPAN_WRAPPER = """
-import importlib, json, os, sys, time
-spans = {}
+#: Runs a Python script (ours' console script, or floor_review.py) as ``__main__`` with the
+#: spans given timed and ``dataclasses.dataclass`` timed, and writes, as the process ends by
+#: ``os._exit``, the spans, the dataclasses built by our package and every module loaded.
+#: Argv: the spans as JSON, then the script and its arguments.
+_WRAPPER = """
+import dataclasses, importlib, json, os, runpy, sys, time
+spans, built, real = {}, [], dataclasses.dataclass
+def built_timed(cls=None, /, **kw):
+    if cls is None:
+        return lambda c: built_timed(c, **kw)
+    t = time.perf_counter()
+    out = real(cls, **kw)
+    built.append((cls.__module__, time.perf_counter() - t))
+    return out
 def timed(owner, attr, key):
     inner = getattr(owner, attr)
     def run(*args, **kwargs):
@@ -225,6 +181,7 @@ def timed(owner, attr, key):
             total, calls = spans.get(key, (0.0, 0))
             spans[key] = (total + time.perf_counter() - t, calls + 1)
     setattr(owner, attr, run)
+dataclasses.dataclass = built_timed
 for module, path, key in json.loads(sys.argv.pop(1)):
     owner = importlib.import_module(module)
     *classes, attr = path.split(".")
@@ -233,37 +190,9 @@ for module, path, key in json.loads(sys.argv.pop(1)):
     timed(owner, attr, key)
 real_exit = os._exit
 def report(code):
-    sys.stderr.write("\\nSPANS " + json.dumps(spans) + "\\n")
-    sys.stderr.flush()
-    real_exit(code)
-os._exit = report
-sys.argv[0] = "deepseek-review"
-from deepseek_review.__main__ import main
-main()
-"""
-
-
-def work_spans(args: list[str], repo: Path) -> str:
-    """One run of ours with :data:`SPANS` timed: the wall time inside each, as one line."""
-    argv = [sys.executable, "-c", _SPAN_WRAPPER, json.dumps(SPANS), *args]
-    err = subprocess.run(argv, cwd=repo, check=True, capture_output=True, text=True).stderr
-    found = [line for line in err.splitlines() if line.startswith("SPANS ")]
-    spans: dict[str, list[float]] = json.loads(found[-1].removeprefix("SPANS ")) if found else {}
-    shown = []
-    for _, _, key in SPANS:
-        total, calls = spans.get(key, (0.0, 0))
-        times = f" ({calls:.0f} calls)" if calls > 1 else ""
-        shown.append(f"{key}{times} {total * 1000:.1f} ms")
-    return "; ".join(shown)
-
-
-#: Runs a Python script (argv[1]: ours' console script or floor_review.py) as ``__main__``
-#: and writes every module loaded to stderr as the process ends by ``os._exit``.
-_MODULES_WRAPPER = """
-import os, runpy, sys
-real_exit = os._exit
-def report(code):
-    sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+    ours = [t for m, t in built if m.split(".")[0] == "deepseek_review"]
+    found = {"spans": spans, "dataclasses": [len(ours), sum(ours)], "modules": sorted(sys.modules)}
+    sys.stderr.write("\\nWRAPPED " + json.dumps(found) + "\\n")
     sys.stderr.flush()
     real_exit(code)
 os._exit = report
@@ -272,26 +201,67 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def loaded_modules(script_argv: list[str], cwd: Path) -> set[str]:
-    """Every module a Python script (run with ``script_argv``) had loaded when it ended."""
-    argv = [sys.executable, "-c", _MODULES_WRAPPER, *script_argv]
-    err = subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stderr
-    found = [line for line in err.splitlines() if line.startswith("MODULES ")]
-    return set(found[-1].split()[1:]) if found else set()
+def wrapped(
+    script_argv: Sequence[str],
+    cwd: Path,
+    spans: Sequence[tuple[str, str, str]] = (),
+    *,
+    x: str = "",
+) -> tuple[dict[str, Any], str]:
+    """One run of a Python script under :data:`_WRAPPER` (``x``: a ``-X`` option): what it
+    reported, and the whole of its stderr."""
+    argv = [sys.executable, *(["-X", x] if x else []), "-c", _WRAPPER, json.dumps(spans)]
+    err = subprocess.run(
+        [*argv, *script_argv], cwd=cwd, check=True, capture_output=True, text=True
+    ).stderr
+    found = [line for line in err.splitlines() if line.startswith("WRAPPED ")]
+    return json.loads(found[-1].removeprefix("WRAPPED ")), err
 
 
-def module_difference(sides: Sides, repo: Path) -> str:
-    """What ours loads beyond the stack's floor, and the other way round."""
-    ours = loaded_modules(list(sides.ours.argv), repo)
-    floor = loaded_modules(list(sides.floor.argv[1:]), repo)
+def import_split(sides: Sides, repo: Path) -> str:
+    """One run of ours under ``-X importtime``: the self time of our own modules (and of the
+    dataclasses they build) next to that of everything else it imports (typer, httpx,
+    tenacity, httpcore, h11 and the stdlib they load)."""
+    found, err = wrapped(sides.ours.argv, repo, x="importtime")
+    ours = rest = 0.0
+    count = 0
+    for line in err.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, _, name = line.removeprefix("import time:").split("|", 2)
+        if name.strip().split(".")[0] == "deepseek_review":
+            ours, count = ours + int(own) / 1e6, count + 1
+        else:
+            rest += int(own) / 1e6
+    n, built = found["dataclasses"]
+    unlisted = sum(m.split(".")[0] == "deepseek_review" for m in found["modules"]) - count
+    return (
+        f"our {count} modules {ours * 1000:.0f} ms (of which building their {n} dataclasses "
+        f"{built * 1000:.0f} ms; {unlisted} more are imported by `importlib.import_module`, "
+        f"which `-X importtime` does not time); everything else it imports {rest * 1000:.0f} ms"
+    )
+
+
+def work_and_modules(sides: Sides, repo: Path) -> tuple[str, str]:
+    """One run of ours with :data:`SPANS` timed (the wall time inside each, as one line), and
+    what it loads beyond the stack's floor, and the other way round (one run of the floor)."""
+    found, _ = wrapped(sides.ours.argv, repo, SPANS)
+    shown = []
+    for _, _, key in SPANS:
+        total, calls = found["spans"].get(key, (0.0, 0))
+        times = f" ({calls} calls)" if calls > 1 else ""
+        shown.append(f"{key}{times} {total * 1000:.1f} ms")
+    ours = set(found["modules"])
+    floor = set(wrapped(sides.floor.argv[1:], repo)[0]["modules"])
     own = {m for m in ours - floor if m.split(".")[0] == "deepseek_review"}
     others = ", ".join(sorted(ours - floor - own)) or "none"
-    return (
+    modules = (
         f"Modules loaded (checked in this run): ours {len(ours)}, floor_review.py {len(floor)}; "
         f"only in ours: our own {len(own)} and {others}; only in the floor: "
         f"{', '.join(sorted(floor - ours)) or 'none'}. So what ours costs beyond the floor is "
         "importing our own modules and the work above (the rows on ours' imports and work)."
     )
+    return "; ".join(shown), modules
 
 
 def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
@@ -350,9 +320,8 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         floor, seed4 = compare(sides.floor, sides.seed, rounds)
         ours4, floor2 = compare(sides.ours, sides.floor, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
-        split = import_split(list(sides.ours.argv[1:]), repo)
-        spans = work_spans(list(sides.ours.argv[1:]), repo)
-        modules = module_difference(sides, repo)
+        split = import_split(sides, repo)
+        spans, modules = work_and_modules(sides, repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
     ratio = ours.wall / seed.wall
