@@ -5,15 +5,21 @@ against the bundled simulator with no latency. The baseline is :mod:`benchmarks.
 a stdlib script doing what the seed emitter does (one request, an answer file, a receipt),
 built from our own request record so that it sends the very same body bytes; the seed does not
 stream, so the headline baseline reads a plain JSON answer and a second pair compares the two
-on the same streamed body. ``curl`` posting the identical body is the floor. An untimed check
+on the same streamed body. ``curl`` posting the identical body is the floor of any client.
+The floor of our stack is measured twice: ``python -c "import typer, httpx, tenacity"`` (its
+imports alone) and :data:`FLOOR_SCRIPT`, a minimal typer + httpx + tenacity script doing the
+stdlib script's work (the identical streamed body, the answer, a receipt). An untimed check
 pass against a recording simulator first shows every side sends the same body (sha256).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import (
     BenchResult,
@@ -34,6 +40,70 @@ ROUNDS = 11
 SYNCS = ("fsync", "fdatasync")
 GOAL = 1.7
 ANSWER_WORDS = "300"
+STACK_IMPORTS = "import typer, httpx, tenacity"
+
+#: The stack's floor doing the request: the stdlib script itself (its body, its answer and
+#: receipt files, its SSE reader), with typer parsing the arguments and its one request sent by
+#: an ``httpx.Client`` under a ``tenacity`` retry loop instead of ``urllib``. Like ours it
+#: builds no CA bundle for plain http and ends with ``os._exit`` after a flushed success.
+#: Argv: BENCHMARKS_DIR SKELETON URL OUT_DIR.
+FLOOR_SCRIPT = '''"""The stack's floor: the stdlib script's work with typer, httpx and tenacity."""
+
+import os
+import ssl
+import sys
+
+import httpx
+import tenacity
+import typer
+
+sys.path.insert(0, sys.argv.pop(1))  # benchmarks/, for the stdlib script
+import stdlib_review  # noqa: E402
+
+no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
+client = httpx.Client(timeout=600, verify=no_ca)
+
+
+class Answer:
+    """An httpx response as the stdlib script reads urlopen's: read(), lines, a context."""
+
+    def __init__(self, resp):
+        self.resp = resp
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.resp.close()
+
+    def read(self):
+        return self.resp.read()
+
+    def __iter__(self):
+        return (line.encode() + b"\\n" for line in self.resp.iter_lines())
+
+
+def urlopen(req, timeout):
+    for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(3), reraise=True):
+        with attempt:
+            sent = client.build_request(
+                "POST", req.full_url, content=req.data, headers=dict(req.header_items())
+            )
+            resp = client.send(sent, stream=True)
+            resp.raise_for_status()
+            return Answer(resp)
+
+
+def main(skeleton: str, url: str, out_dir: str) -> None:
+    stdlib_review.urllib.request.urlopen = urlopen
+    sys.argv[1:] = [skeleton, url, out_dir]
+    stdlib_review.main()
+    sys.stdout.flush()
+    os._exit(0)  # as ours after a flushed success: no interpreter teardown
+
+
+typer.run(main)
+'''
 
 
 def make_repo(root: Path, files: int = 4) -> list[str]:
@@ -72,6 +142,126 @@ class Sides:
         curl = ["curl", "-sS", "--fail", "-H", "Content-Type: application/json"]
         curl += ["--data-binary", f"@{work / 'body-stream.json'}", "-o", "/dev/null", chat]
         self.curl = Command((*curl,), repo)
+        self.stack_imports = Command((sys.executable, "-c", STACK_IMPORTS), repo)
+        floor = [sys.executable, str(work / "floor_review.py"), str(HERE)]
+        floor += [str(work / "skeleton-stream.json"), chat, str(work / "floor-out")]
+        self.floor = Command((*floor,), repo)
+
+
+#: Where ours' time goes besides imports: the wall time spent inside each of these functions in
+#: one run (patched before anything imports them by name), in the order a run reaches them.
+SPANS = (
+    ("deepseek_review.repo", "_run_git", "git processes"),
+    ("deepseek_review.segment", "write_segment", "answer, record and receipt written and fsynced"),
+    ("deepseek_review.ollama.fit", "preflight", "the Ollama pre-flight (3 requests)"),
+    ("deepseek_review.client", "ChatClient._attempt", "the chat request and its streamed answer"),
+    ("deepseek_review.plan", "plan_review", "planning once imported"),
+)
+#: Runs a Python script (ours' console script, or floor_review.py) as ``__main__`` with the
+#: spans given timed and ``dataclasses.dataclass`` timed, and writes, as the process ends by
+#: ``os._exit``, the spans, the dataclasses built by our package and every module loaded.
+#: Argv: the spans as JSON, then the script and its arguments.
+_WRAPPER = """
+import dataclasses, importlib, json, os, runpy, sys, time
+spans, built, real = {}, [], dataclasses.dataclass
+def built_timed(cls=None, /, **kw):
+    if cls is None:
+        return lambda c: built_timed(c, **kw)
+    t = time.perf_counter()
+    out = real(cls, **kw)
+    built.append((cls.__module__, time.perf_counter() - t))
+    return out
+def timed(owner, attr, key):
+    inner = getattr(owner, attr)
+    def run(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            total, calls = spans.get(key, (0.0, 0))
+            spans[key] = (total + time.perf_counter() - t, calls + 1)
+    setattr(owner, attr, run)
+dataclasses.dataclass = built_timed
+for module, path, key in json.loads(sys.argv.pop(1)):
+    owner = importlib.import_module(module)
+    *classes, attr = path.split(".")
+    for name in classes:
+        owner = getattr(owner, name)
+    timed(owner, attr, key)
+real_exit = os._exit
+def report(code):
+    ours = [t for m, t in built if m.split(".")[0] == "deepseek_review"]
+    found = {"spans": spans, "dataclasses": [len(ours), sum(ours)], "modules": sorted(sys.modules)}
+    sys.stderr.write("\\nWRAPPED " + json.dumps(found) + "\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = report
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def wrapped(
+    script_argv: Sequence[str],
+    cwd: Path,
+    spans: Sequence[tuple[str, str, str]] = (),
+    *,
+    x: str = "",
+) -> tuple[dict[str, Any], str]:
+    """One run of a Python script under :data:`_WRAPPER` (``x``: a ``-X`` option): what it
+    reported, and the whole of its stderr."""
+    argv = [sys.executable, *(["-X", x] if x else []), "-c", _WRAPPER, json.dumps(spans)]
+    err = subprocess.run(
+        [*argv, *script_argv], cwd=cwd, check=True, capture_output=True, text=True
+    ).stderr
+    found = [line for line in err.splitlines() if line.startswith("WRAPPED ")]
+    return json.loads(found[-1].removeprefix("WRAPPED ")), err
+
+
+def import_split(sides: Sides, repo: Path) -> str:
+    """One run of ours under ``-X importtime``: the self time of our own modules (and of the
+    dataclasses they build) next to that of everything else it imports (typer, httpx,
+    tenacity, httpcore, h11 and the stdlib they load)."""
+    found, err = wrapped(sides.ours.argv, repo, x="importtime")
+    ours = rest = 0.0
+    count = 0
+    for line in err.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, _, name = line.removeprefix("import time:").split("|", 2)
+        if name.strip().split(".")[0] == "deepseek_review":
+            ours, count = ours + int(own) / 1e6, count + 1
+        else:
+            rest += int(own) / 1e6
+    n, built = found["dataclasses"]
+    unlisted = sum(m.split(".")[0] == "deepseek_review" for m in found["modules"]) - count
+    return (
+        f"our {count} modules {ours * 1000:.0f} ms (of which building their {n} dataclasses "
+        f"{built * 1000:.0f} ms; {unlisted} more are imported by `importlib.import_module`, "
+        f"which `-X importtime` does not time); everything else it imports {rest * 1000:.0f} ms"
+    )
+
+
+def work_and_modules(sides: Sides, repo: Path) -> tuple[str, str]:
+    """One run of ours with :data:`SPANS` timed (the wall time inside each, as one line), and
+    what it loads beyond the stack's floor, and the other way round (one run of the floor)."""
+    found, _ = wrapped(sides.ours.argv, repo, SPANS)
+    shown = []
+    for _, _, key in SPANS:
+        total, calls = found["spans"].get(key, (0.0, 0))
+        times = f" ({calls} calls)" if calls > 1 else ""
+        shown.append(f"{key}{times} {total * 1000:.1f} ms")
+    ours = set(found["modules"])
+    floor = set(wrapped(sides.floor.argv[1:], repo)[0]["modules"])
+    own = {m for m in ours - floor if m.split(".")[0] == "deepseek_review"}
+    others = ", ".join(sorted(ours - floor - own)) or "none"
+    modules = (
+        f"Modules loaded (checked in this run): ours {len(ours)}, floor_review.py {len(floor)}; "
+        f"only in ours: our own {len(own)} and {others}; only in the floor: "
+        f"{', '.join(sorted(floor - ours)) or 'none'}. So what ours costs beyond the floor is "
+        "importing our own modules and the work above (the rows on ours' imports and work)."
+    )
+    return "; ".join(shown), modules
 
 
 def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
@@ -89,16 +279,19 @@ def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
 
 
 def prepare(work: Path, repo: Path, sides: Sides) -> None:
-    """The skeletons of both ways (streamed or not), and the streamed body curl posts."""
+    """The skeletons of both ways (streamed or not), the streamed body curl posts, and the
+    floor script with its output folder."""
     keep_request(sides.ours_plain, repo, work / "skeleton-plain.json")
     body = keep_request(sides.ours, repo, work / "skeleton-stream.json")
     (work / "body-stream.json").write_bytes(body)
+    (work / "floor_review.py").write_text(FLOOR_SCRIPT, encoding="utf-8")
+    (work / "floor-out").mkdir(exist_ok=True)
 
 
 def same_bodies(work: Path, repo: Path, files: list[str]) -> dict[str, list[str]]:
     """Each side run once against a recording simulator: the sha256 of the bodies it sent."""
     sent: dict[str, list[str]] = {}
-    for name in ("ours", "seed_streamed", "curl", "ours_plain", "seed"):
+    for name in ("ours", "seed_streamed", "curl", "floor", "ours_plain", "seed"):
 
         def send(url: str, name: str = name) -> None:
             getattr(Sides(work, repo, files, url), name).run()
@@ -114,7 +307,8 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         sides = Sides(work, repo, files, sim.base_url)
         prepare(work, repo, sides)
         sent = same_bodies(work, repo, files)
-        if not (sent["ours"] == sent["seed_streamed"] == sent["curl"] and len(sent["ours"]) == 1):
+        streamed = (sent["ours"], sent["seed_streamed"], sent["curl"], sent["floor"])
+        if not (all(s == sent["ours"] for s in streamed) and len(sent["ours"]) == 1):
             raise RuntimeError(f"the streamed sides sent different bodies: {sent}")
         if not (sent["ours_plain"] == sent["seed"] and len(sent["seed"]) == 1):
             raise RuntimeError(f"the non-streamed sides sent different bodies: {sent}")
@@ -122,7 +316,12 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         ours2, seed_streamed = compare(sides.ours, sides.seed_streamed, rounds)
         plain, seed2 = compare(sides.ours_plain, sides.seed, rounds)
         ours3, curl = compare(sides.ours, sides.curl, rounds)
+        stack, seed3 = compare(sides.stack_imports, sides.seed, rounds)
+        floor, seed4 = compare(sides.floor, sides.seed, rounds)
+        ours4, floor2 = compare(sides.ours, sides.floor, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
+        split = import_split(sides, repo)
+        spans, modules = work_and_modules(sides, repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
     ratio = ours.wall / seed.wall
@@ -141,9 +340,13 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
             sides.seed_streamed.shown(),
             sides.ours_plain.shown(),
             sides.curl.shown(),
+            sides.stack_imports.shown(),
+            sides.floor.shown(),
         ],
         details=[
             ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
+            ("ours' imports by whose module (self times, one run under `-X importtime`)", split),
+            ("ours' work besides imports (wall time inside, one run)", spans),
             (
                 "ours' durability syncs (one run under `strace -T`)",
                 "strace unavailable"
@@ -163,18 +366,37 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
                 "ours streamed vs curl posting the identical body (the floor)",
                 f"{ours3.wall / curl.wall:.2f}x ({seconds(ours3)} vs {seconds(curl)})",
             ),
+            (
+                f"the stack's imports alone (`python -c '{STACK_IMPORTS}'`, interpreter "
+                "teardown included) vs the stdlib script (not streamed)",
+                f"{stack.wall / seed3.wall:.2f}x ({seconds(stack)} vs {seconds(seed3)})",
+            ),
+            (
+                "the stack's floor (floor_review.py: a minimal typer + httpx + tenacity script "
+                "streaming the identical body, writing the answer and a receipt) vs the stdlib "
+                "script (not streamed)",
+                f"{floor.wall / seed4.wall:.2f}x ({seconds(floor)} vs {seconds(seed4)})",
+            ),
+            (
+                "ours streamed vs the stack's floor (floor_review.py, same body): our own share",
+                f"{ours4.wall / floor2.wall:.2f}x ({seconds(ours4)} vs {seconds(floor2)}; "
+                f"{(ours4.wall - floor2.wall) * 1000:.0f} ms wall, "
+                f"{(ours4.cpu - floor2.cpu) * 1000:.0f} ms CPU more)",
+            ),
         ],
         notes=[
             f"{len(files)} context files; the request body is {body_bytes:,} bytes; the "
             f"simulator (its own process) answers {ANSWER_WORDS} words at once.",
             "Same work, checked before timing: a recording simulator received one body from "
-            f"each side; streamed (ours, the stdlib script, curl): sha256 "
+            f"each side; streamed (ours, the stdlib script, curl, floor_review.py): sha256 "
             f"{sent['ours'][0][:16]}…, all equal; not streamed (ours, the stdlib script): "
             f"{sent['seed'][0][:16]}…, equal.",
-            "What differs: ours also writes a request record, fsyncs its three files, checks "
-            "paths, sizes and text, validates the receipt and retries on failure; the stdlib "
-            "script writes the answer and the receipt and does nothing else. Its framing "
-            "(the template text) comes from our request record, as the seed's lives in its "
-            "own source.",
+            "What differs: ours also asks git about the repository, asks the server (an "
+            "Ollama, as the simulator says it is) what context the model runs with before "
+            "sending, writes a request record, fsyncs its three files, checks paths, sizes and "
+            "text, validates the receipt and retries on failure; the stdlib script writes the "
+            "answer and the receipt and does nothing else. Its framing (the template text) "
+            "comes from our request record, as the seed's lives in its own source.",
+            modules,
         ],
     )

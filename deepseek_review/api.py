@@ -41,8 +41,6 @@ if TYPE_CHECKING:
         verify,
     )
     from .api_run import (
-        Configuration,
-        ShownChain,
         api_key,
         configuration,
         continue_review,
@@ -53,14 +51,15 @@ if TYPE_CHECKING:
         send_review,
         show,
     )
+    from .api_views import Configuration, ShownChain
     from .manifestfile import ManifestError
 
 #: Where each name lives: a call imports only its own command family's module (``run``
 #: need not load the batch's or verify's), on first use.
 _HOME = {
     "BatchPlan": "api_batch",
-    "Configuration": "api_run",
-    "ShownChain": "api_run",
+    "Configuration": "api_views",
+    "ShownChain": "api_views",
     "api_key": "api_run",
     "attest": "api_records",
     "configuration": "api_run",

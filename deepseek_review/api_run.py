@@ -1,7 +1,8 @@
 """The library calls of ``run``, ``continue``, ``show`` and ``config`` (see :mod:`.api`).
 
 Planning (``run --dry-run``) imports no HTTP stack: only :func:`send_review` and
-:func:`continue_review` load the client.
+:func:`continue_review` load the client. What ``config`` and ``show`` return lives in
+:mod:`.api_views`, so that ``run`` does not build those classes.
 """
 
 from __future__ import annotations
@@ -10,15 +11,13 @@ import dataclasses
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .api_views import Configuration, ShownChain
     from .calls import ProgressFn
-    from .config import Settings
     from .pipeline import ReviewOptions, ReviewPlan, ReviewResult
-    from .records.stored import ChainSegment
     from .resume import ContinueOutcome
 
 log = logging.getLogger("deepseek_review")
@@ -33,20 +32,11 @@ def repo_root(path: PathArg | None = None) -> Path:
     return find_repo_root(path)
 
 
-@dataclass(frozen=True)
-class Configuration:
-    """Every setting's effective value and source (``deepseek-review config``)."""
-
-    root: Path
-    settings: Settings
-    endpoint: str
-    """The chat-completions URL a review would be sent to."""
-
-
 def configuration(
     *, repo_root: PathArg | None = None, env: Mapping[str, str] | None = None
 ) -> Configuration:
     """The effective settings (environment > config file > defaults) and their sources."""
+    from .api_views import Configuration
     from .config import resolve
     from .endpoint import resolve_endpoint
     from .repo import find_repo_root
@@ -168,22 +158,9 @@ def continue_review(
     return continue_existing(planned, env=env, progress=progress)
 
 
-@dataclass(frozen=True)
-class ShownChain:
-    """A chain read back (``deepseek-review show``): its segments and its stitched answer."""
-
-    root: Path
-    segments: tuple[ChainSegment, ...]
-    text: str
-
-    @property
-    def cut_off(self) -> bool:
-        """The last segment ended at the token cap."""
-        return self.segments[-1].finish_reason == "length"
-
-
 def show(path: str, *, repo_root: PathArg | None = None) -> ShownChain:
     """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer."""
+    from .api_views import ShownChain
     from .chain import find_chain, stitched_text
     from .repo import find_repo_root
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ConfigError
 from .options import CONFIG_FILE as _CONFIG_SCOPE
@@ -30,8 +30,7 @@ log = logging.getLogger("deepseek_review")
 KEYS: dict[str, Option] = {k: OPTIONS[k] for k in SETTING_KEYS}
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One setting's value and where it came from (flag, environment, config file, default)."""
 
     name: str

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .calls import Completion, ProgressFn
 from .context import ContextFile
@@ -99,8 +99,7 @@ class ProgressSink:
         return None
 
 
-@dataclass(frozen=True)
-class Primary:
+class Primary(NamedTuple):
     """The planned primary request (sent when no segment exists yet)."""
 
     prepared: PreparedRequest
@@ -111,8 +110,7 @@ class Primary:
     """What the request record pins in git (:mod:`.pinning`)."""
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """A chain to extend: where it is written, what it asks, and what exists of it."""
 
     root: Path

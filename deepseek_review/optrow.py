@@ -7,8 +7,7 @@ is imported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .optvalues import BadValue, Check, parse_text, typed
 
@@ -30,8 +29,7 @@ ENV_PREFIX = "DEEPSEEK_REVIEW_"
 # --------------------------------------------------------------------------- the option
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One option: what every layer needs to know about it, written once."""
 
     key: str

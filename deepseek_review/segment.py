@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import __version__
 from .calls import Completion, Usage
@@ -72,8 +72,7 @@ class Segment:
         return self.usage.total_tokens if self.usage_reported else self.estimated_tokens or 0
 
 
-@dataclass(frozen=True)
-class SegmentSpec:
+class SegmentSpec(NamedTuple):
     """What to write for one completed request."""
 
     root: Path

@@ -11,7 +11,7 @@ line, ``model (entry 3, line 12)`` for a manifest's entry); other tools' flags s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from .endpoint import (
@@ -44,8 +44,7 @@ _DNS_FAILURE_RE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Advice:
+class Advice(NamedTuple):
     """What the hints need to know besides the failure itself."""
 
     server: str | None = None

@@ -54,7 +54,7 @@ def test_review_row_stdlib_script_and_curl_send_ours_exact_body(tmp_path: Path) 
         )
     sent = bench_review.same_bodies(tmp_path, repo, files)
     assert len(sent["ours"]) == 1
-    assert sent["ours"] == sent["seed_streamed"] == sent["curl"]
+    assert sent["ours"] == sent["seed_streamed"] == sent["curl"] == sent["floor"]
     assert sent["ours_plain"] == sent["seed"] != sent["ours"]
 
 

@@ -12,8 +12,7 @@ not loaded then is not checked (the check after the answer, exit 7, still is).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
@@ -27,8 +26,7 @@ CLOUD_HOST = "ollama.com"
 _NUM_CTX = re.compile(r"^num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class ModelFacts:
+class ModelFacts(NamedTuple):
     """What ``/api/show`` and ``/api/ps`` said about one model."""
 
     trained_context: int | None
