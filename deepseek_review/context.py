@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .context_ignore import IgnoreWalker, git_ls_files, glob_to_regex
-from .context_read import Opener, read_context_file, why_not_context
+from .context_read import Opener, read_context_file, read_entries, why_not_context
 from .context_types import (
     DEFAULT_MAX_CONTEXT_BYTES,
     DEFAULT_MAX_FILE_BYTES,
@@ -257,19 +257,15 @@ def gather_context(
     except OSError as exc:
         raise InputError(f"repository root {root}: cannot open ({exc.strerror})") from None
     with opener:
-        for rel, explicit in expansion.entries:
-            cf = read_context_file(
-                root, rel, explicit=explicit, max_file_bytes=limits.max_file_bytes, opener=opener
-            )
-            if isinstance(cf, Skipped):
-                skipped.append(cf)
-                continue
-            if cf is None:
+        for cf in read_entries(opener, expansion.entries, limits.max_file_bytes):
+            if not isinstance(cf, ContextFile):
+                if cf is not None:
+                    skipped.append(cf)
                 continue
             total += cf.size
             if total > limits.max_context_bytes:
                 raise InputError(
-                    f"context total reaches {total} bytes at {rel}, over "
+                    f"context total reaches {total} bytes at {cf.path}, over "
                     f"{name_of('max_context_bytes')} {limits.max_context_bytes}"
                 )
             files.append(cf)
