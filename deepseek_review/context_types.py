@@ -108,6 +108,8 @@ UNSAFE_NAME = (
     "name holds control characters (e.g. a newline, a bidi override or a zero-width space)"
 )
 _STAMP_END = re.compile(r"_[0-9]{8}T[0-9]{6}Z\Z")
+#: In every name :func:`written_by_tool` says yes to that is not a temporary file's.
+WRITTEN_MARK = "_deepseek_"
 
 
 def written_by_tool(rel: str) -> bool:
@@ -118,7 +120,7 @@ def written_by_tool(rel: str) -> bool:
     name = rel.rpartition("/")[2]
     if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
         return True
-    if "_deepseek_" not in name:  # what every name :func:`.records.naming.topic_of` reads has
+    if WRITTEN_MARK not in name:  # what every name :func:`.records.naming.topic_of` reads has
         return False
     _, base, _, suffix = name_order(name)
     return bool(suffix) and topic_of(base) is not None and _STAMP_END.search(base) is not None
