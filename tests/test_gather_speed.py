@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_review.context import ContextLimits, gather_context
+from deepseek_review.context import ContextFile, ContextLimits, gather_context
 from deepseek_review.context_read import Opener
+from deepseek_review.pinning import auto_pin
 from deepseek_review.prompt import (
     _LANGUAGES,
     FileRef,
@@ -142,3 +143,29 @@ def test_a_listed_name_with_a_newline_among_plain_names_is_refused(
     assert r.code == 3
     assert "context file 'many/bad\\nname.txt': name holds control characters" in r.err
     assert r.err.count("\n") == 1
+
+
+def test_head_blobs_are_read_from_line_starts_only(repo: Path) -> None:
+    """``ls-tree``'s output is read in one pass: a committed name holding a tab and text that
+    looks like another blob's line pins to its own blob, and nothing else is made up."""
+    fake = "0" * 40
+    tricky = f"a\t100644 blob {fake}\tb.py"
+    (repo / tricky).write_text("x = 1\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    # Never context (a tab is a control character), but the listing holds it all the same.
+    trick = ContextFile(tricky, "x = 1\n", "sha256:-", 6)
+    files = [trick, *gather_context(repo, ["docs/spec.md"])]
+    pins = {p.path: p for p in auto_pin(repo, files)}
+    want = git(repo, "rev-parse", f"HEAD:{tricky}").strip()
+    assert pins[tricky].blob == want
+    assert pins["docs/spec.md"].blob == git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
+    assert fake not in {p.blob for p in pins.values()}
+
+
+def test_files_not_in_head_are_pinned_to_their_bytes(repo: Path) -> None:
+    """Before the first commit every file is pinned to its working-tree hash."""
+    files = list(gather_context(repo, ["docs", "src"]))
+    pins = auto_pin(repo, files)
+    assert [(p.path, p.blob, p.worktree) for p in pins] == [(f.path, None, f.sha256) for f in files]
+    assert pins[0].to_json() == {"path": files[0].path, "worktree": files[0].sha256}
