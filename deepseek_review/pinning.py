@@ -13,8 +13,7 @@ pinned to that blob (:func:`auto_pin`); the blob id is computed here from the by
 
 from __future__ import annotations
 
-import re
-import sys
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -72,16 +71,14 @@ def _head_blobs(root: Path) -> tuple[str | None, dict[str, str]]:
     got = _HEAD_BLOBS.get((root, head))
     if got is not None:
         return head, got
+    blobs: dict[str, str] = {}
     out = git_output(root, "-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--full-tree", head)
-    # Decoded whole, as os.fsdecode decodes each name (see context_ignore.git_ls_files).
-    text = (out or b"").decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
-    blobs = {path: oid for oid, path in _BLOB_LINE.findall(text)}
+    for line in (out or b"").split(b"\0"):
+        meta, _, path = line.partition(b"\t")
+        parts = meta.split(b" ")
+        if len(parts) == 3 and parts[1] == b"blob":
+            blobs[os.fsdecode(path)] = os.fsdecode(parts[2])
     return head, _HEAD_BLOBS.setdefault((root, head), blobs)
-
-
-#: A blob's line of ``ls-tree -z``: ``<mode> blob <oid>\t<path>``, from a line's start (a
-#: path may hold a tab, and look like a line).
-_BLOB_LINE = re.compile(r"(?:(?<=\0)|\A)[0-7]+ blob ([0-9a-f]+)\t([^\0]*)")
 
 
 def auto_pin(root: Path, files: Sequence[ContextFile]) -> list[FilePin]:
