@@ -253,14 +253,10 @@ def text_bytes(messages: Iterable[_HasParts]) -> int:
     total = 0
     for m in messages:
         literal = "".join([p for p in m.parts if isinstance(p, str)])
-        total += len(literal) if literal.isascii() else utf8_length(literal)
         total += sum([p.size for p in m.parts if not isinstance(p, str)])
+        # Encoded only when not ASCII; a lone surrogate counts as its three bytes.
+        total += len(literal.encode("utf-8", "surrogatepass") if not literal.isascii() else literal)
     return total
-
-
-def utf8_length(text: str) -> int:
-    """The UTF-8 bytes of ``text`` (a lone surrogate counted as its three bytes)."""
-    return len(text.encode("utf-8", errors="surrogatepass"))
 
 
 def frame_messages(
