@@ -73,6 +73,7 @@ __all__ = [
     "gather_context",
     "glob_to_regex",
     "read_context_file",
+    "read_entries",
     "written_by_tool",
 ]
 
