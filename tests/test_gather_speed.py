@@ -11,6 +11,7 @@ import errno
 import itertools
 import os
 import posixpath
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -169,3 +170,37 @@ def test_files_not_in_head_are_pinned_to_their_bytes(repo: Path) -> None:
     pins = auto_pin(repo, files)
     assert [(p.path, p.blob, p.worktree) for p in pins] == [(f.path, None, f.sha256) for f in files]
     assert pins[0].to_json() == {"path": files[0].path, "worktree": files[0].sha256}
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        "{{ context }}",
+        "{{context}}{{ prompt }}",
+        "Files:\n{{ file_list }}{{ context }}\n\n{{ prompt }} on {{ topic }}",
+        "{{ prompt }}{{ context }}{{ file_list }}",
+        "{{ topic }}{{ context }}end",
+    ],
+)
+@pytest.mark.parametrize("lead", [(), ("the change\n",), ("",)])
+@pytest.mark.parametrize("empty", [False, True])
+def test_a_section_renders_to_the_parts_one_merge_of_everything_gives(
+    section: str, lead: tuple[str, ...], empty: bool
+) -> None:
+    """Joining only at the seams gives exactly the parts one merge of the whole list gave:
+    placeholders next to each other, empty values, no files and a change before them."""
+    from deepseek_review.prompt import _render_section, frame_parts
+
+    files = (
+        [] if empty else [ContextFile("a.py", "x\n", "sha256:a", 2), ContextFile("b", "", "", 0)]
+    )
+    values = {"prompt": "Check.", "topic": "" if empty else "t", "file_list": "- a.py"}
+    context = list(_merge([*lead, *frame_parts(files)]))
+    flat: list[object] = []
+    pos = 0
+    for m in re.finditer(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", section):
+        flat.append(section[pos : m.start()])
+        flat.extend(context if m.group(1) == "context" else [values[m.group(1)]])
+        pos = m.end()
+    flat.append(section[pos:])
+    assert _render_section(section, values, context) == _merge(flat)  # type: ignore[arg-type]
