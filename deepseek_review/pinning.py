@@ -13,7 +13,7 @@ pinned to that blob (:func:`auto_pin`); the blob id is computed here from the by
 
 from __future__ import annotations
 
-import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -71,13 +71,17 @@ def _head_blobs(root: Path) -> tuple[str | None, dict[str, str]]:
     got = _HEAD_BLOBS.get((root, head))
     if got is not None:
         return head, got
-    blobs: dict[str, str] = {}
     out = git_output(root, "-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--full-tree", head)
-    for line in (out or b"").split(b"\0"):
-        meta, _, path = line.partition(b"\t")
-        parts = meta.split(b" ")
-        if len(parts) == 3 and parts[1] == b"blob":
-            blobs[os.fsdecode(path)] = os.fsdecode(parts[2])
+    # Decoded whole, as os.fsdecode decodes each name; a line is ``<mode> <type> <oid>\t<path>``
+    # and git writes the mode in six octal digits: a blob's line has " blob " at 6 to 12.
+    text = (out or b"").decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    blobs = {
+        line[tab + 1 :]: line[12:tab]
+        for line in text.split("\0")
+        if line[6:12] == " blob "
+        for tab in (line.find("\t"),)
+        if tab > 12
+    }
     return head, _HEAD_BLOBS.setdefault((root, head), blobs)
 
 
