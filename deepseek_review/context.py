@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .context_ignore import IgnoreWalker, git_ls_files, glob_to_regex
-from .context_read import Opener, read_context_file, why_not_context
+from .context_read import Opener, read_context_file, read_entries, why_not_context
 from .context_types import (
     DEFAULT_MAX_CONTEXT_BYTES,
     DEFAULT_MAX_FILE_BYTES,
@@ -44,6 +44,7 @@ from .context_types import (
     KIND_WRITTEN,
     UNSAFE_NAME,
     WARNED_KINDS,
+    WRITTEN_MARK,
     ContextFile,
     ContextLimits,
     Gathered,
@@ -56,6 +57,7 @@ from .context_types import (
 from .errors import InputError
 from .options import name_of
 from .repo import has_unsafe_chars, in_git_work_tree, resolve_inside, under_dot_git
+from .storage import TEMP_PREFIX
 
 __all__ = [
     "DEFAULT_MAX_CONTEXT_BYTES",
@@ -71,6 +73,7 @@ __all__ = [
     "gather_context",
     "glob_to_regex",
     "read_context_file",
+    "read_entries",
     "written_by_tool",
 ]
 
@@ -133,7 +136,9 @@ def _leave_out_outputs(
     below: dict[Output, list[str]] = {}
     by_name: list[str] = []
     own = [(o, o.path, o.path + "/") for o in outputs if o.path != "."]  # ``Output.holds``
-    for rel in listed:
+    # Only a path below an output, or with a name as the tool writes them, can be left out.
+    starts = tuple(path for _, path, _ in own)
+    for rel in [r for r in listed if r.startswith(starts) or TEMP_PREFIX in r or WRITTEN_MARK in r]:
         if rel in named:
             continue
         for output, path, folder in own:
@@ -182,6 +187,13 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
             seen.add(rel)
             entries.append((rel, explicit))
 
+    def add_listed(rels: list[str]) -> None:
+        """:func:`add` of each of ``rels`` (what a folder or glob listed), in one go."""
+        listed.update(dict.fromkeys(rels))
+        new = [rel for rel in dict.fromkeys(rels) if rel not in seen]
+        seen.update(new)
+        entries.extend([(rel, False) for rel in new])
+
     any_spec = False
     for spec in specs:
         any_spec = True
@@ -194,8 +206,7 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
                     f"context pattern {spec}: matches no file (after git's ignore rules)"
                 )
             groups.append((spec, "pattern", matches))
-            for rel in matches:
-                add(rel, False)
+            add_listed(matches)
             continue
         resolved, rel = resolve_inside(root, spec, what="context path")
         if under_dot_git(rel):
@@ -212,12 +223,12 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
             raise InputError(f"context path {spec}: {why[0]}")
         if stat.S_ISDIR(st.st_mode):
             matches = _expand_folder(root, rel)
-            matches = [m for m in matches if m == rel or rel == "." or m.startswith(rel + "/")]
+            if rel != ".":
+                matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
             if not matches:
                 raise InputError(f"context folder {spec}: holds no file (after git's ignore rules)")
             groups.append((spec, "folder", matches))
-            for m in matches:
-                add(m, False)
+            add_listed(matches)
         else:
             add(rel, True)
     if not any_spec:
@@ -257,19 +268,15 @@ def gather_context(
     except OSError as exc:
         raise InputError(f"repository root {root}: cannot open ({exc.strerror})") from None
     with opener:
-        for rel, explicit in expansion.entries:
-            cf = read_context_file(
-                root, rel, explicit=explicit, max_file_bytes=limits.max_file_bytes, opener=opener
-            )
-            if isinstance(cf, Skipped):
-                skipped.append(cf)
-                continue
-            if cf is None:
+        for cf in read_entries(opener, expansion.entries, limits.max_file_bytes):
+            if not isinstance(cf, ContextFile):
+                if cf is not None:
+                    skipped.append(cf)
                 continue
             total += cf.size
             if total > limits.max_context_bytes:
                 raise InputError(
-                    f"context total reaches {total} bytes at {rel}, over "
+                    f"context total reaches {total} bytes at {cf.path}, over "
                     f"{name_of('max_context_bytes')} {limits.max_context_bytes}"
                 )
             files.append(cf)

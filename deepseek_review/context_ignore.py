@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -20,7 +21,13 @@ def git_ls_files(root: Path, pathspecs: Sequence[str]) -> list[str] | None:
     )
     if out is None:
         return None
-    return sorted({os.fsdecode(n) for n in out.split(b"\0") if n})
+    # Decoded whole, as os.fsdecode decodes each name (the encoding is ASCII-compatible, its
+    # errors handler escapes byte by byte: a NUL ends no character).
+    names = set(
+        out.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()).split("\0")
+    )
+    names.discard("")
+    return sorted(names)
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:

@@ -13,6 +13,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +108,8 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
 _OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _WALKS = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+#: Last components :meth:`Opener.open` never takes as a file name.
+_NOT_NAMES = frozenset({"", ".", ".."})
 
 
 class Opener:
@@ -126,17 +129,26 @@ class Opener:
         self._prefix = self.layout.prefix
         self._root_fd = os.open(root, _DIR_FLAGS) if _WALKS else -1
         self._dirs: list[tuple[str, int]] = []
+        self._folder: str | None = None
+        """The folder part of the last path opened (its checks passed, its folders open)."""
+        self._folder_fd = -1
 
     def open(self, rel: str) -> int:
         """A descriptor of ``root/rel`` (``O_NONBLOCK``: a FIFO does not block the open)."""
+        cut = rel.rfind("/") + 1
+        folder, name = rel[:cut], rel[cut:]  # the folder with its "/", or ""
+        if folder == self._folder and name not in _NOT_NAMES:
+            # The next file of the same folder (git lists a folder's files together): the
+            # folder's path was checked and opened for the last one; only the name is new.
+            return os.open(name, _OPEN_FLAGS, dir_fd=self._folder_fd)
+        self._folder = None
         wrapped = f"/{rel}/"
         if "//" in wrapped or "/./" in wrapped or "/../" in wrapped:
             raise OSError(errno.EINVAL, "not a plain path below the root", rel)
-        *folders, name = rel.split("/")
         if not _WALKS:
             return os.open(self._prefix + rel, _OPEN_FLAGS)
         fd = self._root_fd
-        for i, part in enumerate(folders):
+        for i, part in enumerate(folder[:-1].split("/") if folder else ()):
             if i < len(self._dirs):
                 if self._dirs[i][0] == part:
                     fd = self._dirs[i][1]
@@ -144,9 +156,11 @@ class Opener:
                 self._close_from(i)
             fd = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
             self._dirs.append((part, fd))
+        self._folder, self._folder_fd = folder, fd
         return os.open(name, _OPEN_FLAGS, dir_fd=fd)
 
     def _close_from(self, i: int) -> None:
+        self._folder = None
         for _, fd in self._dirs[i:]:
             os.close(fd)
         del self._dirs[i:]
@@ -250,8 +264,12 @@ def _read_text(
         return _refuse_or_skip(rel, why, KIND_TOO_BIG, explicit=explicit)
     first = os.read(fd, min(st.st_size + 1, PIECE))
     if len(first) <= st.st_size < PIECE:  # read whole (a regular file reads short at its end)
-        text = _decode(first, rel, explicit=explicit)
-        return text if isinstance(text, Skipped) else (text, sha256_tag(first), len(first))
+        if b"\0" not in first:
+            try:
+                return first.decode("utf-8"), sha256_tag(first), len(first)
+            except UnicodeDecodeError:
+                pass
+        return _unsendable(first, rel, explicit=explicit)
     return _read_pieces(fd, first, st.st_size, rel, max_file_bytes, explicit=explicit)
 
 
@@ -297,17 +315,19 @@ def _read_pieces(
     return "".join(pieces), "sha256:" + hasher.hexdigest(), size
 
 
-def _decode(data: bytes, rel: str, *, explicit: bool) -> str | Skipped:
-    """The text of a file's bytes; binary or non-UTF-8 data is refused or left out."""
+def _unsendable(data: bytes, rel: str, *, explicit: bool) -> Skipped:
+    """Why a file's bytes cannot be sent (they hold a NUL byte, or are not UTF-8): refused
+    when named explicitly, else left out."""
     nul = data.find(b"\0")
     if nul != -1:
         why = f"binary (NUL byte at offset {nul})"
         return _refuse_or_skip(rel, why, KIND_BINARY, explicit=explicit)
     try:
-        return data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         why = f"not UTF-8 (invalid byte at offset {exc.start})"
         return _refuse_or_skip(rel, why, KIND_NOT_UTF8, explicit=explicit)
+    raise AssertionError("called only for bytes that cannot be sent")
 
 
 def read_context_file(
@@ -331,6 +351,26 @@ def read_context_file(
             return read_context_file(
                 root, rel, explicit=explicit, max_file_bytes=max_file_bytes, opener=own
             )
+    _check_name(rel)
+    return _read(opener, rel, explicit, max_file_bytes)
+
+
+def read_entries(
+    opener: Opener, entries: Sequence[tuple[str, bool]], max_file_bytes: int
+) -> Iterator[ContextFile | Skipped | None]:
+    """:func:`read_context_file` of each (path, named explicitly) in turn, through one
+    ``opener``. The names are checked in one pass over them all when they are all printable
+    ASCII (a 20,000-file folder), else each before its file is read, as one at a time."""
+    joined = "/".join([rel for rel, _ in entries])
+    plain = joined.isascii() and not has_unsafe_chars(joined)
+    for rel, explicit in entries:
+        if not plain:
+            _check_name(rel)
+        yield _read(opener, rel, explicit, max_file_bytes)
+
+
+def _check_name(rel: str) -> None:
+    """Refuse a name that could fake the framing, or that is not UTF-8."""
     if has_unsafe_chars(rel):
         raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
     if not rel.isascii():
@@ -338,6 +378,12 @@ def read_context_file(
             rel.encode("utf-8")
         except UnicodeEncodeError:
             raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
+
+
+def _read(
+    opener: Opener, rel: str, explicit: bool, max_file_bytes: int
+) -> ContextFile | Skipped | None:
+    """:func:`read_context_file` once the name passed its checks."""
     try:
         opened = _open_checked(opener, rel, explicit=explicit)
         if not isinstance(opened, tuple):

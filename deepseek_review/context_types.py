@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .options import check, default
 from .records.naming import name_order, topic_of
@@ -23,9 +24,9 @@ DEFAULT_MAX_FILE_BYTES: int = default("max_file_bytes")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-@dataclass(frozen=True)
-class ContextFile:
-    """One file as it goes into the prompt."""
+class ContextFile(NamedTuple):
+    """One file as it goes into the prompt (a named tuple: a gathering makes one per file,
+    20,000 for a large folder, at half a frozen dataclass's cost)."""
 
     path: str
     """Repo-relative POSIX path, as receipts name it."""
@@ -108,6 +109,8 @@ UNSAFE_NAME = (
     "name holds control characters (e.g. a newline, a bidi override or a zero-width space)"
 )
 _STAMP_END = re.compile(r"_[0-9]{8}T[0-9]{6}Z\Z")
+#: In every name :func:`written_by_tool` says yes to that is not a temporary file's.
+WRITTEN_MARK = "_deepseek_"
 
 
 def written_by_tool(rel: str) -> bool:
@@ -118,7 +121,7 @@ def written_by_tool(rel: str) -> bool:
     name = rel.rpartition("/")[2]
     if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
         return True
-    if "_deepseek_" not in name:  # what every name :func:`.records.naming.topic_of` reads has
+    if WRITTEN_MARK not in name:  # what every name :func:`.records.naming.topic_of` reads has
         return False
     _, base, _, suffix = name_order(name)
     return bool(suffix) and topic_of(base) is not None and _STAMP_END.search(base) is not None

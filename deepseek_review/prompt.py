@@ -16,7 +16,6 @@ later from the repository without storing the files twice.
 from __future__ import annotations
 
 import hashlib
-import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -148,32 +147,48 @@ def fence_for(text: str) -> str:
 
 
 def _language(path: str) -> str:
-    return _LANGUAGES.get(posixpath.splitext(path)[1].lower(), "")
+    """The fence's language for ``path``'s extension (as ``posixpath.splitext`` splits it:
+    a name's leading dots start no extension), or ""."""
+    dot = path.rfind(".")
+    if dot == -1:
+        return ""
+    ext = path[dot:]
+    language = _LANGUAGES.get(ext) or _LANGUAGES.get(ext.lower())
+    if language is None or (dot > 0 and path[dot - 1] not in "./"):
+        return language or ""  # none, or a name character before the dot
+    return language if path[path.rfind("/") + 1 : dot].strip(".") else ""  # ".py": no ext
 
 
 def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
-    """Every file as a heading, an opening fence, its text (a reference) and a closing fence.
+    """Every file as a heading, an opening fence, its text (a reference) and a closing fence;
+    a closing fence and the next heading are one literal string (as :func:`_merge` joins them).
 
     A name that could end its heading line or reorder it (see :func:`.repo.has_unsafe_chars`)
     is refused here too, whoever built the list, so no name can fake another file's heading.
     """
+    names = "".join([f.path for f in files])
+    if not names.isascii() or has_unsafe_chars(names):  # else no name can be unsafe
+        for f in files:
+            if has_unsafe_chars(f.path):
+                raise InputError(f"context file {f.path!r}: {UNSAFE_NAME}")
     parts: list[Part] = []
+    append = parts.append
     n = len(files)
+    close = ""
     for i, f in enumerate(files, start=1):
         path, text = f.path, f.text
-        if has_unsafe_chars(path):
-            raise InputError(f"context file {path!r}: {UNSAFE_NAME}")
         fence = fence_for(text)
-        sep = "" if text.endswith("\n") or not text else "\n"
-        lead = "\n" if i > 1 else ""
-        parts.append(f"{lead}## File {i} of {n}: {path}\n\n{fence}{_language(path)}\n")
-        parts.append(FileRef(path, f.sha256, f.size))
-        parts.append(f"{sep}{fence}\n")
+        heading = f"## File {i} of {n}: {path}\n\n{fence}{_language(path)}\n"
+        append(f"{close}\n{heading}" if close else heading)
+        append(FileRef(path, f.sha256, f.size))
+        close = f"{fence}\n" if text.endswith("\n") or not text else f"\n{fence}\n"
+    if close:
+        append(close)
     return parts
 
 
 def file_list(files: Sequence[ContextFile]) -> str:
-    return "\n".join(f"- {f.path} ({f.size} bytes)" for f in files)
+    return "\n".join([f"- {f.path} ({f.size} bytes)" for f in files])
 
 
 def _merge(parts: list[Part]) -> tuple[Part, ...]:
@@ -190,21 +205,32 @@ def _merge(parts: list[Part]) -> tuple[Part, ...]:
     return tuple(out)
 
 
+def _extend(out: list[Part], parts: Sequence[Part]) -> None:
+    """``out`` and ``parts`` (each merged: no empty or adjacent literal strings) as one merged
+    list, joined at the seam only: a context of 20,000 files is not walked again."""
+    if not parts:
+        return
+    first = parts[0]
+    if isinstance(first, str) and out and isinstance(out[-1], str):
+        out[-1] = out[-1] + first
+        out.extend(parts[1:])
+    else:
+        out.extend(parts)
+
+
 def _render_section(
     section: str, values: dict[str, str], context_parts: list[Part]
 ) -> tuple[Part, ...]:
+    """A template section with its placeholders filled; ``context_parts`` merged already."""
     parts: list[Part] = []
     pos = 0
     for m in _PLACEHOLDER_RE.finditer(section):
-        parts.append(section[pos : m.start()])
+        _extend(parts, _merge([section[pos : m.start()]]))
         key = m.group(1)
-        if key == "context":
-            parts.extend(context_parts)
-        else:
-            parts.append(values[key])
+        _extend(parts, context_parts if key == "context" else _merge([values[key]]))
         pos = m.end()
-    parts.append(section[pos:])
-    return _merge(parts)
+    _extend(parts, _merge([section[pos:]]))
+    return tuple(parts)
 
 
 def join_parts(parts: Sequence[Part], texts: dict[str, str]) -> str:
@@ -224,11 +250,13 @@ class _HasParts(Protocol):
 def text_bytes(messages: Iterable[_HasParts]) -> int:
     """The bytes of the messages' text as sent, counted from their parts (a file or answer
     reference counts its size), without encoding the files' text again."""
-    return sum(
-        len(p.encode("utf-8", errors="surrogatepass")) if isinstance(p, str) else p.size
-        for m in messages
-        for p in m.parts
-    )
+    total = 0
+    for m in messages:
+        literal = "".join([p for p in m.parts if isinstance(p, str)])
+        total += sum([p.size for p in m.parts if not isinstance(p, str)])
+        # Encoded only when not ASCII; a lone surrogate counts as its three bytes.
+        total += len(literal.encode("utf-8", "surrogatepass") if not literal.isascii() else literal)
+    return total
 
 
 def frame_messages(
@@ -249,7 +277,8 @@ def frame_messages(
     if "\x00" in prompt:
         raise InputError("the prompt holds a NUL byte")
     values = {"prompt": prompt.strip("\n"), "topic": topic, "file_list": file_list(files)}
-    context_parts: list[Part] = [*lead, *frame_parts(files)]
+    context_parts: list[Part] = list(_merge(list(lead)))
+    _extend(context_parts, frame_parts(files))
     return [
         (role, _render_section(section, values, context_parts))
         for role, section in (("system", template.system), ("user", template.user))

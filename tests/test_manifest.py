@@ -301,13 +301,13 @@ def test_entries_sharing_context_share_the_bytes_read(repo, monkeypatch):
     from deepseek_review import context
 
     reads: list[str] = []
-    real = context.read_context_file
+    real = context.read_entries
 
-    def counting(root, rel, **kw):
-        reads.append(rel)
-        return real(root, rel, **kw)
+    def counting(opener, entries, max_file_bytes):
+        reads.extend(rel for rel, _ in entries)
+        return real(opener, entries, max_file_bytes)
 
-    monkeypatch.setattr(context, "read_context_file", counting)
+    monkeypatch.setattr(context, "read_entries", counting)
     path = write(repo / "r.toml", toml_entry("a") + toml_entry("b"))
     a, b = plan_manifest(path).entries
     assert reads.count(a.plan.files[0].path) == 1
