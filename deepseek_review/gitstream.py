@@ -1,0 +1,111 @@
+"""A git command whose output is read as git writes it.
+
+:func:`.repo.git_output` hands back what a command printed once it has ended. A diff review
+needs the first part of ``diff-tree``'s output (the change's listing) long before git has
+made the rest (the patch): read as it comes, the listing's other questions to git and the
+patch's splitting run while git is still diffing. The command is the one
+:func:`.repo.git_command` builds (the same safe config and environment), and a refused
+repository is reported as :func:`.repo.git_output` reports it.
+
+git writes into an unnamed in-memory file (``memfd``; a temporary file where there is none),
+not a pipe: git writes its output 4 KiB at a time, and each write into a pipe wakes the
+reader (some 1,300 wake-ups for a 5 MB patch, which cost git more than the diff's splitting
+costs us). Here git writes at file speed, and what it wrote is taken every millisecond.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from .repo import check_refusal, git_command, git_env
+
+#: The most bytes taken at a time, and how long to wait for more (seconds).
+CHUNK = 1 << 20
+POLL = 0.001
+
+
+def _unnamed_file(name: str) -> int:
+    """A readable and writable file that no folder names (gone when closed)."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.memfd_create(name, os.MFD_CLOEXEC)
+        except OSError:
+            pass  # a kernel without memfd
+    fd, path = tempfile.mkstemp(prefix=f"deepseek-review-{name}-")
+    os.unlink(path)
+    return fd
+
+
+class GitStream:
+    """``git ARGS`` started at once in ``cwd``; :meth:`chunks` yields what it prints as it
+    prints it, :meth:`finish` says whether it succeeded. Use it in a ``with`` block: leaving
+    the block early stops the command."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        self._cwd = cwd
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out = self._err = -1
+        argv = git_command(cwd, list(args))
+        if argv is None:
+            return
+        self._out, self._err = _unnamed_file("git-out"), _unnamed_file("git-err")
+        try:
+            self._proc = subprocess.Popen(
+                argv, cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
+                stdout=self._out, stderr=self._err,
+            )  # fmt: skip
+        except OSError:
+            self.close()
+
+    def __enter__(self) -> GitStream:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def chunks(self) -> Iterator[bytes]:
+        """What git prints, a chunk at a time as it comes, until it exits; nothing when git
+        could not be started."""
+        proc, at = self._proc, 0
+        if proc is None:
+            return
+        while True:
+            ended = proc.poll() is not None  # before the read: then it took everything
+            while data := os.pread(self._out, CHUNK, at):
+                at += len(data)
+                yield data
+            if ended:
+                return
+            time.sleep(POLL)
+
+    def finish(self) -> bool:
+        """Whether the command ran and exited 0 (once its output was read): a repository git
+        refuses is a :class:`.errors.ConfigError`, as for :func:`.repo.git_output`."""
+        if self._proc is None:
+            return False
+        code = self._proc.wait()
+        if code:
+            check_refusal(self._cwd, code, os.pread(self._err, CHUNK, 0))
+        return code == 0
+
+    def close(self) -> None:
+        """Stop the command if it still runs, and let go of its files."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for fd in (self._out, self._err):
+            if fd >= 0:
+                os.close(fd)
+        self._out = self._err = -1
