@@ -29,8 +29,8 @@ from typing import Any, Generic, TypeVar
 from .errors import InputError
 from .gitpatch import Change as Change  # listed there; named here by who makes a diff
 from .gitpatch import PatchReader
-from .gitread import merge_base, resolve_commit, short
-from .gitstream import GitStream
+from .gitread import merge_base, resolve_commits, short
+from .gitstream import take
 from .repo import git_output
 
 T = TypeVar("T")
@@ -139,8 +139,7 @@ def resolve_range(root: Path, spec: str, what: str) -> Range:
         a, b, symmetric = spec, "HEAD", True
     if not a:
         raise InputError(f"{what} {spec}: give the base of the change (e.g. origin/main)")
-    base = resolve_commit(root, a, what)
-    head = resolve_commit(root, b or "HEAD", what)
+    base, head = resolve_commits(root, [a, b or "HEAD"], what)
     if not symmetric:
         return Range(base, head, None, spec)
     mb = merge_base(root, base, head, f"{what} {spec}")
@@ -197,7 +196,7 @@ def make_diff(
     reader = PatchReader()
     aside: _Aside | None = None
     try:
-        with GitStream(root, *_pinned(), *patch_args, "--raw", "-z", "--no-abbrev", *ends) as git:
+        with take(root, *diff_command(rng, settings)) as git:
             for chunk in git.chunks():
                 reader.feed(chunk)
                 if aside is None and reader.changes is not None:
@@ -216,6 +215,12 @@ def make_diff(
     finally:
         if aside is not None:
             aside.join()
+
+
+def diff_command(rng: Range, settings: DiffSettings) -> tuple[str, ...]:
+    """The arguments of the one git command that lists the change and makes its patch."""
+    flags = ("-r", "-p", *settings.flags(), *_PINNED_FLAGS, "--raw", "-z", "--no-abbrev")
+    return (*_pinned(), "diff-tree", *flags, rng.base, rng.head, "--")
 
 
 class _Aside:

@@ -15,11 +15,13 @@ costs us). Here git writes at file speed, and what it wrote is taken every milli
 
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
-import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -37,6 +39,8 @@ def _unnamed_file(name: str) -> int:
             return os.memfd_create(name, os.MFD_CLOEXEC)
         except OSError:
             pass  # a kernel without memfd
+    import tempfile
+
     fd, path = tempfile.mkstemp(prefix=f"deepseek-review-{name}-")
     os.unlink(path)
     return fd
@@ -109,3 +113,58 @@ class GitStream:
             if fd >= 0:
                 os.close(fd)
         self._out = self._err = -1
+
+
+@dataclass(frozen=True)
+class _Early:
+    cwd: Path
+    args: tuple[str, ...]
+    stream: GitStream
+    note: object
+
+
+#: The command started ahead of the one who reads it (:func:`start_early`); one at a time.
+_EARLY: list[_Early] = []
+_EARLY_LOCK = threading.Lock()
+
+
+def start_early(cwd: Path, *args: str, note: object = None) -> None:
+    """Start ``git ARGS`` now, for the caller that will :func:`take` the same command later,
+    with a ``note`` for it (what the command was made from: :func:`early_note`). Any other
+    command started early is stopped; so is one never taken, by :func:`drop_early`."""
+    _stop(_swap(_Early(cwd, args, GitStream(cwd, *args), note)))
+
+
+def early_note(cwd: Path) -> object:
+    """The note of the command started early in ``cwd`` and not yet taken, or None."""
+    with _EARLY_LOCK:
+        return next((e.note for e in _EARLY if e.cwd == cwd), None)
+
+
+def take(cwd: Path, *args: str) -> GitStream:
+    """``git ARGS`` in ``cwd``: the one :func:`start_early` started if it is this very command
+    (it has been running since), else started now. Any other started early is stopped."""
+    early = _swap(None)
+    if early is not None and (early.cwd, early.args) == (cwd, args):
+        return early.stream
+    _stop(early)
+    return GitStream(cwd, *args)
+
+
+@atexit.register
+def drop_early() -> None:
+    """Stop the command started early that nobody took (the call that started it ended)."""
+    _stop(_swap(None))
+
+
+def _swap(new: _Early | None) -> _Early | None:
+    """Put ``new`` in the early slot; what was there."""
+    with _EARLY_LOCK:
+        old = _EARLY[0] if _EARLY else None
+        _EARLY[:] = [new] if new is not None else []
+    return old
+
+
+def _stop(early: _Early | None) -> None:
+    if early is not None:
+        early.stream.close()
