@@ -54,7 +54,7 @@ def plan_change(
         what = "the staged change" if opts.staged else f"the change {rng.spec or rng.label}"
         raise InputError(f"{what} shows nothing to review{why}")
     framed = frame_diff(diff)
-    size = len(framed.encode("utf-8"))
+    size = len(framed) if framed.isascii() else len(framed.encode("utf-8"))
     if size > limits.max_context_bytes:
         raise InputError(
             f"the change {rng.label} is {size} bytes as framed, over "

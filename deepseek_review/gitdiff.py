@@ -18,22 +18,20 @@ with its entry of the listing, so leaving a file out costs no second diff.
 
 from __future__ import annotations
 
-import contextvars
 import os
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from .errors import InputError
+from .gitkeep import Aside, Keeper
+from .gitkeep import Decide as Decide  # defined there; named here by who makes a diff
 from .gitpatch import Change as Change  # listed there; named here by who makes a diff
 from .gitpatch import PatchReader
 from .gitread import merge_base, resolve_commits, short
 from .gitstream import take
 from .repo import git_output
-
-T = TypeVar("T")
 
 #: File names that are lock files (left out unless asked for).
 LOCK_FILES = frozenset(
@@ -168,11 +166,9 @@ class Diff:
     shown: tuple[Change, ...]
     left_out: tuple[tuple[str, str], ...]
     """(path, why) of every file left out."""
-
-
-#: Why a file is left out of the diff (None: shown), given its change and whether git
-#: shows it as binary.
-Decide = Callable[[Change, bool], str | None]
+    fence: str | None = None
+    """A backtick fence no line of ``text`` can close, found as the patch was read (None:
+    :func:`.prompt.fence_for` of the text)."""
 
 
 def make_diff(
@@ -193,25 +189,31 @@ def make_diff(
     git makes the patch, which is split as it arrives."""
     patch_args = ("diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS)
     ends = (rng.base, rng.head, "--")
-    reader = PatchReader()
-    aside: _Aside | None = None
+    reader, aside, keeper = PatchReader(), None, Keeper([])
+    setback = (lambda changes: driver_config(root, changes)) if drivers else None
     try:
         with take(root, *diff_command(rng, settings)) as git:
             for chunk in git.chunks():
                 reader.feed(chunk)
                 if aside is None and reader.changes is not None:
-                    aside = _Aside(root, reader.changes, rules, drivers)
+                    aside, keeper = Aside(reader.changes, rules, setback), Keeper(reader.changes)
+                decide = aside.ready() if aside is not None else None
+                if decide is not None:
+                    keeper.advance(reader, decide)
             if not git.finish():
                 raise InputError("git could not show the change (diff-tree failed)")
         reader.end()
-        changes = reader.changes or []
-        aside = aside or _Aside(root, changes, rules, drivers)
+        if aside is None:  # the listing was only whole at the end
+            changes = reader.changes or []
+            aside, keeper = Aside(changes, rules, setback), Keeper(changes)
         config = aside.config()
         if config:
-            reader = PatchReader(listing=False)
+            reader, keeper = PatchReader(listing=False), Keeper(keeper.changes)
             reader.feed(_git(root, *patch_args, *ends, config=config))
             reader.end()
-        return _kept(rng, settings, changes, reader, aside.decide())
+        keeper.advance(reader, aside.decide(), final=True)
+        text = keeper.text(reader)
+        return Diff(rng, settings, text, tuple(keeper.shown), tuple(keeper.left), keeper.fence())
     finally:
         if aside is not None:
             aside.join()
@@ -221,96 +223,6 @@ def diff_command(rng: Range, settings: DiffSettings) -> tuple[str, ...]:
     """The arguments of the one git command that lists the change and makes its patch."""
     flags = ("-r", "-p", *settings.flags(), *_PINNED_FLAGS, "--raw", "-z", "--no-abbrev")
     return (*_pinned(), "diff-tree", *flags, rng.base, rng.head, "--")
-
-
-class _Aside:
-    """What the listing alone decides, worked out while git makes the patch: the diff
-    drivers to set back, and why each change would be left out (both ask git)."""
-
-    def __init__(
-        self,
-        root: Path,
-        changes: list[Change],
-        rules: Callable[[list[Change]], Decide],
-        drivers: bool,
-    ) -> None:
-        self._drivers = _Background(driver_config, root, changes) if drivers else None
-        self._rules = _Background(rules, changes)
-
-    def config(self) -> list[str]:
-        return self._drivers.result() if self._drivers is not None else []
-
-    def decide(self) -> Decide:
-        return self._rules.result()
-
-    def join(self) -> None:
-        for work in (self._drivers, self._rules):
-            if work is not None:
-                work.join()
-
-
-class _Background(Generic[T]):
-    """``fn(*args)`` run on a thread of its own in a copy of the caller's context (an
-    option named in a message is spelled as the caller spells it); :meth:`result` waits for
-    it and raises what it raised."""
-
-    def __init__(self, fn: Callable[..., T], *args: Any) -> None:
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        context = contextvars.copy_context()
-        self._thread = threading.Thread(target=context.run, args=(self._run, fn, *args))
-        self._thread.start()
-
-    def _run(self, fn: Callable[..., T], *args: Any) -> None:
-        try:
-            self._value = fn(*args)
-        except BaseException as exc:  # handed to the caller's thread by result()
-            self._error = exc
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[return-value]
-
-
-def _kept(
-    rng: Range,
-    settings: DiffSettings,
-    changes: list[Change],
-    patch: PatchReader,
-    decide: Decide,
-) -> Diff:
-    """Each listed change paired with its section(s) of the patch, kept or left out."""
-    starts, binary = patch.starts, patch.binary
-    if len(starts) != sum(c.sections for c in changes):
-        raise InputError(
-            f"git listed {len(changes)} changed files but its patch has {len(starts)} "
-            "sections: cannot tell them apart"
-        )
-    bounds = [*starts, len(patch.data)]
-    kept: list[tuple[int, int]] = []
-    shown: list[Change] = []
-    left: list[tuple[str, str]] = []
-    i = 0
-    for change in changes:
-        start, end = bounds[i], bounds[i + change.sections]
-        why = decide(change, any(binary[i : i + change.sections]))
-        i += change.sections
-        if why is None:
-            if kept and kept[-1][1] == start:
-                kept[-1] = (kept[-1][0], end)  # contiguous: one slice
-            else:
-                kept.append((start, end))
-            shown.append(change)
-        else:
-            left.append((change.path, why))
-    with memoryview(patch.data) as view:
-        text = "".join(str(view[s:e], "utf-8", "replace") for s, e in kept)
-    return Diff(rng, settings, text, tuple(shown), tuple(left))
 
 
 def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:

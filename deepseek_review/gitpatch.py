@@ -43,6 +43,16 @@ def _is_binary(patch: bytes | bytearray, start: int, end: int) -> bool:
     return _BINARY_RE.search(patch, start, end if head < 0 else head) is not None
 
 
+_BACKTICKS_RE = re.compile(rb"`{3,}")
+
+
+def _longest_run(patch: bytes | bytearray, start: int, end: int) -> int:
+    """The longest run of 3 or more backticks in ``patch[start:end]``; 0 when none."""
+    if patch.find(b"```", start, end) < 0:
+        return 0
+    return max(len(m) for m in _BACKTICKS_RE.findall(patch, start, end))
+
+
 class PatchReader:
     """Fed git's output chunk by chunk (:meth:`feed`, then :meth:`end`).
 
@@ -60,6 +70,9 @@ class PatchReader:
         """Where each section found so far begins, in :attr:`data`."""
         self.binary: list[bool] = []
         """Whether git shows each section whose end is known as binary."""
+        self.runs: list[int] = []
+        """The longest run of backticks in each section whose end is known, when it holds
+        one of 3 or more (else 0): what a fence around it must be longer than."""
         self._listed: list[Change] = []
         self._at = 0  # the listing's next record
         self._begin: int | None = None if listing else 0  # where the patch begins
@@ -128,5 +141,6 @@ class PatchReader:
         whole = len(self.starts) if final else len(self.starts) - 1
         bounds = self.starts
         for j in range(len(self.binary), whole):
-            end = bounds[j + 1] if j + 1 < len(bounds) else len(data)
-            self.binary.append(_is_binary(data, bounds[j], end))
+            start, end = bounds[j], bounds[j + 1] if j + 1 < len(bounds) else len(data)
+            self.binary.append(_is_binary(data, start, end))
+            self.runs.append(_longest_run(data, start, end))

@@ -77,14 +77,13 @@ def plan_git(
 def frame_diff(diff: Diff) -> str:
     """The change as its own framed part: a heading naming the commits, the patch in a fence
     no line of it can close, and what was left out."""
-    fence = fence_for(diff.text)
+    fence = diff.fence or fence_for(diff.text)
     sep = "" if diff.text.endswith("\n") or not diff.text else "\n"
     n = len(diff.shown)
     head = f"## Change from {diff.rng.label}: {n} file{'s' if n != 1 else ''} shown\n\n"
-    out = f"{head}{fence}diff\n{diff.text}{sep}{fence}\n"
-    if diff.left_out:
-        out += "\nLeft out of the change:\n" + "".join(f"- {p} ({w})\n" for p, w in diff.left_out)
-    return out
+    left = ["\nLeft out of the change:\n"] if diff.left_out else []
+    left += [f"- {p} ({w})\n" for p, w in diff.left_out]
+    return "".join([head, fence, "diff\n", diff.text, sep, fence, "\n", *left])  # one copy
 
 
 def diff_pins(diff: Diff, framed: str) -> dict[str, Any]:

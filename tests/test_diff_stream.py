@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.gitpatch import PatchReader
+from deepseek_review.gitdiff import Decide, DiffSettings, Range, make_diff
+from deepseek_review.gitpatch import Change, PatchReader
 from deepseek_review.gitstream import GitStream
+from deepseek_review.prompt import fence_for
 from deepseek_review.repo import git_output
 from tests.conftest import git
 from tests.test_diff_review import base_commit, commit
@@ -121,3 +123,23 @@ def test_a_blob_missing_from_the_patch_is_one_line_and_exit_3(repo: Path, cli: A
     assert result.code == 3
     said = "deepseek-review: error: git could not show the change (diff-tree failed)"
     assert result.err.strip() == said
+
+
+@pytest.mark.parametrize(
+    ("kept", "fence"),
+    [("no ticks at all, two ``\n", "```"), ("```\n", "````"), ("a ````` run\n", "``````")],
+)
+def test_the_fence_found_while_reading_is_the_one_the_kept_text_needs(
+    repo: Path, kept: str, fence: str
+) -> None:
+    """Worked out from the bytes as they arrive, over the files kept only (a longer run in a
+    file left out does not lengthen it): what :func:`fence_for` finds in the text."""
+    a = base_commit(repo)
+    b = commit(repo, "ticks", {"notes.md": kept, "poetry.lock": "``````````\n"})
+
+    def rules(_changes: list[Change]) -> Decide:
+        return lambda change, binary: "lock file" if change.path == "poetry.lock" else None
+
+    diff = make_diff(repo, Range(a, b), DiffSettings(), rules)
+    assert [c.path for c in diff.shown] == ["notes.md"]
+    assert diff.fence == fence_for(diff.text) == fence
