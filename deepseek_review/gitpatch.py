@@ -8,8 +8,8 @@ the patch; what is found is exactly what reading the whole output at once finds.
 
 from __future__ import annotations
 
-import os
 import re
+import sys
 from dataclasses import dataclass
 
 
@@ -40,7 +40,13 @@ _BINARY_RE = re.compile(rb"^(?:Binary files .* differ|GIT binary patch)$", re.MU
 def _is_binary(patch: bytes | bytearray, start: int, end: int) -> bool:
     """Whether git shows the section ``patch[start:end]`` as binary (in its header)."""
     head = patch.find(b"\n@@", start, end)
-    return _BINARY_RE.search(patch, start, end if head < 0 else head) is not None
+    stop = end if head < 0 else head
+    if (  # each line's first words, found quicker than by the pattern
+        patch.find(b"\nBinary files ", start, stop) < 0
+        and patch.find(b"\nGIT binary patch", start, stop) < 0
+    ):
+        return False
+    return _BINARY_RE.search(patch, start, stop) is not None
 
 
 _BACKTICKS_RE = re.compile(rb"`{3,}")
@@ -48,9 +54,30 @@ _BACKTICKS_RE = re.compile(rb"`{3,}")
 
 def _longest_run(patch: bytes | bytearray, start: int, end: int) -> int:
     """The longest run of 3 or more backticks in ``patch[start:end]``; 0 when none."""
-    if patch.find(b"```", start, end) < 0:
+    tick = patch.find(b"`", start, end)  # one byte is looked for far quicker than three
+    if tick < 0 or patch.find(b"```", tick, end) < 0:
         return 0
     return max(len(m) for m in _BACKTICKS_RE.findall(patch, start, end))
+
+
+def _records(listing: bytes) -> tuple[list[Change], int]:
+    """The records a ``--raw -z`` listing at the start of ``listing`` holds, in the patch's
+    order, and where what follows them begins; a record cut short is a ValueError."""
+    fields = listing.split(b"\0")  # each NUL-ended but the last
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    changes: list[Change] = []
+    i = 0
+    while i < len(fields) and fields[i].startswith(b":"):
+        if i > len(fields) - 2:
+            raise ValueError("a listing record cut short")
+        _, new_mode, old_blob, new_blob, status = fields[i][1:].decode().split(" ")
+        names = fields[i + 1 : i + (3 if status[:1] in ("R", "C") else 2)]
+        if i + len(names) > len(fields) - 2 or not names:
+            raise ValueError("a listing record cut short")
+        old, new = names[0].decode(encoding, errors), names[-1].decode(encoding, errors)
+        changes.append(Change(status, new, old, old_blob, new_blob, new_mode))
+        i += 1 + len(names)
+    return changes, sum(map(len, fields[:i])) + i  # each field and its NUL
 
 
 class PatchReader:
@@ -73,8 +100,7 @@ class PatchReader:
         self.runs: list[int] = []
         """The longest run of backticks in each section whose end is known, when it holds
         one of 3 or more (else 0): what a fence around it must be longer than."""
-        self._listed: list[Change] = []
-        self._at = 0  # the listing's next record
+        self._at = 0  # where the listing's end is looked for next
         self._begin: int | None = None if listing else 0  # where the patch begins
         self._first = False  # whether a section at the patch's first byte was looked for
         self._next = 0  # where the next look for a section's start begins
@@ -94,34 +120,17 @@ class PatchReader:
             self._split(final)
 
     def _list(self, final: bool) -> bool:
-        """Read the listing's records that arrived whole; whether the listing is whole."""
+        """Read the listing once it is whole (an empty record ends it: paths are never
+        empty, so the first two NULs in a row are its end); whether it is."""
         data = self.data
-        while self._at < len(data) and data[self._at] == 0x3A:  # ":" begins a record
-            try:
-                self._at = self._record(self._at)
-            except ValueError:  # cut short: the rest is on its way
-                if final:
-                    raise
-                return False
-        pos = self._at
-        if pos >= len(data) and not final:
-            return False  # another record may follow
-        self.changes = self._listed
-        if self._listed:  # an empty record ends the listing, then the patch begins
+        end = data.find(b"\0\0", self._at)
+        if end < 0 and not final:
+            self._at = max(self._at, len(data) - 1)  # where two NULs may yet begin
+            return False
+        self.changes, pos = _records(bytes(data[: end + 1] if end >= 0 else data))
+        if self.changes:  # the empty record, then the patch
             self._begin = self._next = pos + 1
         return True
-
-    def _record(self, pos: int) -> int:
-        """Parse the record at ``pos``; where the next one begins."""
-        data = self.data
-        end = data.index(b"\0", pos)
-        _, new_mode, old_blob, new_blob, status = data[pos + 1 : end].decode().split(" ")
-        names = []
-        for _ in range(2 if status[:1] in ("R", "C") else 1):
-            start, end = end + 1, data.index(b"\0", end + 1)
-            names.append(os.fsdecode(bytes(data[start:end])))
-        self._listed.append(Change(status, names[-1], names[0], old_blob, new_blob, new_mode))
-        return end + 1
 
     def _split(self, final: bool) -> None:
         """Find the sections' starts in what arrived, and look at each section now whole."""
