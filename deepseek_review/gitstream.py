@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import select
 import subprocess
 import threading
 import time
@@ -44,6 +45,31 @@ def _unnamed_file(name: str) -> int:
     fd, path = tempfile.mkstemp(prefix=f"deepseek-review-{name}-")
     os.unlink(path)
     return fd
+
+
+class _Exit:
+    """Waits for a while, or until the process ``pid`` exits if that comes first (a pidfd,
+    where the system has them: the last of git's output is read at once, not up to a
+    :data:`POLL` later)."""
+
+    def __init__(self, pid: int) -> None:
+        try:
+            self._fd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else -1
+        except OSError:
+            self._fd = -1
+
+    def __enter__(self) -> _Exit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+
+    def wait(self, seconds: float) -> None:
+        if self._fd >= 0:
+            select.select([self._fd], [], [], seconds)
+        else:
+            time.sleep(seconds)
 
 
 class GitStream:
@@ -84,14 +110,15 @@ class GitStream:
         proc, at = self._proc, 0
         if proc is None:
             return
-        while True:
-            ended = proc.poll() is not None  # before the read: then it took everything
-            while data := os.pread(self._out, CHUNK, at):
-                at += len(data)
-                yield data
-            if ended:
-                return
-            time.sleep(POLL)
+        with _Exit(proc.pid) as exited:
+            while True:
+                ended = proc.poll() is not None  # before the read: then it took everything
+                while data := os.pread(self._out, CHUNK, at):
+                    at += len(data)
+                    yield data
+                if ended:
+                    return
+                exited.wait(POLL)
 
     def finish(self) -> bool:
         """Whether the command ran and exited 0 (once its output was read): a repository git
