@@ -106,9 +106,9 @@ def _decider(
 
     def decide(change: Change, binary: bool) -> str | None:
         path = change.path
-        output = next((o for o in outputs if o.holds(path)), None)
-        if output is not None:
-            return output.what
+        for output in outputs:
+            if output.holds(path):
+                return output.what
         if written_by_tool(path):
             return "written by deepseek-review"
         if not opts.include_lock_files and path.rpartition("/")[2] in LOCK_FILES:

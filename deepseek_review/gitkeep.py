@@ -114,23 +114,25 @@ class Keeper:
                 f"git listed {len(self.changes)} changed files but its patch has "
                 f"{len(starts)} sections: cannot tell them apart"
             )
-        while self._next < len(self.changes):
-            change, i = self.changes[self._next], self._section
-            j = i + change.sections
+        changes, kept, i = self.changes, self.kept, self._section
+        while self._next < len(changes):
+            change = changes[self._next]
+            j = i + 1 if change.status != "T" else i + 2  # its sections (Change.sections)
             if j > len(binary):
-                return  # its sections are not all here yet
+                break  # its sections are not all here yet
             start, end = starts[i], starts[j] if j < len(starts) else len(patch.data)
-            why = decide(change, any(binary[i:j]))
+            why = decide(change, binary[i] if j == i + 1 else any(binary[i:j]))
             if why is None:
-                if self.kept and self.kept[-1][1] == start:
-                    self.kept[-1] = (self.kept[-1][0], end)  # contiguous: one slice
+                if kept and kept[-1][1] == start:
+                    kept[-1] = (kept[-1][0], end)  # contiguous: one slice
                 else:
-                    self.kept.append((start, end))
+                    kept.append((start, end))
                 self.shown.append(change)
                 self.run = max(self.run, *runs[i:j])
             else:
                 self.left.append((change.path, why))
-            self._next, self._section = self._next + 1, j
+            self._next, i = self._next + 1, j
+        self._section = i
 
     def text(self, patch: PatchReader) -> str:
         """The kept sections' text (UTF-8; bytes that are not are replaced)."""
