@@ -145,6 +145,7 @@ def resolve_range(root: Path, spec: str, what: str) -> Range:
 
 
 def _pinned(config: Sequence[str] = ()) -> list[str]:
+    """``-c`` for each setting that shapes the patch (and ``config``: drivers set back)."""
     return [a for kv in (*_PINNED_CONFIG, *config) for a in ("-c", kv)]
 
 
