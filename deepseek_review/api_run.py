@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,10 +72,16 @@ def plan_review(
     """Check everything and build the exact request of :func:`review`, sending and writing
     nothing (``run --dry-run``); :func:`send_review` sends it."""
     from .frontdoor import review_options
-    from .plan import plan_review as _plan
 
-    _, planned = review_options(options, repo_root=repo_root, env=env)
-    return _plan(planned, env)
+    try:  # a change's diff may start early (frontdoor): it ends with this call
+        _, planned = review_options(options, repo_root=repo_root, env=env)
+        from .plan import plan_review as _plan  # imported while that diff runs
+
+        return _plan(planned, env)
+    finally:
+        early = sys.modules.get(f"{__package__}.gitstream")  # never imported: none started
+        if early is not None:
+            early.drop_early()
 
 
 def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:

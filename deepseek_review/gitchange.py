@@ -19,17 +19,15 @@ from .gitdiff import (
     WHY_LOCK,
     Change,
     Decide,
-    Range,
     generated_paths,
     make_diff,
-    resolve_range,
 )
 from .gitfiles import new_versions
-from .gitread import resolve_commit
 from .gitreview import GatherFn, GitOptions, GitPlan, frame_diff, plan
+from .gitstart import change_range
 from .options import name_of
 from .pinning import FilePin, auto_pin
-from .repo import git_output, has_unsafe_chars
+from .repo import has_unsafe_chars
 
 
 def plan_change(
@@ -45,7 +43,7 @@ def plan_change(
 ) -> GitPlan:
     """The plan of a review of a change: the change framed first, then the whole files
     ``specs`` names (and, with ``whole_files``, the new version of each changed file)."""
-    rng = _range(root, opts)
+    rng = change_range(root, opts)
     if opts.since_last_review:
         from .sincelast import narrow
 
@@ -56,7 +54,7 @@ def plan_change(
         what = "the staged change" if opts.staged else f"the change {rng.spec or rng.label}"
         raise InputError(f"{what} shows nothing to review{why}")
     framed = frame_diff(diff)
-    size = len(framed.encode("utf-8"))
+    size = len(framed) if framed.isascii() else len(framed.encode("utf-8"))
     if size > limits.max_context_bytes:
         raise InputError(
             f"the change {rng.label} is {size} bytes as framed, over "
@@ -76,16 +74,6 @@ def plan_change(
                 pins.append(FilePin(f.path, blob=blob, commit=rng.head))
     left = tuple(Skipped(p, _put_back(why), why) for p, why in diff.left_out)
     return plan(files, skipped + left, (diff, framed), pins, {})
-
-
-def _range(root: Path, opts: GitOptions) -> Range:
-    if opts.diff is not None:
-        return resolve_range(root, opts.diff, name_of("diff"))
-    base = resolve_commit(root, "HEAD", name_of("staged"))
-    tree = git_output(root, "write-tree")
-    if tree is None:
-        raise InputError(f"{name_of('staged')}: the index cannot be written as a tree (a merge?)")
-    return Range(base, tree.decode().strip())
 
 
 #: The option that puts back what each noise rule leaves out.
@@ -118,9 +106,9 @@ def _decider(
 
     def decide(change: Change, binary: bool) -> str | None:
         path = change.path
-        output = next((o for o in outputs if o.holds(path)), None)
-        if output is not None:
-            return output.what
+        for output in outputs:
+            if output.holds(path):
+                return output.what
         if written_by_tool(path):
             return "written by deepseek-review"
         if not opts.include_lock_files and path.rpartition("/")[2] in LOCK_FILES:

@@ -19,14 +19,18 @@ with its entry of the listing, so leaving a file out costs no second diff.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .gitread import merge_base, resolve_commit, short
+from .gitkeep import Aside, Keeper
+from .gitkeep import Decide as Decide  # defined there; named here by who makes a diff
+from .gitpatch import Change as Change  # listed there; named here by who makes a diff
+from .gitpatch import PatchReader
+from .gitread import merge_base, resolve_commits, short
+from .gitstream import take
 from .repo import git_output
 
 #: File names that are lock files (left out unless asked for).
@@ -133,78 +137,23 @@ def resolve_range(root: Path, spec: str, what: str) -> Range:
         a, b, symmetric = spec, "HEAD", True
     if not a:
         raise InputError(f"{what} {spec}: give the base of the change (e.g. origin/main)")
-    base = resolve_commit(root, a, what)
-    head = resolve_commit(root, b or "HEAD", what)
+    base, head = resolve_commits(root, [a, b or "HEAD"], what)
     if not symmetric:
         return Range(base, head, None, spec)
     mb = merge_base(root, base, head, f"{what} {spec}")
     return Range(mb, head, mb, spec)
 
 
-@dataclass(frozen=True)
-class Change:
-    """One file of the change, as ``diff --raw`` lists it."""
-
-    status: str
-    """``A``, ``D``, ``M``, ``T``, ``R``/``C`` (with a score) ..."""
-    path: str
-    """The new path (the old one for a deletion)."""
-    old_path: str
-    old_blob: str
-    new_blob: str
-    new_mode: str
-
-    @property
-    def sections(self) -> int:
-        """How many sections of the patch show it: a type change shows as two."""
-        return 2 if self.status == "T" else 1
+def _pinned(config: Sequence[str] = ()) -> list[str]:
+    """``-c`` for each setting that shapes the patch (and ``config``: drivers set back)."""
+    return [a for kv in (*_PINNED_CONFIG, *config) for a in ("-c", kv)]
 
 
 def _git(root: Path, *args: str, config: Sequence[str] = ()) -> bytes:
-    pinned = [a for kv in (*_PINNED_CONFIG, *config) for a in ("-c", kv)]
-    out = git_output(root, *pinned, *args)
+    out = git_output(root, *_pinned(config), *args)
     if out is None:
         raise InputError(f"git could not show the change ({' '.join(args[:1])} failed)")
     return out
-
-
-def _listed(out: bytes) -> tuple[list[Change], int]:
-    """The changes a ``--raw -z`` listing at the start of ``out`` names, in the patch's
-    order, and where what follows the listing begins (read in place: no split of a
-    patch)."""
-    changes: list[Change] = []
-    pos = 0
-    while out.startswith(b":", pos):
-        end = out.index(b"\0", pos)
-        _, new_mode, old_blob, new_blob, status = out[pos + 1 : end].decode().split(" ")
-        names = []
-        for _ in range(2 if status[:1] in ("R", "C") else 1):
-            start, end = end + 1, out.index(b"\0", end + 1)
-            names.append(os.fsdecode(out[start:end]))
-        changes.append(Change(status, names[-1], names[0], old_blob, new_blob, new_mode))
-        pos = end + 1
-    return changes, pos
-
-
-_SECTION = b"diff --git "
-_BINARY_RE = re.compile(rb"^(?:Binary files .* differ|GIT binary patch)$", re.MULTILINE)
-
-
-def _section_starts(patch: bytes, begin: int) -> list[int]:
-    """Where each file's section of the patch from ``begin`` on begins (a line ``diff
-    --git ``: no line of a hunk starts so, each has its ``+``, ``-`` or space)."""
-    starts = [begin] if patch.startswith(_SECTION, begin) else []
-    at = patch.find(b"\n" + _SECTION, begin)
-    while at >= 0:
-        starts.append(at + 1)
-        at = patch.find(b"\n" + _SECTION, at + 1)
-    return starts
-
-
-def _is_binary(patch: bytes, start: int, end: int) -> bool:
-    """Whether git shows the section ``patch[start:end]`` as binary (in its header)."""
-    head = patch.find(b"\n@@", start, end)
-    return _BINARY_RE.search(patch, start, end if head < 0 else head) is not None
 
 
 @dataclass(frozen=True)
@@ -218,11 +167,9 @@ class Diff:
     shown: tuple[Change, ...]
     left_out: tuple[tuple[str, str], ...]
     """(path, why) of every file left out."""
-
-
-#: Why a file is left out of the diff (None: shown), given its change and whether git
-#: shows it as binary.
-Decide = Callable[[Change, bool], str | None]
+    fence: str | None = None
+    """A backtick fence no line of ``text`` can close, found as the patch was read (None:
+    :func:`.prompt.fence_for` of the text)."""
 
 
 def make_diff(
@@ -236,57 +183,47 @@ def make_diff(
     """List the change and make its patch in one git process (a second only when a diff
     driver must be set back: :func:`driver_config`), and keep the sections that the
     ``rules`` made for the listed changes let in. ``drivers=False`` leaves the drivers
-    as configured (how records made before they were set back were made)."""
+    as configured (how records made before they were set back were made).
+
+    git's output is read as it comes: once the listing is whole, the drivers and the
+    ``rules`` are worked out on other threads (each asks git, in the caller's context) while
+    git makes the patch, which is split as it arrives."""
     patch_args = ("diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS)
     ends = (rng.base, rng.head, "--")
-    out = _git(root, *patch_args, "--raw", "-z", "--no-abbrev", *ends)
-    changes, pos = _listed(out)
-    config = driver_config(root, changes) if drivers else []
-    patch, begin = (out, pos + 1) if changes else (b"", 0)
-    if config:
-        patch, begin = _git(root, *patch_args, *ends, config=config), 0
-    return _kept(rng, settings, changes, (patch, begin), rules(changes))
+    reader, aside, keeper = PatchReader(), None, Keeper([])
+    setback = (lambda changes: driver_config(root, changes)) if drivers else None
+    try:
+        with take(root, *diff_command(rng, settings)) as git:
+            for chunk in git.chunks():
+                reader.feed(chunk)
+                if aside is None and reader.changes is not None:
+                    aside, keeper = Aside(reader.changes, rules, setback), Keeper(reader.changes)
+                decide = aside.ready() if aside is not None else None
+                if decide is not None:
+                    keeper.advance(reader, decide)
+            if not git.finish():
+                raise InputError("git could not show the change (diff-tree failed)")
+        reader.end()
+        if aside is None:  # the listing was only whole at the end
+            changes = reader.changes or []
+            aside, keeper = Aside(changes, rules, setback), Keeper(changes)
+        config = aside.config()
+        if config:
+            reader, keeper = PatchReader(listing=False), Keeper(keeper.changes)
+            reader.feed(_git(root, *patch_args, *ends, config=config))
+            reader.end()
+        keeper.advance(reader, aside.decide(), final=True)
+        text = keeper.text(reader)
+        return Diff(rng, settings, text, tuple(keeper.shown), tuple(keeper.left), keeper.fence())
+    finally:
+        if aside is not None:
+            aside.join()
 
 
-def _kept(
-    rng: Range,
-    settings: DiffSettings,
-    changes: list[Change],
-    at: tuple[bytes, int],
-    decide: Decide,
-) -> Diff:
-    """Each listed change paired with its section(s) of the patch (``at``: git's output
-    and where the patch begins in it), kept or left out."""
-    patch, begin = at
-    starts = _section_starts(patch, begin)
-    if len(starts) != sum(c.sections for c in changes):
-        raise InputError(
-            f"git listed {len(changes)} changed files but its patch has {len(starts)} "
-            "sections: cannot tell them apart"
-        )
-    bounds = [*starts, len(patch)]
-    kept: list[tuple[int, int]] = []
-    shown: list[Change] = []
-    left: list[tuple[str, str]] = []
-    i = 0
-    for change in changes:
-        start, end = bounds[i], bounds[i + change.sections]
-        binary = any(
-            _is_binary(patch, bounds[j], bounds[j + 1]) for j in range(i, i + change.sections)
-        )
-        i += change.sections
-        why = decide(change, binary)
-        if why is None:
-            if kept and kept[-1][1] == start:
-                kept[-1] = (kept[-1][0], end)  # contiguous: one slice
-            else:
-                kept.append((start, end))
-            shown.append(change)
-        else:
-            left.append((change.path, why))
-    view = memoryview(patch)
-    text = "".join(str(view[s:e], "utf-8", "replace") for s, e in kept)
-    return Diff(rng, settings, text, tuple(shown), tuple(left))
+def diff_command(rng: Range, settings: DiffSettings) -> tuple[str, ...]:
+    """The arguments of the one git command that lists the change and makes its patch."""
+    flags = ("-r", "-p", *settings.flags(), *_PINNED_FLAGS, "--raw", "-z", "--no-abbrev")
+    return (*_pinned(), "diff-tree", *flags, rng.base, rng.head, "--")
 
 
 def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:

@@ -8,9 +8,9 @@ clone, a pruned branch) is a :class:`.errors.MissingObject` naming the fix.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -24,6 +24,8 @@ UNSHALLOW_HINT = (
     "with fetch-depth: 0)"
 )
 _OID_RE = re.compile(r"\A(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+#: What a name read from stdin one a line cannot hold (and a revision never does).
+_UNSAFE_REV = re.compile(r"[\0\n\r]")
 
 
 def is_oid(text: str) -> bool:
@@ -48,7 +50,10 @@ def object_format(root: Path) -> str:
 
 def blob_id(data: bytes, fmt: str = "sha1") -> str:
     """The id git gives a blob of ``data`` (computed here: ``hash-object`` would run the
-    repository's clean filters)."""
+    repository's clean filters). hashlib is imported here: loading OpenSSL takes some 6 ms,
+    which a diff review would otherwise spend before its ``diff-tree`` starts."""
+    import hashlib
+
     h = hashlib.sha256() if fmt == "sha256" else hashlib.sha1()
     h.update(b"blob %d\0" % len(data))
     h.update(data)
@@ -76,6 +81,24 @@ def resolve_commit(root: Path, rev: str, what: str) -> str:
             )
         raise InputError(f"{what} {rev}: not a commit of the repository at {root}")
     return os.fsdecode(out).strip()
+
+
+def resolve_commits(root: Path, revs: Sequence[str], what: str) -> list[str]:
+    """The commit id each of ``revs`` names, asked of one ``cat-file --batch-check`` (which
+    reads names as ``rev-parse --verify`` does, from stdin: none can be an option); when one
+    does not name a commit, :func:`resolve_commit` of each in turn says which and why."""
+    plain = in_git_work_tree(root) and all(
+        rev and not rev.startswith("-") and rev == rev.strip() and not _UNSAFE_REV.search(rev)
+        for rev in revs
+    )
+    if plain:
+        names = "".join(f"{rev}^{{commit}}\n" for rev in revs).encode()
+        out = git_output(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=names)
+        lines = os.fsdecode(out).splitlines() if out is not None else []
+        oids = [oid for oid, _, kind in (line.partition(" ") for line in lines) if kind == "commit"]
+        if len(oids) == len(revs) == len(lines) and all(is_oid(o) for o in oids):
+            return oids
+    return [resolve_commit(root, rev, what) for rev in revs]
 
 
 def merge_base(root: Path, a: str, b: str, what: str) -> str:

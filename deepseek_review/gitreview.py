@@ -14,46 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from .context_types import ContextFile, ContextLimits, Gathered, Output, Skipped, sha256_tag
 from .errors import InputError
+from .gitoptions import GitOptions as GitOptions  # defined there: read before planning
 from .gitread import resolve_commit
-from .options import check, default, name_of
+from .options import name_of
 from .pinning import FilePin, auto_pin
 from .prompt import fence_for
 
 if TYPE_CHECKING:
-    from .gitdiff import Diff, DiffSettings
-
-
-@dataclass(frozen=True)
-class GitOptions:
-    """The git options of a review (``ReviewOptions.git``)."""
-
-    diff: str | None = default("diff")
-    staged: bool = default("staged")
-    rev: str | None = default("rev")
-    since_last_review: bool = default("since_last_review")
-    diff_context: int = default("diff_context")
-    function_context: bool = default("function_context")
-    whole_files: bool = default("whole_files")
-    renames: bool = default("renames")
-    include_lock_files: bool = default("include_lock_files")
-    include_generated: bool = default("include_generated")
-    include_binary: bool = default("include_binary")
-
-    def __post_init__(self) -> None:
-        check("diff_context", self.diff_context)
-        if self.staged and self.diff is not None:
-            raise InputError(f"{name_of('staged')} and {name_of('diff')} cannot be used together")
-        if self.rev is not None and (self.diff is not None or self.staged):
-            raise InputError(
-                f"{name_of('rev')} reads whole files from one commit; a change has its own "
-                f"commits ({name_of('diff')}, {name_of('staged')})"
-            )
-
-    @property
-    def settings(self) -> DiffSettings:
-        from .gitdiff import DiffSettings
-
-        return DiffSettings(self.diff_context, self.function_context, self.renames)
+    from .gitdiff import Diff
 
 
 #: Gathers the working tree's context files (``context.gather_context``'s signature).
@@ -109,14 +77,13 @@ def plan_git(
 def frame_diff(diff: Diff) -> str:
     """The change as its own framed part: a heading naming the commits, the patch in a fence
     no line of it can close, and what was left out."""
-    fence = fence_for(diff.text)
+    fence = diff.fence or fence_for(diff.text)
     sep = "" if diff.text.endswith("\n") or not diff.text else "\n"
     n = len(diff.shown)
     head = f"## Change from {diff.rng.label}: {n} file{'s' if n != 1 else ''} shown\n\n"
-    out = f"{head}{fence}diff\n{diff.text}{sep}{fence}\n"
-    if diff.left_out:
-        out += "\nLeft out of the change:\n" + "".join(f"- {p} ({w})\n" for p, w in diff.left_out)
-    return out
+    left = ["\nLeft out of the change:\n"] if diff.left_out else []
+    left += [f"- {p} ({w})\n" for p, w in diff.left_out]
+    return "".join([head, fence, "diff\n", diff.text, sep, fence, "\n", *left])  # one copy
 
 
 def diff_pins(diff: Diff, framed: str) -> dict[str, Any]:

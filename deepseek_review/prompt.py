@@ -252,10 +252,12 @@ def text_bytes(messages: Iterable[_HasParts]) -> int:
     reference counts its size), without encoding the files' text again."""
     total = 0
     for m in messages:
-        literal = "".join([p for p in m.parts if isinstance(p, str)])
+        literals = [p for p in m.parts if isinstance(p, str)]
         total += sum([p.size for p in m.parts if not isinstance(p, str)])
-        # Encoded only when not ASCII; a lone surrogate counts as its three bytes.
-        total += len(literal.encode("utf-8", "surrogatepass") if not literal.isascii() else literal)
+        if all(map(str.isascii, literals)):  # as many bytes as characters: nothing copied
+            total += sum(map(len, literals))  # (a 5 MB diff is neither joined nor encoded)
+        else:  # encoded; a lone surrogate counts as its three bytes
+            total += len("".join(literals).encode("utf-8", "surrogatepass"))
     return total
 
 

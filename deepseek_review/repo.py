@@ -68,6 +68,11 @@ def git_executable() -> str | None:
     return shutil.which("git", path=os.pathsep.join(dirs))
 
 
+def git_env() -> dict[str, str]:
+    """The environment every git command runs in (:data:`_GIT_ENV`, less :data:`_DROPPED_ENV`)."""
+    return {**{k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}, **_GIT_ENV}
+
+
 def _run_git(
     git: str, cwd: Path, args: list[str], stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes] | None:
@@ -77,7 +82,7 @@ def _run_git(
             cwd=cwd,
             capture_output=True,
             check=False,
-            env={**{k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}, **_GIT_ENV},
+            env=git_env(),
             input=stdin or b"",  # a pipe closed at once when the command reads nothing
         )
     except OSError:
@@ -107,6 +112,19 @@ def _git(cwd: Path, args: list[str], stdin: bytes | None = None) -> tuple[int, b
     never a silent fallback to gathering without git (which would not know git's ignore
     rules, e.g. ``.git/info/exclude``).
     """
+    argv = git_command(cwd, args)
+    out = _run_git(argv[0], cwd, argv[2:], stdin) if argv is not None else None
+    if out is None:
+        return None
+    check_refusal(cwd, out.returncode, out.stderr)
+    return out.returncode, out.stdout
+
+
+def git_command(cwd: Path, args: list[str]) -> list[str] | None:
+    """The command line that runs ``git ARGS`` in ``cwd`` as :func:`_git` runs it (with
+    :data:`SAFE_GIT_CONFIG`, filters switched off where git would run them); None when git
+    is missing or a filter cannot be switched off. Run it with :func:`git_env`, then
+    :func:`check_refusal`: a command whose output is read as it comes (:mod:`.gitstream`)."""
     git = git_executable()
     if git is None:
         return None
@@ -116,17 +134,18 @@ def _git(cwd: Path, args: list[str], stdin: bytes | None = None) -> tuple[int, b
         if drivers is None:
             return None
         config += [a for d in drivers for k in _FILTER_KEYS for a in ("-c", f"{d}.{k}=")]
-    out = _run_git(git, cwd, [*config, *args], stdin)
-    if out is None:
-        return None
-    dubious = _DUBIOUS_RE.search(out.stderr) if out.returncode else None
+    return [git, "--no-pager", *config, *args]
+
+
+def check_refusal(cwd: Path, returncode: int, stderr: bytes) -> None:
+    """A repository git refused because another user owns it: :class:`ConfigError`."""
+    dubious = _DUBIOUS_RE.search(stderr) if returncode else None
     if dubious:
         where = os.fsdecode(dubious.group(1)) or os.fspath(cwd)
         raise ConfigError(
             f"git refuses the repository {where}: it belongs to another user",
             hint=f"if you trust it: git config --global --add safe.directory {where}",
         )
-    return out.returncode, out.stdout
 
 
 def git_output(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | None:

@@ -1,0 +1,119 @@
+"""What a diff review asks of git, and when: the range's revisions resolved by one process,
+the change listed and made by one ``diff-tree`` started as soon as its command is known
+(before planning is even imported), and nothing of that early start outliving its call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepseek_review import api
+from deepseek_review.errors import ReviewError
+from deepseek_review.gitoptions import GitOptions
+from deepseek_review.plan import ReviewOptions, plan_review
+from tests.conftest import git
+from tests.test_diff_review import base_commit, commit
+from tests.test_git_processes import _git_calls
+
+
+def _commands(calls: list[str]) -> list[str]:
+    """Each call's git command (after the ``-c`` settings every call carries)."""
+    out = []
+    for call in calls:
+        words = call.split()
+        while words and words[0] == "-c":
+            words = words[2:]
+        out.append(words[0] if words else "")
+    return out
+
+
+def _two_commits(repo: Path) -> tuple[str, str]:
+    a = base_commit(repo)
+    return a, commit(repo, "change", {"src/pkg/a.py": "A = 1\n", "poetry.lock": "lock\n"})
+
+
+def test_a_two_dot_range_dry_run_starts_five_git_processes(repo: Path, tmp_path: Path) -> None:
+    """The root's ``rev-parse``, both ends of the range in one ``cat-file``, the change listed
+    and made by one ``diff-tree``, and the attributes its paths have (``check-attr``: diff
+    drivers, and files marked generated)."""
+    a, b = _two_commits(repo)
+    calls = _git_calls(repo, tmp_path, "run", "--dry-run", "--diff", f"{a}..{b}", "-p", "x")
+    assert sorted(_commands(calls)) == sorted(
+        ["rev-parse", "cat-file", "diff-tree", "check-attr", "check-attr"]
+    )
+
+
+def test_a_single_revision_dry_run_adds_only_the_merge_base(repo: Path, tmp_path: Path) -> None:
+    a, _ = _two_commits(repo)
+    calls = _git_calls(repo, tmp_path, "run", "--dry-run", "--diff", a, "-p", "x")
+    assert sorted(_commands(calls)) == sorted(
+        ["rev-parse", "cat-file", "merge-base", "diff-tree", "check-attr", "check-attr"]
+    )
+
+
+def test_the_diff_starts_before_the_rest_of_planning_is_imported(repo: Path) -> None:
+    """The early start: ``diff-tree`` is running (and its range resolved) by the time the
+    modules that frame and serialise the prompt are imported."""
+    import subprocess
+    import sys
+
+    a, b = _two_commits(repo)
+    probe = (
+        "import sys, subprocess\n"
+        "real = subprocess.Popen.__init__\n"
+        "def spy(self, args, *a, **k):\n"
+        "    if 'diff-tree' in args:\n"
+        "        loaded = 'deepseek_review.request' in sys.modules\n"
+        "        print('diff-tree started; request loaded:', loaded)\n"
+        "    real(self, args, *a, **k)\n"
+        "subprocess.Popen.__init__ = spy\n"
+        "from deepseek_review.cli import main\n"
+        f"main(['run', '--dry-run', '--diff', '{a}..{b}', '-p', 'x'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert "diff-tree started; request loaded: False" in out.stdout
+
+
+def test_a_bad_second_revision_is_named_as_before(repo: Path, cli: Any) -> None:
+    a = base_commit(repo)
+    result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..nope")
+    assert result.code == 3
+    assert "error: --diff nope: not a commit of the repository" in result.err
+
+
+def test_a_refusal_after_the_early_start_is_the_same_one_line(repo: Path, cli: Any) -> None:
+    """The diff was started early; planning then refuses the template, as it always did."""
+    a, b = _two_commits(repo)
+    result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..{b}", "--template", "nope")
+    assert result.code == 2, result.err
+    assert result.err == (
+        "deepseek-review: error: unknown template 'nope'; choose from code-review, default, "
+        "diff-review, spec-review\n"
+    )
+
+
+@pytest.mark.parametrize("first_fails", [False, True])
+def test_a_later_call_sees_where_the_branch_is_now(repo: Path, first_fails: bool) -> None:
+    """What a call started early (the range, the running git) ends with that call, failed or
+    not: the next plan of the same process (here one that starts nothing early) reads the
+    branch afresh."""
+    base_commit(repo)
+    git(repo, "checkout", "-q", "-b", "feature")
+    first = commit(repo, "one", {"src/pkg/a.py": "A = 1\n"})
+    kw: dict[str, Any] = {"prompt": "x", "repo_root": str(repo), "diff": "main..feature"}
+    git(repo, "branch", "-q", "-f", "main", f"{first}~1")
+    if first_fails:  # refused after the diff was started early, before planning takes it
+        with pytest.raises(ReviewError):
+            api.plan_review(**kw, template="no-such-template")
+    else:
+        assert api.plan_review(**kw).pins["commits"]["head"] == first  # type: ignore[index]
+    second = commit(repo, "two", {"src/pkg/b.py": "B = 2\n"})
+    again = ReviewOptions(
+        context=(), prompt="x", repo_root=str(repo), git=GitOptions("main..feature")
+    )
+    assert plan_review(again).pins["commits"]["head"] == second  # type: ignore[index]
