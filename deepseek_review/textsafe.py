@@ -23,6 +23,8 @@ _ALWAYS = (
 )
 #: One line (a diagnostic, a table row): newline, tab and carriage return are escaped too.
 _LINE = re.compile(f"[{_ALWAYS}\t\n\r]")
+#: Lines joined by newlines, each escaped as by :data:`_LINE` (the joins are the only newlines).
+_JOINED_LINES = re.compile(f"[{_ALWAYS}\t\r]")
 #: Multi-line text (an answer): lines and indentation stay; a CR only as part of CRLF, since a
 #: lone one moves back to the start of the line and lets later text overwrite what was shown.
 _MULTILINE = re.compile(f"[{_ALWAYS}]|\r(?!\n)")
@@ -44,6 +46,16 @@ def escape(text: str, *, multiline: bool = False) -> str:
     are escaped as well, so one value stays on one line.
     """
     return (_MULTILINE if multiline else _LINE).sub(_visible, text)
+
+
+def escape_lines(lines: list[str]) -> str:
+    """Each of ``lines`` escaped as one line (:func:`escape`), each ended by a newline: one
+    pass over the joined text when no line holds a newline of its own (20,000 file names of a
+    dry run: one regex scan instead of 20,000)."""
+    joined = "\n".join(lines)
+    if joined.count("\n") != len(lines) - 1:
+        return "".join(escape(line) + "\n" for line in lines)
+    return _JOINED_LINES.sub(_visible, joined) + "\n" if lines else ""
 
 
 def json_safe(dumped: str) -> str:

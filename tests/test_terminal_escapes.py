@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.textsafe import escape
+from deepseek_review.textsafe import escape, escape_lines
 from tests.builders import primary_receipt, sha, write_receipt
 from tests.stubs import Reply, Stub
 from tests.terminal import read_until_closed
@@ -299,3 +299,19 @@ def test_config_json_carries_the_exact_value_without_raw_control_characters(
     assert_no_raw_controls(r.out)
     assert "\u2028" not in r.out
     assert r.json()["settings"]["model"]["value"] == "m\x1b \x9b \u202e \u2028"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [],
+        [""],
+        ["plain", "two"],
+        ["tab\there", "cr\rthere", "esc \x1b[2J", "bidi \u202e", "lone \udcff"],
+        ["a name with\na newline", "next"],
+        ["ends with newline\n"],
+        ["", "", "\n"],
+    ],
+)
+def test_lines_escaped_together_are_each_line_escaped_alone(lines: list[str]) -> None:
+    assert escape_lines(lines) == "".join(escape(line) + "\n" for line in lines)

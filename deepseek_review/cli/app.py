@@ -25,7 +25,7 @@ import typer
 from .. import __version__
 from ..errors import ConfigError, Interrupted, ReviewError
 from ..options import OPTIONS, naming
-from ..textsafe import escape, json_safe
+from ..textsafe import escape, escape_lines, json_safe
 from .commands import LazyGroup
 from .signals import Signalled, interrupting
 from .streams import PipeGuard, StdoutClosed, exit_now, stdout_closed
@@ -173,7 +173,7 @@ def _json_out(obj: Any) -> None:
 def _write_lines(stream: TextIO, lines: Iterable[str]) -> None:
     """Human-readable output, one line each, with control characters shown as escapes: the
     lines quote file names, receipts and config values, which anyone may have written."""
-    stream.write("".join(escape(line) + "\n" for line in lines))
+    stream.write(escape_lines(list(lines)))
     stream.flush()
 
 

@@ -100,26 +100,9 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
     from ..api import cost_estimate
     from ..pinning import change_lines
 
-    info = {
-        "dry_run": True,
-        "endpoint": plan.endpoint.url,
-        "model": plan.options.model,
-        "template": plan.template.name,
-        "prompt_sha256": plan.prepared.prompt_sha256,
-        "request_bytes": len(plan.prepared.body_bytes),
-        "token_estimate": plan.token_estimate,
-        "context_bytes": plan.context_bytes,
-        "framed_bytes": plan.framed_bytes,
-        "max_context_bytes": plan.options.limits.max_context_bytes,
-        "context_files": [
-            {"path": f.path, "bytes": f.size, "sha256": f.sha256} for f in plan.files
-        ],
-        "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
-        "cost_estimate": cost_estimate(plan),
-        "git": plan.pins,
-    }
+    cost = cost_estimate(plan)
     if as_json:
-        _json_out(info)
+        _json_out(_plan_info(plan, cost))
         return
     _write_lines(
         sys.stdout,
@@ -141,13 +124,35 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
             ),
             *(f"  {s.path}  {s.reason}" for s in plan.skipped),
             *(
-                [f"cost           at most {info['cost_estimate']:g} (prompt and --max-tokens)"]
-                if info["cost_estimate"] is not None
+                [f"cost           at most {cost:g} (prompt and --max-tokens)"]
+                if cost is not None
                 else []
             ),
         ],
     )
     log.info("dry run: nothing was sent and nothing was written")
+
+
+def _plan_info(plan: ReviewPlan, cost: float | None) -> dict[str, Any]:
+    """``run --dry-run --json``: what the text lists, with each file's sha256."""
+    return {
+        "dry_run": True,
+        "endpoint": plan.endpoint.url,
+        "model": plan.options.model,
+        "template": plan.template.name,
+        "prompt_sha256": plan.prepared.prompt_sha256,
+        "request_bytes": len(plan.prepared.body_bytes),
+        "token_estimate": plan.token_estimate,
+        "context_bytes": plan.context_bytes,
+        "framed_bytes": plan.framed_bytes,
+        "max_context_bytes": plan.options.limits.max_context_bytes,
+        "context_files": [
+            {"path": f.path, "bytes": f.size, "sha256": f.sha256} for f in plan.files
+        ],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
+        "cost_estimate": cost,
+        "git": plan.pins,
+    }
 
 
 def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
