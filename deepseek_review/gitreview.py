@@ -116,12 +116,12 @@ def plan(
         diff_json = diff_pins(diff, framed)
         rng = diff.rng
         commits = {"base": rng.base, "head": rng.head, "merge_base": rng.merge_base or ""}
-    git: dict[str, Any] | None = {
-        "commits": {k: commits.get(k) or None for k in ("base", "head", "merge_base")},
-        "diff": diff_json,
-        "files": [p.to_json() for p in pins],
-    }
-    if change is None and all(p.blob is None for p in pins):
-        git = None  # nothing in git: the record is as before pinning
+    git: dict[str, Any] | None = None  # nothing in git: the record is as before pinning
+    if change is not None or any(p.blob is not None for p in pins):
+        git = {
+            "commits": {k: commits.get(k) or None for k in ("base", "head", "merge_base")},
+            "diff": diff_json,
+            "files": [p.to_json() for p in pins],
+        }
     paths = [*(diff_json["shown"] if diff_json else []), *(f.path for f in files)]
     return GitPlan(files, skipped, lead, scanned, git, list(dict.fromkeys(paths)))
