@@ -13,7 +13,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-_FORK = re.compile(r"^\d+\s+(?:clone3?|fork|vfork)\(")
+# A fork is logged whole, or cut in two by another process's line ("<unfinished ...>", then
+# "<... clone resumed>"); only one that returned a pid made a process: one interrupted by a
+# signal returns "? ERESTARTNOINTR" and is logged again when the kernel restarts it.
+_FORK = re.compile(r"^(\d+)\s+(?:clone3?|fork|vfork)\((.*)$")
+_RESUMED = re.compile(r"^(\d+)\s+<\.\.\. (?:clone3?|fork|vfork) resumed>")
+_MADE = re.compile(r"= \d+$")
 # A call cut by another process's line ("<unfinished ...>") is named again when it resumes;
 # with -y the descriptor returned is followed by the full path behind it.
 _OPENED = re.compile(r"(?:open(?:at)?\(|<\.\.\. open(?:at)? resumed>).* = \d+<([^>]+)>$")
@@ -60,7 +65,22 @@ def count_processes(
     if not available():
         return None
     lines = trace(argv, ["-e", "trace=clone,clone3,fork,vfork"], cwd=cwd, env=env, stdin=stdin)
-    return 1 + sum(1 for ln in lines if _FORK.match(ln) and "CLONE_THREAD" not in ln)
+    return 1 + _forks(lines)
+
+
+def _forks(lines: Sequence[str]) -> int:
+    """The forks in ``lines`` (strace -f) that made a process (threads not counted)."""
+    made, cut = 0, set()
+    for ln in lines:
+        if (fork := _FORK.match(ln)) and "CLONE_THREAD" not in ln:
+            if ln.endswith("<unfinished ...>"):
+                cut.add(fork.group(1))
+            else:
+                made += bool(_MADE.search(ln))
+        elif (resumed := _RESUMED.match(ln)) and resumed.group(1) in cut:
+            cut.discard(resumed.group(1))
+            made += bool(_MADE.search(ln))
+    return made
 
 
 def files_opened(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_batch, bench_diff, bench_gather, bench_memory, bench_review
+from benchmarks import bench_batch, bench_diff, bench_gather, bench_memory, bench_review, strace
 from benchmarks.__main__ import render
 from benchmarks.bench_verify import make_corpus, processes_of, sha256sum_side
 from benchmarks.common import (
@@ -120,3 +120,15 @@ def test_peak_memory_is_the_commands_own_not_the_forking_process(tmp_path: Path)
     ballast = bytearray(200 * 2**20)  # this process is large; a true child is not
     small = run_command(["sh", "-c", "true"], peak=True)
     assert small.max_rss < 50 * 2**20 < len(ballast)
+
+
+def test_process_count_leaves_out_a_fork_a_signal_interrupted_and_the_kernel_restarted() -> None:
+    log = [
+        "100 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 101",
+        "100 clone(child_stack=NULL, flags=SIGCHLD) = ? ERESTARTNOINTR (To be restarted)",
+        "100 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD <unfinished ...>",
+        "101 +++ exited with 0 +++",
+        "100 <... clone resumed>) = 102",
+        "102 clone3({flags=CLONE_VM|CLONE_THREAD|CLONE_SIGHAND, ...}, 88) = 103",
+    ]
+    assert strace._forks(log) == 2
