@@ -187,7 +187,7 @@ def test_no_continuation_line_for_a_continuation_an_interrupt_kept_from_being_se
     manifest(repo, ["a", "b"], defaults={"max_tokens": 20})
     batch = _Spawned(repo, sim.base_url, "--jobs", "1")
     _wait_for(lambda: sum(" start " in line for line in batch.lines) == 2)
-    time.sleep(0.3)
+    _wait_for(lambda: requests_for(sim, "b") == 1)  # b holds the slot (a start line comes first)
     batch.proc.send_signal(signal.SIGINT)
     code, err = batch.finish()
     assert code == 130, err
