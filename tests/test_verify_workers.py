@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.verification.workers import run_chunks
+from deepseek_review.verification.workers import MAX_CHUNKS, chunked, run_chunks
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
 
@@ -74,3 +74,22 @@ def test_children_are_stopped_and_reaped_when_the_parent_stops_reading() -> None
     assert time.monotonic() - started < 2
     with pytest.raises(ProcessLookupError):
         os.kill(first, 0)  # reaped: not even a zombie is left
+
+
+def test_a_child_held_up_leaves_the_other_chunks_to_the_quicker_one() -> None:
+    def pid_slow_on_chunk_0(chunk: list[str]) -> list[Any]:
+        if chunk is CHUNKS[0]:
+            time.sleep(0.5)
+        return [os.getpid()]
+
+    pids = [part[0] for part in run_chunks(CHUNKS, 2, pid_slow_on_chunk_0)]
+    assert len(set(pids)) == 2 and PARENT not in pids
+    assert pids.count(pids[0]) == 1  # the child of chunk 0 did nothing else
+
+
+def test_chunks_grow_rather_than_outnumber_what_the_task_pipe_holds() -> None:
+    items = [str(i) for i in range(MAX_CHUNKS * 3 + 1)]
+    chunks = chunked(items, 1)
+    assert len(chunks) <= MAX_CHUNKS
+    assert [x for c in chunks for x in c] == items
+    assert chunked(items[:10], 4) == [items[0:4], items[4:8], items[8:10]]

@@ -136,9 +136,9 @@ def _parallel(
 ) -> list[_Local]:
     """The local checks of ``receipts`` in ``jobs`` worker processes (:mod:`.workers`),
     each chunk's results indexed in ``v`` in receipt order, as they arrive."""
-    from .workers import run_chunks
+    from .workers import chunked, run_chunks
 
-    chunks = [receipts[i : i + _CHUNK] for i in range(0, len(receipts), _CHUNK)]
+    chunks = chunked(receipts, _CHUNK)
     done: list[_Local] = []
     parts = run_chunks(chunks, jobs, _local_checks(v.root, strict, signatures))
     try:

@@ -1,11 +1,14 @@
-"""verify's worker processes: forked children, each checking every ``jobs``-th chunk of
-receipts and sending each chunk's results back on its own pipe, as a marshal frame.
+"""verify's worker processes: forked children taking chunks of receipts from a shared
+pipe of chunk indices and sending each chunk's results back on their own pipe, as a
+marshal frame.
 
-Why not a ``multiprocessing`` pool (issue 17): starting, feeding and stopping one cost the
-parent about 30 ms of CPU and 50 ms of wall time at 10,000 receipts, on the two cores the
-workers need, for what a pipe per child does. A child that dies or fails leaves chunks
-unsent: the parent checks those itself, so what a worker cannot do fails (or succeeds)
-exactly as it would in one process.
+Why not a ``multiprocessing`` pool (issue 17): at 10,000 receipts the parent spent about
+160 ms of CPU while the workers ran, on the two cores they need (a pool's start, feeding
+and stop alone: ~30 ms of CPU, ~50 ms of wall); with a pipe per child, about 70 ms.
+Chunks are taken, not dealt: a child slowed down (a shared machine, costlier receipts)
+takes fewer, where dealt chunks left one child up to 110 ms behind the other. A child that
+dies or fails leaves chunks unsent: the parent checks those itself, so what a worker
+cannot do fails (or succeeds) exactly as it would in one process.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from typing import Any
 
 #: A frame: the chunk's index and the length of its marshalled results.
 _HEADER = struct.Struct(">II")
+#: A task: a chunk's index.
+_INDEX = struct.Struct(">I")
+#: The task pipe holds every index before the children start (a pipe holds 64 KiB).
+MAX_CHUNKS = 8192
 
 
 def default_jobs(receipts: int, least: int) -> int:
@@ -35,15 +42,17 @@ def default_jobs(receipts: int, least: int) -> int:
     return min(cpus or 1, 4)
 
 
-def _child(k: int, jobs: int, chunks: list[list[str]], work: Work, out: int) -> None:
-    """In child ``k``: its chunks, each sent as soon as it is checked; never returns."""
+def _child(tasks: int, chunks: list[list[str]], work: Work, out: int) -> None:
+    """In a child: chunks taken from ``tasks`` one index at a time (the quicker child takes
+    more), each sent as soon as it is checked; never returns."""
     status = 1
     try:
         # Ctrl-C is the parent's to handle (it stops the children); its SIGTERM ends a child
         # quietly, not through a handler inherited by the fork.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        for i in range(k, len(chunks), jobs):
+        while len(task := os.read(tasks, _INDEX.size)) == _INDEX.size:  # one read: atomic
+            (i,) = _INDEX.unpack(task)
             payload = marshal.dumps(work(chunks[i]))
             view = memoryview(_HEADER.pack(i, len(payload)) + payload)
             while view:
@@ -59,21 +68,37 @@ def _child(k: int, jobs: int, chunks: list[list[str]], work: Work, out: int) -> 
 Work = Callable[[list[str]], list[Any]]
 
 
+def chunked(items: list[str], size: int) -> list[list[str]]:
+    """``items`` in chunks of ``size`` (more when there would be over :data:`MAX_CHUNKS`)."""
+    size = max(size, 1, -(-len(items) // MAX_CHUNKS))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
 def run_chunks(chunks: list[list[str]], jobs: int, work: Work) -> Generator[list[Any], None, None]:
     """``work`` of every chunk, in ``jobs`` forked children; the results are yielded in
     chunk order (the report must not depend on which child was quicker). Chunks a child did
     not send (it died, or failed) are worked here, after the children are done."""
+    if len(chunks) > MAX_CHUNKS:
+        raise ValueError(f"{len(chunks)} chunks: at most {MAX_CHUNKS} (see chunked)")
     children: dict[int, int] = {}  # read end → pid
     done = False
+    tasks, to_do = os.pipe()
+    try:  # every chunk's index, written before any child starts: it fits in the pipe
+        os.write(to_do, b"".join(_INDEX.pack(i) for i in range(len(chunks))))
+    finally:
+        os.close(to_do)
     try:
-        for k in range(min(jobs, len(chunks))):
+        for _ in range(min(jobs, len(chunks))):
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:
-                os.close(read)
-                _child(k, jobs, chunks, work, write)
+                for fd in (read, *children):
+                    os.close(fd)
+                _child(tasks, chunks, work, write)
             os.close(write)
             children[read] = pid
+        os.close(tasks)
+        tasks = -1
         got: dict[int, list[Any]] = {}
         next_i = 0
         for i, results in _frames(children):
@@ -85,6 +110,8 @@ def run_chunks(chunks: list[list[str]], jobs: int, work: Work) -> Generator[list
         for i in range(next_i, len(chunks)):
             yield got.pop(i) if i in got else work(chunks[i])
     finally:
+        if tasks >= 0:
+            os.close(tasks)
         for read, pid in children.items():
             _reap(read, pid, stop=not done)
 
