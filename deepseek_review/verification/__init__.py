@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 POOL_MIN_RECEIPTS = 2000
-_CHUNK = 250
+_CHUNK = 100  # taken one at a time: the last one is what a child may finish behind
 
 
 _Packed = tuple[
