@@ -104,6 +104,7 @@ MUTATIONS: list[tuple[str, Mutation, bool]] = [
     ("text-part", lambda b: _user_parts(b).__setitem__(0, "changed text"), True),
     ("system-text", lambda b: b["messages"][0].__setitem__("content", "é\n\t\"\\\x01"), True),
     ("extra-message-field", lambda b: b["messages"][-1].__setitem__("prefix", True), True),
+    ("odd-role", lambda b: b["messages"][0].__setitem__("role", 'sy"s\\\n中\x01'), True),
     ("extra-body-field", lambda b: b.__setitem__("seed", 7), True),
     ("unicode-extra", lambda b: b.__setitem__("x", "\u2028 中 \x00"), True),
     ("ref-hash", lambda b: _first_ref(b).__setitem__("sha256", "sha256:" + "1" * 64), False),

@@ -127,7 +127,7 @@ def test_unreceipted_answers_lists_only_answers_without_their_receipt() -> None:
 #: Modules a `verify` of ordinary receipts must not import: the HTTP stack, the slow schema
 #: library (only to name the errors of an invalid receipt), the RFC validators (the tool's
 #: own forms pass the fast paths), the git modules (no record pinned to git), what builds
-#: prompts (a record is only read), the process pool (too few receipts to use one).
+#: prompts (a record is only read), the worker processes (too few receipts to use them).
 NOT_FOR_VERIFY = {
     "httpx",
     "httpcore",
@@ -137,6 +137,7 @@ NOT_FOR_VERIFY = {
     "rfc3986_validator",
     "rfc3339_validator",
     "multiprocessing",
+    "deepseek_review.verification.workers",
     "deepseek_review.gitdiff",
     "deepseek_review.gitreview",
     "deepseek_review.pinning",

@@ -185,9 +185,11 @@ class Rebuilder:
 
         The same bytes as :func:`rebuild_body` gives, without re-serialising file texts for
         every record: JSON string escaping is per character, so a message's content is the
-        concatenation of its parts' escaped forms, each escaped once per run. The body is
-        serialised with a placeholder per content, and the hash is fed the pieces. Only a
-        match counts (:meth:`check`): this path can make a run faster, never more lenient.
+        concatenation of its parts' escaped forms, each escaped once per run. The rest of
+        the body is serialised with a placeholder (where the messages go, when each is only
+        a role and a content, the tool's form; else one per content), and the hash is fed
+        the pieces. Only a match counts (:meth:`check`): this path can make a run faster,
+        never more lenient.
 
         It reads the body itself, taking only the forms :func:`.parts.parse_messages` takes
         (anything else: None, and the reference decides), so that the records of a run are
@@ -199,19 +201,61 @@ class Rebuilder:
         messages = body.get("messages")
         if not isinstance(messages, list) or not 0 < len(messages) <= len(_PLACEHOLDERS):
             return None
-        skeleton: list[Any] = []
         contents: list[list[bytes]] = []
-        for i, m in enumerate(messages):
+        plain = True  # every message only a role and a content: written here, not encoded
+        for m in messages:
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
                 return None
             pieces = self._pieces(m.get("content"), seen)
             if pieces is None:
                 return None
-            skeleton.append({**m, "content": _PLACEHOLDERS[i]})
             contents.append(pieces)
+            plain = plain and len(m) == 2 and "content" in m
+        chunks = (
+            self._plain_messages(body, messages, contents)
+            if plain
+            else self._framed_messages(body, messages, contents)
+        )
+        if chunks is None:
+            return None
+        if files is not None:
+            files.update(seen)
+        return "sha256:" + hashlib.sha256(b"".join(chunks)).hexdigest()
+
+    def _frame(self, body: Mapping[str, Any], messages: Any) -> bytes | None:
+        """The body encoded with ``messages`` in place of its messages (None: not JSON)."""
         try:
-            frame = CANONICAL.encode({**body, "messages": skeleton}).encode("utf-8")
+            return CANONICAL.encode({**body, "messages": messages}).encode("utf-8")
         except (TypeError, ValueError):
+            return None
+
+    def _plain_messages(
+        self, body: Mapping[str, Any], messages: list[Any], contents: list[list[bytes]]
+    ) -> list[bytes] | None:
+        """The body's bytes in pieces, its messages (each ``{"content", "role"}``: the keys
+        in canonical order) written here around their escaped contents; the rest encoded
+        with one placeholder where the messages go."""
+        frame = self._frame(body, _PLACEHOLDERS[0])
+        marker = _MARKERS[0]
+        at = -1 if frame is None else frame.find(marker)
+        if frame is None or at < 0 or frame.count(marker) != 1:
+            return None  # a placeholder look-alike in the record: the reference judges
+        chunks = [frame[:at], b"["]
+        for i, (m, pieces) in enumerate(zip(messages, contents, strict=True)):
+            chunks.append(b'{"content":"' if i == 0 else b',{"content":"')
+            chunks += pieces
+            chunks += (b'","role":"', self._escaped_literal(m["role"]), b'"}')
+        chunks += (b"]", frame[at + len(marker) :])
+        return chunks
+
+    def _framed_messages(
+        self, body: Mapping[str, Any], messages: list[Any], contents: list[list[bytes]]
+    ) -> list[bytes] | None:
+        """The body's bytes in pieces, encoded with a placeholder per message content (for
+        messages with other fields than a role and a content)."""
+        skeleton = [{**m, "content": _PLACEHOLDERS[i]} for i, m in enumerate(messages)]
+        frame = self._frame(body, skeleton)
+        if frame is None:
             return None
         chunks: list[bytes] = []
         pos = 0
@@ -224,9 +268,7 @@ class Rebuilder:
             chunks += pieces
             pos = at + len(marker) - 1  # from the closing quote on
         chunks.append(frame[pos:])
-        if files is not None:
-            files.update(seen)
-        return "sha256:" + hashlib.sha256(b"".join(chunks)).hexdigest()
+        return chunks
 
     def _pieces(self, content: Any, files: FileHashes) -> list[bytes] | None:
         """A message content's escaped pieces; None unless every reference is intact."""

@@ -26,13 +26,54 @@ if TYPE_CHECKING:  # loaded when a key is wanted: most runs do not sign
 _PROBE = b"deepseek-review: signing key check\n"
 
 
+#: What makes ``git config`` (no scope) read other files than ``--global --get`` and
+#: ``--system --get`` would: then each scope is asked on its own, as git reads them.
+_SCOPE_CHANGERS = ("GIT_CONFIG", "GIT_CONFIG_NOSYSTEM")
+_SCOPES = ("global", "system")
+
+
 def _git_setting(root: Path, name: str) -> str | None:
     """``name`` from the user's git config, else the system's (not the repository's)."""
-    for scope in ("--global", "--system"):
-        out = git_output(root, "config", scope, "--get", name)
+    listed = _listed_settings(root)
+    for scope in _SCOPES:
+        if listed is None:  # git said nothing we can rely on: ask as git reads each scope
+            out = git_output(root, "config", f"--{scope}", "--get", name)
+        else:
+            out = listed.get((scope, _canonical(name)))
         if out is not None and out.strip():
             return os.fsdecode(out.strip())
     return None
+
+
+def _canonical(name: str) -> bytes:
+    """``name`` as ``git config --list`` spells it: section and key lower-cased, the
+    subsection between them as written."""
+    section, _, rest = name.partition(".")
+    middle, _, key = rest.rpartition(".")
+    return ".".join(p for p in (section.lower(), middle, key.lower()) if p).encode()
+
+
+def _listed_settings(root: Path) -> dict[tuple[str, bytes], bytes] | None:
+    """The last value of every key of the user's and the system's git config, by scope,
+    from ONE ``git config --list`` (each git process is milliseconds of every ``verify``);
+    None when that could differ from asking ``--global`` and ``--system`` one by one.
+
+    ``--no-includes``: ``--global --get`` does not follow includes either. The repository's
+    own config is listed too (git reads it without a scope), and left out by its scope; a
+    config git cannot parse fails the listing, and each scope is then asked on its own.
+    """
+    if any(v in os.environ for v in _SCOPE_CHANGERS):
+        return None
+    out = git_output(root, "config", "--list", "--show-scope", "--no-includes", "-z")
+    if out is None:
+        return None
+    items = out.split(b"\0")
+    got: dict[tuple[str, bytes], bytes] = {}
+    for scope, entry in zip(items[0::2], items[1::2], strict=False):
+        if scope in (b"global", b"system"):
+            key, _, value = entry.partition(b"\n")
+            got[(scope.decode(), key)] = value
+    return got
 
 
 def _path(text: str, what: str) -> Path:

@@ -29,15 +29,13 @@ processes): a plain-Python check accepts the receipts of the form the tool write
 fastjsonschema, which decides valid/invalid; jsonschema (the authority, and slow to import)
 runs only on receipts the fast validator rejects, to name the errors. Every file is read at
 most once per run and every hash taken once; what ordinary receipts do not need (the git
-modules, the signing modules, the process pool, the RFC validators) is not imported.
+modules, the signing modules, the worker processes, the RFC validators) is not imported.
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +72,7 @@ __all__ = [
 ]
 
 POOL_MIN_RECEIPTS = 2000
-_CHUNK = 250
-_worker: Verifier | None = None
-_worker_args: tuple[Path, bool, SignatureChecks | None] | None = None
+_CHUNK = 100  # taken one at a time: the last one is what a child may finish behind
 
 
 _Packed = tuple[
@@ -86,87 +82,82 @@ _Packed = tuple[
     list[tuple[str, CheckStatus, str]],
     str | None,
     tuple[str, str, int, str],
-    "tuple[CheckResult | None, Signed | None] | None",
+    "tuple[tuple[str, CheckStatus, str] | None, tuple[str, str, str] | None] | None",
 ]
 
 
-def _work(chunk: list[str]) -> list[_Packed]:
-    """In a worker process: the local checks of a run of receipts (caches kept per worker).
+def _local_checks(
+    root: Path, strict: bool, signatures: SignatureChecks | None
+) -> Callable[[list[str]], list[_Packed]]:
+    """What a worker process does with a chunk of receipts: the local checks (with its own
+    caches), as plain tuples (marshalled back to the parent).
 
-    Results travel as tuples: pickling them costs a third of pickling the dataclasses.
     Each carries its receipt's :func:`name_order` key, which the report is sorted by: made
     here, in parallel, not one by one in the parent; so is its signature check, when there
     is one (the parent's :class:`SignatureChecks`, inherited by the fork).
     """
-    global _worker
-    if _worker is None:
-        assert _worker_args is not None
-        root, strict, _ = _worker_args
-        _worker = Verifier(root, strict=strict)
-    assert _worker_args is not None
-    signatures = _worker_args[2]
-    for rel in chunk:
-        _worker.load(rel)  # the chunk's continuations tell which answers to keep
-    out = []
-    for rel in chunk:
-        done = _worker.local(rel)
-        checks = [(c.name, c.status, c.detail) for c in done.checks]
-        signed = None if signatures is None else signatures.check(rel)
-        out.append((rel, done.data, done.problems, checks, done.continues, name_order(rel), signed))
-    return out
+    verifier: Verifier | None = None
 
+    def work(chunk: list[str]) -> list[_Packed]:
+        nonlocal verifier
+        if verifier is None:
+            verifier = Verifier(root, strict=strict)
+        for rel in chunk:
+            verifier.load(rel)  # the chunk's continuations tell which answers to keep
+        out: list[_Packed] = []
+        for rel in chunk:
+            done = verifier.local(rel)
+            checks = [(c.name, c.status, c.detail) for c in done.checks]
+            signed = None
+            if signatures is not None:
+                result, who = signatures.check(rel)
+                signed = (
+                    None if result is None else (result.name, result.status, result.detail),
+                    None if who is None else (who.principal, who.fingerprint, who.key_type),
+                )
+            out.append((rel, done.data, done.problems, checks, done.continues,
+                        name_order(rel), signed))  # fmt: skip
+        return out
 
-def _worker_signals() -> None:
-    """In a worker: Ctrl-C is the parent's to handle (it stops the pool), and the pool's
-    own SIGTERM ends the worker quietly, not through a handler inherited by the fork."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return work
 
 
 def default_jobs(receipts: int) -> int:
     """Worker processes for ``receipts``: 1 (none) unless there are many and a fork is safe."""
     if receipts < POOL_MIN_RECEIPTS:
-        return 1  # and multiprocessing is not even imported
-    import multiprocessing
-    import threading
+        return 1  # and the worker module is not even imported
+    from .workers import default_jobs as jobs_for
 
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if (
-        (cpus or 1) < 2
-        or not sys.platform.startswith("linux")  # fork is only safe to rely on there
-        or "fork" not in multiprocessing.get_all_start_methods()
-        or threading.active_count() > 1  # forking a threaded process can deadlock
-    ):
-        return 1
-    return min(cpus or 1, 4)
+    return jobs_for(receipts, POOL_MIN_RECEIPTS)
 
 
 def _parallel(
     v: Verifier, strict: bool, receipts: list[str], jobs: int, signatures: SignatureChecks | None
 ) -> list[_Local]:
-    """The local checks of ``receipts`` in ``jobs`` worker processes, each result indexed in
-    ``v`` as it arrives (while the workers go on)."""
-    import multiprocessing
+    """The local checks of ``receipts`` in ``jobs`` worker processes (:mod:`.workers`),
+    each chunk's results indexed in ``v`` in receipt order, as they arrive."""
+    from .workers import chunked, run_chunks
 
-    global _worker_args
-    chunks = [receipts[i : i + _CHUNK] for i in range(0, len(receipts), _CHUNK)]
-    _worker_args = (v.root, strict, signatures)
+    chunks = chunked(receipts, _CHUNK)
     done: list[_Local] = []
+    parts = run_chunks(chunks, jobs, _local_checks(v.root, strict, signatures))
     try:
-        with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals) as pool:
-            for part in pool.imap(_work, chunks):
-                for rel, data, problems, checks, continues, order, signed in part:
-                    if signatures is not None and signed is not None:
-                        signatures.adopt(rel, *signed)
-                    checked = [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
-                    d = _Local(rel, data, problems, checked, continues)
-                    v.adopt(d, order)
-                    done.append(d)
+        for part in parts:
+            for rel, data, problems, checks, continues, order, signed in part:
+                if signatures is not None and signed is not None:
+                    result, who = signed
+                    signatures.adopt(
+                        rel,
+                        None if result is None else CheckResult(*result),
+                        None if who is None else Signed(*who),
+                    )
+                checked = [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
+                d = _Local(rel, data, problems, checked, continues)
+                v.adopt(d, order)
+                done.append(d)
         return done
     finally:
-        _worker_args = None
+        parts.close()  # the children are stopped when the parent leaves early
 
 
 def verify(
