@@ -2,8 +2,9 @@
 
 Files are opened one folder at a time without following a symlink (:class:`Opener`), so a
 path swapped after a check cannot lead elsewhere; a symlink is resolved and checked before
-anything is opened there (:func:`why_not_context`). A file named explicitly that cannot be
-sent is refused; one a folder or glob listed is left out (:class:`.context_types.Skipped`).
+anything is opened there (:func:`.context_places.why_not_context`). A file named explicitly
+that cannot be sent is refused; one a folder or glob listed is left out
+(:class:`.context_types.Skipped`).
 """
 
 from __future__ import annotations
@@ -14,21 +15,16 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from .context_ignore import git_lists
+from .context_places import git_data, layout_of, why_not_context
 from .context_types import (
     GIT_DATA,
     KIND_BINARY,
     KIND_GIT_DATA,
-    KIND_IGNORED_LINK,
-    KIND_LINK_OUT,
     KIND_NOT_UTF8,
     KIND_TOO_BIG,
     KIND_UNREADABLE,
-    LINK_OUT,
-    LINK_TO_GIT_DATA,
     UNSAFE_NAME,
     ContextFile,
     Skipped,
@@ -36,73 +32,7 @@ from .context_types import (
 )
 from .errors import InputError
 from .options import name_of
-from .repo import git_dirs, has_unsafe_chars, under_dot_git
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """What every check on a file below ``root`` needs, worked out once per root."""
-
-    prefix: str
-    """``root`` ending in a separator: the path of ``rel`` is ``prefix + rel``."""
-    git_dirs: tuple[tuple[str, str], ...]
-    """(path, repo-relative name) of the repository's git dirs inside the tree that
-    :func:`.repo.under_dot_git` does not already catch (``--separate-git-dir``); usually none.
-    git lists their files as untracked."""
-
-
-_LAYOUTS: dict[str, _Layout] = {}
-
-
-def _layout(root: Path) -> _Layout:
-    # A plain dict keyed by the path's text: looked up once per file, and a batch plans each
-    # entry with its own Path object of the same root (comparing Paths costs more than a hit).
-    key = os.fspath(root)
-    layout = _LAYOUTS.get(key)
-    if layout is None:
-        prefix = os.path.join(key, "")
-        dirs = tuple(
-            (d, d[len(prefix) :].replace(os.sep, "/") + "/")
-            for d in git_dirs(root)
-            if d.startswith(prefix) and not under_dot_git(d[len(prefix) :].replace(os.sep, "/"))
-        )
-        layout = _LAYOUTS.setdefault(key, _Layout(prefix, dirs))
-    return layout
-
-
-def _git_data(layout: _Layout, real: str, real_rel: str) -> str | None:
-    """Which of git's folders ``real`` (``real_rel`` below the root) is in, or None."""
-    if under_dot_git(real_rel):
-        return ".git/"
-    for path, name in layout.git_dirs:
-        if real == path or real.startswith(path + os.sep):
-            return name
-    return None
-
-
-def why_not_context(root: Path, rel: str, real: str, is_dir: bool) -> tuple[str, str] | None:
-    """Why ``rel`` (as named), which really is ``real`` (resolved), may not be context: the
-    reason and its kind (``KIND_*``), or None when it may.
-
-    Nothing outside the root may. git's own data never may (any folder named ``.git``, the
-    repository's git dir wherever it is); through a symlink (``real`` is not ``rel``) neither
-    may a file or folder git ignores, which the link would smuggle in (``.env``).
-    """
-    layout = _layout(root)
-    if real.startswith(layout.prefix):
-        real_rel = real[len(layout.prefix) :]
-    elif real + os.sep == layout.prefix:
-        real_rel = "."
-    else:
-        return LINK_OUT.format(real=real), KIND_LINK_OUT
-    linked = real_rel != rel
-    where = _git_data(layout, real, real_rel)
-    if where is not None:
-        return (LINK_TO_GIT_DATA if linked else GIT_DATA).format(where=where), KIND_GIT_DATA
-    if linked and not git_lists(root, real_rel, is_dir):
-        return f"a symlink to {real_rel}, which git ignores", KIND_IGNORED_LINK
-    return None
-
+from .repo import has_unsafe_chars, under_dot_git
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0)
@@ -125,7 +55,7 @@ class Opener:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.layout = _layout(root)
+        self.layout = layout_of(root)
         self._prefix = self.layout.prefix
         self._root_fd = os.open(root, _DIR_FLAGS) if _WALKS else -1
         self._dirs: list[tuple[str, int]] = []
@@ -207,7 +137,7 @@ def _open_checked(
         try:
             fd = opener.open(rel)
             # Not through a symlink; but git lists the files of a --separate-git-dir.
-            where = _git_data(layout, layout.prefix + rel, rel) if layout.git_dirs else None
+            where = git_data(layout, layout.prefix + rel, rel) if layout.git_dirs else None
             if under_dot_git(rel):
                 where = ".git/"
             if where is not None:
