@@ -88,11 +88,13 @@ def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> 
     """What ``plan`` would cost at most (its prompt estimate, the whole ``max_tokens``, no
     cache hit), at the ``prices`` setting's price of its model; None when it has none."""
     from .config import resolve
+
+    prices = resolve(plan.root, env=env)["prices"]
+    if not prices:  # none set (most runs): the price table is not even loaded
+        return None
     from .ollama.pricing import parse, price_of
 
-    price = price_of(
-        parse(resolve(plan.root, env=env)["prices"]), plan.options.model, plan.endpoint.url
-    )
+    price = price_of(parse(prices), plan.options.model, plan.endpoint.url)
     if price is None:
         return None
     return round(price.cost(plan.token_estimate, plan.options.max_tokens), 6)

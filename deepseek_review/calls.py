@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import NamedTuple
 
 from .errors import ConfigError
 from .options import check, default
@@ -15,8 +17,12 @@ from .options import check, default
 ProgressFn = Callable[[int, float], None]
 
 
-@dataclass(frozen=True)
-class Usage:
+# Usage and Completion are named tuples, not frozen dataclasses (immutable all the same): they
+# are created at every start-up that plans a review, and a named tuple class costs a fifth of a
+# frozen dataclass to create. RetryPolicy and Timeouts check their values, so stay dataclasses.
+
+
+class Usage(NamedTuple):
     """Token counts a server reported for one answer."""
 
     prompt_tokens: int
@@ -31,8 +37,7 @@ class Usage:
         }
 
 
-@dataclass(frozen=True)
-class Completion:
+class Completion(NamedTuple):
     """One completed answer, exactly as the server sent it."""
 
     content: str
@@ -44,7 +49,7 @@ class Completion:
     model: str | None
     attempts: int
     elapsed: float
-    usage_details: Mapping[str, int] = field(default_factory=dict)
+    usage_details: Mapping[str, int] = MappingProxyType({})
     """Counts beyond ``usage`` (reasoning tokens, prompt-cache hits and misses): recorded in
     the request record, never in the receipt."""
 

@@ -12,6 +12,7 @@ encoding (``--json`` output gives the exact values).
 from __future__ import annotations
 
 import re
+from functools import cache
 
 # C0 but newline, tab and carriage return (which multi-line text keeps, see below), DEL, C1,
 # the bidi controls (LRM, RLM, ALM, embeddings, overrides, isolates), the line and paragraph
@@ -21,13 +22,23 @@ _ALWAYS = (
     "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
     "\ud800-\udfff"
 )
-#: One line (a diagnostic, a table row): newline, tab and carriage return are escaped too.
-_LINE = re.compile(f"[{_ALWAYS}\t\n\r]")
-#: Lines joined by newlines, each escaped as by :data:`_LINE` (the joins are the only newlines).
-_JOINED_LINES = re.compile(f"[{_ALWAYS}\t\r]")
-#: Multi-line text (an answer): lines and indentation stay; a CR only as part of CRLF, since a
-#: lone one moves back to the start of the line and lets later text overwrite what was shown.
-_MULTILINE = re.compile(f"[{_ALWAYS}]|\r(?!\n)")
+#: The three patterns, each compiled on first use: a class that reaches past Latin-1 takes about
+#: a millisecond to compile, and most commands print through one of them at most.
+_PATTERNS = {
+    #: One line (a diagnostic, a table row): newline, tab and carriage return are escaped too.
+    "line": f"[{_ALWAYS}\t\n\r]",
+    #: Lines joined by newlines, each escaped as by ``line`` (the joins are the only newlines).
+    "joined_lines": f"[{_ALWAYS}\t\r]",
+    #: Multi-line text (an answer): lines and indentation stay; a CR only as part of CRLF,
+    #: since a lone one moves back to the start of the line and lets later text overwrite
+    #: what was shown.
+    "multiline": f"[{_ALWAYS}]|\r(?!\n)",
+}
+
+
+@cache
+def _pattern(kind: str) -> re.Pattern[str]:
+    return re.compile(_PATTERNS[kind])
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -45,7 +56,9 @@ def escape(text: str, *, multiline: bool = False) -> str:
     ``multiline`` keeps newlines, tabs and CRLF line ends (for answer text); otherwise they
     are escaped as well, so one value stays on one line.
     """
-    return (_MULTILINE if multiline else _LINE).sub(_visible, text)
+    if not multiline and text.isascii() and text.isprintable():
+        return text  # nothing to show: ASCII's only unprintables are C0 and DEL, all escaped
+    return _pattern("multiline" if multiline else "line").sub(_visible, text)
 
 
 def escape_lines(lines: list[str]) -> str:
@@ -55,7 +68,9 @@ def escape_lines(lines: list[str]) -> str:
     joined = "\n".join(lines)
     if joined.count("\n") != len(lines) - 1:
         return "".join(escape(line) + "\n" for line in lines)
-    return _JOINED_LINES.sub(_visible, joined) + "\n" if lines else ""
+    if joined.isascii() and joined.replace("\n", "").isprintable():
+        return joined + "\n"  # as in escape: nothing to show
+    return _pattern("joined_lines").sub(_visible, joined) + "\n"
 
 
 def json_safe(dumped: str) -> str:
@@ -65,4 +80,4 @@ def json_safe(dumped: str) -> str:
     surrogates raw; here each becomes a ``\\uNNNN`` escape, which is valid only inside a JSON
     string, where those characters can only be: the JSON still decodes to the exact value.
     """
-    return _MULTILINE.sub(_json_escape, dumped)
+    return _pattern("multiline").sub(_json_escape, dumped)

@@ -13,7 +13,7 @@ from tests.test_git_processes import commit_all
 from tests.test_startup import _spawn
 
 #: Loaded only for a change (``--diff``/``--staged``), ``--rev``, reading answers, asking an
-#: Ollama server, re-reading records, or a random token.
+#: Ollama server, re-reading records, a random token, or pricing (only when prices are set).
 NOT_FOR_A_DRY_RUN_OF_FILES = {
     "deepseek_review.gitdiff",
     "deepseek_review.gitchange",
@@ -24,6 +24,7 @@ NOT_FOR_A_DRY_RUN_OF_FILES = {
     "deepseek_review.gitfiles",
     "deepseek_review.chatwire",
     "deepseek_review.ollama.probe",
+    "deepseek_review.ollama.pricing",
     "deepseek_review.records.rebuild",
     "secrets",
 }

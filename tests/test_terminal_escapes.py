@@ -107,6 +107,15 @@ def test_escape_leaves_printable_text_alone() -> None:
     assert escape(text) == text
 
 
+def test_each_ascii_character_is_shown_as_itself_unless_it_is_a_control() -> None:
+    for code in range(0x80):
+        char = chr(code)
+        shown = char if 0x20 <= code <= 0x7E else f"\\x{code:02x}"
+        assert escape(f"a{char}b") == f"a{shown}b", code
+        if char != "\n":
+            assert escape_lines([f"a{char}b", "c"]) == f"a{shown}b\nc\n", code
+
+
 def test_escape_of_a_diagnostic_shows_newlines_and_tabs_too() -> None:
     assert escape("a\nb\tc") == "a\\x0ab\\x09c"
 

@@ -144,16 +144,20 @@ QuietOpt = Annotated[
 ]
 
 
+# The root's own flags, named so that typer, which reads every command line's root callback,
+# evaluates a name (annotations are strings here) rather than compiling each whole option.
+_RootVerbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="More status lines; tracebacks on errors.")
+]
+_RootQuiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and errors.")]
+_RootVersion = Annotated[
+    bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+]
+
+
 @app.callback()
 def _root(
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="More status lines; tracebacks on errors.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and errors.")] = False,
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
-    ] = False,
+    verbose: _RootVerbose = False, quiet: _RootQuiet = False, version: _RootVersion = False
 ) -> None:
     """Ask a DeepSeek model to review repository files, and keep verifiable receipts."""
     STATE.verbose, STATE.quiet = verbose, quiet

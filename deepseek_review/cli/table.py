@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -24,39 +24,39 @@ if TYPE_CHECKING:
 _PY = {"str": str, "path": Path, "int": int, "float": float, "json": str}
 
 
-def _annotation(option: Option) -> tuple[Any, Any]:
-    """The parameter's annotation and default: None ("not given") unless it is a plain
-    switch (False) or required (no default); the table fills in the real default later."""
+def _parameter(option: Option) -> inspect.Parameter:
+    """The typer parameter of ``option``: its type as the annotation and typer's Option or
+    Argument as the default (not ``Annotated``, which costs typing's machinery per option at
+    every start-up). The value is None ("not given") unless it is a plain switch (False) or
+    required (``...``); the table fills in the real default later."""
     help_text = option.help_text()
-    if option.argument:
-        return Annotated[_PY[option.kind], typer.Argument(help=help_text)], inspect.Parameter.empty
-    decls = [option.long_flag, *([option.short] if option.short else [])]
-    default: Any = None
     kind: Any = _PY.get(option.kind)
-    if option.kind == "bool":
-        if option.negatable:
-            decls[0] = f"{option.long_flag}/--no-{option.long_flag[2:]}"
-            kind = bool | None
-        else:
-            kind, default = bool, False
-    elif option.kind == "paths":
-        kind = list[str] | None
+    if option.argument:
+        info: Any = typer.Argument(..., help=help_text)
     else:
-        kind = kind | None
-    if option.required:
-        default = inspect.Parameter.empty
-    info = typer.Option(*decls, help=help_text, show_default=False)
-    return Annotated[kind, info], default
+        decls = [option.long_flag, *([option.short] if option.short else [])]
+        default: Any = None
+        if option.kind == "bool":
+            if option.negatable:
+                decls[0] = f"{option.long_flag}/--no-{option.long_flag[2:]}"
+                kind = bool | None
+            else:
+                kind, default = bool, False
+        elif option.kind == "paths":
+            kind = list[str] | None
+        else:
+            kind = kind | None
+        if option.required:
+            default = ...
+        info = typer.Option(default, *decls, help=help_text, show_default=False)
+    return inspect.Parameter(
+        option.key, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind
+    )
 
 
 def parameters(command: str) -> list[inspect.Parameter]:
     """The typer parameters of ``command``: its options from the table, in table order."""
-    params = []
-    for option in in_scope(command):
-        annotation, default = _annotation(option)
-        kind = inspect.Parameter.KEYWORD_ONLY
-        params.append(inspect.Parameter(option.key, kind, default=default, annotation=annotation))
-    return params
+    return [_parameter(option) for option in in_scope(command)]
 
 
 class Flags:
