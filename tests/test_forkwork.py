@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.verification.workers import MAX_CHUNKS, chunked, run_chunks
+from deepseek_review.forkwork import MAX_CHUNKS, chunked, run_chunks
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
 

@@ -1,13 +1,13 @@
-"""verify's worker processes: forked children taking chunks of receipts from a shared
-pipe of chunk indices and sending each chunk's results back on their own pipe, as a
-marshal frame.
+"""Work split over forked children: chunks of items taken from a shared pipe of chunk
+indices, each chunk's results sent back on the child's own pipe as a marshal frame (verify's
+receipt checks; gathering's file reads, where the parent takes chunks too).
 
 Why not a ``multiprocessing`` pool (issue 17): at 10,000 receipts the parent spent about
 160 ms of CPU while the workers ran, on the two cores they need (a pool's start, feeding
 and stop alone: ~30 ms of CPU, ~50 ms of wall); with a pipe per child, about 70 ms.
 Chunks are taken, not dealt: a child slowed down (a shared machine, costlier receipts)
 takes fewer, where dealt chunks left one child up to 110 ms behind the other. A child that
-dies or fails leaves chunks unsent: the parent checks those itself, so what a worker
+dies or fails leaves chunks unsent: the parent works those itself, so what a worker
 cannot do fails (or succeeds) exactly as it would in one process.
 """
 
