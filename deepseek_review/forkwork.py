@@ -13,6 +13,7 @@ cannot do fails (or succeeds) exactly as it would in one process.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import selectors
@@ -20,8 +21,8 @@ import signal
 import struct
 import sys
 import threading
-from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
 
 #: A frame: the chunk's index and the length of its marshalled results.
 _HEADER = struct.Struct(">II")
@@ -31,10 +32,10 @@ _INDEX = struct.Struct(">I")
 MAX_CHUNKS = 8192
 
 
-def default_jobs(receipts: int, least: int) -> int:
-    """Worker processes for ``receipts``: 1 (none) unless there are ``least`` or more and a
+def default_jobs(items: int, least: int) -> int:
+    """Processes to work ``items`` in: 1 (no fork) unless there are ``least`` or more and a
     fork is safe (Linux, one thread, several cores)."""
-    if receipts < least or not sys.platform.startswith("linux"):
+    if items < least or not sys.platform.startswith("linux"):
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if (cpus or 1) < 2 or threading.active_count() > 1:  # forking a threaded process can deadlock
@@ -42,17 +43,21 @@ def default_jobs(receipts: int, least: int) -> int:
     return min(cpus or 1, 4)
 
 
-def _child(tasks: int, chunks: list[list[str]], work: Work, out: int) -> None:
+Item = TypeVar("Item")
+#: Works a chunk of items; its results must be marshal-able (tuples, lists, dicts, str, None).
+Work = Callable[[list[Item]], list[Any]]
+
+
+def _child(tasks: int, chunks: list[list[Item]], work: Work[Item], out: int) -> None:
     """In a child: chunks taken from ``tasks`` one index at a time (the quicker child takes
-    more), each sent as soon as it is checked; never returns."""
+    more), each sent as soon as it is worked; never returns."""
     status = 1
     try:
         # Ctrl-C is the parent's to handle (it stops the children); its SIGTERM ends a child
         # quietly, not through a handler inherited by the fork.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        while len(task := os.read(tasks, _INDEX.size)) == _INDEX.size:  # one read: atomic
-            (i,) = _INDEX.unpack(task)
+        while (i := _take(tasks)) is not None:
             payload = marshal.dumps(work(chunks[i]))
             view = memoryview(_HEADER.pack(i, len(payload)) + payload)
             while view:
@@ -64,20 +69,28 @@ def _child(tasks: int, chunks: list[list[str]], work: Work, out: int) -> None:
         os._exit(status)
 
 
-#: Checks a chunk of receipts; its results must be marshal-able (tuples, lists, dicts, str).
-Work = Callable[[list[str]], list[Any]]
+def _take(tasks: int) -> int | None:
+    """The next chunk's index from the task pipe, or None when every chunk is taken (one
+    read of a whole index: atomic, whichever process reads)."""
+    task = os.read(tasks, _INDEX.size)
+    return _INDEX.unpack(task)[0] if len(task) == _INDEX.size else None
 
 
-def chunked(items: list[str], size: int) -> list[list[str]]:
+def chunked(items: list[Item], size: int) -> list[list[Item]]:
     """``items`` in chunks of ``size`` (more when there would be over :data:`MAX_CHUNKS`)."""
     size = max(size, 1, -(-len(items) // MAX_CHUNKS))
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def run_chunks(chunks: list[list[str]], jobs: int, work: Work) -> Generator[list[Any], None, None]:
-    """``work`` of every chunk, in ``jobs`` forked children; the results are yielded in
-    chunk order (the report must not depend on which child was quicker). Chunks a child did
-    not send (it died, or failed) are worked here, after the children are done."""
+def run_chunks(
+    chunks: list[list[Item]], jobs: int, work: Work[Item], *, share: bool = False
+) -> Generator[list[Any], None, None]:
+    """``work`` of every chunk, in ``jobs`` processes: forked children, and with ``share``
+    this one too (it takes chunks from the same pipe, between taking the children's
+    results). The results are yielded in chunk order (they must not depend on which process
+    was quicker). Chunks a child did not send (it died, or failed), and this process's own
+    that failed, are worked here in their turn, after the children are done: an error is
+    raised where one process would raise it."""
     if len(chunks) > MAX_CHUNKS:
         raise ValueError(f"{len(chunks)} chunks: at most {MAX_CHUNKS} (see chunked)")
     children: dict[int, int] = {}  # read end → pid
@@ -88,7 +101,7 @@ def run_chunks(chunks: list[list[str]], jobs: int, work: Work) -> Generator[list
     finally:
         os.close(to_do)
     try:
-        for _ in range(min(jobs, len(chunks))):
+        for _ in range(min(jobs - share, len(chunks))):
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:
@@ -97,15 +110,26 @@ def run_chunks(chunks: list[list[str]], jobs: int, work: Work) -> Generator[list
                 _child(tasks, chunks, work, write)
             os.close(write)
             children[read] = pid
-        os.close(tasks)
-        tasks = -1
+        if not share:
+            os.close(tasks)
+            tasks = -1
         got: dict[int, list[Any]] = {}
         next_i = 0
-        for i, results in _frames(children):
-            got[i] = results
-            while next_i in got:
-                yield got.pop(next_i)
-                next_i += 1
+        with _Inbox(children) as inbox:
+            while tasks >= 0 or inbox:
+                if tasks >= 0 and (i := _take(tasks)) is not None:
+                    # One that fails is worked again in its turn below, raising there.
+                    with contextlib.suppress(Exception):
+                        got[i] = work(chunks[i])
+                    got.update(inbox.frames(timeout=0))
+                elif tasks >= 0:
+                    os.close(tasks)
+                    tasks = -1
+                else:
+                    got.update(inbox.frames(timeout=None))
+                while next_i in got:
+                    yield got.pop(next_i)
+                    next_i += 1
         done = True  # every pipe closed: the children are exiting
         for i in range(next_i, len(chunks)):
             yield got.pop(i) if i in got else work(chunks[i])
@@ -116,30 +140,48 @@ def run_chunks(chunks: list[list[str]], jobs: int, work: Work) -> Generator[list
             _reap(read, pid, stop=not done)
 
 
-def _frames(children: dict[int, int]) -> Iterator[tuple[int, list[Any]]]:
-    """Each frame the children send, as it is complete, until every pipe is closed."""
-    buffers = {read: bytearray() for read in children}
-    with selectors.DefaultSelector() as sel:
+class _Inbox:
+    """The children's pipes: each frame as it is complete, until every pipe is closed."""
+
+    def __init__(self, children: dict[int, int]) -> None:
+        self._buffers = {read: bytearray() for read in children}
+        self._sel = selectors.DefaultSelector()
         for read in children:
-            sel.register(read, selectors.EVENT_READ)
-        while buffers:
-            for key, _ in sel.select():
-                read = int(key.fd)
-                chunk = os.read(read, 1 << 16)  # a pipe holds 64 KiB
-                buf = buffers[read]
-                if not chunk:
-                    sel.unregister(read)
-                    del buffers[read]  # a cut-off frame is dropped: its chunk is redone
-                    continue
-                buf += chunk
-                while len(buf) >= _HEADER.size:
-                    i, size = _HEADER.unpack_from(buf)
-                    end = _HEADER.size + size
-                    if len(buf) < end:
-                        break
-                    results = marshal.loads(buf[_HEADER.size : end])
-                    del buf[:end]
-                    yield i, results
+            self._sel.register(read, selectors.EVENT_READ)
+
+    def __bool__(self) -> bool:
+        """Whether a pipe is still open."""
+        return bool(self._buffers)
+
+    def frames(self, timeout: float | None) -> list[tuple[int, list[Any]]]:
+        """The frames completed by what the pipes hold now (``timeout``: how long to wait
+        for something to arrive; None: until it does)."""
+        out: list[tuple[int, list[Any]]] = []
+        if not self._buffers:
+            return out
+        for key, _ in self._sel.select(timeout):
+            read = int(key.fd)
+            chunk = os.read(read, 1 << 16)  # a pipe holds 64 KiB
+            buf = self._buffers[read]
+            if not chunk:
+                self._sel.unregister(read)
+                del self._buffers[read]  # a cut-off frame is dropped: its chunk is redone
+                continue
+            buf += chunk
+            while len(buf) >= _HEADER.size:
+                i, size = _HEADER.unpack_from(buf)
+                end = _HEADER.size + size
+                if len(buf) < end:
+                    break
+                out.append((i, marshal.loads(buf[_HEADER.size : end])))
+                del buf[:end]
+        return out
+
+    def __enter__(self) -> _Inbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._sel.close()
 
 
 def _reap(read: int, pid: int, *, stop: bool) -> None:
