@@ -348,11 +348,12 @@ def read_all(
         return [_plain(r) for r in read_entries(own[0], chunk, max_file_bytes)]
 
     parts = run_chunks(chunked(list(entries), FORK_CHUNK), jobs, work, share=True)
+    make = ContextFile._make
     try:
         for part in parts:
             for r in part:
                 if type(r) is tuple:
-                    yield ContextFile(*r) if len(r) == 4 else Skipped(*r)
+                    yield make(r) if len(r) == 4 else Skipped(*r)
                 else:
                     yield r
     finally:
