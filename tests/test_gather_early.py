@@ -5,7 +5,6 @@ outlives the call that started it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from deepseek_review import api, gitstream
 from deepseek_review.context_ignore import git_ls_files, start_listing
 from deepseek_review.errors import InputError
 from deepseek_review.repo import git_output
+from tests.test_gather_forked import no_child_left
 
 
 @pytest.fixture
@@ -34,14 +34,6 @@ def streams(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return started
 
 
-def _no_child_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
 def _listing(repo: Path, pathspec: str) -> list[str]:
     """What git lists, run plainly (no early start in play)."""
     out = git_output(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
@@ -56,7 +48,7 @@ def test_gathering_takes_the_listing_started_early_when_it_is_the_same_command(
     start_listing(repo, ["docs/spec.md", "."])
     assert git_ls_files(repo, ["."]) == _listing(repo, ".")
     assert len(streams) == 1  # not started again
-    assert gitstream.early_note(repo) is None and _no_child_left()
+    assert gitstream.early_note(repo) is None and no_child_left()
 
 
 def test_a_listing_started_early_for_another_folder_is_stopped_and_gathering_runs_its_own(
@@ -65,7 +57,7 @@ def test_a_listing_started_early_for_another_folder_is_stopped_and_gathering_run
     start_listing(repo, ["docs"])
     assert git_ls_files(repo, ["src"]) == _listing(repo, "src")
     assert len(streams) == 2
-    assert gitstream.early_note(repo) is None and _no_child_left()
+    assert gitstream.early_note(repo) is None and no_child_left()
 
 
 def test_a_glob_before_any_folder_starts_nothing(repo: Path, streams: list[Any]) -> None:
@@ -80,7 +72,7 @@ def test_a_listing_nobody_takes_is_stopped_when_the_call_that_started_it_ends(
     with pytest.raises(InputError, match="git's own data"):
         api.plan_review(context=[".git"], prompt="x")
     assert len(streams) == 1
-    assert gitstream.early_note(repo) is None and _no_child_left()
+    assert gitstream.early_note(repo) is None and no_child_left()
 
 
 def test_a_folders_listing_starts_before_the_rest_of_planning_is_imported(repo: Path) -> None:

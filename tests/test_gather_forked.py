@@ -76,7 +76,8 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return pids
 
 
-def _no_child_left() -> bool:
+def no_child_left() -> bool:
+    """Whether this process has no child (running, or exited and not reaped)."""
     try:
         os.waitpid(-1, os.WNOHANG)
     except ChildProcessError:
@@ -120,7 +121,7 @@ def test_a_child_killed_leaves_its_chunks_to_this_process_with_the_same_result(
 
     monkeypatch.setattr(context_read, "read_entries", killed_in_child)
     forked = _seen(gather_context(many, ["."], LIMITS))
-    assert len(forks) == 1 and _no_child_left()
+    assert len(forks) == 1 and no_child_left()
     _one_process(monkeypatch)
     assert forked == _seen(gather_context(many, ["."], LIMITS))
 
@@ -134,7 +135,7 @@ def test_an_explicit_file_refused_is_refused_as_by_one_process(
     specs = [".", "notes.log"]
     with pytest.raises(InputError) as forked:
         gather_context(many, specs, LIMITS)
-    assert len(forks) == 1 and _no_child_left()
+    assert len(forks) == 1 and no_child_left()
     _one_process(monkeypatch)
     with pytest.raises(InputError) as one:
         gather_context(many, specs, LIMITS)
@@ -148,7 +149,7 @@ def test_a_total_over_the_limit_names_the_file_one_process_names(
     limits = ContextLimits(max_file_bytes=1000, max_context_bytes=12_000)
     with pytest.raises(InputError) as forked:
         gather_context(many, ["."], limits)
-    assert len(forks) == 1 and _no_child_left()
+    assert len(forks) == 1 and no_child_left()
     _one_process(monkeypatch)
     with pytest.raises(InputError) as one:
         gather_context(many, ["."], limits)
@@ -170,7 +171,7 @@ def test_ctrl_c_while_reading_leaves_no_child(
     monkeypatch.setattr(context_read, "read_entries", interrupted_in_parent)
     with pytest.raises(KeyboardInterrupt):
         gather_context(many, ["."], LIMITS)
-    assert len(forks) == 1 and _no_child_left()
+    assert len(forks) == 1 and no_child_left()
 
 
 def test_a_dry_runs_request_is_the_same_bytes_read_forked(
