@@ -32,12 +32,13 @@ import logging
 import os
 import stat
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .context_ignore import IgnoreWalker, git_ls_files, glob_to_regex
 from .context_places import why_not_context
-from .context_read import Opener, read_context_file, read_entries
+from .context_read import Opener, read_all, read_context_file, read_entries
 from .context_types import (
     DEFAULT_MAX_CONTEXT_BYTES,
     DEFAULT_MAX_FILE_BYTES,
@@ -268,8 +269,8 @@ def gather_context(
         opener = Opener(root)
     except OSError as exc:
         raise InputError(f"repository root {root}: cannot open ({exc.strerror})") from None
-    with opener:
-        for cf in read_entries(opener, expansion.entries, limits.max_file_bytes):
+    with opener, closing(read_all(opener, expansion.entries, limits.max_file_bytes)) as reads:
+        for cf in reads:
             if not isinstance(cf, ContextFile):
                 if cf is not None:
                     skipped.append(cf)

@@ -249,10 +249,15 @@ def review_options(
 
 
 def _head_start(values: Mapping[str, Setting], root: Path) -> None:
-    """A change's diff started now, while planning is imported (:func:`.gitstart.head_start`);
+    """A change's diff, or else the first context folder's listing, started now, while
+    planning is imported (:func:`.gitstart.head_start`, :func:`.context_ignore.start_listing`);
     options that do not hold start nothing (planning refuses them in its own order)."""
     if values["diff"].value is None and not values["staged"].value:
-        return  # no change: nothing of git's diffing is even imported
+        # No change: nothing of git's diffing is even imported; a folder's listing starts.
+        from .context_ignore import start_listing
+
+        start_listing(root, values["context"].value or ())
+        return
     from .gitoptions import GitOptions
     from .gitstart import head_start
 

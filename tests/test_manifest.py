@@ -298,16 +298,16 @@ def test_context_is_relative_to_the_repository_root_not_the_manifest(repo):
 
 
 def test_entries_sharing_context_share_the_bytes_read(repo, monkeypatch):
-    from deepseek_review import context
+    from deepseek_review import context_read
 
     reads: list[str] = []
-    real = context.read_entries
+    real = context_read.read_entries
 
     def counting(opener, entries, max_file_bytes):
         reads.extend(rel for rel, _ in entries)
         return real(opener, entries, max_file_bytes)
 
-    monkeypatch.setattr(context, "read_entries", counting)
+    monkeypatch.setattr(context_read, "read_entries", counting)
     path = write(repo / "r.toml", toml_entry("a") + toml_entry("b"))
     a, b = plan_manifest(path).entries
     assert reads.count(a.plan.files[0].path) == 1

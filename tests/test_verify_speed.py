@@ -137,7 +137,7 @@ NOT_FOR_VERIFY = {
     "rfc3986_validator",
     "rfc3339_validator",
     "multiprocessing",
-    "deepseek_review.verification.workers",
+    "deepseek_review.forkwork",
     "deepseek_review.gitdiff",
     "deepseek_review.gitreview",
     "deepseek_review.pinning",

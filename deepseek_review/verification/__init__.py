@@ -126,7 +126,7 @@ def default_jobs(receipts: int) -> int:
     """Worker processes for ``receipts``: 1 (none) unless there are many and a fork is safe."""
     if receipts < POOL_MIN_RECEIPTS:
         return 1  # and the worker module is not even imported
-    from .workers import default_jobs as jobs_for
+    from ..forkwork import default_jobs as jobs_for
 
     return jobs_for(receipts, POOL_MIN_RECEIPTS)
 
@@ -134,9 +134,9 @@ def default_jobs(receipts: int) -> int:
 def _parallel(
     v: Verifier, strict: bool, receipts: list[str], jobs: int, signatures: SignatureChecks | None
 ) -> list[_Local]:
-    """The local checks of ``receipts`` in ``jobs`` worker processes (:mod:`.workers`),
+    """The local checks of ``receipts`` in ``jobs`` worker processes (:mod:`..forkwork`),
     each chunk's results indexed in ``v`` in receipt order, as they arrive."""
-    from .workers import chunked, run_chunks
+    from ..forkwork import chunked, run_chunks
 
     chunks = chunked(receipts, _CHUNK)
     done: list[_Local] = []

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.verification.workers import MAX_CHUNKS, chunked, run_chunks
+from deepseek_review.forkwork import MAX_CHUNKS, chunked, run_chunks
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
 
@@ -93,3 +93,32 @@ def test_chunks_grow_rather_than_outnumber_what_the_task_pipe_holds() -> None:
     assert len(chunks) <= MAX_CHUNKS
     assert [x for c in chunks for x in c] == items
     assert chunked(items[:10], 4) == [items[0:4], items[4:8], items[8:10]]
+
+
+def test_sharing_this_process_takes_chunks_too_and_the_order_holds() -> None:
+    def pid_slowly(chunk: list[str]) -> list[Any]:
+        time.sleep(0.1)  # time for the child to start taking chunks
+        return [os.getpid(), *_worked(chunk)]
+
+    parts = list(run_chunks(CHUNKS, 2, pid_slowly, share=True))
+    assert [p[1:] for p in parts] == [_worked(c) for c in CHUNKS]
+    pids = {p[0] for p in parts}
+    assert PARENT in pids and len(pids) == 2  # one child, and this process
+
+
+def test_sharing_a_chunk_that_fails_here_fails_in_its_turn_as_in_one_process() -> None:
+    """Chunk 1 fails in this process; chunk 0, done by a slow child, still comes first."""
+
+    def fails_here_at_chunk_1(chunk: list[str]) -> list[Any]:
+        if _in_child():
+            if chunk is not CHUNKS[0]:
+                os._exit(0)  # leaves every later chunk to this process
+            time.sleep(0.2)
+        elif chunk is CHUNKS[1]:
+            raise ValueError("chunk 1 is bad")
+        return _worked(chunk)
+
+    got = run_chunks(CHUNKS, 2, fails_here_at_chunk_1, share=True)
+    assert next(got) == _worked(CHUNKS[0])
+    with pytest.raises(ValueError, match="chunk 1 is bad"):
+        next(got)
