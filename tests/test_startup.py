@@ -180,8 +180,16 @@ def test_a_command_that_may_run_long_gets_the_collector_back(
     repo: Path, cli: Callable[..., CliResult], simulator: object
 ) -> None:
     _reviewed(repo, cli, simulator)
-    proc, _ = _spawn(repo, "verify", "reviews")
+    proc, _ = _spawn(repo, "stats", "reviews")
     assert (proc.returncode, _collector(proc)) == (0, "True")
+
+
+def test_verify_runs_with_the_cyclic_collector_paused(
+    repo: Path, cli: Callable[..., CliResult], simulator: object
+) -> None:
+    _reviewed(repo, cli, simulator)
+    proc, _ = _spawn(repo, "verify", "reviews")
+    assert (proc.returncode, _collector(proc)) == (0, "False")
 
 
 def test_in_process_calls_leave_the_collector_alone(
