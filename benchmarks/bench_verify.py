@@ -9,7 +9,10 @@ and continuation chains over a few shared context files, so every receipt has a 
 verify rebuilds every prompt byte for byte.
 
 Both sides are fresh processes (start-up counts), timed in alternating pairs; the ratio of
-medians is the result.
+medians is the result. The 1,000-receipt row also times, against the same baseline in the
+same run, what no verify can avoid inside the stack: ``python -c "import typer"`` (the
+stack's imports alone) and a verify of an empty folder (interpreter, CLI and verify's own
+modules, no receipt), so its note shows how much of the 3x budget start-up takes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -26,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from benchmarks.common import BenchResult, Command, compare, git_init, tool
+from benchmarks.common import BenchResult, Command, compare, git_init, seconds, tool
 from benchmarks.strace import commands_run, files_opened
 
 RECEIPTS = 10_000
@@ -37,6 +41,8 @@ ROUNDS = 5
 #: Segments per review, cycled: primaries alone and chains of 2 to 4 segments.
 CHAIN_LENGTHS = (1, 2, 1, 3, 1, 4, 2, 1)
 ANSWER_BYTES = 7_000
+#: What every verify imports before it can look at a receipt: the stack (typer).
+STACK_IMPORTS = "import typer"
 
 
 class _Client:
@@ -144,6 +150,42 @@ def processes_of(cmd: Command) -> tuple[int, int, int]:
     return procs, ran, procs - 1 - ran
 
 
+def startup_details(
+    root: Path, base_cmd: Command, rounds: int
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The fixed cost inside the stack, each timed in pairs against ``base_cmd`` (the row's
+    baseline): the stack's imports alone, and a verify that finds no receipt; each also as
+    a share of the 3x budget (the goal times the median of the baseline timed with it).
+    Returns the details and the commands timed."""
+    empty = root / "no-reviews"
+    empty.mkdir(exist_ok=True)
+    sides = [
+        (
+            f"the stack's imports alone (`python -c '{STACK_IMPORTS}'`, interpreter teardown "
+            "included)",
+            Command((sys.executable, "-c", STACK_IMPORTS)),
+        ),
+        (
+            "verify of an empty folder (start-up: interpreter, CLI, verify's modules, the "
+            "git config look-up; no receipt)",
+            Command((tool(), "-q", "verify", "--repo-root", str(root), str(empty))),
+        ),
+    ]
+    out = []
+    for label, cmd in sides:
+        fixed, paired_base = compare(cmd, base_cmd, rounds)
+        budget = SMALL_GOAL * paired_base.wall
+        out.append(
+            (
+                f"{label} vs sha256sum",
+                f"{fixed.wall / paired_base.wall:.2f}x ({seconds(fixed)} vs "
+                f"{seconds(paired_base)}); {fixed.wall / budget:.0%} of the "
+                f"{SMALL_GOAL:g}x budget ({budget:.3f} s)",
+            )
+        )
+    return out, [cmd.shown().replace(str(root), "$REPO") for _, cmd in sides]
+
+
 def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResult:
     """One row: ``verify`` of ``receipts`` receipts against sha256sum over what it reads."""
     root = (work / f"repo-{receipts}").resolve()
@@ -162,6 +204,9 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
     ours, base = compare(ours_cmd, base_cmd, rounds)
     kinds = Counter(_kind(f) for f in files)
     ratio = ours.wall / base.wall
+    fixed, fixed_cmds = (
+        startup_details(root, base_cmd, rounds) if receipts == SMALL_RECEIPTS else ([], [])
+    )
     return BenchResult(
         name=f"`verify` of {made:,} receipts with records",
         goal=f"<= {goal:g}x sha256sum over the same files, same number of processes",
@@ -174,6 +219,7 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
         commands=[
             ours_cmd.shown().replace(str(root), "$REPO"),
             base_cmd.shown() + "   # the files verify opened, NUL-separated",
+            *fixed_cmds,
         ],
         details=[
             ("CPU time, ours / sha256sum", f"{ours.cpu / base.cpu:.2f}x"),
@@ -183,6 +229,7 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
                 f"xargs and {procs - 1} sha256sum, {max(1, workers)} at a time",
             ),
             ("files verify opened under the repository (strace)", _kinds(kinds)),
+            *fixed,
         ],
         notes=[
             f"{made:,} receipts with request records ({ANSWER_BYTES:,}-byte answers), chains "

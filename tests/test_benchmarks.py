@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks import bench_batch, bench_diff, bench_gather, bench_memory, bench_review, strace
 from benchmarks.__main__ import render
-from benchmarks.bench_verify import make_corpus, processes_of, sha256sum_side
+from benchmarks.bench_verify import make_corpus, processes_of, sha256sum_side, startup_details
 from benchmarks.common import (
     Command,
     Sample,
@@ -84,6 +84,22 @@ def test_verify_row_hashes_the_files_verify_read_with_as_many_processes(tmp_path
     base = sha256sum_side(root, files, procs, workers, tmp_path)
     assert base.processes() == procs
     assert base.run().wall > 0
+
+
+@needs_strace
+def test_verify_start_up_note_times_the_stack_and_an_empty_verify(tmp_path: Path) -> None:
+    root = (tmp_path / "repo").resolve()
+    make_corpus(root, 2)
+    details, commands = startup_details(root, Command(("true",)), rounds=1)
+    assert commands == [
+        "python -c 'import typer'",
+        "deepseek-review -q verify --repo-root $REPO $REPO/no-reviews",
+    ]
+    assert [label.split(" (")[0] for label, _ in details] == [
+        "the stack's imports alone",
+        "verify of an empty folder",
+    ]
+    assert all("of the 3x budget" in figures for _, figures in details)
 
 
 @needs_strace

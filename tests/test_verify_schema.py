@@ -220,6 +220,35 @@ def test_clean_paths_are_exactly_those_resolve_inside_keeps_as_named(
     assert VF._clean(rel) == (kept and not {".", ".."} & set(rel.split("/")))
 
 
+def _name_order_by_regex(path: str) -> tuple[str, str, int, str]:
+    """What :func:`name_order` gave when it was a regex: the reference it must keep to."""
+    import re
+
+    from deepseek_review.records.naming import _BY_LENGTH
+
+    suffixes = "|".join(re.escape(f.suffix) for f in _BY_LENGTH)
+    pattern = r"(?P<base>.*?)(?:-(?P<n>[1-9][0-9]*))?(?P<suffix>" + suffixes + ")"
+    folder, _, name = path.rpartition("/")
+    m = re.fullmatch(pattern, name)
+    if m is None:
+        return folder, name, 0, ""
+    return folder, m["base"], int(m["n"] or 1), m["suffix"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["r/t_deepseek_m_20260512T033551Z.receipt.json", "r/t_deepseek_m_continuation_1Z-2.md",
+     "t-10.request.json", "t-0.md", "t-05.md", "t-.md", "-3.reasoning.md", ".md", "md", "a",
+     "t-2.reasoning.md", "t.reasoning-2.md", "a-1-2.intoto.json.sig", "a--7.intoto.json",
+     "a-\u0661.md", "a\nb-2.md", "a-2\n.md", "a/b-3.findings.json", "x-99999999999.md",
+     "t-2.md.bak", "t.receipt.json.md", "a-1.receipt.json", "a-+1.md", "a- 1.md"],
+)  # fmt: skip
+def test_name_order_keeps_to_the_naming_regex(path: str) -> None:
+    from deepseek_review.records.naming import name_order
+
+    assert name_order.__wrapped__(path) == _name_order_by_regex(path)
+
+
 def test_the_shipped_compiled_schema_matches_the_bundled_schema():
     import hashlib
 
