@@ -36,9 +36,10 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .context_forked import read_all
 from .context_ignore import IgnoreWalker, git_ls_files, glob_to_regex
 from .context_places import why_not_context
-from .context_read import Opener, read_all, read_context_file, read_entries
+from .context_read import Opener, read_context_file, read_entries
 from .context_types import (
     DEFAULT_MAX_CONTEXT_BYTES,
     DEFAULT_MAX_FILE_BYTES,

@@ -14,9 +14,8 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from .context_places import git_data, layout_of, why_not_context
 from .context_types import (
@@ -298,68 +297,6 @@ def read_entries(
         if not plain:
             _check_name(rel)
         yield _read(opener, rel, explicit, max_file_bytes)
-
-
-#: From this many files a folder or glob listed, they are read on two cores or more
-#: (:func:`read_all`). A fork costs this process a fixed price, about what reading 1,500
-#: files does (the fork, and copying each page of its memory it writes while the child
-#: lives), and saves it half the reading: at 10,000 files, 15% of its CPU time.
-FORK_MIN_FILES = 4000
-#: Files a chunk of the forked read: small enough that the processes finish together and
-#: a chunk's results rarely fill the pipe, large enough that a chunk costs more than its frame.
-FORK_CHUNK = 128
-
-
-def _plain(
-    read: ContextFile | Skipped | None,
-) -> tuple[str, str, str, int] | tuple[str, str, str] | None:
-    """What a child sends of a file read: a marshal-able tuple (a file's 4 fields, a skip's
-    3), or None."""
-    if isinstance(read, Skipped):
-        return read.path, read.reason, read.kind
-    return None if read is None else (read.path, read.text, read.sha256, read.size)
-
-
-def read_all(
-    opener: Opener, entries: Sequence[tuple[str, bool]], max_file_bytes: int
-) -> Generator[ContextFile | Skipped | None, None, None]:
-    """:func:`read_entries` of ``entries``, in forked children and this process together
-    when a folder or glob listed many files (:func:`.forkwork.run_chunks`): the same result
-    per entry, in the same order, and the same error (a chunk that fails in a child is read
-    again here, in its turn, raising what one process raises). A child opens its own
-    :class:`Opener`, with the same guarantees."""
-    listed = sum(1 for _, explicit in entries if not explicit)
-    if listed < FORK_MIN_FILES:
-        yield from read_entries(opener, entries, max_file_bytes)
-        return
-    from .forkwork import chunked, default_jobs, run_chunks
-
-    jobs = default_jobs(listed, FORK_MIN_FILES)
-    if jobs == 1:
-        yield from read_entries(opener, entries, max_file_bytes)
-        return
-    parent = os.getpid()
-    own: list[Opener] = []
-
-    def work(chunk: list[tuple[str, bool]]) -> list[Any]:
-        if os.getpid() == parent:
-            return list(read_entries(opener, chunk, max_file_bytes))
-        if not own:
-            own.append(Opener(opener.root))
-        # Sent as marshal frames: plain tuples (a file's 4 fields, a skip's 3), or None.
-        return [_plain(r) for r in read_entries(own[0], chunk, max_file_bytes)]
-
-    parts = run_chunks(chunked(list(entries), FORK_CHUNK), jobs, work, share=True)
-    make = ContextFile._make
-    try:
-        for part in parts:
-            for r in part:
-                if type(r) is tuple:
-                    yield make(r) if len(r) == 4 else Skipped(*r)
-                else:
-                    yield r
-    finally:
-        parts.close()  # the children are stopped when the caller leaves early
 
 
 def _check_name(rel: str) -> None:

@@ -1,4 +1,4 @@
-"""Gathering many listed files on two cores (:func:`deepseek_review.context_read.read_all`):
+"""Gathering many listed files on two cores (:func:`deepseek_review.context_forked.read_all`):
 a forked child reads chunks while this process reads its own, and what comes out is exactly
 what one process reads -- every file, skip and refusal, in order -- whatever the child does.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review import context_read
+from deepseek_review import context_forked, context_read
 from deepseek_review.context import ContextLimits, Gathered, gather_context
 from deepseek_review.errors import InputError
 from tests.conftest import CliResult, git
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fo
 
 LIMITS = ContextLimits(max_file_bytes=1000, max_context_bytes=10_000_000)
 PARENT = os.getpid()
-THRESHOLD = context_read.FORK_MIN_FILES
+THRESHOLD = context_forked.FORK_MIN_FILES
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def many(repo: Path, tmp_path: Path) -> Path:
     each kind of file that is left out: binary, not UTF-8, over the size limit, a symlink out
     of the repository, a FIFO, and a tracked file removed after it was listed (added, then
     deleted: git still lists it)."""
-    for d in range(context_read.FORK_MIN_FILES // 100 + 1):
+    for d in range(context_forked.FORK_MIN_FILES // 100 + 1):
         folder = repo / "src" / f"p{d:02d}"
         folder.mkdir(parents=True)
         for f in range(100):
@@ -53,7 +53,7 @@ def many(repo: Path, tmp_path: Path) -> Path:
 
 
 def _one_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_read, "FORK_MIN_FILES", sys.maxsize)
+    monkeypatch.setattr(context_forked, "FORK_MIN_FILES", sys.maxsize)
 
 
 def _seen(got: Gathered) -> tuple[list[Any], list[Any]]:
