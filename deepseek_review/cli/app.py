@@ -125,6 +125,9 @@ def _set_json(value: bool) -> bool:
     return value
 
 
+_VERBOSE_HELP = "More status lines; tracebacks on errors."
+_QUIET_HELP = "Only warnings and errors."
+
 # The same two flags on every command, so `deepseek-review run ... -v` works too.
 VerboseOpt = Annotated[
     bool,
@@ -133,23 +136,19 @@ VerboseOpt = Annotated[
         "-v",
         callback=_set_verbose,
         expose_value=False,
-        help="More status lines; tracebacks on errors.",
+        help=_VERBOSE_HELP,
     ),
 ]
 QuietOpt = Annotated[
     bool,
-    typer.Option(
-        "--quiet", "-q", callback=_set_quiet, expose_value=False, help="Only warnings and errors."
-    ),
+    typer.Option("--quiet", "-q", callback=_set_quiet, expose_value=False, help=_QUIET_HELP),
 ]
 
 
 # The root's own flags, named so that typer, which reads every command line's root callback,
 # evaluates a name (annotations are strings here) rather than compiling each whole option.
-_RootVerbose = Annotated[
-    bool, typer.Option("--verbose", "-v", help="More status lines; tracebacks on errors.")
-]
-_RootQuiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and errors.")]
+_RootVerbose = Annotated[bool, typer.Option("--verbose", "-v", help=_VERBOSE_HELP)]
+_RootQuiet = Annotated[bool, typer.Option("--quiet", "-q", help=_QUIET_HELP)]
 _RootVersion = Annotated[
     bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
 ]
