@@ -12,16 +12,10 @@ the command line.
 
 from __future__ import annotations
 
-import logging
-
 # Not typing's: `deepseek-review --version` imports this package and nothing else it need not.
 TYPE_CHECKING = False
 
 __version__ = "0.1.0"
-
-# A library prints nothing: without this, Python's last-resort handler would write the
-# warnings of library calls to stderr. The CLI installs its own handler.
-logging.getLogger("deepseek_review").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from typing import Any

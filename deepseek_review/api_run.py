@@ -8,12 +8,13 @@ Planning (``run --dry-run``) imports no HTTP stack: only :func:`send_review` and
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .logs import log
 
 if TYPE_CHECKING:
     from .api_views import Configuration, ShownChain
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from .pipeline import ReviewOptions, ReviewPlan, ReviewResult
     from .resume import ContinueOutcome
 
-log = logging.getLogger("deepseek_review")
 PathArg = str | os.PathLike[str]
 
 

@@ -21,7 +21,6 @@ The outcome is a :class:`BatchReport`: one record per entry of the shard, never 
 from __future__ import annotations
 
 import contextvars
-import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -44,6 +43,7 @@ from .batch_report import (
 from .client import ChatClient
 from .errors import Interrupted, ReviewError
 from .job import JobResult, job_from_plan, run_job
+from .logs import log
 from .ollama import pricing
 from .options import name_of, naming_at
 from .plan import ReviewPlan
@@ -71,8 +71,6 @@ __all__ = [
     "run_batch",
     "write_report",
 ]
-
-log = logging.getLogger("deepseek_review")
 
 
 def _client_key(plan: ReviewPlan) -> tuple[str, str | None, Advice]:

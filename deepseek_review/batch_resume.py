@@ -10,7 +10,6 @@ in the trusted revision. Answers without a receipt are listed as orphans (never 
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,14 +17,13 @@ from pathlib import Path
 
 from .endpoint import canonical
 from .errors import InputError, OutputError
+from .logs import log
 from .manifest import PlannedEntry
 from .options import name_of
 from .records.index import Entry, ReceiptIndex
 from .records.naming import ANSWER_SUFFIX, RECEIPT_SUFFIX, orphan_files, resume_checked, topic_of
 from .records.stored import ChainSegment, load_segment
 from .repo import files_unchanged_since, resolve_inside
-
-log = logging.getLogger("deepseek_review")
 
 
 @dataclass

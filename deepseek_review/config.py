@@ -10,13 +10,13 @@ endpoint rules themselves. ``deepseek-review config`` shows every effective valu
 from __future__ import annotations
 
 import difflib
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import ConfigError
+from .logs import log
 from .options import CONFIG_FILE as _CONFIG_SCOPE
 from .options import ENV, ENV_PREFIX, OPTIONS, SETTING_KEYS, Option
 from .optvalues import BadValue
@@ -24,7 +24,6 @@ from .optvalues import BadValue
 CONFIG_FILE = ".deepseek-review.toml"
 PYPROJECT_TABLE = "deepseek-review"
 
-log = logging.getLogger("deepseek_review")
 
 #: The settings: the options a config file or the environment may set (see :mod:`.options`).
 KEYS: dict[str, Option] = {k: OPTIONS[k] for k in SETTING_KEYS}

@@ -58,6 +58,7 @@ from .context_types import (
     written_by_tool,
 )
 from .errors import InputError
+from .logs import log
 from .options import name_of
 from .repo import has_unsafe_chars, in_git_work_tree, resolve_inside, under_dot_git
 from .storage import TEMP_PREFIX
@@ -79,8 +80,6 @@ __all__ = [
     "read_entries",
     "written_by_tool",
 ]
-
-log = logging.getLogger("deepseek_review")
 
 
 # --------------------------------------------------------------------------- expansion

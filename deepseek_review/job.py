@@ -32,6 +32,7 @@ from .jobspec import (
     RequestGate,
     job_from_plan,
 )
+from .logs import log
 from .ollama.fit import preflight
 from .options import SERVER_PRESETS, name_of
 from .plan import continuation_body
@@ -64,8 +65,6 @@ __all__ = [
     "no_progress_message",
     "run_job",
 ]
-
-log = logging.getLogger("deepseek_review")
 
 
 # --------------------------------------------------------------------------- the job

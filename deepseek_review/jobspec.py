@@ -8,7 +8,6 @@ scheduler's slots and one sink per entry (:mod:`.scheduler`). Both are plain arg
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,14 +17,13 @@ from .calls import Completion, ProgressFn
 from .context import ContextFile
 from .endpoint import Endpoint
 from .errors import ReviewError
+from .logs import log
 from .plan import ContinuationOptions, ReviewPlan
 from .request import BodyOptions, PreparedRequest, WireMessage
 from .segment import Segment
 
 if TYPE_CHECKING:
     from .finding.sidecar import Hook as FindingsHook
-
-log = logging.getLogger("deepseek_review")
 
 
 class RequestGate(Protocol):

@@ -7,7 +7,6 @@ fail on once an answer has been paid for) happens here, before anything is writt
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gath
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError
 from .gitreview import GitOptions, plan_git
+from .logs import log
 from .ollama.native import native_endpoint
 from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
@@ -36,8 +36,6 @@ from .request import (
 )
 from .storage import check_writable_dir
 from .tokens import estimate_sizes
-
-log = logging.getLogger("deepseek_review")
 
 # The built-in defaults live in the option table (:mod:`.options`); these names are theirs.
 DEFAULT_MODEL: str = default("model")

@@ -9,7 +9,6 @@ user is told so.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -22,6 +21,7 @@ from .context import ContextFile
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
 from .job import Job, ProgressSink, run_job
+from .logs import log
 from .ollama.native import chain_api, native_endpoint, openai_url, recorded_extra
 from .options import name_of
 from .pinning import pinned_reader
@@ -38,8 +38,6 @@ from .resources import prompts_dir
 from .segment import Segment
 from .storage import check_writable_dir
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
-
-log = logging.getLogger("deepseek_review")
 
 
 @dataclass(frozen=True)

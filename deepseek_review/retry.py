@@ -9,7 +9,6 @@ cap, whichever comes first. No HTTP here: the client decides what is worth retry
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
@@ -18,8 +17,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
 from .calls import RetryPolicy
 from .errors import BadResponse, Interrupted, ServerError
-
-log = logging.getLogger("deepseek_review")
+from .logs import log
 
 
 class Retryable(Exception):

@@ -9,19 +9,17 @@ records and git, never guessed.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from .errors import InputError
 from .gitdiff import Range
 from .gitread import is_ancestor, is_oid, short
+from .logs import log
 from .options import name_of
 from .records.index import receipts_in
 from .records.naming import sibling, topic_of
 from .records.request_record import RequestRecord
 from .repo import read_regular_file
-
-log = logging.getLogger("deepseek_review")
 
 
 def last_reviewed_head(root: Path, folder: str, topic: str) -> tuple[str, str] | None:

@@ -82,10 +82,10 @@ def test_every_exported_name_resolves():
     assert ReviewError is deepseek_review.errors.ReviewError
 
 
-def test_importing_the_package_does_not_import_the_http_stack():
-    code = "import sys, deepseek_review; print('httpx' in sys.modules, 'typer' in sys.modules)"
+def test_importing_the_package_imports_neither_the_http_stack_nor_logging():
+    code = "import sys, deepseek_review; print(*(m in sys.modules for m in ('httpx', 'typer', 'logging')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False", "False", "False"]
 
 
 def test_the_package_ships_a_py_typed_marker():

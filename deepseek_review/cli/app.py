@@ -24,13 +24,12 @@ import typer
 
 from .. import __version__
 from ..errors import ConfigError, Interrupted, ReviewError
+from ..logs import log
 from ..options import OPTIONS, naming
 from ..textsafe import escape, escape_lines, json_safe
 from .commands import LazyGroup
 from .signals import Signalled, interrupting
 from .streams import PipeGuard, StdoutClosed, exit_now, stdout_closed
-
-log = logging.getLogger("deepseek_review")
 
 
 def example(command_line: str) -> str:

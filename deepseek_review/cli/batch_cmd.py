@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BatchIncomplete, Interrupted
+from ..logs import log
 from .app import (
     STATE,
     _json_out,
     _write_lines,
     example,
-    log,
     tokens_text,
 )
 from .progress import BatchProgress

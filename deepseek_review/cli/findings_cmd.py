@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..logs import log
 from ..textsafe import escape
-from .app import QuietOpt, RepoRootOpt, VerboseOpt, app, example, log, typed_path
+from .app import QuietOpt, RepoRootOpt, VerboseOpt, app, example, typed_path
 
 if TYPE_CHECKING:
     from ..finding.export import FindingsExport

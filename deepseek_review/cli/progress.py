@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from .app import STATE, log, tokens_text
+from ..logs import log
+from .app import STATE, tokens_text
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

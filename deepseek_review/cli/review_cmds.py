@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, NoProgress, TruncatedReview
+from ..logs import log
 from ..options import default
 from ..textsafe import escape
 from .app import (
@@ -14,7 +15,6 @@ from .app import (
     _json_out,
     _write_lines,
     example,
-    log,
     shown_path,
     tokens_text,
     typed_path,

@@ -13,7 +13,6 @@ work (the reviews in flight are finished and written), a second one exits at onc
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import sys
@@ -22,7 +21,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-log = logging.getLogger("deepseek_review")
+from ..logs import log
 
 #: The signals that interrupt a command.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..logs import log
 from ..textsafe import escape
 from .app import (
     JsonOpt,
@@ -17,7 +18,6 @@ from .app import (
     _write_lines,
     app,
     example,
-    log,
     typed_path,
 )
 

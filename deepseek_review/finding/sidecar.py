@@ -9,12 +9,12 @@ the receipt commits the segment. ``verify`` re-derives it from the chain and com
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..chain import find_chain, stitched_text
 from ..errors import InputError, ReviewError
+from ..logs import log
 from ..records.canonical import sha256_tag
 from ..records.index import ReceiptIndex
 from ..records.naming import sibling
@@ -32,8 +32,6 @@ from .derive import (
 )
 from .export import render
 from .hunks import NewSide
-
-log = logging.getLogger("deepseek_review")
 
 #: Given the stitched text and the last answer's path: the findings file, or None.
 Hook = Callable[[str, str], bytes | None]

@@ -12,18 +12,17 @@ reasoning reserve of a thinking model. Servers that are not Ollama, or declared 
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..endpoint import safe_url
 from ..errors import ConfigError, PromptDoesNotFit
+from ..logs import log
 from ..options import name_of
 
 if TYPE_CHECKING:
     from ..client import ChatClient
 
-log = logging.getLogger("deepseek_review")
 
 #: Ollama's smallest default context (under 24 GiB of VRAM); what an unloaded model may get.
 SMALLEST_DEFAULT = 4096
