@@ -186,10 +186,10 @@ def compare(ours: Runnable, baseline: Runnable, rounds: int) -> tuple[Side, Side
 
 
 def import_profile(args: Sequence[str], cwd: Path | str | None = None) -> list[tuple[str, float]]:
-    """Where ``deepseek-review ARGS`` spends its imports: one run of ``python -X importtime -m
-    deepseek_review ARGS`` (the same entry point as the console script); each top-level
-    import with its cumulative seconds, largest first."""
-    argv = [sys.executable, "-X", "importtime", "-m", "deepseek_review", *args]
+    """Where ``deepseek-review ARGS`` spends its imports: one run of the console script itself
+    under ``python -X importtime`` (as its shebang runs it; ``-m`` would add runpy's imports);
+    each top-level import with its cumulative seconds, largest first."""
+    argv = [sys.executable, "-X", "importtime", tool(), *args]
     err = subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stderr
     tops: list[tuple[str, float]] = []
     for line in err.splitlines():
