@@ -83,7 +83,10 @@ def test_every_exported_name_resolves():
 
 
 def test_importing_the_package_imports_neither_the_http_stack_nor_logging():
-    code = "import sys, deepseek_review; print(*(m in sys.modules for m in ('httpx', 'typer', 'logging')))"
+    code = (
+        "import sys, deepseek_review; "
+        "print(*(m in sys.modules for m in ('httpx', 'typer', 'logging')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "False"]
 
