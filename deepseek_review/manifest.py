@@ -158,6 +158,13 @@ def _levels_below(
     return [given, _layer(manifest.defaults, "manifest [defaults]"), base]
 
 
+def _settled(levels: Sequence[Mapping[str, Setting]]) -> dict[str, Setting]:
+    """The levels under every entry merged once into one level: what they set, the first
+    that sets a key winning (defaults left to each entry's merge), so that each entry's merge
+    looks at two levels, not four, and gives the same settings."""
+    return {k: s for k, s in merge(levels, _KEYS).items() if s.source != "default"}
+
+
 def entry_options(
     manifest: Manifest,
     entry: Entry,
@@ -329,7 +336,7 @@ def plan_manifest(
     if not any(p.entry is None for p in problems):
         prompt_files = _PromptFiles()
         gather = ContextCache()
-        below = _levels_below(manifest, overrides, base)
+        below = [_settled(_levels_below(manifest, overrides, base))]
         written = (*_output_folders(manifest, below, root), *outputs)
         for entry in selected:
             try:
