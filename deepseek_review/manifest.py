@@ -43,7 +43,7 @@ from .manifestfile import (
 from .options import OPTIONS, name_of, naming
 from .optvalues import BadValue
 from .pipeline import DEFAULT_OUTPUT_DIR, GatherFn, ReviewOptions, ReviewPlan, plan_review
-from .repo import find_repo_root, resolve_inside
+from .repo import find_repo_root, paths_settled, resolve_inside
 
 __all__ = [
     "FORMATS",
@@ -337,26 +337,27 @@ def plan_manifest(
         prompt_files = _PromptFiles()
         gather = ContextCache()
         below = [_settled(_levels_below(manifest, overrides, base))]
-        written = (*_output_folders(manifest, below, root), *outputs)
-        for entry in selected:
-            try:
-                with naming("manifest"):
-                    options = entry_options(
-                        manifest,
-                        entry,
-                        overrides=overrides,
-                        base=base,
-                        repo_root=str(root),
-                        retry=retry,
-                        timeouts=timeouts,
-                        prompt_files=prompt_files,
-                        below=below,
-                        root=root,
-                    )
-                    options = replace(options, outputs=written)
-                    planned.append(PlannedEntry(entry, plan(options, env, gather=gather)))
-            except ReviewError as exc:
-                problems.append(Problem(exc.message, entry.index, entry.line, entry.topic))
+        with paths_settled():  # the root and the output folders, resolved once for all
+            written = (*_output_folders(manifest, below, root), *outputs)
+            for entry in selected:
+                try:
+                    with naming("manifest"):
+                        options = entry_options(
+                            manifest,
+                            entry,
+                            overrides=overrides,
+                            base=base,
+                            repo_root=str(root),
+                            retry=retry,
+                            timeouts=timeouts,
+                            prompt_files=prompt_files,
+                            below=below,
+                            root=root,
+                        )
+                        options = replace(options, outputs=written)
+                        planned.append(PlannedEntry(entry, plan(options, env, gather=gather)))
+                except ReviewError as exc:
+                    problems.append(Problem(exc.message, entry.index, entry.line, entry.topic))
     problems.sort(key=lambda p: (p.entry is not None, p.entry or 0))
     if problems:
         raise ManifestError(manifest.shown, problems)
