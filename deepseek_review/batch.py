@@ -21,10 +21,11 @@ The outcome is a :class:`BatchReport`: one record per entry of the shard, never 
 from __future__ import annotations
 
 import contextvars
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from .batch_plan import BatchOptions, PreparedBatch, Work, prepare_batch, remove_stale_temp_files
@@ -197,7 +198,7 @@ class _Runner:
             new_segments=len(new),
             new_tokens=sum(s.counted_tokens for s in new),
             new_tokens_estimated=not all(s.usage_reported for s in new),
-            findings=finding_counts(self.root, segments),
+            findings=finding_counts(self.root, segments, new),
             **segments_usage(segments),
         )
 
@@ -232,14 +233,19 @@ class _Runner:
                 futures = {
                     pool.submit(contextvars.copy_context().run, self.run_one, w): i for i, w in todo
                 }
+                # Each entry's future says it is done here, once (``wait`` on the set of those
+                # still running would walk all of them at every wake-up).
+                finished: queue.SimpleQueue[Future[EntryReport]] = queue.SimpleQueue()
+                for f in futures:
+                    f.add_done_callback(finished.put)
                 # Compile the receipt schema while the first requests are out, rather than
                 # in every worker at its first receipt (or before anything is sent).
                 fast_validators()
-                waiting = set(futures)
-                while waiting:
-                    done, waiting = wait(waiting, timeout=0.1, return_when=FIRST_COMPLETED)
-                    for f in done:
+                left = len(futures)
+                while left:
+                    for f in _finished_within(finished, 0.1):
                         results[futures[f]] = f.result()
+                        left -= 1
                     board.check_halts()
                     if time.monotonic() - last_tick >= 0.25:  # a live line shows streaming
                         last_tick = time.monotonic()
@@ -262,6 +268,22 @@ class _Runner:
             entries_in_manifest=planned.total_entries,
             elapsed=time.monotonic() - board.started,
         )
+
+
+def _finished_within(
+    finished: queue.SimpleQueue[Future[EntryReport]], timeout: float
+) -> list[Future[EntryReport]]:
+    """The futures that finished: waiting up to ``timeout`` for the first, then all that
+    are there."""
+    try:
+        done = [finished.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            done.append(finished.get_nowait())
+        except queue.Empty:
+            return done
 
 
 def execute_batch(

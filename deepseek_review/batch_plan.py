@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +20,7 @@ from .errors import ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .ollama import pricing
 from .options import check, default, name_of
-from .plan import plan_review, review_longest_name
+from .plan import ReviewOptions, ReviewPlan, plan_review, review_longest_name
 from .records.stored import ChainSegment
 from .repo import find_repo_root, resolve_inside
 from .storage import check_writable_dir, stale_temp_files
@@ -130,9 +129,17 @@ def prepare_batch(
     Raises :class:`~deepseek_review.manifest.ManifestError` (nothing sent, nothing written)
     when the manifest has problems. ``clean`` removes stale temporary files of killed runs.
     """
-    # Load the CA bundle (~50 ms, without the GIL) while the manifest is planned.
-    tls = threading.Thread(target=tls_context, name="tls-context", daemon=True)
-    tls.start()
+    tls: list[threading.Thread] = []
+
+    def plan(options: ReviewOptions, env: Mapping[str, str] | None, **kw: Any) -> ReviewPlan:
+        planned = plan_review(options, env, check_output=False, **kw)  # folders: below
+        if not tls and planned.endpoint.url.startswith("https:"):
+            # Load the CA bundle (~50 ms, without the GIL) while the rest is planned; a
+            # batch of plain-http endpoints never loads it.
+            tls.append(threading.Thread(target=tls_context, name="tls-context", daemon=True))
+            tls[0].start()
+        return planned
+
     planned = plan_manifest(
         Path(options.manifest),
         fmt=options.format,
@@ -142,7 +149,7 @@ def prepare_batch(
         retry=options.retry,
         timeouts=options.timeouts,
         env=env,
-        plan=partial(plan_review, check_output=False),  # each folder once, below
+        plan=plan,
         outputs=_report_output(options),
     )
     folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
@@ -174,5 +181,6 @@ def prepare_batch(
         else:
             work.append(Work(p, "skip", tuple(chain)))
     orphans = [o for idx in indexes.values() for o in idx.orphans]
-    tls.join()
+    for thread in tls:
+        thread.join()
     return PreparedBatch(planned, tuple(work), tuple(orphans), tuple(removed))

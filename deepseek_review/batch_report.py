@@ -137,10 +137,20 @@ def existing_usage(existing: Sequence[ChainSegment]) -> dict[str, Any]:
     return usage_fields([(s.receipt.usage, s.usage_reported) for s in existing])
 
 
-def finding_counts(root: Path, segments: list[Segment]) -> dict[str, int] | None:
+def finding_counts(
+    root: Path, segments: list[Segment], new: Sequence[Segment] = ()
+) -> dict[str, int] | None:
+    """The counts of the findings file beside the chain's last answer. When this run wrote
+    that answer (the last of ``new``), it says whether it wrote a findings file: without one,
+    nothing is looked up (a batch without findings never loads the findings modules)."""
+    if not segments:
+        return None
+    last = segments[-1]
+    if new and new[-1] is last and last.findings_path is None:
+        return None
     from .finding.sidecar import counts_beside
 
-    return counts_beside(root, segments[-1].answer_path) if segments else None
+    return counts_beside(root, last.answer_path)
 
 
 def segments_usage(segments: Sequence[Segment]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from .manifestfile import (
 from .options import OPTIONS, name_of, naming
 from .optvalues import BadValue
 from .pipeline import DEFAULT_OUTPUT_DIR, GatherFn, ReviewOptions, ReviewPlan, plan_review
-from .repo import find_repo_root, resolve_inside
+from .repo import find_repo_root, paths_settled, resolve_inside
 
 __all__ = [
     "FORMATS",
@@ -158,6 +158,13 @@ def _levels_below(
     return [given, _layer(manifest.defaults, "manifest [defaults]"), base]
 
 
+def _settled(levels: Sequence[Mapping[str, Setting]]) -> dict[str, Setting]:
+    """The levels under every entry merged once into one level: what they set, the first
+    that sets a key winning (defaults left to each entry's merge), so that each entry's merge
+    looks at two levels, not four, and gives the same settings."""
+    return {k: s for k, s in merge(levels, _KEYS).items() if s.source != "default"}
+
+
 def entry_options(
     manifest: Manifest,
     entry: Entry,
@@ -169,17 +176,19 @@ def entry_options(
     timeouts: Timeouts | None = None,
     prompt_files: _PromptFiles | None = None,
     below: Sequence[Mapping[str, Setting]] | None = None,
+    root: Path | None = None,
 ) -> ReviewOptions:
     """The entry as :class:`ReviewOptions` (what ``run`` would build from the same options).
 
     ``below`` holds the levels under the entry (the options given to ``batch``,
-    ``[defaults]``, the environment and config file) when the caller built them once for
-    every entry."""
+    ``[defaults]``, the environment and config file) and ``root`` the repository root
+    (``repo_root`` found), when the caller found them once for every entry."""
     overrides = overrides or {}
     if below is None:
         below = _levels_below(manifest, overrides, base or {})
     values = merge([_layer(entry.values, f"manifest entry {entry.index}"), *below], _KEYS)
-    root = find_repo_root(repo_root)
+    if root is None:
+        root = find_repo_root(repo_root)
     if "prompt_file" in entry.values:
         path = _inside_repo(manifest, root, "prompt_file", entry.values["prompt_file"])
         limit = values["max_context_bytes"].value
@@ -244,14 +253,19 @@ class ContextCache:
 def _output_folders(
     manifest: Manifest, below: Sequence[Mapping[str, Setting]], root: Path
 ) -> list[Output]:
-    """Every entry's output folder (every shard's): an entry's problem with its own is
-    reported when it is planned, so such a folder is passed over here."""
-    folders = []
+    """Every entry's output folder (every shard's), each named folder resolved once (most
+    entries share one): an entry's problem with its own is reported when it is planned, so
+    such a folder is passed over here."""
+    fallback = merge(below, ["output_dir"])["output_dir"].value
+    named = []
     for entry in manifest.entries:
-        layers = [_layer(entry.values, f"manifest entry {entry.index}"), *below]
-        named = merge(layers, ["output_dir"])["output_dir"].value
+        value = entry.values.get("output_dir")
+        value = fallback if value is None else value
+        named.append(value if isinstance(value, str) else DEFAULT_OUTPUT_DIR)
+    folders = []
+    for name in dict.fromkeys(named):
         try:
-            _, rel = resolve_inside(root, named if isinstance(named, str) else DEFAULT_OUTPUT_DIR)
+            _, rel = resolve_inside(root, name)
         except ReviewError:
             continue
         folders.append(Output(rel, "an output folder of the batch"))
@@ -322,26 +336,28 @@ def plan_manifest(
     if not any(p.entry is None for p in problems):
         prompt_files = _PromptFiles()
         gather = ContextCache()
-        below = _levels_below(manifest, overrides, base)
-        written = (*_output_folders(manifest, below, root), *outputs)
-        for entry in selected:
-            try:
-                with naming("manifest"):
-                    options = entry_options(
-                        manifest,
-                        entry,
-                        overrides=overrides,
-                        base=base,
-                        repo_root=str(root),
-                        retry=retry,
-                        timeouts=timeouts,
-                        prompt_files=prompt_files,
-                        below=below,
-                    )
-                    options = replace(options, outputs=written)
-                    planned.append(PlannedEntry(entry, plan(options, env, gather=gather)))
-            except ReviewError as exc:
-                problems.append(Problem(exc.message, entry.index, entry.line, entry.topic))
+        below = [_settled(_levels_below(manifest, overrides, base))]
+        with paths_settled():  # the root and the output folders, resolved once for all
+            written = (*_output_folders(manifest, below, root), *outputs)
+            for entry in selected:
+                try:
+                    with naming("manifest"):
+                        options = entry_options(
+                            manifest,
+                            entry,
+                            overrides=overrides,
+                            base=base,
+                            repo_root=str(root),
+                            retry=retry,
+                            timeouts=timeouts,
+                            prompt_files=prompt_files,
+                            below=below,
+                            root=root,
+                        )
+                        options = replace(options, outputs=written)
+                        planned.append(PlannedEntry(entry, plan(options, env, gather=gather)))
+                except ReviewError as exc:
+                    problems.append(Problem(exc.message, entry.index, entry.line, entry.topic))
     problems.sort(key=lambda p: (p.entry is not None, p.entry or 0))
     if problems:
         raise ManifestError(manifest.shown, problems)

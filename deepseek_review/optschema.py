@@ -129,13 +129,38 @@ def config_schema() -> dict[str, Any]:
 _Validate = Callable[[Any], Any]
 
 
+def table_schemas() -> dict[str, dict[str, Any]]:
+    """The schemas a manifest's tables are checked against, by kind (entry, defaults)."""
+    return {"entry": entry_schema(), "defaults": defaults_schema()}
+
+
+def with_draft(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"$schema": DRAFT, **schema}
+
+
+def schemas_sha256(schemas: Mapping[str, dict[str, Any]]) -> str:
+    """What the shipped validators (``_compiled_manifest_schema.py``) were generated from."""
+    import hashlib
+
+    text = json.dumps({k: with_draft(s) for k, s in schemas.items()}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 @functools.cache
 def _schemas() -> dict[str, tuple[dict[str, Any], _Validate]]:
-    """The entry and ``[defaults]`` schemas, each with its compiled fast validator."""
-    import fastjsonschema
+    """The entry and ``[defaults]`` schemas, each with its fast validator: the one generated at
+    development time (``scripts/compile_manifest_schema.py``) when it was generated from these
+    very schemas, else compiled now (~50 ms, and the import of fastjsonschema)."""
+    from . import _compiled_manifest_schema as shipped
 
-    made = {"entry": entry_schema(), "defaults": defaults_schema()}
-    return {k: (s, fastjsonschema.compile({"$schema": DRAFT, **s})) for k, s in made.items()}
+    made = table_schemas()
+    if schemas_sha256(made) == shipped.SCHEMA_SHA256:
+        fns = {"entry": shipped.validate_entry, "defaults": shipped.validate_defaults}
+    else:  # pragma: no cover  (only when the generated file is stale)
+        import fastjsonschema
+
+        fns = {k: fastjsonschema.compile(with_draft(s)) for k, s in made.items()}
+    return {k: (s, fns[k]) for k, s in made.items()}
 
 
 def _unknown_key(key: str, allowed: Sequence[str]) -> str:

@@ -28,3 +28,24 @@ def test_the_batch_report_carries_each_entrys_finding_counts(repo, cli, make_sim
         assert len(entries[topic]["answer_paths"]) > 1  # the block came after a seam
     assert entries["plain"]["findings"] is None
     assert "plain" in got.err and "no findings" in got.err
+
+
+def test_a_batch_without_findings_reports_none_and_never_loads_the_findings_modules(
+    repo, make_simulator
+):
+    import subprocess
+    import sys
+
+    sim = make_simulator(answer_words=20)
+    manifest(repo, ["a", "b"])
+    code = (
+        "import sys; from deepseek_review.batch import BatchOptions, run_batch; "
+        "r = run_batch(BatchOptions(manifest='reviews.toml', "
+        f"overrides={{'endpoint': {sim.base_url!r}}})); "
+        "print([e.status for e in r.entries], [e.findings for e in r.entries], "
+        "'deepseek_review.finding' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "['ok', 'ok'] [None, None] False"
