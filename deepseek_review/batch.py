@@ -151,14 +151,17 @@ class _Runner:
 
     def run_one(self, work: Work) -> EntryReport:
         """One entry, in a worker thread; it starts when its first request gets a slot."""
-        if self.board.halt.is_set():
-            return self.board.finish(self._not_started(work), started=False)
-        url = work.planned.plan.endpoint.url
-        events = EntryEvents(self.board, work.topic, work.action, url)
-        with naming_at(work.planned.entry.places):  # model (entry 3, line 12)
-            report = self._review(work, events)
-        report.attempts = events.attempts
-        return self.board.finish(report, started=events.started)
+        try:
+            if self.board.halt.is_set():
+                return self.board.finish(self._not_started(work), started=False)
+            url = work.planned.plan.endpoint.url
+            events = EntryEvents(self.board, work.topic, work.action, url)
+            with naming_at(work.planned.entry.places):  # model (entry 3, line 12)
+                report = self._review(work, events)
+            report.attempts = events.attempts
+            return self.board.finish(report, started=events.started)
+        finally:
+            self.slots.leave(work.planned.entry.index)  # started or not: the next may start
 
     def _review(self, work: Work, events: EntryEvents) -> EntryReport:
         """The entry's review job; what differs from ``run``: resuming what exists, and the
@@ -174,7 +177,14 @@ class _Runner:
             left = max(cap - (len(existing) - 1), 0) if existing else None
             job = job_from_plan(plan, existing, max_continuations=left, label=work.topic)
             client = self.clients[_client_key(plan)]
-            run_job(job, client, gate=self.slots, events=events, result=done, now=self.now)
+            run_job(
+                job,
+                client,
+                gate=self.slots.gate(work.planned.entry.index),
+                events=events,
+                result=done,
+                now=self.now,
+            )
             if done.not_started:
                 return self._not_started(work)
             status = "truncated" if done.segments[-1].truncated else "ok"
@@ -230,6 +240,7 @@ class _Runner:
             with ThreadPoolExecutor(workers, thread_name_prefix="batch") as pool:
                 # Each worker runs in a copy of the caller's context: errors name options
                 # as the caller's layer does (the command line: its flags).
+                self.slots.queue(w.planned.entry.index for _, w in todo)
                 futures = {
                     pool.submit(contextvars.copy_context().run, self.run_one, w): i for i, w in todo
                 }

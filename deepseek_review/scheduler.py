@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -212,15 +212,58 @@ class Board:
 
 
 class RequestSlots:
-    """The batch's :class:`~deepseek_review.job.RequestGate`: at most ``jobs`` requests in
-    flight across the batch; a review's first request also asks the board whether new
-    reviews may start. Once ``stop`` is set nothing more is admitted."""
+    """The batch's request slots: at most ``jobs`` requests in flight across the batch; a
+    review's first request also asks the board whether new reviews may start. Once ``stop``
+    is set nothing more is admitted.
+
+    Reviews start in the manifest's order: there are more workers than slots, so without
+    turns the next free slot went to whichever worker asked first, and ``--jobs 1`` with a
+    token budget could run the second entry and leave the first pending. A review's first
+    request waits until every earlier review has started or ended (:meth:`leave`)."""
 
     def __init__(self, jobs: int, board: Board) -> None:
         self._sem = threading.Semaphore(jobs)
         self._board = board
+        self._turns = threading.Condition()
+        self._unstarted: dict[int, None] = {}  # in start order
 
-    def acquire(self, *, first: bool) -> bool:
+    def queue(self, keys: Iterable[int]) -> None:
+        """The reviews that will ask for a first slot, in the order they are to start."""
+        with self._turns:
+            self._unstarted.update(dict.fromkeys(keys))
+
+    def gate(self, key: int) -> EntryGate:
+        """The :class:`~deepseek_review.job.RequestGate` of one queued review."""
+        return EntryGate(self, key)
+
+    def leave(self, key: int) -> None:
+        """The review started, or ended without starting: the next one may start."""
+        with self._turns:
+            if key in self._unstarted:
+                del self._unstarted[key]
+                self._turns.notify_all()
+
+    def acquire(self, *, first: bool, key: int | None = None) -> bool:
+        if not first or key is None:
+            return self._acquire(first=first)
+        try:
+            return self._my_turn(key) and self._acquire(first=True)
+        finally:
+            self.leave(key)
+
+    def release(self) -> None:
+        self._sem.release()
+
+    def _my_turn(self, key: int) -> bool:
+        stop = self._board.stop
+        with self._turns:
+            while key in self._unstarted and next(iter(self._unstarted)) != key:
+                if stop.is_set():
+                    return False
+                self._turns.wait(0.1)
+        return True
+
+    def _acquire(self, *, first: bool) -> bool:
         stop = self._board.stop
         while not self._sem.acquire(timeout=0.1):
             if stop.is_set():
@@ -230,8 +273,19 @@ class RequestSlots:
             return False
         return True
 
+
+class EntryGate:
+    """One review's view of the :class:`RequestSlots`: its first request takes its turn."""
+
+    def __init__(self, slots: RequestSlots, key: int) -> None:
+        self._slots = slots
+        self._key = key
+
+    def acquire(self, *, first: bool) -> bool:
+        return self._slots.acquire(first=first, key=self._key)
+
     def release(self) -> None:
-        self._sem.release()
+        self._slots.release()
 
 
 class EntryEvents:

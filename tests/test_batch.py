@@ -415,6 +415,15 @@ def test_token_budget_stops_starting_reviews(repo, simulator, cli):
     assert statuses(r) == {"a": "skipped", "b": "ok", "c": "pending"}
 
 
+def test_reviews_start_in_the_manifests_order(repo, simulator, cli):
+    topics = ["a", "b", "c", "d", "e", "f"]
+    manifest(repo, topics)
+    r = batch(cli, simulator, "--jobs", "1")
+    assert r.code == 0, r.err
+    bodies = [q.body for q in simulator.chat_requests()]
+    assert [t for b in bodies for t in topics if f"Check {t}.".encode() in b] == topics
+
+
 def test_dry_run_sends_and_writes_nothing(repo, simulator, cli):
     manifest(repo, ["a", "b"])
     before = files_under(repo)
