@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from .. import safejson
 from ..errors import InputError
@@ -176,9 +176,11 @@ def _file_entries(files: list[Any], where: str) -> tuple[FileEntry, ...]:
     return tuple(out)
 
 
-@dataclass(slots=True)
-class FileEntry:
-    """A context file of a primary request: what the record's ``context_files`` lists."""
+class FileEntry(NamedTuple):
+    """A context file of a primary request: what the record's ``context_files`` lists.
+
+    The parts of a record are named tuples: ``verify`` creates their classes at start-up
+    (a dataclass costs several times as much) and builds thousands of them."""
 
     path: str
     sha256: str
@@ -188,8 +190,7 @@ class FileEntry:
         return {"path": self.path, "sha256": self.sha256, "bytes": self.size}
 
 
-@dataclass(slots=True)
-class Response:
+class Response(NamedTuple):
     """What the server answered, beyond the receipt's fields (None: not recorded)."""
 
     finish_reason: str | None = None
