@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, NamedTuple, TypeVar
 
@@ -25,10 +26,11 @@ from .naming import RECEIPT_SUFFIX
 T = TypeVar("T")
 
 
-class Entry(NamedTuple, Generic[T]):
-    """A receipt as the index knows it, with what its loader made of it (a named tuple, as
-    are the other values here: verify's start-up creates their classes, and a dataclass
-    costs several times as much)."""
+@dataclass(slots=True)
+class Entry(Generic[T]):
+    """A receipt as the index knows it, with what its loader made of it (read-only by
+    convention: a verify run makes one per receipt, and reads its fields many times: slots,
+    which the interpreter reads quicker than a named tuple's fields)."""
 
     rel: str
     answer: str | None
@@ -39,7 +41,8 @@ class Entry(NamedTuple, Generic[T]):
 
 
 class Break(NamedTuple):
-    """Where a walk along a chain stopped before its end."""
+    """Where a walk along a chain stopped before its end (a named tuple: verify's start-up
+    creates the class, where a frozen dataclass costs several times as much)."""
 
     kind: Literal["link", "unclaimed", "claimed-twice", "loop", "fork"]
     at: str

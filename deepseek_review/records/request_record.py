@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from .. import safejson
 from ..errors import InputError
@@ -176,11 +176,9 @@ def _file_entries(files: list[Any], where: str) -> tuple[FileEntry, ...]:
     return tuple(out)
 
 
-class FileEntry(NamedTuple):
-    """A context file of a primary request: what the record's ``context_files`` lists.
-
-    The parts of a record are named tuples: ``verify`` creates their classes at start-up
-    (a dataclass costs several times as much) and builds thousands of them."""
+@dataclass(slots=True)
+class FileEntry:
+    """A context file of a primary request: what the record's ``context_files`` lists."""
 
     path: str
     sha256: str
@@ -190,7 +188,8 @@ class FileEntry(NamedTuple):
         return {"path": self.path, "sha256": self.sha256, "bytes": self.size}
 
 
-class Response(NamedTuple):
+@dataclass(slots=True)
+class Response:
     """What the server answered, beyond the receipt's fields (None: not recorded)."""
 
     finish_reason: str | None = None

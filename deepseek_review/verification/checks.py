@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from ..records.index import Break, Entry, ReceiptIndex
 from ..records.naming import name_order
@@ -18,10 +19,9 @@ from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus, lis
 # --------------------------------------------------------------------------- checking
 
 
-class _Receipt(NamedTuple):
-    """A receipt as loaded: its data when it passed ``schema``, else the problems (named
-    tuples here: verify's start-up creates their classes, where a dataclass costs several
-    times as much)."""
+@dataclass(slots=True)
+class _Receipt:
+    """A receipt as loaded: its data when it passed ``schema``, else the problems."""
 
     rel: str
     data: dict[str, Any] | None
@@ -41,8 +41,9 @@ _CHAIN_KEYS = ("schema", "answer_path", "previous_answer_path", "context_files")
 _CUT_OFF = "$cut_off"
 
 
-class _Local(NamedTuple):
-    """A receipt after the checks that need no other receipt."""
+@dataclass(slots=True)
+class _Local:
+    """A receipt after the checks that need no other receipt (picklable, for workers)."""
 
     rel: str
     data: dict[str, Any] | None
