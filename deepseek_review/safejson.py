@@ -7,8 +7,9 @@ parsing, with a :class:`JSONRefused` that names what was read, so each caller re
 way it reports bad JSON: one line, its own error kind.
 
 The depth check is cheap where it matters: a document holding no more ``[`` and ``{`` bytes
-than the depth limit cannot nest deeper (two ``bytes.count`` calls, all that a receipt costs);
-only a document with more of them is scanned, strings first removed by one regex pass.
+than the depth limit cannot nest deeper (one pass that keeps only those bytes, all that a
+receipt costs); only a document with more of them is scanned, strings first removed by one
+regex pass.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 _OPEN = frozenset(b"[{")
 
 
@@ -35,7 +37,7 @@ class JSONRefused(ValueError):
 
 def nesting_over(data: bytes, limit: int) -> bool:
     """Whether arrays and objects in ``data`` nest more than ``limit`` deep (strings skipped)."""
-    if data.count(b"[") + data.count(b"{") <= limit:
+    if len(data.translate(None, _NOT_OPENING)) <= limit:  # quicker than two counts
         return False
     brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
     depth = 0

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
-from deepseek_review.signing.keys import _git_setting
+from deepseek_review.signing.keys import _git_setting, listing_early
 
 NAME = "gpg.ssh.allowedSignersFile"
 
@@ -130,3 +131,24 @@ def test_no_setting_anywhere_costs_one_git_process(repo, system_config, git_call
     assert _git_setting(repo, NAME) is None
     assert len(git_calls.read_text().splitlines()) == 1
     assert _reference(repo, NAME) is None
+
+
+def test_a_listing_started_early_is_the_one_the_setting_is_read_from(
+    repo, system_config, git_calls
+):
+    """verify starts git's listing while its modules load, and reads the setting from it."""
+    _write(_global(), '[gpg "ssh"]\n\tallowedSignersFile = /home/me/signers\n')
+    with listing_early(repo):
+        assert _git_setting(repo, NAME) == "/home/me/signers"
+    assert len(git_calls.read_text().splitlines()) == 1
+
+
+def test_an_early_listing_not_taken_is_never_used_later(repo, system_config):
+    """A verify that stopped before asking (a PATH that does not exist) leaves nothing stale
+    for the next one to read."""
+    with listing_early(repo):
+        for t in threading.enumerate():
+            if t.name == "git-config":
+                t.join()  # listed before the setting changes
+    _write(_global(), '[gpg "ssh"]\n\tallowedSignersFile = /home/me/signers\n')
+    assert _git_setting(repo, NAME) == _reference(repo, NAME) == "/home/me/signers"

@@ -177,3 +177,25 @@ def test_a_file_that_is_not_utf8_is_changed_for_both(tmp_path: Path) -> None:
     rebuilt = rebuild_body(body, repo_reader(root))
     assert rebuilt.body_bytes is None and rebuilt.changed == [SPEC]
     assert Rebuilder(repo_reader(root)).digest(body) is None
+
+
+#: Values equal in Python to the fixture's own (0.0, 8192, true) but written otherwise.
+TYPE_TWINS: list[tuple[str, Any]] = [
+    ("temperature", 0), ("temperature", False), ("max_tokens", 8192.0), ("max_tokens", True),
+    ("stream", 1), ("stream_options", {"include_usage": 1}),
+]  # fmt: skip
+
+
+def test_one_rebuilder_hashes_each_records_own_bytes_over_a_whole_run() -> None:
+    """verify keeps one Rebuilder per run, which encodes the body around the messages once
+    for all the records that share it: a record whose values differ from an earlier one's
+    only in type (0 for 0.0, 1 for true) must still be hashed as its own bytes."""
+    rebuilder = Rebuilder(repo_reader(UNTOUCHED))
+    for record in sorted(UNTOUCHED.rglob("*.request.json")):
+        body = body_of(record)
+        assert rebuilder.digest(body) == reference(body, UNTOUCHED) is not None
+        for key, value in TYPE_TWINS:
+            twin = {**copy.deepcopy(body), key: value}
+            assert (
+                rebuilder.digest(twin) == reference(twin, UNTOUCHED) != reference(body, UNTOUCHED)
+            )

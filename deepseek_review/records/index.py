@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from ..errors import InputError
 from ..repo import resolve_inside
@@ -29,7 +29,8 @@ T = TypeVar("T")
 @dataclass(slots=True)
 class Entry(Generic[T]):
     """A receipt as the index knows it, with what its loader made of it (read-only by
-    convention: a verify run makes one per receipt)."""
+    convention: a verify run makes one per receipt, and reads its fields many times: slots,
+    which the interpreter reads quicker than a named tuple's fields)."""
 
     rel: str
     answer: str | None
@@ -39,9 +40,9 @@ class Entry(Generic[T]):
     item: T
 
 
-@dataclass(frozen=True)
-class Break:
-    """Where a walk along a chain stopped before its end."""
+class Break(NamedTuple):
+    """Where a walk along a chain stopped before its end (a named tuple: verify's start-up
+    creates the class, where a frozen dataclass costs several times as much)."""
 
     kind: Literal["link", "unclaimed", "claimed-twice", "loop", "fork"]
     at: str
@@ -73,23 +74,25 @@ def receipts_in(root: Path, folder: str) -> list[str]:
     return [prefix + n for n in names]
 
 
-@dataclass
 class ReceiptIndex(Generic[T]):
     """The receipts of some folders of ``root``, loaded by ``load`` (None: not a receipt
     to index at all), each at most once; a folder is scanned the first time it is asked about
-    (an answer's folder when its claimants are asked for)."""
+    (an answer's folder when its claimants are asked for). ``lazy`` False: only what was
+    added or got, no folder scanned."""
 
-    root: Path
-    load: Callable[[str], Entry[T] | None]
-    lazy: bool = True
-    """Scan a folder the first time it is asked about; False: only what was added or got."""
-    entries: dict[str, Entry[T]] = field(default_factory=dict)
-    _owners: dict[str, list[str]] = field(default_factory=dict)
-    _continuers: dict[str, list[str]] = field(default_factory=dict)
-    _valid_continuers: dict[str, list[str]] = field(default_factory=dict)
-    _scanned: set[str] = field(default_factory=set)
-    _loaded: set[str] = field(default_factory=set)
-    _heads: dict[str, tuple[str, int] | None] = field(default_factory=dict)
+    def __init__(
+        self, root: Path, load: Callable[[str], Entry[T] | None], *, lazy: bool = True
+    ) -> None:
+        self.root = root
+        self.load = load
+        self.lazy = lazy
+        self.entries: dict[str, Entry[T]] = {}
+        self._owners: dict[str, list[str]] = {}
+        self._continuers: dict[str, list[str]] = {}
+        self._valid_continuers: dict[str, list[str]] = {}
+        self._scanned: set[str] = set()
+        self._loaded: set[str] = set()
+        self._heads: dict[str, tuple[str, int] | None] = {}
 
     # -- filling
 

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import OutputError
 from ..options import check
 
 
-@dataclass(frozen=True)
-class SegmentFile:
-    """One kind of file a segment owns."""
+class SegmentFile(NamedTuple):
+    """One kind of file a segment owns (a named tuple: made at every start-up)."""
 
     kind: str
     suffix: str

@@ -121,8 +121,9 @@ def repo_reader(root: Path) -> Reader:
 
 _PLACEHOLDERS = tuple(f"\x00deepseek-review-content-{i}\x00" for i in range(64))
 _MARKERS = tuple(json.dumps(p).encode("ascii") for p in _PLACEHOLDERS)
-#: The control characters JSON escapes as \uXXXX (the others it escapes as \n, \r, \t).
-_RARE_CONTROL = bytes(b for b in range(0x20) if b not in b"\n\r\t")
+#: Every byte but the control characters JSON escapes as \uXXXX, \b or \f (the others it
+#: escapes as \n, \r, \t): deleted, they leave only those.
+_NOT_RARE_CONTROL = bytes(b for b in range(256) if b >= 0x20 or b in b"\n\r\t")
 _KINDS = frozenset(REF_KEYS)
 
 
@@ -137,7 +138,7 @@ def escaped_utf8(data: bytes) -> bytes | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if len(data.translate(None, _RARE_CONTROL)) != len(data):  # 5x a regex search
+    if data.translate(None, _NOT_RARE_CONTROL):  # what is left is small: 5x a regex search
         return escaped(text)
     return (
         data.replace(b"\\", b"\\\\")
@@ -159,7 +160,11 @@ class Rebuilder:
     def __init__(self, read: Reader, digest: Callable[[str], str | None] | None = None) -> None:
         self.read = read
         self._digest = digest or self._hash
+        self._digests: dict[str, str | None] = {}
+        """Each referenced file's hash as ``digest`` gave it (asked once per run: the same
+        files are referenced by many records)."""
         self._escaped: dict[str, bytes | None] = {}
+        self._frames: dict[str, tuple[bytes, bytes] | None] = {}
         self._escaped_text: dict[str, bytes] = {}
 
     def _hash(self, path: str) -> str | None:
@@ -235,18 +240,37 @@ class Rebuilder:
         """The body's bytes in pieces, its messages (each ``{"content", "role"}``: the keys
         in canonical order) written here around their escaped contents; the rest encoded
         with one placeholder where the messages go."""
+        around = self._around_messages(body)
+        if around is None:
+            return None
+        chunks = [around[0], b"["]
+        for i, (m, pieces) in enumerate(zip(messages, contents, strict=True)):
+            chunks.append(b'{"content":"' if i == 0 else b',{"content":"')
+            chunks += pieces
+            chunks += (b'","role":"', self._escaped_literal(m["role"]), b'"}')
+        chunks += (b"]", around[1])
+        return chunks
+
+    def _around_messages(self, body: Mapping[str, Any]) -> tuple[bytes, bytes] | None:
+        """The body's bytes before and after its messages (None: the reference judges),
+        encoded once per run for each rest of the body: the records of a run share a few.
+        Keyed by the rest's ``repr``, which tells JSON's values apart as exactly as the
+        encoding does (``0``, ``0.0`` and ``false`` are three keys; two orders of the same
+        keys only two entries)."""
+        key = repr({k: v for k, v in body.items() if k != "messages"})
+        try:
+            return self._frames[key]
+        except KeyError:
+            got = self._frames[key] = self._split_frame(body)
+            return got
+
+    def _split_frame(self, body: Mapping[str, Any]) -> tuple[bytes, bytes] | None:
         frame = self._frame(body, _PLACEHOLDERS[0])
         marker = _MARKERS[0]
         at = -1 if frame is None else frame.find(marker)
         if frame is None or at < 0 or frame.count(marker) != 1:
             return None  # a placeholder look-alike in the record: the reference judges
-        chunks = [frame[:at], b"["]
-        for i, (m, pieces) in enumerate(zip(messages, contents, strict=True)):
-            chunks.append(b'{"content":"' if i == 0 else b',{"content":"')
-            chunks += pieces
-            chunks += (b'","role":"', self._escaped_literal(m["role"]), b'"}')
-        chunks += (b"]", frame[at + len(marker) :])
-        return chunks
+        return frame[:at], frame[at + len(marker) :]
 
     def _framed_messages(
         self, body: Mapping[str, Any], messages: list[Any], contents: list[list[bytes]]
@@ -301,7 +325,13 @@ class Rebuilder:
             return None
         path = ref.get("path")
         digest = ref.get("sha256")
-        if not isinstance(path, str) or not isinstance(digest, str) or self._digest(path) != digest:
+        if not isinstance(path, str) or not isinstance(digest, str):
+            return None
+        try:
+            known = self._digests[path]
+        except KeyError:
+            known = self._digests[path] = self._digest(path)
+        if known != digest:
             return None
         if kind == "$file":
             files.setdefault(path, (digest, ref["bytes"]))

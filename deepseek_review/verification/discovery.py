@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import InputError
 from ..records.naming import (
@@ -24,15 +24,16 @@ from .reports import DEFAULT_FOLDER
 _SIGNED = (STATEMENT_SUFFIX, SIGNATURE_SUFFIX)
 
 
-@dataclass
-class _Listing:
-    """What a walk saw beyond the receipts (paths relative to the folder walked)."""
+class _Listing(NamedTuple):
+    """What a walk saw beyond the receipts (paths relative to the folder walked). Named
+    tuples here: verify's start-up creates their classes, and a dataclass costs several
+    times as much."""
 
-    orphans: list[str] = field(default_factory=list)
+    orphans: list[str]
     """Answers without their receipt."""
-    folders: list[str] = field(default_factory=list)
+    folders: list[str]
     """Folders listed whole."""
-    signed: list[str] = field(default_factory=list)
+    signed: list[str]
     """Entries named like a segment's statement or signature, of any file type."""
 
 
@@ -68,8 +69,7 @@ def _walk(top: str, seen: _Listing) -> Iterator[str]:
         seen.orphans.extend(prefix + n for n in unreceipted_answers(answers))
 
 
-@dataclass(frozen=True)
-class Discovery:
+class Discovery(NamedTuple):
     receipts: list[str]
     """The receipts found (sorted, unique), repo-relative."""
     shown: list[str]
@@ -78,9 +78,9 @@ class Discovery:
     """Folders whose receipts are all listed (the chain index need not scan them again)."""
     orphans: list[str]
     """Answer files without their receipt in the folders searched (never verified)."""
-    listed: set[str] = field(default_factory=set)
+    listed: set[str]
     """Folders listed whole (repo-relative, ``""`` for the root)."""
-    signed: set[str] = field(default_factory=set)
+    signed: set[str]
     """The entries of ``listed`` folders named like a statement or a signature: any other
     such file of those folders did not exist when they were listed."""
 
@@ -103,7 +103,7 @@ def discover(root: Path, paths: Sequence[str], default_folder: str = DEFAULT_FOL
         if path.is_dir():
             top = "" if rel == "." else rel
             prefix = top + "/" if top else ""
-            seen = _Listing()
+            seen = _Listing([], [], [])
             for sub in _walk(str(path), seen):
                 found.add(prefix + sub)
                 scanned.add((prefix + sub).rpartition("/")[0])

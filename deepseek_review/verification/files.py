@@ -5,18 +5,17 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..errors import InputError
 from ..records.canonical import sha256_tag
 from ..repo import resolve_inside
 
 
-@dataclass(frozen=True)
-class Problem:
-    """Why a file named by a receipt or record could not be used."""
+class Problem(NamedTuple):
+    """Why a file named by a receipt or record could not be used (a named tuple: verify's
+    start-up creates its classes, and a frozen dataclass costs several times as much)."""
 
     kind: Literal["missing", "outside", "not_file", "unreadable"]
     detail: str
