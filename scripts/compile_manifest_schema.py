@@ -22,7 +22,11 @@ from deepseek_review import optschema
 HERE = Path(__file__).resolve().parent.parent
 OUT = HERE / "deepseek_review" / "_compiled_manifest_schema.py"
 sys.path.insert(0, str(HERE))
-from scripts.compile_receipt_schema import _IMPORT, _LOCAL  # noqa: E402  (written once there)
+from scripts.compile_receipt_schema import (  # noqa: E402  (written once there)
+    _IMPORT,
+    _LOCAL,
+    write_or_check,
+)
 
 
 def generate() -> str:
@@ -50,16 +54,7 @@ def generate() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = generate()
-    if "--check" in argv:
-        if OUT.exists() and OUT.read_text(encoding="utf-8") == text:
-            return 0
-        print(
-            f"{OUT.name} is stale; run python scripts/compile_manifest_schema.py", file=sys.stderr
-        )
-        return 1
-    OUT.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check(OUT, generate(), argv, Path(__file__).name)
 
 
 if __name__ == "__main__":

@@ -67,12 +67,20 @@ def generate() -> str:
     return "\n".join(parts)
 
 
+def write_or_check(out: Path, text: str, argv: list[str], script: str) -> int:
+    """A generator's command line: write ``out``; with ``--check``, exit 1 (saying so) when
+    ``out`` differs from what the generator writes today."""
+    if "--check" not in argv:
+        out.write_text(text, encoding="utf-8")
+        return 0
+    if out.exists() and out.read_text(encoding="utf-8") == text:
+        return 0
+    print(f"{out.name} is stale; run python scripts/{script}", file=sys.stderr)
+    return 1
+
+
 def main(argv: list[str]) -> int:
-    text = generate()
-    if "--check" in argv:
-        return 0 if OUT.exists() and OUT.read_text(encoding="utf-8") == text else 1
-    OUT.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check(OUT, generate(), argv, Path(__file__).name)
 
 
 if __name__ == "__main__":
