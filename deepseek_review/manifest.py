@@ -43,7 +43,8 @@ from .manifestfile import (
 from .options import OPTIONS, name_of, naming
 from .optvalues import BadValue
 from .pipeline import DEFAULT_OUTPUT_DIR, GatherFn, ReviewOptions, ReviewPlan, plan_review
-from .repo import find_repo_root, paths_settled, resolve_inside
+from .repo import find_repo_root, resolve_inside
+from .settled import paths_settled
 
 __all__ = [
     "FORMATS",

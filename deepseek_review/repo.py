@@ -14,16 +14,12 @@ import shutil
 import stat
 import subprocess
 import unicodedata
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple
 
 from .errors import ConfigError, InputError
 from .options import name_of
-
-_T = TypeVar("_T")
+from .settled import settled
 
 #: Forced on every git command. The repository under review is untrusted, and so is its
 #: ``.git/config``: nothing in it may make git run a program. ``ls-files`` and
@@ -216,38 +212,11 @@ def git_toplevel(start: Path) -> Path | None:
     return git_facts(start).top
 
 
-_SETTLED: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar(
-    "deepseek_review_settled_paths", default=None
-)
-
-
-@contextmanager
-def paths_settled() -> Iterator[None]:
-    """Within the block, the root and each path given to :func:`resolve_inside` are resolved
-    once: a batch plans hundreds of entries naming the same root and output folder (and shares
-    the files they gather the same way). Refusals are not kept: each caller words its own."""
-    token = _SETTLED.set({})
-    try:
-        yield
-    finally:
-        _SETTLED.reset(token)
-
-
-def _settled(key: tuple[Any, ...], resolve: Callable[[], _T]) -> _T:
-    memo = _SETTLED.get()
-    if memo is None:
-        return resolve()
-    if key not in memo:
-        memo[key] = resolve()
-    got: _T = memo[key]
-    return got
-
-
 def find_repo_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
     """``--repo-root``, else the enclosing git work tree, else the current folder."""
     here = Path.cwd() if cwd is None else cwd
     named = None if explicit is None else os.fspath(explicit)
-    return _settled(("root", here, named), lambda: _find_repo_root(explicit, here))
+    return settled(("root", here, named), lambda: _find_repo_root(explicit, here))
 
 
 def _find_repo_root(explicit: str | os.PathLike[str] | None, here: Path) -> Path:
@@ -317,7 +286,7 @@ def resolve_inside(root: Path, user_path: str, *, what: str = "path") -> tuple[P
     it* (normalised, symlinks inside the repository kept as named), so receipts show the
     names people recognise.
     """
-    return _settled(("inside", root, user_path), lambda: _resolve_inside(root, user_path, what))
+    return settled(("inside", root, user_path), lambda: _resolve_inside(root, user_path, what))
 
 
 def _resolve_inside(root: Path, user_path: str, what: str) -> tuple[Path, str]:
