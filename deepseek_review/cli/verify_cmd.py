@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -96,19 +93,6 @@ def _failure(report: VerifyReport) -> str:
     return "; ".join(parts)
 
 
-_ALLOWED_SIGNERS_ENV = OPTIONS["allowed_signers"].env_name or ""
-
-
-def _git_settings_early(root: Path, allowed_signers: str | None) -> AbstractContextManager[None]:
-    """git's config listed in the background while verify loads, when git's allowed signers
-    may count (neither the flag nor its variable names them)."""
-    if allowed_signers is not None or os.environ.get(_ALLOWED_SIGNERS_ENV, "").strip():
-        return nullcontext()
-    from ..signing.keys import listing_early
-
-    return listing_early(root)
-
-
 VerifyPaths = Annotated[
     list[str] | None,
     typer.Argument(
@@ -161,16 +145,15 @@ def verify(
     from .. import api
 
     root = api.repo_root(repo_root)
-    with _git_settings_early(root, allowed_signers):
-        typed = [typed_path(root, p) for p in paths or []]
-        report = api.verify(
-            typed,
-            root=root,
-            strict=strict,
-            jobs=jobs,
-            allowed_signers=allowed_signers,
-            require_signature=require_signature or None,
-        )
+    typed = [typed_path(root, p) for p in paths or []]
+    report = api.verify(
+        typed,
+        root=root,
+        strict=strict,
+        jobs=jobs,
+        allowed_signers=allowed_signers,
+        require_signature=require_signature or None,
+    )
     _render(report, as_json)
     if not report.ok:
         raise VerificationFailed(_failure(report))
