@@ -12,7 +12,10 @@ Both sides are fresh processes (start-up counts), timed in alternating pairs; th
 medians is the result. The 1,000-receipt row also times, against the same baseline in the
 same run, what no verify can avoid inside the stack: ``python -c "import typer"`` (the
 stack's imports alone) and a verify of an empty folder (interpreter, CLI and verify's own
-modules, no receipt), so its note shows how much of the 3x budget start-up takes.
+modules, no receipt), so its note shows how much of the 3x budget start-up takes. Both rows
+also time a plain verify inside the stack (``floor_verify.py``: typer imported, then only the
+two hashes each receipt pins, rebuilt the direct way, with as many forked workers as ours)
+against ours and against the baseline: what any verify in this stack needs.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ CHAIN_LENGTHS = (1, 2, 1, 3, 1, 4, 2, 1)
 ANSWER_BYTES = 7_000
 #: What every verify imports before it can look at a receipt: the stack (typer).
 STACK_IMPORTS = "import typer"
+HERE = Path(__file__).resolve().parent
 
 
 class _Client:
@@ -186,6 +190,37 @@ def startup_details(
     return out, [cmd.shown().replace(str(root), "$REPO") for _, cmd in sides]
 
 
+def plain_details(
+    root: Path, ours_cmd: Command, base_cmd: Command, workers: int, rounds: int
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The plain verify inside the stack (floor_verify.py, ``workers`` forked children as
+    ours has), checked to pass, then timed in pairs against ours and against the baseline."""
+    argv = (sys.executable, str(HERE / "floor_verify.py"), str(root), str(root / "reviews"))
+    plain = Command((*argv, "--workers", str(workers)))
+    done = subprocess.run(plain.argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"floor_verify.py failed on the corpus: {done.stdout}{done.stderr}")
+    ours, plain_side = compare(ours_cmd, plain, rounds)
+    plain_again, base = compare(plain, base_cmd, rounds)
+    label = (
+        "a plain verify inside the stack (floor_verify.py: `import typer`, then per receipt "
+        "the two JSON decodes, the answer's hash, each referenced file hashed once, the body "
+        "rebuilt the direct way and hashed; no schema, path, size, chain, signature or report "
+        f"checks; {workers} forked workers as ours)"
+    )
+    details = [
+        (
+            f"ours vs {label}",
+            f"{ours.wall / plain_side.wall:.2f}x ({seconds(ours)} vs {seconds(plain_side)})",
+        ),
+        (
+            "that plain verify vs sha256sum",
+            f"{plain_again.wall / base.wall:.2f}x ({seconds(plain_again)} vs {seconds(base)})",
+        ),
+    ]
+    return details, [plain.shown().replace(str(root), "$REPO")]
+
+
 def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResult:
     """One row: ``verify`` of ``receipts`` receipts against sha256sum over what it reads."""
     root = (work / f"repo-{receipts}").resolve()
@@ -202,6 +237,7 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
     procs, ran, workers = processes_of(ours_cmd)
     base_cmd = sha256sum_side(root, files, procs, workers, work)
     ours, base = compare(ours_cmd, base_cmd, rounds)
+    plain, plain_cmds = plain_details(root, ours_cmd, base_cmd, workers, rounds)
     kinds = Counter(_kind(f) for f in files)
     ratio = ours.wall / base.wall
     fixed, fixed_cmds = (
@@ -219,6 +255,7 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
         commands=[
             ours_cmd.shown().replace(str(root), "$REPO"),
             base_cmd.shown() + "   # the files verify opened, NUL-separated",
+            *plain_cmds,
             *fixed_cmds,
         ],
         details=[
@@ -229,6 +266,7 @@ def verify_row(work: Path, receipts: int, goal: float, rounds: int) -> BenchResu
                 f"xargs and {procs - 1} sha256sum, {max(1, workers)} at a time",
             ),
             ("files verify opened under the repository (strace)", _kinds(kinds)),
+            *plain,
             *fixed,
         ],
         notes=[
