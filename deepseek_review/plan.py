@@ -240,23 +240,16 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
     return _Base(body_options, endpoint, root, out_dir, template, gitplan)
 
 
-def _after(base: _Base, options: ReviewOptions) -> None:
+def _after(
+    options: ReviewOptions, body: BodyOptions, url: str, folder: str, paths: list[str]
+) -> None:
     """What could otherwise only fail once an answer has been paid for."""
     if options.continuation.max_continuations > 0:
-        continuation_body(base.body, options.continuation)
-    out_rel = base.out_dir.relative_to(base.root).as_posix()
-    check_recordable(
-        model=options.model,
-        endpoint=base.endpoint.url,
-        folder=out_rel,
-        context_files=base.git.receipt_paths,
-    )
+        continuation_body(body, options.continuation)
+    check_recordable(model=options.model, endpoint=url, folder=folder, context_files=paths)
     if options.continuation.max_continuations > 0 and options.continuation.model:
         check_recordable(
-            model=options.continuation.model,
-            endpoint=base.endpoint.url,
-            folder=out_rel,
-            context_files=None,
+            model=options.continuation.model, endpoint=url, folder=folder, context_files=None
         )
 
 
@@ -316,7 +309,9 @@ def plan_review(
         check("context_window", options.context_window)
     base = _base(options, env, gather) if shared is None else shared.base(options, env, gather)
     root, endpoint, out_dir, template = base.root, base.endpoint, base.out_dir, base.template
-    gitplan = base.git
+    body_options, gitplan = base.body, base.git
+    kept = None if shared is None else base  # alone, the files' texts go with the body
+    del base
     skipped, pins, receipt_paths = gitplan.skipped, gitplan.git, gitplan.receipt_paths
     files: list[ContextFile] = gitplan.files
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
@@ -340,7 +335,7 @@ def plan_review(
     texts = {f.path: f.text for f in files}
     files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
     del gitplan
-    prepared = prepare(base.body, messages, texts)
+    prepared = prepare(body_options, messages, texts)
     estimate = estimate_sizes(sizes)
     if options.context_window is not None and estimate > options.context_window:
         log.warning(
@@ -351,17 +346,18 @@ def plan_review(
             options.context_window,
         )
     # What could otherwise only fail once an answer has been paid for is checked now.
-    if shared is None:
-        _after(base, options)
+    out_rel = out_dir.relative_to(root).as_posix()
+    if kept is None:
+        _after(options, body_options, endpoint.url, out_rel, receipt_paths)
     else:
-        if base.after is None:
+        if kept.after is None:
             try:
-                _after(base, options)
-                base.after = True
+                _after(options, body_options, endpoint.url, out_rel, receipt_paths)
+                kept.after = True
             except ReviewError as exc:
-                base.after = exc
-        if isinstance(base.after, ReviewError):
-            raise base.after
+                kept.after = exc
+        if isinstance(kept.after, ReviewError):
+            raise kept.after
     if check_output:
         named = f"{name_of('output_dir')} {options.output_dir}"
         check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))
