@@ -185,12 +185,12 @@ class EntryOptions:
         """The entry's keys but its topic and prompt (checked values: plain TOML or JSON)."""
         return repr([kv for kv in entry.values.items() if kv[0] not in _PER_ENTRY])
 
-    def get(self, key: str | None) -> tuple[Any, ReviewOptions | ReviewError] | None:
-        return None if key is None else self._built.get(key)
+    def get(self, key: str) -> tuple[Any, ReviewOptions | ReviewError] | None:
+        """The ``max_context_bytes`` (a prompt file's limit) and options built for ``key``."""
+        return self._built.get(key)
 
-    def put(self, key: str | None, limit: Any, built: ReviewOptions | ReviewError) -> None:
-        if key is not None:
-            self._built[key] = (limit, built)
+    def put(self, key: str, limit: Any, built: ReviewOptions | ReviewError) -> None:
+        self._built[key] = (limit, built)
 
 
 def entry_options(
@@ -218,7 +218,7 @@ def entry_options(
         below = _levels_below(manifest, overrides, base or {})
     if root is None:
         root = find_repo_root(repo_root)
-    key = None if shared is None else shared.key(entry)
+    key = "" if shared is None else shared.key(entry)
     known = None if shared is None else shared.get(key)
     if known is None:
         values = merge([_layer(entry.values, f"manifest entry {entry.index}"), *below], _KEYS)

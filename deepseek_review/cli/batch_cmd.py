@@ -68,7 +68,7 @@ def batch(flags: Flags) -> None:
 def _collector_paused() -> Iterator[None]:
     """The cyclic collector off while the batch is imported and planned: what that makes
     (modules, every entry's plan) lives as long as the batch, and scanning it again and again
-    only delays the first request (~40 collections, 15 ms of 200 entries' planning)."""
+    only delays the first request (some 40 collections while 200 entries are planned)."""
     if not gc.isenabled():
         yield
         return
