@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 
 from .batch_plan import BatchOptions, PreparedBatch, Work, prepare_batch, remove_stale_temp_files
 from .batch_report import (
@@ -49,9 +50,10 @@ from .ollama import pricing
 from .options import name_of, naming_at
 from .plan import ReviewPlan
 from .records.receipt import fast_validators
-from .resume import segment_from
+from .records.stored import ChainSegment
 from .retry import Throttle
 from .scheduler import BatchEvent, Board, EntryEvents, EventFn, Progress, RequestSlots
+from .segment import Segment
 from .serverhints import Advice
 from .transport import make_http_client
 
@@ -172,7 +174,7 @@ class _Runner:
         status: Status
         error: str | None = None
         try:
-            existing = tuple(segment_from(self.root, cs) for cs in work.existing)
+            existing = _loaded(self.root, work.existing)
             # Continuations already on disk count against the cap.
             left = max(cap - (len(existing) - 1), 0) if existing else None
             job = job_from_plan(plan, existing, max_continuations=left, label=work.topic)
@@ -279,6 +281,16 @@ class _Runner:
             entries_in_manifest=planned.total_entries,
             elapsed=time.monotonic() - board.started,
         )
+
+
+def _loaded(root: Path, chain: tuple[ChainSegment, ...]) -> tuple[Segment, ...]:
+    """A chain left on disk, loaded to be continued (``continue``'s machinery, imported only
+    by a batch that continues one)."""
+    if not chain:
+        return ()
+    from .resume import segment_from
+
+    return tuple(segment_from(root, cs) for cs in chain)
 
 
 def _finished_within(

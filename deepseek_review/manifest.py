@@ -43,6 +43,7 @@ from .manifestfile import (
 from .options import OPTIONS, name_of, naming
 from .optvalues import BadValue
 from .pipeline import DEFAULT_OUTPUT_DIR, GatherFn, ReviewOptions, ReviewPlan, plan_review
+from .plan import SharedPlans
 from .repo import find_repo_root, resolve_inside
 from .settled import paths_settled
 
@@ -166,6 +167,32 @@ def _settled(levels: Sequence[Mapping[str, Setting]]) -> dict[str, Setting]:
     return {k: s for k, s in merge(levels, _KEYS).items() if s.source != "default"}
 
 
+#: An entry's keys that :class:`EntryOptions` does not share options across.
+_PER_ENTRY = frozenset({"topic", "prompt", "prompt_file"})
+
+
+class EntryOptions:
+    """The options of entries that differ only in topic and prompt, built once (a batch's
+    hundreds of entries mostly differ in nothing else): the same options, or the same
+    refusal, each entry's own merge would have made. One per manifest and its levels."""
+
+    def __init__(self, outputs: tuple[Output, ...] = ()) -> None:
+        self.outputs = outputs
+        """What every entry's folders and globs leave out (``ReviewOptions.outputs``)."""
+        self._built: dict[str, tuple[Any, ReviewOptions | ReviewError]] = {}
+
+    def key(self, entry: Entry) -> str:
+        """The entry's keys but its topic and prompt (checked values: plain TOML or JSON)."""
+        return repr([kv for kv in entry.values.items() if kv[0] not in _PER_ENTRY])
+
+    def get(self, key: str) -> tuple[Any, ReviewOptions | ReviewError] | None:
+        """The ``max_context_bytes`` (a prompt file's limit) and options built for ``key``."""
+        return self._built.get(key)
+
+    def put(self, key: str, limit: Any, built: ReviewOptions | ReviewError) -> None:
+        self._built[key] = (limit, built)
+
+
 def entry_options(
     manifest: Manifest,
     entry: Entry,
@@ -178,37 +205,57 @@ def entry_options(
     prompt_files: _PromptFiles | None = None,
     below: Sequence[Mapping[str, Setting]] | None = None,
     root: Path | None = None,
+    shared: EntryOptions | None = None,
 ) -> ReviewOptions:
     """The entry as :class:`ReviewOptions` (what ``run`` would build from the same options).
 
     ``below`` holds the levels under the entry (the options given to ``batch``,
     ``[defaults]``, the environment and config file) and ``root`` the repository root
-    (``repo_root`` found), when the caller found them once for every entry."""
+    (``repo_root`` found), when the caller found them once for every entry; ``shared`` the
+    options already built for entries like this one, and the outputs they all leave out."""
     overrides = overrides or {}
     if below is None:
         below = _levels_below(manifest, overrides, base or {})
-    values = merge([_layer(entry.values, f"manifest entry {entry.index}"), *below], _KEYS)
     if root is None:
         root = find_repo_root(repo_root)
+    key = "" if shared is None else shared.key(entry)
+    known = None if shared is None else shared.get(key)
+    if known is None:
+        values = merge([_layer(entry.values, f"manifest entry {entry.index}"), *below], _KEYS)
+        limit = values["max_context_bytes"].value
+    else:
+        limit = known[0]
     if "prompt_file" in entry.values:
         path = _inside_repo(manifest, root, "prompt_file", entry.values["prompt_file"])
-        limit = values["max_context_bytes"].value
         prompt = (prompt_files or _PromptFiles()).read(path, entry.values["prompt_file"], limit)
     else:
         prompt = entry.values["prompt"]
-    template_file = values["template_file"]
-    if template_file.value is not None:
-        path = _inside_repo(manifest, root, "template_file", template_file.value)
-        values["template_file"] = Setting("template_file", str(path), template_file.source)
-    values["topic"] = Setting("topic", entry.topic, f"manifest entry {entry.index}")
-    return build_review_options(
-        values,
-        prompt,
-        root,
-        retry=retry,
-        timeouts=timeouts,
-        operator_endpoints=(overrides["endpoint"],) if "endpoint" in overrides else (),
-    )
+    if known is not None:
+        if isinstance(known[1], ReviewError):
+            raise known[1]
+        return replace(known[1], topic=entry.topic, prompt=prompt)
+    try:
+        template_file = values["template_file"]
+        if template_file.value is not None:
+            path = _inside_repo(manifest, root, "template_file", template_file.value)
+            values["template_file"] = Setting("template_file", str(path), template_file.source)
+        values["topic"] = Setting("topic", entry.topic, f"manifest entry {entry.index}")
+        options = build_review_options(
+            values,
+            prompt,
+            root,
+            retry=retry,
+            timeouts=timeouts,
+            operator_endpoints=(overrides["endpoint"],) if "endpoint" in overrides else (),
+        )
+    except ReviewError as exc:
+        if shared is not None:
+            shared.put(key, limit, exc)
+        raise
+    if shared is not None:
+        options = replace(options, outputs=shared.outputs)
+        shared.put(key, limit, options)
+    return options
 
 
 # --------------------------------------------------------------------------- planning
@@ -337,9 +384,11 @@ def plan_manifest(
     if not any(p.entry is None for p in problems):
         prompt_files = _PromptFiles()
         gather = ContextCache()
+        shared = SharedPlans()
         below = [_settled(_levels_below(manifest, overrides, base))]
         with paths_settled():  # the root and the output folders, resolved once for all
             written = (*_output_folders(manifest, below, root), *outputs)
+            shared_options = EntryOptions(written)
             for entry in selected:
                 try:
                     with naming("manifest"):
@@ -354,9 +403,10 @@ def plan_manifest(
                             prompt_files=prompt_files,
                             below=below,
                             root=root,
+                            shared=shared_options,
                         )
-                        options = replace(options, outputs=written)
-                        planned.append(PlannedEntry(entry, plan(options, env, gather=gather)))
+                        plan_one = plan(options, env, gather=gather, shared=shared)
+                        planned.append(PlannedEntry(entry, plan_one))
                 except ReviewError as exc:
                     problems.append(Problem(exc.message, entry.index, entry.line, entry.topic))
     problems.sort(key=lambda p: (p.entry is not None, p.entry or 0))

@@ -16,8 +16,8 @@ from typing import Any, Literal
 from .calls import RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
 from .endpoint import Endpoint, resolve_endpoint
-from .errors import InputError
-from .gitreview import GitOptions, plan_git
+from .errors import InputError, ReviewError
+from .gitreview import GitOptions, GitPlan, plan_git
 from .logs import log
 from .ollama.native import native_endpoint
 from .ollama.reasoning import with_reasoning
@@ -197,23 +197,28 @@ def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOp
     )
 
 
-def plan_review(
-    options: ReviewOptions,
-    env: Mapping[str, str] | None = None,
-    *,
-    gather: GatherFn = gather_context,
-    check_output: bool = True,
-) -> ReviewPlan:
-    """Check everything and build the exact request, without sending or writing anything.
+class _Base:
+    """What a review's plan takes from its options but its topic and prompt: the request's
+    options, where it goes, where it is written, the template and the context; and whether
+    the options a continuation would use check out (None: not asked yet)."""
 
-    Everything that can be checked before paying for an answer is checked here: the
-    continuation requests' options, and (unless ``check_output`` is off: a batch checks each
-    folder once) that the output folder can be written.
-    """
-    env = os.environ if env is None else env
-    check_topic(options.topic)
-    if options.context_window is not None:
-        check("context_window", options.context_window)
+    __slots__ = ("after", "body", "endpoint", "git", "out_dir", "root", "template")
+
+    def __init__(
+        self,
+        body: BodyOptions,
+        endpoint: Endpoint,
+        root: Path,
+        out_dir: Path,
+        template: Template,
+        git: GitPlan,
+    ) -> None:
+        self.body, self.endpoint, self.root, self.out_dir = body, endpoint, root, out_dir
+        self.template, self.git = template, git
+        self.after: ReviewError | bool | None = None
+
+
+def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _Base:
     body_options = options.body_options()  # validates model, limits, extra body
     endpoint = resolve_endpoint(
         options.endpoint,
@@ -232,6 +237,81 @@ def plan_review(
         options.git, root, options.context, options.limits, outputs, gather,
         topic=options.topic, out_dir=out_named,
     )  # fmt: skip
+    return _Base(body_options, endpoint, root, out_dir, template, gitplan)
+
+
+def _after(
+    options: ReviewOptions, body: BodyOptions, url: str, folder: str, paths: list[str]
+) -> None:
+    """What could otherwise only fail once an answer has been paid for."""
+    if options.continuation.max_continuations > 0:
+        continuation_body(body, options.continuation)
+    check_recordable(model=options.model, endpoint=url, folder=folder, context_files=paths)
+    if options.continuation.max_continuations > 0 and options.continuation.model:
+        check_recordable(
+            model=options.continuation.model, endpoint=url, folder=folder, context_files=None
+        )
+
+
+#: The options :class:`SharedPlans` does not share a plan's base across.
+_PER_REVIEW = frozenset({"topic", "prompt"})
+
+
+class SharedPlans:
+    """The part of a plan that does not depend on the review's topic and prompt, made once
+    for the reviews whose other options are the very same objects (a batch's entries that
+    differ only in topic and prompt: :class:`~.manifest.EntryOptions` builds them so): the
+    same values, and the same refusal, each would have made. One per batch (one environment,
+    one planning thread); a change (``--diff``, ``--staged``), whose plan looks at the topic,
+    is planned in full each time."""
+
+    def __init__(self) -> None:
+        # By the identity of the options' values; the values are kept, so no other object
+        # can take one's id while the memo lives.
+        self._bases: dict[tuple[int, ...], tuple[list[Any], _Base | ReviewError]] = {}
+
+    def base(self, options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _Base:
+        if options.git.diff is not None or options.git.staged:
+            return _base(options, env, gather)
+        values = [v for k, v in vars(options).items() if k not in _PER_REVIEW]
+        values.append(env)
+        key = tuple(map(id, values))
+        known = self._bases.get(key)
+        if known is None:
+            try:
+                known = values, _base(options, env, gather)
+            except ReviewError as exc:
+                known = values, exc
+            self._bases[key] = known
+        if isinstance(known[1], ReviewError):
+            raise known[1]
+        return known[1]
+
+
+def plan_review(
+    options: ReviewOptions,
+    env: Mapping[str, str] | None = None,
+    *,
+    gather: GatherFn = gather_context,
+    check_output: bool = True,
+    shared: SharedPlans | None = None,
+) -> ReviewPlan:
+    """Check everything and build the exact request, without sending or writing anything.
+
+    Everything that can be checked before paying for an answer is checked here: the
+    continuation requests' options, and (unless ``check_output`` is off: a batch checks each
+    folder once) that the output folder can be written. ``shared`` (a batch's) makes what
+    does not depend on the topic and prompt once for all the reviews that share it.
+    """
+    env = os.environ if env is None else env
+    check_topic(options.topic)
+    if options.context_window is not None:
+        check("context_window", options.context_window)
+    base = _base(options, env, gather) if shared is None else shared.base(options, env, gather)
+    root, endpoint, out_dir, template = base.root, base.endpoint, base.out_dir, base.template
+    body_options, gitplan = base.body, base.git
+    kept = None if shared is None else base  # alone, the files' texts go with the body
+    del base
     skipped, pins, receipt_paths = gitplan.skipped, gitplan.git, gitplan.receipt_paths
     files: list[ContextFile] = gitplan.files
     prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
@@ -266,22 +346,18 @@ def plan_review(
             options.context_window,
         )
     # What could otherwise only fail once an answer has been paid for is checked now.
-    if options.continuation.max_continuations > 0:
-        continuation_body(body_options, options.continuation)
     out_rel = out_dir.relative_to(root).as_posix()
-    check_recordable(
-        model=options.model,
-        endpoint=endpoint.url,
-        folder=out_rel,
-        context_files=receipt_paths,
-    )
-    if options.continuation.max_continuations > 0 and options.continuation.model:
-        check_recordable(
-            model=options.continuation.model,
-            endpoint=endpoint.url,
-            folder=out_rel,
-            context_files=None,
-        )
+    if kept is None:
+        _after(options, body_options, endpoint.url, out_rel, receipt_paths)
+    else:
+        if kept.after is None:
+            try:
+                _after(options, body_options, endpoint.url, out_rel, receipt_paths)
+                kept.after = True
+            except ReviewError as exc:
+                kept.after = exc
+        if isinstance(kept.after, ReviewError):
+            raise kept.after
     if check_output:
         named = f"{name_of('output_dir')} {options.output_dir}"
         check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))

@@ -17,6 +17,7 @@ from deepseek_review.manifest import (
     scan_toml_lines,
     shard_of,
 )
+from deepseek_review.prompt import list_templates
 from tests.conftest import files_under
 
 GOOD_TOML = """\
@@ -312,6 +313,41 @@ def test_entries_sharing_context_share_the_bytes_read(repo, monkeypatch):
     a, b = plan_manifest(path).entries
     assert reads.count(a.plan.files[0].path) == 1
     assert a.plan.files[0].sha256 == b.plan.files[0].sha256
+
+
+def test_entries_like_others_get_the_request_each_would_get_alone(repo):
+    write(repo / "ask.md", "Check the median.")
+    entries = (
+        toml_entry("a", prompt="Check the mean.")
+        + toml_entry("b", prompt="Check the mode.", context=["docs/spec.md", "src/pkg/*.py"])
+        + toml_entry("c", prompt="Check the mean.")
+        + '[[review]]\ntopic = "d"\nprompt_file = "ask.md"\ncontext = "docs/spec.md"\n\n'
+        + toml_entry("e", prompt="Check the mode.", context=["docs/spec.md", "src/pkg/*.py"])
+        + toml_entry("f", prompt="Check the mean.", max_tokens=99)
+    )
+    together = plan_manifest(write(repo / "all.toml", entries)).entries
+    for i, planned in enumerate(together):
+        alone_toml = entries.split("[[review]]")[i + 1]
+        (alone,) = plan_manifest(write(repo / "one.toml", "[[review]]" + alone_toml)).entries
+        assert planned.plan.prepared.body_bytes == alone.plan.prepared.body_bytes
+        assert planned.plan.options == alone.plan.options
+
+
+def test_a_problem_entries_share_is_reported_for_each_of_them(repo):
+    path = write(
+        repo / "r.toml",
+        toml_entry("a", template="nope")
+        + toml_entry("b")
+        + toml_entry("c", template="nope", prompt="Other.")
+        + '[[review]]\ntopic = "d"\nprompt_file = "gone.md"\ncontext = "docs/spec.md"\n'
+        + 'template = "nope"\n',
+    )
+    unknown = f"unknown template 'nope'; choose from {', '.join(list_templates())}"
+    assert problems_of(path) == [
+        f"entry 1 (line 1, topic 'a'): {unknown}",
+        f"entry 3 (line 12, topic 'c'): {unknown}",
+        "entry 4 (line 18, topic 'd'): prompt_file gone.md: no such file",
+    ]
 
 
 # --------------------------------------------------------------------------- shards
