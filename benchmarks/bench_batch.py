@@ -7,24 +7,31 @@ round into a fresh output folder. The baseline is :mod:`benchmarks.bare_batch`, 
 sent, context included, rebuilt from its request records), reading each stream to its end and
 writing nothing. An untimed pass against a recording simulator shows both send the same
 multiset of bodies. The simulator (its own process) answers each request in 200 ms, 8 at a
-time: 200 x 0.2 s / 8 = 5 s is the ideal, shown as context only.
+time: 200 x 0.2 s / 8 = 5 s is the ideal, shown as context only. The stack's floor,
+:mod:`benchmarks.floor_batch` (the bare client's work with typer parsing its command line and
+one httpx client sending under tenacity), is timed against both: what the stack alone costs
+the row, and what ours costs beyond it.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.common import (
     BenchResult,
     Command,
+    Runnable,
     Sample,
     SimulatorProcess,
     compare,
     recorded_bodies,
+    seconds,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -111,12 +118,27 @@ def bare(url: str, bodies: Path) -> Command:
     return Command((*argv, str(JOBS), str(bodies)))
 
 
-def same_bodies(root: Path, bodies: Path, work: Path) -> tuple[list[str], list[str]]:
-    """Each side once against a recording simulator (no latency): the bodies' sha256."""
+def floor(url: str, bodies: Path) -> Command:
+    argv = (sys.executable, str(HERE / "floor_batch.py"), url + "/v1/chat/completions")
+    return Command((*argv, str(JOBS), str(bodies)))
+
+
+def same_bodies(root: Path, bodies: Path, work: Path) -> list[list[str]]:
+    """Each side (ours, the bare client, the stack's floor) once against a recording
+    simulator (no latency): the bodies' sha256."""
     flags = ("--capacity", str(CAPACITY), "--answer-words", str(ANSWER_WORDS))
-    ours = recorded_bodies(*flags, send=lambda u: Batch(root, u, "check").run(), work=work)
-    theirs = recorded_bodies(*flags, send=lambda u: bare(u, bodies).run(), work=work)
-    return ours, theirs
+    sides: list[Callable[[str], Runnable]] = [
+        lambda u: Batch(root, u, "check"),
+        lambda u: bare(u, bodies),
+        lambda u: floor(u, bodies),
+    ]
+    return [
+        recorded_bodies(*flags, send=functools.partial(_send, side), work=work) for side in sides
+    ]
+
+
+def _send(side: Callable[[str], Runnable], url: str) -> None:
+    side(url).run()
 
 
 def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResult:
@@ -128,11 +150,14 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
         ours_side = Batch(root, sim.base_url, "out")
         ours_side.run()  # warm-up, and the request records the baseline's bodies come from
         sent = write_bodies(root, "out-0", work / "bodies")
-        ours_bodies, bare_bodies = same_bodies(root, work / "bodies", work)
-        if ours_bodies != bare_bodies or len(ours_bodies) != reviews != sent:
-            raise RuntimeError(f"the two sides sent different bodies ({sent} records)")
+        ours_bodies, bare_bodies, floor_bodies = same_bodies(root, work / "bodies", work)
+        if not ours_bodies == bare_bodies == floor_bodies or len(ours_bodies) != reviews != sent:
+            raise RuntimeError(f"the sides sent different bodies ({sent} records)")
         baseline = bare(sim.base_url, work / "bodies")
+        stack = floor(sim.base_url, work / "bodies")
         ours, base = compare(ours_side, baseline, rounds)
+        floor_side, floor_base = compare(stack, baseline, rounds)
+        ours_again, floor_again = compare(ours_side, stack, rounds)
     ideal = reviews * LATENCY / CAPACITY
     ratio = ours.wall / base.wall
     return BenchResult(
@@ -147,15 +172,29 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
         commands=[
             ours_side.command("out-N").shown(),
             baseline.shown(),
+            stack.shown(),
         ],
         details=[
             (f"ideal {reviews} x {LATENCY} s / {CAPACITY} (context only)", f"{ideal:g} s"),
             ("ours / ideal", f"{ours.wall / ideal:.2f}x"),
             ("bare client / ideal", f"{base.wall / ideal:.2f}x"),
+            (
+                "the stack's floor (floor_batch.py: the bare client's work with typer, one "
+                "httpx client and tenacity) vs the bare client",
+                f"{floor_side.wall / floor_base.wall:.3f}x ({seconds(floor_side)} vs "
+                f"{seconds(floor_base)})",
+            ),
+            (
+                "ours vs the stack's floor: our own share",
+                f"{ours_again.wall / floor_again.wall:.3f}x ({seconds(ours_again)} vs "
+                f"{seconds(floor_again)}; {ours_again.wall - floor_again.wall:.3f} s wall, "
+                f"{ours_again.cpu - floor_again.cpu:.3f} s CPU more)",
+            ),
         ],
         notes=[
             "Same work, checked before timing: a recording simulator received "
-            f"{len(ours_bodies)} bodies from each side, the same sha256 multiset "
+            f"{len(ours_bodies)} bodies from each side (ours, the bare client, the stack's "
+            "floor), the same sha256 multiset "
             f"({len(set(ours_bodies))} distinct bodies: {len(_CONTEXTS)} contexts x "
             "different prompts).",
             "Each round of ours writes into a fresh output folder (an existing one would be "

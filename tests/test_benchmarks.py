@@ -58,16 +58,16 @@ def test_review_row_stdlib_script_and_curl_send_ours_exact_body(tmp_path: Path) 
     assert sent["ours_plain"] == sent["seed"] != sent["ours"]
 
 
-def test_batch_row_bare_client_sends_the_batch_bodies(tmp_path: Path) -> None:
+def test_batch_row_bare_client_and_stacks_floor_send_the_batch_bodies(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     bench_batch.make_repo(root, 6)
     with SimulatorProcess() as sim:
         bench_batch.Batch(root, sim.base_url, "out").run()
     assert bench_batch.write_bodies(root, "out-0", tmp_path / "bodies") == 6
-    ours, bare = bench_batch.same_bodies(root, tmp_path / "bodies", tmp_path)
+    ours, bare, floor = bench_batch.same_bodies(root, tmp_path / "bodies", tmp_path)
     assert len(ours) == 6
-    assert ours == bare
+    assert ours == bare == floor
 
 
 @needs_strace

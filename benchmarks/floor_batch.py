@@ -1,0 +1,73 @@
+"""The batch row's floor inside the stack: the bare client's work with typer, httpx, tenacity.
+
+What :mod:`benchmarks.bare_batch` does (JOBS threads take the next body from a shared queue,
+POST it and read the streamed answer line by line to its end; nothing checked or written),
+but the way a tool on this project's stack must: typer parses the command line, one
+``httpx.Client`` (a connection per thread, plain http, so no CA bundle) sends, and each
+request runs under ``tenacity``. The difference from the bare client is what the stack alone
+costs the row, before any work of ours.
+
+Usage: python floor_batch.py URL JOBS BODY_DIR
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import ssl
+import sys
+import threading
+
+import httpx
+import tenacity
+import typer
+
+FAILURES: list[str] = []
+
+
+def send_all(client: httpx.Client, url: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
+    while (body := bodies.get()) is not None:
+        for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(3), reraise=True):
+            with attempt:
+                request = client.build_request(
+                    "POST", url, content=body, headers={"Content-Type": "application/json"}
+                )
+                response = client.send(request, stream=True)
+                try:
+                    response.raise_for_status()
+                    for _line in response.iter_lines():  # the server-sent events, as they come
+                        pass
+                finally:
+                    response.close()
+
+
+def worker(client: httpx.Client, url: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
+    try:
+        send_all(client, url, bodies)
+    except Exception as exc:  # a failed run must not pass for a fast one
+        FAILURES.append(repr(exc))
+
+
+def main(url: str, jobs: int, body_dir: str) -> None:
+    bodies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    for name in sorted(os.listdir(body_dir)):
+        with open(os.path.join(body_dir, name), "rb") as fh:
+            bodies.put(fh.read())
+    for _ in range(jobs):
+        bodies.put(None)
+    no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
+    limits = httpx.Limits(max_connections=jobs, max_keepalive_connections=jobs)
+    with httpx.Client(timeout=600, verify=no_ca, limits=limits) as client:
+        threads = [threading.Thread(target=worker, args=(client, url, bodies)) for _ in range(jobs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if FAILURES:
+        sys.exit(f"floor_batch: {len(FAILURES)} threads failed: {FAILURES[0]}")
+    sys.stdout.flush()
+    os._exit(0)  # as ours after a flushed success: no interpreter teardown
+
+
+if __name__ == "__main__":
+    typer.run(main)
