@@ -143,8 +143,9 @@ def verify(
     3 when a PATH does not exist, 2 on a usage error.
     """
     from .. import api
+    from ..repo import find_repo_root  # api.repo_root's module would load logging
 
-    root = api.repo_root(repo_root)
+    root = find_repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
     report = api.verify(
         typed,
