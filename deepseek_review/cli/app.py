@@ -4,9 +4,12 @@ Results go to stdout (paths, or one JSON object with ``--json``); status, progre
 go to stderr. Every :class:`~deepseek_review.errors.ReviewError` is caught in :func:`main`
 alone and becomes a one-line message and its exit code; ``--verbose`` adds the traceback.
 Commands live in sibling modules, one per area, and only parse arguments and render results.
-"""
 
-from __future__ import annotations
+This module and the command modules do not postpone annotations (no ``from __future__ import
+annotations``): typer reads each command's and each option callback's annotations twice
+(``inspect.signature(eval_str=True)``, then ``get_type_hints``), compiling every one that is
+a string; objects it takes as they are (an empty ``verify`` ran 3.4M instructions fewer).
+"""
 
 import contextlib
 import difflib
@@ -71,7 +74,7 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     that logs is loaded (:func:`..logs.configure`), so a command that never logs never
     imports :mod:`logging`."""
 
-    def setup(log: Logger) -> None:
+    def setup(log: "Logger") -> None:
         from .logsetup import install
 
         install(log, verbose=verbose, quiet=quiet, secret=lambda: STATE.secret)
