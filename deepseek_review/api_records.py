@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .api_run import PathArg
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # api_run at run time would load logging, which nothing here uses
+    from .api_run import PathArg
     from .finding.export import FindingsExport
     from .signing.existing import SignReport
     from .signing.segments import SigningKey

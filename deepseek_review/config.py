@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import ConfigError
-from .logs import log
 from .options import CONFIG_FILE as _CONFIG_SCOPE
 from .options import ENV, ENV_PREFIX, OPTIONS, SETTING_KEYS, Option
 from .optvalues import BadValue
@@ -148,6 +147,7 @@ def _warn_unknown_env(env: Mapping[str, str]) -> None:
     # Variables of ours that are not settings, named where they are read (imported only now:
     # most runs set none of ours).
     from .endpoint import ALLOWED_ENV
+    from .logs import log
     from .storage import CRASH_ENV
 
     known = {ENV_PREFIX + k.upper() for k, o in OPTIONS.items() if ENV in o.scopes}

@@ -5,8 +5,6 @@ Standard library only: the command line builds its options from this before anyt
 is imported.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal, NamedTuple
 
 from .optvalues import BadValue, Check, parse_text, typed

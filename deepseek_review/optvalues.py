@@ -4,9 +4,6 @@ refused (the same words for a flag, a variable, a config file, a manifest and a 
 Standard library only, like :mod:`.options`.
 """
 
-from __future__ import annotations
-
-import json
 import math
 import os
 import re
@@ -174,6 +171,8 @@ def parse_text(kind: str, text: str) -> Any:
         elif kind == "float":
             value = float(raw)
         elif kind == "json":  # a table in a variable: JSON (DEEPSEEK_REVIEW_PRICES)
+            import json  # only then: not every start-up
+
             value = json.loads(raw)
     except ValueError:
         raise BadValue(f"must be {_WANT[kind]}, not {text!r}") from None

@@ -116,6 +116,28 @@ def test_version_prints_the_version_without_the_command_line_stack(repo: Path) -
     assert sorted({"typer", "logging"} & _top(modules)) == []
 
 
+@pytest.mark.parametrize("args", [["--help"], ["-q", "verify", "empty"]], ids=["help", "verify"])
+def test_a_command_whose_modules_never_log_does_not_import_logging(
+    repo: Path, args: list[str]
+) -> None:
+    (repo / "empty").mkdir()
+    proc, modules = _spawn(repo, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "logging" not in _top(modules)
+
+
+def test_a_warning_logged_after_start_up_is_printed_as_the_command_line_words_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_REVIEW_MAX_TOKEN", "5")
+    proc, _ = _spawn(repo, "config")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr.startswith(
+        "deepseek-review: DEEPSEEK_REVIEW_MAX_TOKEN is not a setting of deepseek-review; "
+        "ignored (did you mean DEEPSEEK_REVIEW_MAX_TOKENS?)\n"
+    )
+
+
 def test_run_imports_only_the_module_of_its_command(repo: Path, simulator: object) -> None:
     url = simulator.base_url  # type: ignore[attr-defined]
     proc, modules = _spawn(

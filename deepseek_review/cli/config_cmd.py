@@ -1,7 +1,5 @@
 """``config``: the effective settings and where each came from."""
 
-from __future__ import annotations
-
 import sys
 
 from ..textsafe import escape

@@ -5,8 +5,6 @@ what one invocation writes, so they are not in the option table (no config key, 
 environment variable).
 """
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -72,7 +70,7 @@ def findings(
     result.raise_for_gate()
 
 
-def _render(result: FindingsExport, *, to_stdout: bool) -> None:
+def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
     """Problems and the summary go to the log; the export itself to stdout unless ``-o``."""
     for path, why in result.collected.problems:
         log.warning("%s: %s", escape(path), escape(why))

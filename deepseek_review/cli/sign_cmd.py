@@ -1,7 +1,5 @@
 """``sign``: sign the segments that exist; ``attest``: the predicate for CI attestations."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

@@ -21,8 +21,6 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-from ..logs import log
-
 #: The signals that interrupt a command.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -82,6 +80,8 @@ def graceful_stop(stop: threading.Event, exit_code: int) -> Iterator[None]:
             sys.stderr.flush()
             os._exit(exit_code)
         stop.set()
+        from ..logs import log
+
         log.warning(
             "%s: starting no new reviews; waiting for the ones in flight to be written "
             "(%s again to exit now)",

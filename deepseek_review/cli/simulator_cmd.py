@@ -1,7 +1,5 @@
 """``simulator``: serve the bundled test double from the command line."""
 
-from __future__ import annotations
-
 import typer
 
 from .app import app

@@ -1,7 +1,5 @@
 """``stats``: tokens and review counts per model and per month, from the receipts."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Any
 

@@ -1,7 +1,5 @@
 """``verify``: check receipts, answers and chains; one line per receipt, then a summary."""
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,7 +24,7 @@ if TYPE_CHECKING:
     from ..verification import ReceiptReport, VerifyReport
 
 
-def _line(r: ReceiptReport) -> str:
+def _line(r: "ReceiptReport") -> str:
     from ..verification.reports import reread_note  # not pins: that imports git's modules
 
     if r.status == "fail":
@@ -47,7 +45,7 @@ def _orphan_line(path: str, strict: bool) -> str:
     )
 
 
-def _summary(report: VerifyReport) -> str:
+def _summary(report: "VerifyReport") -> str:
     """The counts of the JSON report's ``counts``, in the same words."""
     n = len(report.receipts)
     where = ", ".join(report.searched)
@@ -68,7 +66,7 @@ def _summary(report: VerifyReport) -> str:
     return text
 
 
-def _render(report: VerifyReport, as_json: bool) -> None:
+def _render(report: "VerifyReport", as_json: bool) -> None:
     """One line per receipt (``-q``: not the plain OK ones), per orphan, then the summary."""
     lines = [_line(r) for r in report.receipts if not (STATE.quiet and r.status == "ok")]
     lines += [_orphan_line(p, report.strict) for p in report.orphans]
@@ -78,7 +76,7 @@ def _render(report: VerifyReport, as_json: bool) -> None:
         _json_out(report.to_json())
 
 
-def _failure(report: VerifyReport) -> str:
+def _failure(report: "VerifyReport") -> str:
     n = len(report.receipts)
     failed = report.count("fail")
     parts = []
@@ -143,8 +141,9 @@ def verify(
     3 when a PATH does not exist, 2 on a usage error.
     """
     from .. import api
+    from ..repo import find_repo_root  # api.repo_root's module would load logging
 
-    root = api.repo_root(repo_root)
+    root = find_repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
     report = api.verify(
         typed,
