@@ -5,8 +5,11 @@ process (start-up, git listing the files with the ignore rules applied, every fi
 read, checked and hashed, the prompt rendered, the request body serialised and hashed, the
 file list printed). The baseline ``git ls-files -z | xargs -0 cat`` lists and reads the same
 files and does nothing else. The library's ``gather_context`` alone, in a fresh Python, is a
-detail against the same baseline. An untimed pass under strace first shows each side of ours
-opens exactly the files git lists.
+detail against the same baseline. So is a plain dry run inside the stack
+(:mod:`benchmarks.floor_dryrun`: typer imported, ``git ls-files``, every file read, decoded,
+JSON-escaped into one hash, the list printed; one process, none of ours' checks or framing),
+timed against the baseline and against ours. An untimed pass under strace first shows each
+side of ours and the plain dry run open exactly the files git lists.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 
 from benchmarks.common import BenchResult, Command, compare, git_init, seconds, tool
 from benchmarks.strace import files_opened
+
+HERE = Path(__file__).resolve().parent
 
 FILES = 20_000
 GOAL = 1.4
@@ -69,17 +74,21 @@ def run(work: Path, rounds: int = ROUNDS, files: int = FILES) -> BenchResult:
     cli = [tool(), "-q", "run", "--dry-run", "-c", ".", "-p", "Review."]
     ours_cmd = Command((*cli, "--max-context-bytes", limit, "--max-file-bytes", limit), root)
     base_cmd = Command(("sh", "-c", "git ls-files -z | xargs -0 cat"), root)
+    plain = Command((sys.executable, str(HERE / "floor_dryrun.py"), "."), root)
     tracked = (
         subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True, capture_output=True)
         .stdout.decode()
         .split("\0")[:-1]
     )
-    read = {name: files_read(cmd, root) for name, cmd in (("run", ours_cmd), ("lib", library))}
+    sides = (("run", ours_cmd), ("lib", library), ("floor_dryrun.py", plain))
+    read = {name: files_read(cmd, root) for name, cmd in sides}
     for name, got in read.items():
         if got != set(tracked):
             raise RuntimeError(f"{name} read {len(got)} files, git ls-files lists {len(tracked)}")
     ours, base = compare(ours_cmd, base_cmd, rounds)
     lib, base2 = compare(library, base_cmd, rounds)
+    plain_side, base3 = compare(plain, base_cmd, rounds)
+    ours_again, plain_again = compare(ours_cmd, plain, rounds)
     ratio = ours.wall / base.wall
     return BenchResult(
         name=f"`run --dry-run -c .` on a {files:,}-file repository",
@@ -90,12 +99,24 @@ def run(work: Path, rounds: int = ROUNDS, files: int = FILES) -> BenchResult:
         baseline=base,
         baseline_name="git ls-files -z | xargs -0 cat",
         rounds=rounds,
-        commands=[ours_cmd.shown(), base_cmd.shown(), library.shown()],
+        commands=[ours_cmd.shown(), base_cmd.shown(), library.shown(), plain.shown()],
         details=[
             (
                 "the library's gather alone (`gather_context` in a fresh python), vs the same "
                 "baseline",
                 f"{lib.wall / base2.wall:.2f}x ({seconds(lib)} vs {seconds(base2)})",
+            ),
+            (
+                "a plain dry run inside the stack (floor_dryrun.py: `import typer`, `git "
+                "ls-files`, every file read, decoded, JSON-escaped into one sha256, the list "
+                "printed; one process; no ignore rules, limits, checks, framing or template), "
+                "vs the same baseline",
+                f"{plain_side.wall / base3.wall:.2f}x ({seconds(plain_side)} vs {seconds(base3)})",
+            ),
+            (
+                "ours vs that plain dry run",
+                f"{ours_again.wall / plain_again.wall:.2f}x ({seconds(ours_again)} vs "
+                f"{seconds(plain_again)})",
             ),
         ],
         notes=[

@@ -103,10 +103,15 @@ def test_verify_start_up_note_times_the_stack_and_an_empty_verify(tmp_path: Path
 
 
 @needs_strace
-def test_gather_row_both_ways_of_ours_read_exactly_what_git_lists(tmp_path: Path) -> None:
+def test_gather_row_ours_and_the_plain_dry_run_read_exactly_what_git_lists(
+    tmp_path: Path,
+) -> None:
     result = bench_gather.run(tmp_path, rounds=1, files=100)
     assert result.rounds == 1
     assert "opened exactly the 101 files `git ls-files` lists" in " ".join(result.notes)
+    labels = [label for label, _ in result.details]
+    assert labels[1].startswith("a plain dry run inside the stack (floor_dryrun.py")
+    assert labels[2] == "ours vs that plain dry run"
 
 
 @needs_strace
