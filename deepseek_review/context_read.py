@@ -300,9 +300,8 @@ def read_entries(
         if not plain:
             _check_name(rel)
         quick = not explicit and full is not None and rel not in full
-        if not quick or (got := _quick(opener, rel, max_file_bytes)) is None:
-            got = _read(opener, rel, explicit, max_file_bytes)
-        yield got
+        got = _quick(opener, rel, max_file_bytes) if quick else None
+        yield _read(opener, rel, explicit, max_file_bytes) if got is None else got
 
 
 def _maybe_git_data(rels: list[str], plain: bool) -> set[str]:
@@ -326,8 +325,8 @@ def _maybe_git_data(rels: list[str], plain: bool) -> set[str]:
 def _quick(opener: Opener, rel: str, max_file_bytes: int) -> ContextFile | None:
     """A listed file read in one go when it is what nearly every file is: a regular file
     under :data:`PIECE` bytes and ``max_file_bytes``, UTF-8 without a NUL byte, not in git's
-    data (the caller knows). Anything else (or any error) is None, and :func:`_read` reads it again the full
-    way, with its checks and its words: this path only saves the calls of the common case."""
+    data (the caller knows). Anything else (or any error) is None, and :func:`_read` reads it
+    again the full way, with its checks and its words: this only saves the common case's calls."""
     try:
         fd = opener.open(rel)
     except OSError:
