@@ -54,15 +54,13 @@ def read_all(
     ``read_entries`` is looked up in its module at each call, where tests replace it."""
     listed = sum(1 for _, explicit in entries if not explicit)
     if listed < FORK_MIN_FILES:
-        for read in context_read.read_entries(opener, entries, max_file_bytes):
-            yield [read]
+        yield from _runs(opener, entries, max_file_bytes)
         return
     from .forkwork import chunked, default_jobs, run_chunks
 
     jobs = default_jobs(listed, FORK_MIN_FILES)
     if jobs == 1:
-        for read in context_read.read_entries(opener, entries, max_file_bytes):
-            yield [read]
+        yield from _runs(opener, entries, max_file_bytes)
         return
     parent = os.getpid()
     own: list[Opener] = []
@@ -85,3 +83,24 @@ def read_all(
             ]
     finally:
         parts.close()  # the children are stopped when the caller leaves early
+
+
+def _runs(
+    opener: Opener, entries: Sequence[tuple[str, bool]], max_file_bytes: int
+) -> Generator[Run, None, None]:
+    """:func:`.context_read.read_entries` in one process, in runs: listed files
+    :data:`FORK_CHUNK` at a time, a file named explicitly alone, and only once what came
+    before it was handed over (what is refused first is what one file at a time refuses
+    first: a listed file is left out, never refused)."""
+    reads = context_read.read_entries(opener, entries, max_file_bytes)
+    run: Run = []
+    for _, explicit in entries:
+        if explicit and run:
+            yield run
+            run = []
+        run.append(next(reads))
+        if explicit or len(run) >= FORK_CHUNK:
+            yield run
+            run = []
+    if run:
+        yield run
