@@ -45,8 +45,8 @@ Run = list[ContextFile | Skipped | None]
 def read_all(
     opener: Opener, entries: Sequence[tuple[str, bool]], max_file_bytes: int
 ) -> Generator[Run, None, None]:
-    """:func:`.context_read.read_entries` of ``entries``, in runs of consecutive results (a
-    run a file in one process, read as it is asked for; a chunk's when forked), in forked
+    """:func:`.context_read.read_entries` of ``entries``, in runs of consecutive results
+    (:func:`_runs` in one process; a chunk's when forked), in forked
     children and this process together when a folder or glob listed many files
     (:func:`.forkwork.run_chunks`): the same result per entry, in the same order, and the
     same error (a chunk that fails in a child is read again here, in its turn, raising what
