@@ -14,7 +14,7 @@ value, keys sorted, separators ``,`` and ``:``.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # what CANONICAL (ensure_ascii=False) escapes with
 from typing import Any, BinaryIO, Protocol
@@ -56,7 +56,7 @@ def write_canonical(obj: Any, out: BinaryIO) -> None:
     """Write ``obj`` as canonical JSON; only containers holding a string big enough to slice
     or a :class:`Streamed` value are walked here, everything else goes to the encoder."""
     if isinstance(obj, Streamed):
-        _write_string(obj.pieces(), out)
+        _write_streamed(obj, out)
     elif isinstance(obj, str):
         _write_string((obj,), out)
     elif isinstance(obj, dict) and _walk(obj):
@@ -94,6 +94,12 @@ def _write_string(pieces: Iterable[str], out: BinaryIO) -> None:
     """One JSON string made of ``pieces``: small ones escaped together, large ones a slice at
     a time (a lone surrogate fails to encode, as in ``canonical_json``)."""
     out.write(b'"')
+    _write_pieces(pieces, out)
+    out.write(b'"')
+
+
+def _write_pieces(pieces: Iterable[str], out: BinaryIO) -> None:
+    """The inside of :func:`_write_string`."""
     small: list[str] = []
     held = 0
     for piece in pieces:
@@ -112,7 +118,35 @@ def _write_string(pieces: Iterable[str], out: BinaryIO) -> None:
         _write_escaped(piece, out)
     if small:
         _write_escaped("".join(small), out)
+
+
+#: Parts of a :class:`Streamed` value taken at a time: a context of 20,000 small files is
+#: about 40,000 parts, each of them a step of :func:`_write_string` otherwise.
+BATCH = 256
+
+
+def _write_streamed(value: Streamed, out: BinaryIO) -> None:
+    """:func:`_write_string` of ``value.pieces()``, the same bytes: parts are taken
+    :data:`BATCH` at a time, and a batch of no more than a slice's worth is escaped as one
+    string (escaping is per code point); a larger one as :func:`_write_string` writes it,
+    each text let go of once written (:func:`_drain`)."""
+    parts, pop = value.parts, value.texts.pop
     out.write(b'"')
+    for start in range(0, len(parts), BATCH):
+        batch = [p if isinstance(p, str) else pop(p.path) for p in parts[start : start + BATCH]]
+        if sum(map(len, batch)) <= SLICE:
+            out.write(encode_basestring("".join(batch))[1:-1].encode("utf-8"))
+        else:
+            batch.reverse()
+            _write_pieces(_drain(batch), out)
+    out.write(b'"')
+
+
+def _drain(reversed_batch: list[str]) -> Iterator[str]:
+    """The pieces in order, each out of the list as it is handed over (a large text is
+    freed once written, as when it was taken out of ``texts`` only then)."""
+    while reversed_batch:
+        yield reversed_batch.pop()
 
 
 def _write_escaped(text: str, out: BinaryIO) -> None:

@@ -269,19 +269,23 @@ def gather_context(
         opener = Opener(root)
     except OSError as exc:
         raise InputError(f"repository root {root}: cannot open ({exc.strerror})") from None
+    most = limits.max_context_bytes
     with opener, closing(read_all(opener, expansion.entries, limits.max_file_bytes)) as reads:
-        for cf in reads:
-            if not isinstance(cf, ContextFile):
-                if cf is not None:
-                    skipped.append(cf)
-                continue
-            total += cf.size
-            if total > limits.max_context_bytes:
-                raise InputError(
-                    f"context total reaches {total} bytes at {cf.path}, over "
-                    f"{name_of('max_context_bytes')} {limits.max_context_bytes}"
-                )
-            files.append(cf)
+        for run in reads:  # results of consecutive entries: a run is checked as a whole
+            kept = [cf for cf in run if isinstance(cf, ContextFile)]
+            if len(kept) != len(run):
+                skipped += [s for s in run if s is not None and not isinstance(s, ContextFile)]
+            size = sum([cf.size for cf in kept])
+            if total + size > most:
+                for cf in kept:  # the file at which the total goes over
+                    total += cf.size
+                    if total > most:
+                        raise InputError(
+                            f"context total reaches {total} bytes at {cf.path}, over "
+                            f"{name_of('max_context_bytes')} {most}"
+                        )
+            total += size
+            files += kept
     read = {f.path for f in files}
     left_out_of = {**expansion.left_out_of, **{s.path: s for s in skipped}}
     for spec, kind, listed in expansion.groups:

@@ -31,29 +31,36 @@ def _plain(
 ) -> tuple[str, str, str, int] | tuple[str, str, str] | None:
     """What a child sends of a file read: a marshal-able tuple (a file's 4 fields, a skip's
     3), or None."""
+    if type(read) is ContextFile:
+        return tuple(read)  # type: ignore[return-value]  # its 4 fields, as a plain tuple
     if isinstance(read, Skipped):
         return read.path, read.reason, read.kind
     return None if read is None else (read.path, read.text, read.sha256, read.size)
 
 
+#: What :func:`read_all` yields: the results of consecutive entries, in order.
+Run = list[ContextFile | Skipped | None]
+
+
 def read_all(
     opener: Opener, entries: Sequence[tuple[str, bool]], max_file_bytes: int
-) -> Generator[ContextFile | Skipped | None, None, None]:
-    """:func:`.context_read.read_entries` of ``entries``, in forked children and this process
-    together when a folder or glob listed many files (:func:`.forkwork.run_chunks`): the same
-    result per entry, in the same order, and the same error (a chunk that fails in a child is
-    read again here, in its turn, raising what one process raises). A child opens its own
-    :class:`Opener`, with the same guarantees. ``read_entries`` is looked up in its module at
-    each call, where tests replace it."""
+) -> Generator[Run, None, None]:
+    """:func:`.context_read.read_entries` of ``entries``, in runs of consecutive results
+    (:func:`_runs` in one process; a chunk's when forked), in forked
+    children and this process together when a folder or glob listed many files
+    (:func:`.forkwork.run_chunks`): the same result per entry, in the same order, and the
+    same error (a chunk that fails in a child is read again here, in its turn, raising what
+    one process raises). A child opens its own :class:`Opener`, with the same guarantees.
+    ``read_entries`` is looked up in its module at each call, where tests replace it."""
     listed = sum(1 for _, explicit in entries if not explicit)
     if listed < FORK_MIN_FILES:
-        yield from context_read.read_entries(opener, entries, max_file_bytes)
+        yield from _runs(opener, entries, max_file_bytes)
         return
     from .forkwork import chunked, default_jobs, run_chunks
 
     jobs = default_jobs(listed, FORK_MIN_FILES)
     if jobs == 1:
-        yield from context_read.read_entries(opener, entries, max_file_bytes)
+        yield from _runs(opener, entries, max_file_bytes)
         return
     parent = os.getpid()
     own: list[Opener] = []
@@ -67,13 +74,33 @@ def read_all(
         return [_plain(r) for r in context_read.read_entries(own[0], chunk, max_file_bytes)]
 
     parts = run_chunks(chunked(list(entries), FORK_CHUNK), jobs, work, share=True)
-    make = ContextFile._make
+    new = tuple.__new__  # a file's fields into its named tuple, without its Python __new__
     try:
         for part in parts:
-            for r in part:
-                if type(r) is tuple:
-                    yield make(r) if len(r) == 4 else Skipped(*r)
-                else:
-                    yield r
+            yield [
+                (new(ContextFile, r) if len(r) == 4 else Skipped(*r)) if type(r) is tuple else r
+                for r in part
+            ]
     finally:
         parts.close()  # the children are stopped when the caller leaves early
+
+
+def _runs(
+    opener: Opener, entries: Sequence[tuple[str, bool]], max_file_bytes: int
+) -> Generator[Run, None, None]:
+    """:func:`.context_read.read_entries` in one process, in runs: listed files
+    :data:`FORK_CHUNK` at a time, a file named explicitly alone, and only once what came
+    before it was handed over (what is refused first is what one file at a time refuses
+    first: a listed file is left out, never refused)."""
+    reads = context_read.read_entries(opener, entries, max_file_bytes)
+    run: Run = []
+    for _, explicit in entries:
+        if explicit and run:
+            yield run
+            run = []
+        run.append(next(reads))
+        if explicit or len(run) >= FORK_CHUNK:
+            yield run
+            run = []
+    if run:
+        yield run

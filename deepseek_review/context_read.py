@@ -291,12 +291,66 @@ def read_entries(
     """:func:`read_context_file` of each (path, named explicitly) in turn, through one
     ``opener``. The names are checked in one pass over them all when they are all printable
     ASCII (a 20,000-file folder), else each before its file is read, as one at a time."""
-    joined = "/".join([rel for rel, _ in entries])
+    rels = [rel for rel, _ in entries]
+    joined = "/".join(rels)
     plain = joined.isascii() and not has_unsafe_chars(joined)
+    # Listed files take the quick path (:func:`_quick`) unless they may be in git's data.
+    full = _maybe_git_data(rels, plain) if not opener.layout.git_dirs else None
     for rel, explicit in entries:
         if not plain:
             _check_name(rel)
-        yield _read(opener, rel, explicit, max_file_bytes)
+        quick = not explicit and full is not None and rel not in full
+        got = _quick(opener, rel, max_file_bytes) if quick else None
+        yield _read(opener, rel, explicit, max_file_bytes) if got is None else got
+
+
+def _maybe_git_data(rels: list[str], plain: bool) -> set[str]:
+    """Which of ``rels`` may be inside a ``.git`` folder (:func:`.repo.under_dot_git` says
+    which are): those with ``.git`` in their name in any case, found in one pass when all
+    are plain ASCII (lower-casing keeps every character in its place)."""
+    if not plain:
+        return {rel for rel in rels if ".git" in rel.lower()}
+    joined = "\n".join(rels)
+    lowered = joined.lower()
+    found: set[str] = set()
+    at = lowered.find(".git")
+    while at != -1:
+        start, end = lowered.rfind("\n", 0, at) + 1, lowered.find("\n", at)
+        end = len(lowered) if end == -1 else end
+        found.add(joined[start:end])
+        at = lowered.find(".git", end)
+    return found
+
+
+def _quick(opener: Opener, rel: str, max_file_bytes: int) -> ContextFile | None:
+    """A listed file read in one go when it is what nearly every file is: a regular file
+    under :data:`PIECE` bytes and ``max_file_bytes``, UTF-8 without a NUL byte, not in git's
+    data (the caller knows). Anything else (or any error) is None, and :func:`_read` reads it
+    again the full way, with its checks and its words: this only saves the common case's calls."""
+    try:
+        fd = opener.open(rel)
+    except OSError:
+        return None
+    got = None
+    try:
+        st = os.fstat(fd)
+        size = st.st_size
+        if size < PIECE and size <= max_file_bytes and stat.S_ISREG(st.st_mode):
+            data = os.read(fd, size + 1)  # the whole file: a regular file reads short at its end
+            if len(data) <= size and b"\0" not in data:
+                tag = "sha256:" + hashlib.sha256(data).hexdigest()
+                # tuple.__new__: the named tuple without its Python-level __new__ (equal)
+                got = _new(ContextFile, (rel, data.decode("utf-8"), tag, len(data)))
+    except (OSError, UnicodeDecodeError):
+        got = None
+    try:
+        os.close(fd)
+    except OSError:
+        return None
+    return got
+
+
+_new = tuple.__new__
 
 
 def _check_name(rel: str) -> None:

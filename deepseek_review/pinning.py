@@ -89,16 +89,17 @@ def auto_pin(root: Path, files: Sequence[ContextFile]) -> list[FilePin]:
     """Each file identical to its blob in ``HEAD`` pinned to that blob; the others to their
     working-tree hash. Outside git, or before the first commit, every file is the latter."""
     head, blobs = _head_blobs(root) if files else (None, {})
+    new = tuple.__new__  # the named tuple without its Python-level __new__ (equal)
     if not blobs:
-        return [FilePin(f.path, None, None, f.sha256) for f in files]
+        return [new(FilePin, (f.path, None, None, f.sha256)) for f in files]
     fmt = object_format(root)
     pins = []
     for f in files:
         blob = blobs.get(f.path)
         if blob is not None and blob_id(f.text.encode("utf-8"), fmt) == blob:
-            pins.append(FilePin(f.path, blob, head))
+            pins.append(new(FilePin, (f.path, blob, head, None)))
         else:
-            pins.append(FilePin(f.path, None, None, f.sha256))
+            pins.append(new(FilePin, (f.path, None, None, f.sha256)))
     return pins
 
 

@@ -27,6 +27,7 @@ from .context import UNSAFE_NAME, ContextFile
 from .errors import ConfigError, InputError
 from .options import name_of
 from .records.parts import FileRef as FileRef  # defined there: verify reads it, not prompts
+from .records.parts import file_ref
 from .repo import has_unsafe_chars
 from .resources import prompts_dir
 
@@ -174,16 +175,20 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
     parts: list[Part] = []
     append = parts.append
     n = len(files)
-    close = ""
+    languages: dict[str, str] = {}  # by file name: the language depends on nothing else
+    close = ""  # the last file's closing fence and the blank line before the next heading
     for i, f in enumerate(files, start=1):
         path, text = f.path, f.text
-        fence = fence_for(text)
-        heading = f"## File {i} of {n}: {path}\n\n{fence}{_language(path)}\n"
-        append(f"{close}\n{heading}" if close else heading)
-        append(FileRef(path, f.sha256, f.size))
-        close = f"{fence}\n" if text.endswith("\n") or not text else f"\n{fence}\n"
+        fence = fence_for(text) if "```" in text else "```"
+        name = path[path.rfind("/") + 1 :]
+        language = languages.get(name)
+        if language is None:
+            language = languages[name] = _language(name)
+        append(f"{close}## File {i} of {n}: {path}\n\n{fence}{language}\n")
+        append(file_ref(path, f.sha256, f.size))
+        close = f"{fence}\n\n" if text.endswith("\n") or not text else f"\n{fence}\n\n"
     if close:
-        append(close)
+        append(close[:-1])
     return parts
 
 

@@ -31,6 +31,21 @@ class FileRef:
     size: int
 
 
+def file_ref(path: str, sha256: str, size: int) -> FileRef:
+    """``FileRef(path, sha256, size)``, equal in every way, made at half its cost: without the
+    frozen dataclass's ``__init__`` (three guarded ``object.__setattr__`` calls), its fields
+    written straight into the new instance's ``__dict__``. Framing makes one per file."""
+    ref = _new(FileRef)
+    fields = ref.__dict__
+    fields["path"] = path
+    fields["sha256"] = sha256
+    fields["size"] = size
+    return ref
+
+
+_new = object.__new__
+
+
 @dataclass(frozen=True)
 class AnswerRef:
     """An earlier answer segment inside a continuation request."""
