@@ -39,16 +39,22 @@ def send_all(host: str, port: int, path: str, bodies: queue.SimpleQueue[bytes | 
     conn.close()
 
 
-def main() -> None:
-    url, jobs_text, body_dir = sys.argv[1:]
-    jobs = int(jobs_text)
-    parts = urlsplit(url)
+def queued(body_dir: str, jobs: int) -> queue.SimpleQueue[bytes | None]:
+    """Every body of BODY_DIR in name order, then one end marker per thread."""
     bodies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     for name in sorted(os.listdir(body_dir)):
         with open(os.path.join(body_dir, name), "rb") as fh:
             bodies.put(fh.read())
     for _ in range(jobs):
         bodies.put(None)
+    return bodies
+
+
+def main() -> None:
+    url, jobs_text, body_dir = sys.argv[1:]
+    jobs = int(jobs_text)
+    parts = urlsplit(url)
+    bodies = queued(body_dir, jobs)
     threads = [
         threading.Thread(
             target=worker,

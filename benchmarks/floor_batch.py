@@ -22,6 +22,8 @@ import httpx
 import tenacity
 import typer
 
+from benchmarks.bare_batch import queued  # the same bodies, queued the same way
+
 FAILURES: list[str] = []
 
 
@@ -49,12 +51,7 @@ def worker(client: httpx.Client, url: str, bodies: queue.SimpleQueue[bytes | Non
 
 
 def main(url: str, jobs: int, body_dir: str) -> None:
-    bodies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-    for name in sorted(os.listdir(body_dir)):
-        with open(os.path.join(body_dir, name), "rb") as fh:
-            bodies.put(fh.read())
-    for _ in range(jobs):
-        bodies.put(None)
+    bodies = queued(body_dir, jobs)
     no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
     limits = httpx.Limits(max_connections=jobs, max_keepalive_connections=jobs)
     with httpx.Client(timeout=600, verify=no_ca, limits=limits) as client:
