@@ -15,16 +15,8 @@ import os
 import queue
 import sys
 import threading
+from collections.abc import Callable
 from urllib.parse import urlsplit
-
-FAILURES: list[str] = []
-
-
-def worker(host: str, port: int, path: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
-    try:
-        send_all(host, port, path, bodies)
-    except Exception as exc:  # a failed run must not pass for a fast one
-        FAILURES.append(repr(exc))
 
 
 def send_all(host: str, port: int, path: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
@@ -50,24 +42,33 @@ def queued(body_dir: str, jobs: int) -> queue.SimpleQueue[bytes | None]:
     return bodies
 
 
+def run_threads(send: Callable[..., None], args: tuple[object, ...], jobs: int, name: str) -> None:
+    """``send(*args)`` in JOBS threads at once; exits naming the first failure, so a failed
+    run cannot pass for a fast one."""
+    failures: list[str] = []
+
+    def worker() -> None:
+        try:
+            send(*args)
+        except Exception as exc:
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=worker) for _ in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        sys.exit(f"{name}: {len(failures)} thread(s) failed: {failures[0]}")
+
+
 def main() -> None:
     url, jobs_text, body_dir = sys.argv[1:]
     jobs = int(jobs_text)
     parts = urlsplit(url)
     bodies = queued(body_dir, jobs)
-    threads = [
-        threading.Thread(
-            target=worker,
-            args=(parts.hostname or "127.0.0.1", parts.port or 80, parts.path, bodies),
-        )
-        for _ in range(jobs)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if FAILURES:
-        sys.exit(f"bare_batch: {len(FAILURES)} thread(s) failed: {FAILURES[0]}")
+    args = (parts.hostname or "127.0.0.1", parts.port or 80, parts.path, bodies)
+    run_threads(send_all, args, jobs, "bare_batch")
 
 
 if __name__ == "__main__":

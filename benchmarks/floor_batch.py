@@ -16,15 +16,12 @@ import os
 import queue
 import ssl
 import sys
-import threading
 
 import httpx
 import tenacity
 import typer
 
-from benchmarks.bare_batch import queued  # the same bodies, queued the same way
-
-FAILURES: list[str] = []
+from benchmarks.bare_batch import queued, run_threads  # the bodies, threads: as the bare client
 
 
 def send_all(client: httpx.Client, url: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
@@ -43,25 +40,12 @@ def send_all(client: httpx.Client, url: str, bodies: queue.SimpleQueue[bytes | N
                     response.close()
 
 
-def worker(client: httpx.Client, url: str, bodies: queue.SimpleQueue[bytes | None]) -> None:
-    try:
-        send_all(client, url, bodies)
-    except Exception as exc:  # a failed run must not pass for a fast one
-        FAILURES.append(repr(exc))
-
-
 def main(url: str, jobs: int, body_dir: str) -> None:
     bodies = queued(body_dir, jobs)
     no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
     limits = httpx.Limits(max_connections=jobs, max_keepalive_connections=jobs)
     with httpx.Client(timeout=600, verify=no_ca, limits=limits) as client:
-        threads = [threading.Thread(target=worker, args=(client, url, bodies)) for _ in range(jobs)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    if FAILURES:
-        sys.exit(f"floor_batch: {len(FAILURES)} threads failed: {FAILURES[0]}")
+        run_threads(send_all, (client, url, bodies), jobs, "floor_batch")
     sys.stdout.flush()
     os._exit(0)  # as ours after a flushed success: no interpreter teardown
 
