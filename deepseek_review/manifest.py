@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,9 +26,9 @@ from typing import Any
 
 from .calls import RetryPolicy, Timeouts
 from .config import Setting, configured_review_values
-from .context import ContextLimits, Gathered, Output, gather_context
+from .context import Output
 from .errors import ConfigError, InputError, ReviewError
-from .frontdoor import REVIEW_FIELDS, build_review_options, merge, read_prompt_file
+from .frontdoor import REVIEW_FIELDS, build_review_options, merge
 from .manifestfile import (
     FORMATS,
     Entry,
@@ -40,9 +39,10 @@ from .manifestfile import (
     read_manifest,
     scan_toml_lines,
 )
+from .manifestshare import ContextCache, EntryOptions, PromptFiles
 from .options import OPTIONS, name_of, naming
 from .optvalues import BadValue
-from .pipeline import DEFAULT_OUTPUT_DIR, GatherFn, ReviewOptions, ReviewPlan, plan_review
+from .pipeline import DEFAULT_OUTPUT_DIR, ReviewOptions, ReviewPlan, plan_review
 from .plan import SharedPlans
 from .repo import find_repo_root, resolve_inside
 from .settled import paths_settled
@@ -118,28 +118,6 @@ def _inside_repo(manifest: Manifest, root: Path, key: str, value: str) -> Path:
     return path
 
 
-class _PromptFiles:
-    """Prompt files read once each (many entries often share one)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._texts: dict[tuple[Path, int], str | InputError] = {}
-
-    def read(self, path: Path, shown: str, limit: int) -> str:
-        with self._lock:
-            cached = self._texts.get((path, limit))
-        if cached is None:
-            try:
-                cached = read_prompt_file(path, shown, limit)
-            except InputError as exc:
-                cached = exc
-            with self._lock:
-                self._texts[(path, limit)] = cached
-        if isinstance(cached, InputError):
-            raise cached
-        return cached
-
-
 def _layer(values: Mapping[str, Any], source: str) -> dict[str, Setting]:
     """A manifest's table as a level of precedence: a file under review chose these."""
     return {
@@ -167,32 +145,6 @@ def _settled(levels: Sequence[Mapping[str, Setting]]) -> dict[str, Setting]:
     return {k: s for k, s in merge(levels, _KEYS).items() if s.source != "default"}
 
 
-#: An entry's keys that :class:`EntryOptions` does not share options across.
-_PER_ENTRY = frozenset({"topic", "prompt", "prompt_file"})
-
-
-class EntryOptions:
-    """The options of entries that differ only in topic and prompt, built once (a batch's
-    hundreds of entries mostly differ in nothing else): the same options, or the same
-    refusal, each entry's own merge would have made. One per manifest and its levels."""
-
-    def __init__(self, outputs: tuple[Output, ...] = ()) -> None:
-        self.outputs = outputs
-        """What every entry's folders and globs leave out (``ReviewOptions.outputs``)."""
-        self._built: dict[str, tuple[Any, ReviewOptions | ReviewError]] = {}
-
-    def key(self, entry: Entry) -> str:
-        """The entry's keys but its topic and prompt (checked values: plain TOML or JSON)."""
-        return repr([kv for kv in entry.values.items() if kv[0] not in _PER_ENTRY])
-
-    def get(self, key: str) -> tuple[Any, ReviewOptions | ReviewError] | None:
-        """The ``max_context_bytes`` (a prompt file's limit) and options built for ``key``."""
-        return self._built.get(key)
-
-    def put(self, key: str, limit: Any, built: ReviewOptions | ReviewError) -> None:
-        self._built[key] = (limit, built)
-
-
 def entry_options(
     manifest: Manifest,
     entry: Entry,
@@ -202,7 +154,7 @@ def entry_options(
     repo_root: str | None = None,
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
-    prompt_files: _PromptFiles | None = None,
+    prompt_files: PromptFiles | None = None,
     below: Sequence[Mapping[str, Setting]] | None = None,
     root: Path | None = None,
     shared: EntryOptions | None = None,
@@ -227,7 +179,7 @@ def entry_options(
         limit = known[0]
     if "prompt_file" in entry.values:
         path = _inside_repo(manifest, root, "prompt_file", entry.values["prompt_file"])
-        prompt = (prompt_files or _PromptFiles()).read(path, entry.values["prompt_file"], limit)
+        prompt = (prompt_files or PromptFiles()).read(path, entry.values["prompt_file"], limit)
     else:
         prompt = entry.values["prompt"]
     if known is not None:
@@ -259,43 +211,6 @@ def entry_options(
 
 
 # --------------------------------------------------------------------------- planning
-
-
-_GatherKey = tuple[Path, tuple[str, ...], ContextLimits, tuple[Output, ...]]
-
-
-class ContextCache:
-    """Context gathered once per distinct (specs, limits, outputs) for the whole batch.
-
-    Entries that name the same context share the same :class:`ContextFile` objects, so the
-    bytes hashed into every receipt are the bytes sent. Refusals are cached too.
-    """
-
-    def __init__(self, gather: GatherFn = gather_context) -> None:
-        self._gather = gather
-        self._lock = threading.Lock()
-        self._done: dict[_GatherKey, Gathered] = {}
-        self._failed: dict[_GatherKey, ReviewError] = {}
-
-    def __call__(
-        self, root: Path, specs: Sequence[str], limits: ContextLimits, outputs: Sequence[Output]
-    ) -> Gathered:
-        key = (root, tuple(specs), limits, tuple(outputs))
-        with self._lock:
-            if key in self._done:
-                done = self._done[key]
-                return Gathered(done, done.skipped)
-            if key in self._failed:
-                raise self._failed[key]
-        try:
-            files = self._gather(root, specs, limits, outputs)
-        except ReviewError as exc:
-            with self._lock:
-                self._failed.setdefault(key, exc)
-            raise
-        with self._lock:
-            self._done.setdefault(key, files)
-        return Gathered(files, files.skipped)
 
 
 def _output_folders(
@@ -382,7 +297,7 @@ def plan_manifest(
     planned: list[PlannedEntry] = []
     # Problems with the file or [defaults] would make every plan's complaint misleading.
     if not any(p.entry is None for p in problems):
-        prompt_files = _PromptFiles()
+        prompt_files = PromptFiles()
         gather = ContextCache()
         shared = SharedPlans()
         below = [_settled(_levels_below(manifest, overrides, base))]

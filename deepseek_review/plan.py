@@ -260,7 +260,7 @@ _PER_REVIEW = frozenset({"topic", "prompt"})
 class SharedPlans:
     """The part of a plan that does not depend on the review's topic and prompt, made once
     for the reviews whose other options are the very same objects (a batch's entries that
-    differ only in topic and prompt: :class:`~.manifest.EntryOptions` builds them so): the
+    differ only in topic and prompt: :class:`~.manifestshare.EntryOptions` builds them so): the
     same values, and the same refusal, each would have made. One per batch (one environment,
     one planning thread); a change (``--diff``, ``--staged``), whose plan looks at the topic,
     is planned in full each time."""
