@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import signal
 import sys
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +29,19 @@ def main(argv: list[str]) -> int:
     if args["models"] is not None:
         args["models"] = frozenset(args["models"])
     sim = Simulator(SimulatorConfig(**args))
-    done = threading.Event()
+    # A list, not a threading.Event: the handler runs in the main thread, which may hold the
+    # Event's lock inside wait() at that moment; Event.set() there would wait on it forever.
+    stopped: list[int] = []
 
     def stop(signum: int, frame: Any) -> None:
-        done.set()
+        stopped.append(signum)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     sim.start()
     print(f"deepseek-review simulator listening on {sim.base_url}", flush=True)
-    while not done.wait(0.2):
-        pass
+    while not stopped:
+        time.sleep(0.1)
     sim.stop()
     hashes = [
         hashlib.sha256(r.body).hexdigest()

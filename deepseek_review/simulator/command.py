@@ -11,6 +11,7 @@ import signal
 import sys
 import textwrap
 import threading
+import time
 from typing import Any, NoReturn
 
 from deepseek_review.errors import ConfigError
@@ -165,10 +166,12 @@ def serve(argv: list[str] | None = None, *, prog: str | None = None) -> int:
 
     if not quiet:
         sim.log = log
-    done = threading.Event()
+    # A list, not a threading.Event: the handler runs in the main thread, which may hold the
+    # Event's lock inside wait() at that moment; Event.set() there would wait on it forever.
+    stopped: list[int] = []
 
     def on_signal(signum: int, frame: Any) -> None:
-        done.set()
+        stopped.append(signum)
 
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -186,8 +189,8 @@ def serve(argv: list[str] | None = None, *, prog: str | None = None) -> int:
             ) from None
         try:
             print(f"deepseek-review simulator listening on {sim.base_url}", flush=True)
-            while not done.wait(0.5):
-                pass
+            while not stopped:
+                time.sleep(0.1)
         finally:
             sim.stop()
     finally:
