@@ -179,7 +179,7 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
     close = ""  # the last file's closing fence and the blank line before the next heading
     for i, f in enumerate(files, start=1):
         path, text = f.path, f.text
-        fence = fence_for(text) if "```" in text else "```"
+        fence = fence_for(text)
         name = path[path.rfind("/") + 1 :]
         language = languages.get(name)
         if language is None:
