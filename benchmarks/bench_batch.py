@@ -18,8 +18,10 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +34,9 @@ from benchmarks.common import (
     compare,
     recorded_bodies,
     seconds,
+    tool,
 )
+from benchmarks.inside import import_split, modules_beyond, spans_text, wrapped
 
 HERE = Path(__file__).resolve().parent
 N_REVIEWS = 200
@@ -42,6 +46,19 @@ CAPACITY = 8
 ANSWER_WORDS = 120
 GOAL = 1.06
 ROUNDS = 5
+ARRIVAL_ROUNDS = 3
+
+#: Where ours' time before its first request goes: the wall time inside each of these in one
+#: run (patched before anything imports them by name), in the order a batch reaches them.
+SPANS = (
+    ("deepseek_review.manifestfile", "read_manifest", "reading and checking the manifest"),
+    ("deepseek_review.plan", "plan_review", "planning an entry"),
+    (
+        "deepseek_review.batch_plan",
+        "prepare_batch",
+        "the manifest read, checked and every entry planned (the two above included)",
+    ),
+)
 
 _FILES = {
     "docs/spec.md": "# Spec\n\nThe mean of 2, 4 and 9 is 5.\n\nThe median of 1, 3, 8 is 3.\n",
@@ -88,10 +105,13 @@ class Batch:
         self.count = itertools.count()
 
     def command(self, out: str | None = None) -> Command:
+        return Command((sys.executable, "-m", "deepseek_review", *self.args(out)), self.root)
+
+    def args(self, out: str | None = None) -> list[str]:
+        """The command line after the program's name."""
         out = out or f"{self.name}-{next(self.count)}"
-        argv = [sys.executable, "-m", "deepseek_review", "--quiet", "batch", "reviews.toml"]
-        argv += ["--jobs", str(JOBS), "--endpoint", self.url, "--output-dir", out]
-        return Command((*argv, "--report", f"{out}.report.json"), self.root)
+        args = ["--quiet", "batch", "reviews.toml", "--jobs", str(JOBS), "--endpoint", self.url]
+        return [*args, "--output-dir", out, "--report", f"{out}.report.json"]
 
     def run(self) -> Sample:
         return self.command().run()
@@ -141,6 +161,62 @@ def _send(side: Callable[[str], Runnable], url: str) -> None:
     side(url).run()
 
 
+def arrivals(
+    root: Path, bodies: Path, work: Path, rounds: int = ARRIVAL_ROUNDS, reviews: int = N_REVIEWS
+) -> dict[str, tuple[float, float, float]]:
+    """Each side (the bare client, the stack's floor, ours) run ``rounds`` times against one
+    simulator that notes when each request arrives, the order rotated each round: the medians,
+    per side, of seconds from its start to its first request, from its first request to its
+    last, and from its last request to its exit."""
+    stamps_file = work / f"arrivals-{time.monotonic_ns()}.txt"
+    flags = ("--latency", str(LATENCY), "--capacity", str(CAPACITY))
+    windows: list[tuple[str, float, float]] = []
+    with SimulatorProcess(*flags, "--answer-words", str(ANSWER_WORDS), arrivals=stamps_file) as sim:
+        sides: dict[str, Runnable] = {
+            "bare client": bare(sim.base_url, bodies),
+            "the stack's floor": floor(sim.base_url, bodies),
+            "ours": Batch(root, sim.base_url, "arrive"),
+        }
+        names = list(sides)
+        for r in range(rounds):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                start = time.time()
+                sides[name].run()
+                windows.append((name, start, time.time()))
+    stamps = [float(line) for line in stamps_file.read_text(encoding="ascii").split()]
+    phases: dict[str, list[tuple[float, float, float]]] = {}
+    for name, start, end in windows:
+        inside = sorted(s for s in stamps if start <= s <= end)
+        if len(inside) != reviews:
+            raise RuntimeError(f"{name}: {len(inside)} requests arrived, not {reviews}")
+        phases.setdefault(name, []).append(
+            (inside[0] - start, inside[-1] - inside[0], end - inside[-1])
+        )
+    return {name: _medians(runs) for name, runs in phases.items()}
+
+
+def _medians(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    first, steady, tail = zip(*runs, strict=True)
+    return statistics.median(first), statistics.median(steady), statistics.median(tail)
+
+
+def arrivals_text(found: dict[str, tuple[float, float, float]]) -> str:
+    return "; ".join(
+        f"{name} {first:.3f} / {steady:.3f} / {tail:.3f} s"
+        for name, (first, steady, tail) in found.items()
+    )
+
+
+def before_first_request(root: Path, url: str, bodies: Path) -> tuple[str, str, str]:
+    """Ours run once with :data:`SPANS` timed, once with its module loads timed, and the floor
+    once: the spans, whose imports cost what, and the modules only one side loads."""
+    ours = Batch(root, url, "inside")
+    found, _ = wrapped([tool(), *ours.args()], root, SPANS)
+    split = import_split([tool(), *ours.args()], root)
+    floor_found, _ = wrapped(floor(url, bodies).argv[1:], root)
+    return spans_text(found, SPANS), split, modules_beyond(found, floor_found, "floor_batch.py")
+
+
 def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResult:
     root = work / "batch-repo"
     root.mkdir(parents=True)
@@ -158,6 +234,8 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
         ours, base = compare(ours_side, baseline, rounds)
         floor_side, floor_base = compare(stack, baseline, rounds)
         ours_again, floor_again = compare(ours_side, stack, rounds)
+        spans, split, modules = before_first_request(root, sim.base_url, work / "bodies")
+    phases = arrivals(root, work / "bodies", work, reviews=reviews)
     ideal = reviews * LATENCY / CAPACITY
     ratio = ours.wall / base.wall
     return BenchResult(
@@ -190,6 +268,14 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
                 f"{seconds(floor_again)}; {ours_again.wall - floor_again.wall:.3f} s wall, "
                 f"{ours_again.cpu - floor_again.cpu:.3f} s CPU more)",
             ),
+            (
+                "when each side's requests reached the simulator (medians of "
+                f"{ARRIVAL_ROUNDS} runs each, order rotated): start to first request / first "
+                "to last request / last request to exit",
+                arrivals_text(phases),
+            ),
+            ("ours before its first request (wall time inside, one run)", spans),
+            ("ours' imports by whose module (self times, one run, each load timed)", split),
         ],
         notes=[
             "Same work, checked before timing: a recording simulator received "
@@ -199,5 +285,6 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
             "different prompts).",
             "Each round of ours writes into a fresh output folder (an existing one would be "
             "resumed and skipped).",
+            modules,
         ],
     )

@@ -15,11 +15,8 @@ pass against a recording simulator first shows every side sends the same body (s
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from benchmarks.common import (
     BenchResult,
@@ -33,6 +30,7 @@ from benchmarks.common import (
     seconds,
     tool,
 )
+from benchmarks.inside import import_split, modules_beyond, spans_text, wrapped
 from benchmarks.strace import time_in
 
 HERE = Path(__file__).resolve().parent
@@ -157,111 +155,14 @@ SPANS = (
     ("deepseek_review.client", "ChatClient._attempt", "the chat request and its streamed answer"),
     ("deepseek_review.plan", "plan_review", "planning once imported"),
 )
-#: Runs a Python script (ours' console script, or floor_review.py) as ``__main__`` with the
-#: spans given timed and ``dataclasses.dataclass`` timed, and writes, as the process ends by
-#: ``os._exit``, the spans, the dataclasses built by our package and every module loaded.
-#: Argv: the spans as JSON, then the script and its arguments.
-_WRAPPER = """
-import dataclasses, importlib, json, os, runpy, sys, time
-spans, built, real = {}, [], dataclasses.dataclass
-def built_timed(cls=None, /, **kw):
-    if cls is None:
-        return lambda c: built_timed(c, **kw)
-    t = time.perf_counter()
-    out = real(cls, **kw)
-    built.append((cls.__module__, time.perf_counter() - t))
-    return out
-def timed(owner, attr, key):
-    inner = getattr(owner, attr)
-    def run(*args, **kwargs):
-        t = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            total, calls = spans.get(key, (0.0, 0))
-            spans[key] = (total + time.perf_counter() - t, calls + 1)
-    setattr(owner, attr, run)
-dataclasses.dataclass = built_timed
-for module, path, key in json.loads(sys.argv.pop(1)):
-    owner = importlib.import_module(module)
-    *classes, attr = path.split(".")
-    for name in classes:
-        owner = getattr(owner, name)
-    timed(owner, attr, key)
-real_exit = os._exit
-def report(code):
-    ours = [t for m, t in built if m.split(".")[0] == "deepseek_review"]
-    found = {"spans": spans, "dataclasses": [len(ours), sum(ours)], "modules": sorted(sys.modules)}
-    sys.stderr.write("\\nWRAPPED " + json.dumps(found) + "\\n")
-    sys.stderr.flush()
-    real_exit(code)
-os._exit = report
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-
-
-def wrapped(
-    script_argv: Sequence[str],
-    cwd: Path,
-    spans: Sequence[tuple[str, str, str]] = (),
-    *,
-    x: str = "",
-) -> tuple[dict[str, Any], str]:
-    """One run of a Python script under :data:`_WRAPPER` (``x``: a ``-X`` option): what it
-    reported, and the whole of its stderr."""
-    argv = [sys.executable, *(["-X", x] if x else []), "-c", _WRAPPER, json.dumps(spans)]
-    err = subprocess.run(
-        [*argv, *script_argv], cwd=cwd, check=True, capture_output=True, text=True
-    ).stderr
-    found = [line for line in err.splitlines() if line.startswith("WRAPPED ")]
-    return json.loads(found[-1].removeprefix("WRAPPED ")), err
-
-
-def import_split(sides: Sides, repo: Path) -> str:
-    """One run of ours under ``-X importtime``: the self time of our own modules (and of the
-    dataclasses they build) next to that of everything else it imports (typer, httpx,
-    tenacity, httpcore, h11 and the stdlib they load)."""
-    found, err = wrapped(sides.ours.argv, repo, x="importtime")
-    ours = rest = 0.0
-    count = 0
-    for line in err.splitlines():
-        if not line.startswith("import time:") or "self [us]" in line:
-            continue
-        own, _, name = line.removeprefix("import time:").split("|", 2)
-        if name.strip().split(".")[0] == "deepseek_review":
-            ours, count = ours + int(own) / 1e6, count + 1
-        else:
-            rest += int(own) / 1e6
-    n, built = found["dataclasses"]
-    unlisted = sum(m.split(".")[0] == "deepseek_review" for m in found["modules"]) - count
-    return (
-        f"our {count} modules {ours * 1000:.0f} ms (of which building their {n} dataclasses "
-        f"{built * 1000:.0f} ms; {unlisted} more are imported by `importlib.import_module`, "
-        f"which `-X importtime` does not time); everything else it imports {rest * 1000:.0f} ms"
-    )
 
 
 def work_and_modules(sides: Sides, repo: Path) -> tuple[str, str]:
     """One run of ours with :data:`SPANS` timed (the wall time inside each, as one line), and
     what it loads beyond the stack's floor, and the other way round (one run of the floor)."""
     found, _ = wrapped(sides.ours.argv, repo, SPANS)
-    shown = []
-    for _, _, key in SPANS:
-        total, calls = found["spans"].get(key, (0.0, 0))
-        times = f" ({calls} calls)" if calls > 1 else ""
-        shown.append(f"{key}{times} {total * 1000:.1f} ms")
-    ours = set(found["modules"])
-    floor = set(wrapped(sides.floor.argv[1:], repo)[0]["modules"])
-    own = {m for m in ours - floor if m.split(".")[0] == "deepseek_review"}
-    others = ", ".join(sorted(ours - floor - own)) or "none"
-    modules = (
-        f"Modules loaded (checked in this run): ours {len(ours)}, floor_review.py {len(floor)}; "
-        f"only in ours: our own {len(own)} and {others}; only in the floor: "
-        f"{', '.join(sorted(floor - ours)) or 'none'}. So what ours costs beyond the floor is "
-        "importing our own modules and the work above (the rows on ours' imports and work)."
-    )
-    return "; ".join(shown), modules
+    floor, _ = wrapped(sides.floor.argv[1:], repo)
+    return spans_text(found, SPANS), modules_beyond(found, floor, "floor_review.py")
 
 
 def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
@@ -320,7 +221,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         floor, seed4 = compare(sides.floor, sides.seed, rounds)
         ours4, floor2 = compare(sides.ours, sides.floor, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
-        split = import_split(sides, repo)
+        split = import_split(sides.ours.argv, repo)
         spans, modules = work_and_modules(sides, repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
@@ -345,7 +246,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         ],
         details=[
             ("ours' imports (one run under `python -X importtime`)", profile_text(imports)),
-            ("ours' imports by whose module (self times, one run under `-X importtime`)", split),
+            ("ours' imports by whose module (self times, one run, each load timed)", split),
             ("ours' work besides imports (wall time inside, one run)", spans),
             (
                 "ours' durability syncs (one run under `strace -T`)",

@@ -224,15 +224,19 @@ def seconds(side: Side, *, memory: bool = False) -> str:
 class SimulatorProcess:
     """The simulator in its own process, so it never competes for our GIL.
 
-    With ``record``, it runs through :mod:`benchmarks.simrecord`, which writes the sha256 of
-    every chat request body it received to that file when it is stopped.
+    With ``record`` or ``arrivals``, it runs through :mod:`benchmarks.simrecord`, which writes
+    the sha256 of every chat request body it received (``record``) and the time each arrived
+    (``arrivals``) to those files when it is stopped.
     """
 
-    def __init__(self, *flags: str, record: Path | None = None) -> None:
-        if record is None:
-            argv = [sys.executable, "-m", "deepseek_review.simulator"]
-        else:
-            argv = [sys.executable, "-m", "benchmarks.simrecord", "--record", str(record)]
+    def __init__(
+        self, *flags: str, record: Path | None = None, arrivals: Path | None = None
+    ) -> None:
+        argv = [sys.executable, "-m", "deepseek_review.simulator"]
+        if record is not None or arrivals is not None:
+            argv = [sys.executable, "-m", "benchmarks.simrecord"]
+            argv += ["--record", str(record)] if record is not None else []
+            argv += ["--arrivals", str(arrivals)] if arrivals is not None else []
         self.proc = subprocess.Popen(
             [*argv, "--port", "0", "--quiet", *flags],
             stdout=subprocess.PIPE,

@@ -1,9 +1,11 @@
 """The bundled simulator, recording what it was sent: for the benchmarks' same-work checks.
 
-``python -m benchmarks.simrecord --record FILE [simulator flags]`` serves like
-``python -m deepseek_review.simulator`` and, when stopped (SIGTERM or SIGINT), writes the
-sha256 of every chat request body it received to FILE, one per line. Used only in the
-untimed check passes, so recording never weighs on a timing.
+``python -m benchmarks.simrecord [--record FILE] [--arrivals FILE] [simulator flags]`` serves
+like ``python -m deepseek_review.simulator`` and, when stopped (SIGTERM or SIGINT), writes the
+sha256 of every chat request body it received to the ``--record`` FILE, and the time each
+arrived (seconds since the epoch, as the simulator admitted it, before its latency) to the
+``--arrivals`` FILE, one per line, in the order they came. Used only in untimed passes, so
+recording never weighs on a timing.
 """
 
 from __future__ import annotations
@@ -15,20 +17,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.simulator import RecordedRequest, Simulator
 from deepseek_review.simulator.command import build_parser
 from deepseek_review.simulator.config import SimulatorConfig
 
 
 def main(argv: list[str]) -> int:
     parser = build_parser("python -m benchmarks.simrecord")
-    parser.add_argument("--record", required=True, help="write the body hashes here on exit")
+    parser.add_argument("--record", type=Path, help="write the body hashes here on exit")
+    parser.add_argument("--arrivals", type=Path, help="write the arrival times here on exit")
     args = vars(parser.parse_args(argv))
-    record = Path(args.pop("record"))
+    record, arrivals = args.pop("record"), args.pop("arrivals")
+    if record is None and arrivals is None:
+        parser.error("give --record, --arrivals or both")
     args.pop("quiet")
     if args["models"] is not None:
         args["models"] = frozenset(args["models"])
     sim = Simulator(SimulatorConfig(**args))
+    sim.requests = _Stamped()
     # A list, not a threading.Event: the handler runs in the main thread, which may hold the
     # Event's lock inside wait() at that moment; Event.set() there would wait on it forever.
     stopped: list[int] = []
@@ -43,13 +49,34 @@ def main(argv: list[str]) -> int:
     while not stopped:
         time.sleep(0.1)
     sim.stop()
-    hashes = [
-        hashlib.sha256(r.body).hexdigest()
-        for r in sim.requests
+    chats = [
+        (r, stamp)
+        for r, stamp in zip(sim.requests, sim.requests.stamps, strict=True)
         if r.method == "POST" and r.path.endswith("/chat/completions")
     ]
-    record.write_text("".join(h + "\n" for h in hashes), encoding="ascii")
+    if record is not None:
+        hashes = (hashlib.sha256(r.body).hexdigest() for r, _ in chats)
+        record.write_text("".join(h + "\n" for h in hashes), encoding="ascii")
+    if arrivals is not None:
+        arrivals.write_text("".join(f"{stamp:.6f}\n" for _, stamp in chats), encoding="ascii")
     return 0
+
+
+class _Stamped(list[RecordedRequest]):
+    """The simulator's list of requests, with the time each was appended (under its lock, as
+    it admits the request)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stamps: list[float] = []
+
+    def append(self, request: RecordedRequest) -> None:
+        self.stamps.append(time.time())
+        super().append(request)
+
+    def clear(self) -> None:
+        self.stamps.clear()
+        super().clear()
 
 
 if __name__ == "__main__":
