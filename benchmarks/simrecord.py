@@ -4,8 +4,8 @@
 like ``python -m deepseek_review.simulator`` and, when stopped (SIGTERM or SIGINT), writes the
 sha256 of every chat request body it received to the ``--record`` FILE, and the time each
 arrived (seconds since the epoch, as the simulator admitted it, before its latency) to the
-``--arrivals`` FILE, one per line, in the order they came. Used only in untimed passes, so
-recording never weighs on a timing.
+``--arrivals`` FILE, one per line, in the order they came. Never the simulator of a timed
+comparison: the same-work checks run against it, and the arrival times are a pass of their own.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     if args["models"] is not None:
         args["models"] = frozenset(args["models"])
     sim = Simulator(SimulatorConfig(**args))
-    sim.requests = _Stamped()
+    stamped = sim.requests = _Stamped()
     # A list, not a threading.Event: the handler runs in the main thread, which may hold the
     # Event's lock inside wait() at that moment; Event.set() there would wait on it forever.
     stopped: list[int] = []
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
     sim.stop()
     chats = [
         (r, stamp)
-        for r, stamp in zip(sim.requests, sim.requests.stamps, strict=True)
+        for r, stamp in zip(stamped, stamped.stamps, strict=True)
         if r.method == "POST" and r.path.endswith("/chat/completions")
     ]
     if record is not None:
