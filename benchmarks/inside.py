@@ -110,8 +110,8 @@ def import_split(script_argv: Sequence[str], cwd: Path) -> str:
     the dataclasses they build) next to that of everything else it loads (typer, httpx,
     tenacity, httpcore, h11 and the stdlib they load)."""
     found, _ = wrapped(script_argv, cwd)
-    own = [t for name, t in found["loads"] if name.split(".")[0] == "deepseek_review"]
-    rest = sum(t for name, t in found["loads"] if name.split(".")[0] != "deepseek_review")
+    own = [t for name, t in found["loads"] if _ours(name)]
+    rest = sum(t for name, t in found["loads"] if not _ours(name))
     n, built = found["dataclasses"]
     return (
         f"our {len(own)} modules {sum(own) * 1000:.0f} ms (of which building their {n} "
@@ -132,7 +132,7 @@ def spans_text(found: dict[str, Any], spans: Sequence[tuple[str, str, str]]) -> 
 def modules_beyond(ours: dict[str, Any], floor: dict[str, Any], floor_name: str) -> str:
     """What one run of ours loads beyond one run of the floor, and the other way round."""
     mine, theirs = set(ours["modules"]), set(floor["modules"])
-    own = {m for m in mine - theirs if m.split(".")[0] == "deepseek_review"}
+    own = {m for m in mine - theirs if _ours(m)}
     others = ", ".join(sorted(mine - theirs - own)) or "none"
     return (
         f"Modules loaded (checked in this run): ours {len(mine)}, {floor_name} {len(theirs)}; "
@@ -140,3 +140,7 @@ def modules_beyond(ours: dict[str, Any], floor: dict[str, Any], floor_name: str)
         f"{', '.join(sorted(theirs - mine)) or 'none'}. So what ours costs beyond the floor is "
         "importing our own modules and the work above (the rows on ours' imports and work)."
     )
+
+
+def _ours(module: str) -> bool:
+    return module.split(".")[0] == "deepseek_review"
