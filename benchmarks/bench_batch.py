@@ -36,7 +36,7 @@ from benchmarks.common import (
     seconds,
     tool,
 )
-from benchmarks.inside import import_split, modules_beyond, spans_text, wrapped
+from benchmarks.inside import ours_share
 
 HERE = Path(__file__).resolve().parent
 N_REVIEWS = 200
@@ -208,13 +208,11 @@ def arrivals_text(found: dict[str, tuple[float, float, float]]) -> str:
 
 
 def before_first_request(root: Path, url: str, bodies: Path) -> tuple[str, str, str]:
-    """Ours run once with :data:`SPANS` timed, once with its module loads timed, and the floor
-    once: the spans, whose imports cost what, and the modules only one side loads."""
+    """Ours' share beyond the floor (:func:`~benchmarks.inside.ours_share`) with :data:`SPANS`:
+    the spans, whose module loads cost what, and the modules only one side loads."""
     ours = Batch(root, url, "inside")
-    found, _ = wrapped([tool(), *ours.args()], root, SPANS)
-    split = import_split([tool(), *ours.args()], root)
-    floor_found, _ = wrapped(floor(url, bodies).argv[1:], root)
-    return spans_text(found, SPANS), split, modules_beyond(found, floor_found, "floor_batch.py")
+    floor_argv = floor(url, bodies).argv[1:]
+    return ours_share(lambda: [tool(), *ours.args()], floor_argv, root, SPANS, "floor_batch.py")
 
 
 def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResult:

@@ -30,7 +30,7 @@ from benchmarks.common import (
     seconds,
     tool,
 )
-from benchmarks.inside import import_split, modules_beyond, spans_text, wrapped
+from benchmarks.inside import ours_share
 from benchmarks.strace import time_in
 
 HERE = Path(__file__).resolve().parent
@@ -157,12 +157,12 @@ SPANS = (
 )
 
 
-def work_and_modules(sides: Sides, repo: Path) -> tuple[str, str]:
-    """One run of ours with :data:`SPANS` timed (the wall time inside each, as one line), and
-    what it loads beyond the stack's floor, and the other way round (one run of the floor)."""
-    found, _ = wrapped(sides.ours.argv, repo, SPANS)
-    floor, _ = wrapped(sides.floor.argv[1:], repo)
-    return spans_text(found, SPANS), modules_beyond(found, floor, "floor_review.py")
+def share(sides: Sides, repo: Path) -> tuple[str, str, str]:
+    """Ours' share beyond the floor (:func:`~benchmarks.inside.ours_share`) with :data:`SPANS`:
+    the spans (the wall time inside each, as one line), whose module loads cost what, and the
+    modules only one side loads."""
+    floor_argv = sides.floor.argv[1:]
+    return ours_share(lambda: sides.ours.argv, floor_argv, repo, SPANS, "floor_review.py")
 
 
 def keep_request(cmd: Command, repo: Path, skeleton: Path) -> bytes:
@@ -221,8 +221,7 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
         floor, seed4 = compare(sides.floor, sides.seed, rounds)
         ours4, floor2 = compare(sides.ours, sides.floor, rounds)
         imports = import_profile(sides.ours.argv[1:], repo)
-        split = import_split(sides.ours.argv, repo)
-        spans, modules = work_and_modules(sides, repo)
+        spans, split, modules = share(sides, repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
     body_bytes = (work / "body-stream.json").stat().st_size
     ratio = ours.wall / seed.wall

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,22 +94,38 @@ def wrapped(
     script_argv: Sequence[str],
     cwd: Path,
     spans: Sequence[tuple[str, str, str]] = (),
-) -> tuple[dict[str, Any], str]:
-    """One run of a Python script under :data:`_WRAPPER`: what it reported, and the whole of
-    its stderr."""
+) -> dict[str, Any]:
+    """What one run of a Python script under :data:`_WRAPPER` reported."""
     argv = [sys.executable, "-c", _WRAPPER, json.dumps(spans)]
     err = subprocess.run(
         [*argv, *script_argv], cwd=cwd, check=True, capture_output=True, text=True
     ).stderr
     found = [line for line in err.splitlines() if line.startswith("WRAPPED ")]
-    return json.loads(found[-1].removeprefix("WRAPPED ")), err
+    result: dict[str, Any] = json.loads(found[-1].removeprefix("WRAPPED "))
+    return result
+
+
+def ours_share(
+    ours: Callable[[], Sequence[str]],
+    floor_argv: Sequence[str],
+    cwd: Path,
+    spans: Sequence[tuple[str, str, str]],
+    floor_name: str,
+) -> tuple[str, str, str]:
+    """Ours run twice (``ours()`` gives each run its command line: a batch needs a fresh
+    output folder) and the floor once: the wall time inside each of ``spans``, whose module
+    loads cost what (:func:`import_split`), and the modules only one side loads."""
+    found = wrapped(ours(), cwd, spans)
+    split = import_split(ours(), cwd)
+    floor = wrapped(floor_argv, cwd)
+    return spans_text(found, spans), split, modules_beyond(found, floor, floor_name)
 
 
 def import_split(script_argv: Sequence[str], cwd: Path) -> str:
     """One run of ours with every module load timed: the self time of our own modules (and of
     the dataclasses they build) next to that of everything else it loads (typer, httpx,
     tenacity, httpcore, h11 and the stdlib they load)."""
-    found, _ = wrapped(script_argv, cwd)
+    found = wrapped(script_argv, cwd)
     own = [t for name, t in found["loads"] if _ours(name)]
     rest = sum(t for name, t in found["loads"] if not _ours(name))
     n, built = found["dataclasses"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_review, inside
+from benchmarks import bench_review
 from benchmarks.common import SimulatorProcess
 
 
@@ -21,8 +21,7 @@ def test_review_row_accounts_for_what_ours_does_beyond_the_stacks_floor(tmp_path
     with SimulatorProcess() as sim:
         sides = bench_review.Sides(tmp_path, repo, files, sim.base_url)
         bench_review.prepare(tmp_path, repo, sides)
-        spans, modules = bench_review.work_and_modules(sides, repo)
-        split = inside.import_split(sides.ours.argv, repo)
+        spans, split, modules = bench_review.share(sides, repo)
     assert "only in the floor: stdlib_review." in modules
     assert re.search(r"only in ours: our own \d+ and ", modules)
     for _, _, label in bench_review.SPANS:
