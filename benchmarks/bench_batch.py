@@ -58,6 +58,7 @@ SPANS = (
         "prepare_batch",
         "the manifest read, checked and every entry planned (the two above included)",
     ),
+    ("deepseek_review.repo", "_run_git", "git run (the repository, each glob's files)"),
 )
 
 _FILES = {
@@ -207,6 +208,17 @@ def arrivals_text(found: dict[str, tuple[float, float, float]]) -> str:
     )
 
 
+def room_text(floor_ratio: float, bare_wall: float, ours_more: float, first_lag: float) -> str:
+    """What the goal leaves ours beyond the stack's floor, next to what ours takes beyond it:
+    the whole run's difference, and the part of it before the first request."""
+    room = (GOAL - floor_ratio) * bare_wall
+    return (
+        f"({GOAL} - {floor_ratio:.3f}) x the bare client's {bare_wall:.3f} s = "
+        f"{room * 1000:.0f} ms; ours took {ours_more * 1000:.0f} ms more than the floor, "
+        f"{first_lag * 1000:.0f} ms of it before its first request"
+    )
+
+
 def before_first_request(root: Path, url: str, bodies: Path) -> tuple[str, str, str]:
     """Ours' share beyond the floor (:func:`~benchmarks.inside.ours_share`) with :data:`SPANS`:
     the spans, whose module loads cost what, and the modules only one side loads."""
@@ -271,6 +283,17 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
                 f"{ARRIVAL_ROUNDS} runs each, order rotated): start to first request / first "
                 "to last request / last request to exit",
                 arrivals_text(phases),
+            ),
+            (
+                "the goal's room beyond the stack's floor (its ratio and wall above), against "
+                "ours' wall beyond the floor (above) and its first request's lag behind the "
+                "floor's (the arrivals above)",
+                room_text(
+                    floor_side.wall / floor_base.wall,
+                    floor_base.wall,
+                    ours_again.wall - floor_again.wall,
+                    phases["ours"][0] - phases["the stack's floor"][0],
+                ),
             ),
             ("ours before its first request (wall time inside, one run)", spans),
             ("ours' imports by whose module (self times, one run, each load timed)", split),
