@@ -22,7 +22,7 @@ from .logs import log
 from .ollama.native import native_endpoint
 from .ollama.reasoning import with_reasoning
 from .options import SERVER_PRESETS, check, default, name_of
-from .prompt import Template, frame_messages, load_template, text_bytes
+from .prompt import Template, frame_messages, load_template
 from .records.naming import check_topic, longest_name
 from .records.receipt import check_recordable
 from .repo import find_repo_root, resolve_inside
@@ -31,6 +31,7 @@ from .request import (
     PreparedRequest,
     WireMessage,
     check_extra_body,
+    message_sizes,
     prepare,
     sent_contents,
 )
@@ -328,14 +329,14 @@ def plan_review(
         refuse_secrets([prompt_file, *files, *gitplan.scanned], endpoint=endpoint.url)
     framed = frame_messages(template, options.prompt, options.topic, files, gitplan.lead)
     messages = tuple(WireMessage(role, parts, None) for role, parts in framed)
-    sizes = [text_bytes((m,)) for m in messages]
+    sizes = message_sizes(messages)
     check_framed_size(sum(sizes), sum(f.size for f in files), options.limits)
     # From here the texts live in ``texts`` only, which the body takes as it is written; the
     # plan keeps what the record needs (path, hash, size): the body is the one large thing left.
     texts = {f.path: f.text for f in files}
     files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
     del gitplan
-    prepared = prepare(body_options, messages, texts)
+    prepared = prepare(body_options, messages, texts, sizes)
     estimate = estimate_sizes(sizes)
     if options.context_window is not None and estimate > options.context_window:
         log.warning(

@@ -152,15 +152,20 @@ def prepare(
     options: BodyOptions,
     messages: Sequence[WireMessage],
     texts: MutableMapping[str, str] | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> PreparedRequest:
     """Serialise the body once; its bytes are both sent and hashed. A message without
     ``content`` is written from its parts, each file's text taken out of ``texts`` (by path) as
-    it is written, so a caller whose only copy that is holds the body alone at the end."""
-    estimate = estimate_messages(messages) if options.api == "ollama" else None
+    it is written, so a caller whose only copy that is holds the body alone at the end.
+    ``sizes``: :func:`message_sizes`, when the caller counted them already (a plan does, for
+    its size check: counting a 20,000-file context's parts again cost a dry run ~15 ms)."""
+    if sizes is None:
+        sizes = message_sizes(messages)
+    estimate = estimate_sizes(sizes) if options.api == "ollama" else None
     texts = {} if texts is None else texts
     # A small body is encoded in one go (the C encoder: a batch plans hundreds); a large one
     # is written from its parts, so no joined copy of the prompt ever exists.
-    size = sum(len(m.content) if m.content is not None else text_bytes((m,)) for m in messages)
+    size = sum(sizes)
     small = size < STREAM_ABOVE
     wire = [
         {"role": m.role, "content": _content(m, texts, joined=small), **m.extra} for m in messages
@@ -180,12 +185,15 @@ def _content(m: WireMessage, texts: MutableMapping[str, str], *, joined: bool) -
     return Streamed(m.parts, texts)
 
 
+def message_sizes(messages: Iterable[WireMessage]) -> list[int]:
+    """The bytes of each message's text; a text never joined is counted from its parts (a
+    reference counts its size: the bytes of its text)."""
+    return [utf8_size(m.content) if m.content is not None else text_bytes((m,)) for m in messages]
+
+
 def estimate_messages(messages: Iterable[WireMessage]) -> int:
-    """:func:`.tokens.estimate_tokens` of the messages' texts; a text never joined is counted
-    from its parts (a reference counts its size: the bytes of its text)."""
-    return estimate_sizes(
-        utf8_size(m.content) if m.content is not None else text_bytes((m,)) for m in messages
-    )
+    """:func:`.tokens.estimate_tokens` of the messages' texts (:func:`message_sizes`)."""
+    return estimate_sizes(message_sizes(messages))
 
 
 def sent_contents(body_bytes: bytes) -> list[str]:
