@@ -43,13 +43,13 @@ from .request import (
     BodyOptions,
     PreparedRequest,
     WireMessage,
-    estimate_messages,
+    message_sizes,
     prepare,
     sent_contents,
 )
 from .segment import Segment, SegmentSpec, write_segment
 from .storage import ensure_dir
-from .tokens import estimate_exchange, looks_clipped
+from .tokens import estimate_exchange, estimate_sizes, looks_clipped
 
 if TYPE_CHECKING:  # the HTTP stack is imported by whoever makes the client, not by planning
     from .client import ChatClient
@@ -265,8 +265,9 @@ class _Run:
                 *self._base_messages(),
                 *_continuation_tail(segments, so_far, options.style, options.server),
             )
-            prepared = prepare(body, messages)
-            estimate = estimate_messages(messages)
+            sizes = message_sizes(messages)  # counted once: the body and the estimate
+            prepared = prepare(body, messages, sizes=sizes)
+            estimate = estimate_sizes(sizes)
             preflight(
                 self.client,
                 server=options.server,

@@ -191,11 +191,6 @@ def message_sizes(messages: Iterable[WireMessage]) -> list[int]:
     return [utf8_size(m.content) if m.content is not None else text_bytes((m,)) for m in messages]
 
 
-def estimate_messages(messages: Iterable[WireMessage]) -> int:
-    """:func:`.tokens.estimate_tokens` of the messages' texts (:func:`message_sizes`)."""
-    return estimate_sizes(message_sizes(messages))
-
-
 def sent_contents(body_bytes: bytes) -> list[str]:
     """The message texts of a body that was sent (a continuation repeats them): read back
     from the body, as they were never joined anywhere else."""
