@@ -10,7 +10,10 @@ multiset of bodies. The simulator (its own process) answers each request in 200 
 time: 200 x 0.2 s / 8 = 5 s is the ideal, shown as context only. The stack's floor,
 :mod:`benchmarks.floor_batch` (the bare client's work with typer parsing its command line and
 one httpx client sending under tenacity), is timed against both: what the stack alone costs
-the row, and what ours costs beyond it.
+the row, and what ours costs beyond it. :mod:`benchmarks.floor_planned` is that floor sending
+the bodies our own planning makes (``api.plan_batch``, as ``batch`` checks and plans every
+entry before its first request): what the stack costs with the work ours must finish before it
+may send anything, and nothing ours does around each request.
 """
 
 from __future__ import annotations
@@ -144,14 +147,22 @@ def floor(url: str, bodies: Path) -> Command:
     return Command((*argv, str(JOBS), str(bodies)))
 
 
+def planned_floor(root: Path, url: str) -> Command:
+    """The stack's floor with ours' planning, run in the repository (its output folder is
+    checked, never written)."""
+    argv = (sys.executable, str(HERE / "floor_planned.py"), "reviews.toml")
+    return Command((*argv, url + "/v1/chat/completions", str(JOBS), "planned-out"), root)
+
+
 def same_bodies(root: Path, bodies: Path, work: Path) -> list[list[str]]:
-    """Each side (ours, the bare client, the stack's floor) once against a recording
-    simulator (no latency): the bodies' sha256."""
+    """Each side (ours, the bare client, the stack's floor, the floor with ours' planning)
+    once against a recording simulator (no latency): the bodies' sha256."""
     flags = ("--capacity", str(CAPACITY), "--answer-words", str(ANSWER_WORDS))
     sides: list[Callable[[str], Runnable]] = [
         lambda u: Batch(root, u, "check"),
         lambda u: bare(u, bodies),
         lambda u: floor(u, bodies),
+        lambda u: planned_floor(root, u),
     ]
     return [
         recorded_bodies(*flags, send=functools.partial(_send, side), work=work) for side in sides
@@ -165,7 +176,8 @@ def _send(side: Callable[[str], Runnable], url: str) -> None:
 def arrivals(
     root: Path, bodies: Path, work: Path, rounds: int = ARRIVAL_ROUNDS, reviews: int = N_REVIEWS
 ) -> dict[str, tuple[float, float, float]]:
-    """Each side (the bare client, the stack's floor, ours) run ``rounds`` times against one
+    """Each side (the bare client, the stack's floor, that floor with ours' planning, ours) run
+    ``rounds`` times against one
     simulator that notes when each request arrives, the order rotated each round: the medians,
     per side, of seconds from its start to its first request, from its first request to its
     last, and from its last request to its exit."""
@@ -176,6 +188,7 @@ def arrivals(
         sides: dict[str, Runnable] = {
             "bare client": bare(sim.base_url, bodies),
             "the stack's floor": floor(sim.base_url, bodies),
+            "the floor with ours' planning": planned_floor(root, sim.base_url),
             "ours": Batch(root, sim.base_url, "arrive"),
         }
         names = list(sides)
@@ -219,6 +232,13 @@ def room_text(floor_ratio: float, bare_wall: float, ours_more: float, first_lag:
     )
 
 
+def _verdict(ratio: float) -> str:
+    """Whether the goal is left any room once the stack has done ours' planning."""
+    if ratio > GOAL:
+        return f"over the {GOAL}x goal before ours does anything around a request"
+    return f"within the {GOAL}x goal: what ours does around its requests decides the row"
+
+
 def before_first_request(root: Path, url: str, bodies: Path) -> tuple[str, str, str]:
     """Ours' share beyond the floor (:func:`~benchmarks.inside.ours_share`) with :data:`SPANS`:
     the spans, whose module loads cost what, and the modules only one side loads."""
@@ -236,13 +256,20 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
         ours_side = Batch(root, sim.base_url, "out")
         ours_side.run()  # warm-up, and the request records the baseline's bodies come from
         sent = write_bodies(root, "out-0", work / "bodies")
-        ours_bodies, bare_bodies, floor_bodies = same_bodies(root, work / "bodies", work)
-        if not ours_bodies == bare_bodies == floor_bodies or len(ours_bodies) != reviews != sent:
+        ours_bodies, bare_bodies, floor_bodies, planned_bodies = same_bodies(
+            root, work / "bodies", work
+        )
+        if (
+            not ours_bodies == bare_bodies == floor_bodies == planned_bodies
+            or len(ours_bodies) != reviews != sent
+        ):
             raise RuntimeError(f"the sides sent different bodies ({sent} records)")
         baseline = bare(sim.base_url, work / "bodies")
         stack = floor(sim.base_url, work / "bodies")
         ours, base = compare(ours_side, baseline, rounds)
         floor_side, floor_base = compare(stack, baseline, rounds)
+        planning = planned_floor(root, sim.base_url)
+        planned_side, planned_base = compare(planning, baseline, rounds)
         ours_again, floor_again = compare(ours_side, stack, rounds)
         spans, split, modules = before_first_request(root, sim.base_url, work / "bodies")
     phases = arrivals(root, work / "bodies", work, reviews=reviews)
@@ -261,6 +288,7 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
             ours_side.command("out-N").shown(),
             baseline.shown(),
             stack.shown(),
+            f"(in the repository) {planning.shown()}",
         ],
         details=[
             (f"ideal {reviews} x {LATENCY} s / {CAPACITY} (context only)", f"{ideal:g} s"),
@@ -271,6 +299,14 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
                 "httpx client and tenacity) vs the bare client",
                 f"{floor_side.wall / floor_base.wall:.3f}x ({seconds(floor_side)} vs "
                 f"{seconds(floor_base)})",
+            ),
+            (
+                "the stack's floor with ours' planning (floor_planned.py: the floor sending the "
+                "bodies ours plans, after checking the manifest and planning every entry as "
+                "ours must before its first request; no pre-flight, nothing written) vs the "
+                "bare client",
+                f"{planned_side.wall / planned_base.wall:.3f}x ({seconds(planned_side)} vs "
+                f"{seconds(planned_base)}); {_verdict(planned_side.wall / planned_base.wall)}",
             ),
             (
                 "ours vs the stack's floor: our own share",
@@ -301,7 +337,7 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
         notes=[
             "Same work, checked before timing: a recording simulator received "
             f"{len(ours_bodies)} bodies from each side (ours, the bare client, the stack's "
-            "floor), the same sha256 multiset "
+            "floor, the floor with ours' planning), the same sha256 multiset "
             f"({len(set(ours_bodies))} distinct bodies: {len(_CONTEXTS)} contexts x "
             "different prompts).",
             "Each round of ours writes into a fresh output folder (an existing one would be "

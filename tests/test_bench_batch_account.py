@@ -41,11 +41,17 @@ def test_batch_row_times_each_sides_first_request_steady_run_and_tail(tmp_path: 
     with SimulatorProcess() as sim:
         root, bodies = _repo_and_bodies(tmp_path, sim.base_url)
     phases = bench_batch.arrivals(root, bodies, tmp_path, rounds=1, reviews=REVIEWS)
-    assert list(phases) == ["bare client", "the stack's floor", "ours"]
+    assert list(phases) == [
+        "bare client",
+        "the stack's floor",
+        "the floor with ours' planning",
+        "ours",
+    ]
     for first, steady, tail in phases.values():
         assert first > 0 and steady >= 0 and tail > 0
     assert re.fullmatch(
         r"bare client [\d.]+ / [\d.]+ / [\d.]+ s; the stack's floor [\d.]+ / [\d.]+ / [\d.]+ s; "
+        r"the floor with ours' planning [\d.]+ / [\d.]+ / [\d.]+ s; "
         r"ours [\d.]+ / [\d.]+ / [\d.]+ s",
         bench_batch.arrivals_text(phases),
     )
@@ -70,4 +76,13 @@ def test_room_beyond_the_floor_is_the_goal_minus_the_floors_ratio_times_the_bare
     assert text == (
         "(1.06 - 1.045) x the bare client's 5.600 s = 84 ms; ours took 380 ms more than the "
         "floor, 326 ms of it before its first request"
+    )
+
+
+def test_floor_with_ours_planning_over_the_goal_is_said_to_leave_no_room() -> None:
+    assert bench_batch._verdict(1.072) == (
+        "over the 1.06x goal before ours does anything around a request"
+    )
+    assert bench_batch._verdict(1.05) == (
+        "within the 1.06x goal: what ours does around its requests decides the row"
     )

@@ -5,6 +5,7 @@ patch, as many processes), and one row runs whole through the document renderer.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -58,16 +59,44 @@ def test_review_row_stdlib_script_and_curl_send_ours_exact_body(tmp_path: Path) 
     assert sent["ours_plain"] == sent["seed"] != sent["ours"]
 
 
-def test_batch_row_bare_client_and_stacks_floor_send_the_batch_bodies(tmp_path: Path) -> None:
+def test_batch_row_bare_client_and_both_floors_send_the_batch_bodies(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     bench_batch.make_repo(root, 6)
     with SimulatorProcess() as sim:
         bench_batch.Batch(root, sim.base_url, "out").run()
     assert bench_batch.write_bodies(root, "out-0", tmp_path / "bodies") == 6
-    ours, bare, floor = bench_batch.same_bodies(root, tmp_path / "bodies", tmp_path)
+    ours, bare, floor, planned = bench_batch.same_bodies(root, tmp_path / "bodies", tmp_path)
     assert len(ours) == 6
-    assert ours == bare == floor
+    assert ours == bare == floor == planned
+
+
+def test_floor_with_ours_planning_writes_nothing_in_the_repository(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    bench_batch.make_repo(root, 3)
+    before = sorted(p.name for p in root.iterdir())
+    with SimulatorProcess() as sim:
+        assert bench_batch.planned_floor(root, sim.base_url).run().wall > 0
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
+def test_floor_with_ours_planning_refuses_a_batch_that_would_not_send_every_entry(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    bench_batch.make_repo(root, 2)
+    with SimulatorProcess() as sim:
+        bench_batch.Batch(root, sim.base_url, "planned-out").command("planned-out").run()
+        done = subprocess.run(
+            bench_batch.planned_floor(root, sim.base_url).argv,
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip() == "floor_planned: entry 'review-000' would skip, not be sent new"
 
 
 @needs_strace

@@ -1,0 +1,62 @@
+"""The batch row's floor with ours' planning: the stack's floor, sending the bodies our own
+planning makes.
+
+What :mod:`benchmarks.floor_batch` does (typer parses the command line; JOBS threads share one
+``httpx.Client`` and send under ``tenacity``, reading each streamed answer to its end; nothing
+checked or written), except that the bodies are not read from files: they come from
+``deepseek_review.api.plan_batch``, the call ``batch`` makes to read and check the manifest
+and plan every entry before its first request. So this side adds to the floor exactly the
+work the tool must finish before it may send anything (loading the modules planning needs,
+checking the manifest, planning each entry), and leaves out what ours does around each
+request: the Ollama pre-flight, the request record, answer and receipt written with fsync,
+progress and the report.
+
+Usage: python floor_planned.py MANIFEST URL JOBS OUTPUT_DIR   (run in the repository)
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import ssl
+import sys
+from urllib.parse import urlsplit
+
+import httpx
+import typer
+
+from benchmarks.bare_batch import run_threads
+from benchmarks.floor_batch import send_all
+
+
+def planned_bodies(
+    manifest: str, url: str, jobs: int, output_dir: str
+) -> queue.SimpleQueue[bytes | None]:
+    """Every entry's request body as ours planned it, in manifest order, then one end marker
+    per thread. The endpoint is URL's origin, as ``batch --endpoint`` takes it."""
+    from deepseek_review import api
+
+    origin = urlsplit(url)._replace(path="", query="", fragment="").geturl()
+    plan = api.plan_batch(manifest, jobs=jobs, endpoint=origin, output_dir=output_dir)
+    bodies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    for work in plan.prepared.work:
+        if work.action != "new":
+            sys.exit(f"floor_planned: entry {work.topic!r} would {work.action}, not be sent new")
+        bodies.put(work.planned.plan.prepared.body_bytes)
+    for _ in range(jobs):
+        bodies.put(None)
+    return bodies
+
+
+def main(manifest: str, url: str, jobs: int, output_dir: str) -> None:
+    bodies = planned_bodies(manifest, url, jobs, output_dir)
+    no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
+    limits = httpx.Limits(max_connections=jobs, max_keepalive_connections=jobs)
+    with httpx.Client(timeout=600, verify=no_ca, limits=limits) as client:
+        run_threads(send_all, (client, url, bodies), jobs, "floor_planned")
+    sys.stdout.flush()
+    os._exit(0)  # as ours after a flushed success: no interpreter teardown
+
+
+if __name__ == "__main__":
+    typer.run(main)
