@@ -40,14 +40,18 @@ def send_all(client: httpx.Client, url: str, bodies: queue.SimpleQueue[bytes | N
                     response.close()
 
 
-def main(url: str, jobs: int, body_dir: str) -> None:
-    bodies = queued(body_dir, jobs)
+def send_and_exit(url: str, jobs: int, bodies: queue.SimpleQueue[bytes | None], name: str) -> None:
+    """Every queued body sent by JOBS threads sharing one client; then the process ends."""
     no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
     limits = httpx.Limits(max_connections=jobs, max_keepalive_connections=jobs)
     with httpx.Client(timeout=600, verify=no_ca, limits=limits) as client:
-        run_threads(send_all, (client, url, bodies), jobs, "floor_batch")
+        run_threads(send_all, (client, url, bodies), jobs, name)
     sys.stdout.flush()
     os._exit(0)  # as ours after a flushed success: no interpreter teardown
+
+
+def main(url: str, jobs: int, body_dir: str) -> None:
+    send_and_exit(url, jobs, queued(body_dir, jobs), "floor_batch")
 
 
 if __name__ == "__main__":

@@ -16,17 +16,13 @@ Usage: python floor_planned.py MANIFEST URL JOBS OUTPUT_DIR   (run in the reposi
 
 from __future__ import annotations
 
-import os
 import queue
-import ssl
 import sys
 from urllib.parse import urlsplit
 
-import httpx
 import typer
 
-from benchmarks.bare_batch import run_threads
-from benchmarks.floor_batch import send_all
+from benchmarks.floor_batch import send_and_exit
 
 
 def planned_bodies(
@@ -49,13 +45,7 @@ def planned_bodies(
 
 
 def main(manifest: str, url: str, jobs: int, output_dir: str) -> None:
-    bodies = planned_bodies(manifest, url, jobs, output_dir)
-    no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # plain http: no CA bundle to load
-    limits = httpx.Limits(max_connections=jobs, max_keepalive_connections=jobs)
-    with httpx.Client(timeout=600, verify=no_ca, limits=limits) as client:
-        run_threads(send_all, (client, url, bodies), jobs, "floor_planned")
-    sys.stdout.flush()
-    os._exit(0)  # as ours after a flushed success: no interpreter teardown
+    send_and_exit(url, jobs, planned_bodies(manifest, url, jobs, output_dir), "floor_planned")
 
 
 if __name__ == "__main__":
