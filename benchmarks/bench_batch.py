@@ -177,10 +177,9 @@ def arrivals(
     root: Path, bodies: Path, work: Path, rounds: int = ARRIVAL_ROUNDS, reviews: int = N_REVIEWS
 ) -> dict[str, tuple[float, float, float]]:
     """Each side (the bare client, the stack's floor, that floor with ours' planning, ours) run
-    ``rounds`` times against one
-    simulator that notes when each request arrives, the order rotated each round: the medians,
-    per side, of seconds from its start to its first request, from its first request to its
-    last, and from its last request to its exit."""
+    ``rounds`` times against one simulator that notes when each request arrives, the order
+    rotated each round: the medians, per side, of seconds from its start to its first request,
+    from its first request to its last, and from its last request to its exit."""
     stamps_file = work / f"arrivals-{time.monotonic_ns()}.txt"
     flags = ("--latency", str(LATENCY), "--capacity", str(CAPACITY))
     windows: list[tuple[str, float, float]] = []
