@@ -15,7 +15,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 
@@ -33,13 +33,22 @@ def send_all(host: str, port: int, path: str, bodies: queue.SimpleQueue[bytes | 
 
 def queued(body_dir: str, jobs: int) -> queue.SimpleQueue[bytes | None]:
     """Every body of BODY_DIR in name order, then one end marker per thread."""
-    bodies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-    for name in sorted(os.listdir(body_dir)):
-        with open(os.path.join(body_dir, name), "rb") as fh:
-            bodies.put(fh.read())
+    return queue_of((_read(os.path.join(body_dir, n)) for n in sorted(os.listdir(body_dir))), jobs)
+
+
+def queue_of(bodies: Iterable[bytes], jobs: int) -> queue.SimpleQueue[bytes | None]:
+    """The bodies in order, then one end marker per thread."""
+    out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    for body in bodies:
+        out.put(body)
     for _ in range(jobs):
-        bodies.put(None)
-    return bodies
+        out.put(None)
+    return out
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
 
 
 def run_threads(send: Callable[..., None], args: tuple[object, ...], jobs: int, name: str) -> None:

@@ -274,6 +274,8 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
     phases = arrivals(root, work / "bodies", work, reviews=reviews)
     ideal = reviews * LATENCY / CAPACITY
     ratio = ours.wall / base.wall
+    floor_ratio = floor_side.wall / floor_base.wall
+    planned_ratio = planned_side.wall / planned_base.wall
     return BenchResult(
         name=f"batch: {reviews} reviews, --jobs {JOBS}, streamed, 200 ms latency, capacity 8",
         goal=f"<= {GOAL}x a bare {JOBS}-thread http.client client sending the same requests",
@@ -296,16 +298,15 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
             (
                 "the stack's floor (floor_batch.py: the bare client's work with typer, one "
                 "httpx client and tenacity) vs the bare client",
-                f"{floor_side.wall / floor_base.wall:.3f}x ({seconds(floor_side)} vs "
-                f"{seconds(floor_base)})",
+                f"{floor_ratio:.3f}x ({seconds(floor_side)} vs {seconds(floor_base)})",
             ),
             (
                 "the stack's floor with ours' planning (floor_planned.py: the floor sending the "
                 "bodies ours plans, after checking the manifest and planning every entry as "
                 "ours must before its first request; no pre-flight, nothing written) vs the "
                 "bare client",
-                f"{planned_side.wall / planned_base.wall:.3f}x ({seconds(planned_side)} vs "
-                f"{seconds(planned_base)}); {_verdict(planned_side.wall / planned_base.wall)}",
+                f"{planned_ratio:.3f}x ({seconds(planned_side)} vs "
+                f"{seconds(planned_base)}); {_verdict(planned_ratio)}",
             ),
             (
                 "ours vs the stack's floor: our own share",
@@ -324,7 +325,7 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
                 "ours' wall beyond the floor (above) and its first request's lag behind the "
                 "floor's (the arrivals above)",
                 room_text(
-                    floor_side.wall / floor_base.wall,
+                    floor_ratio,
                     floor_base.wall,
                     ours_again.wall - floor_again.wall,
                     phases["ours"][0] - phases["the stack's floor"][0],

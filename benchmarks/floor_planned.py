@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import typer
 
+from benchmarks.bare_batch import queue_of
 from benchmarks.floor_batch import send_and_exit
 
 
@@ -34,14 +35,10 @@ def planned_bodies(
 
     origin = urlsplit(url)._replace(path="", query="", fragment="").geturl()
     plan = api.plan_batch(manifest, jobs=jobs, endpoint=origin, output_dir=output_dir)
-    bodies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     for work in plan.prepared.work:
         if work.action != "new":
             sys.exit(f"floor_planned: entry {work.topic!r} would {work.action}, not be sent new")
-        bodies.put(work.planned.plan.prepared.body_bytes)
-    for _ in range(jobs):
-        bodies.put(None)
-    return bodies
+    return queue_of((w.planned.plan.prepared.body_bytes for w in plan.prepared.work), jobs)
 
 
 def main(manifest: str, url: str, jobs: int, output_dir: str) -> None:
