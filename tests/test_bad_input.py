@@ -782,7 +782,7 @@ def _symlinked_answer(w: World) -> str:
     return rel
 
 
-@case("show/missing", 3, "reviews/none.receipt.json: no such receipt", json=False)
+@case("show/missing", 3, "reviews/none.receipt.json: no such file or folder", json=False)
 def _(w: World) -> list[str]:
     return ["show", "reviews/none.receipt.json"]
 
@@ -871,7 +871,7 @@ def _(w: World) -> list[str]:
 # ----------------------------------------------------------------- continue
 
 
-@case("continue/missing", 3, "reviews/none.md: no receipt beside it")
+@case("continue/missing", 3, "reviews/none.md: no such file or folder")
 def _(w: World) -> list[str]:
     return ["continue", "reviews/none.md"]
 

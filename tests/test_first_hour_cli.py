@@ -607,6 +607,23 @@ def test_context_missing_from_a_subfolder_names_the_path_from_the_root(repo, cli
     assert r.err == "deepseek-review: error: context path src/spec.md: no such file or folder\n"
 
 
+@pytest.mark.parametrize("command", ["show", "continue", "verify", "findings"])
+@pytest.mark.parametrize("named", ["reviews/none.md", "reviews/none.receipt.json"])
+def test_a_missing_path_gets_one_message_from_every_command(repo, cli, command, named):
+    r = cli(command, named)
+    assert (r.code, r.err) == (3, f"deepseek-review: error: {named}: no such file or folder\n")
+
+
+@pytest.mark.parametrize("command", ["show", "continue", "verify", "findings"])
+def test_a_missing_path_from_a_subfolder_gets_the_same_message(repo, cli, monkeypatch, command):
+    monkeypatch.chdir(repo / "src")
+    r = cli(command, "../reviews/none.md")
+    assert (r.code, r.err) == (
+        3,
+        "deepseek-review: error: reviews/none.md: no such file or folder\n",
+    )
+
+
 def test_path_leading_out_of_the_root_from_a_subfolder_is_refused(repo, cli, monkeypatch):
     monkeypatch.chdir(repo / "src")
     r = cli("verify", "../../elsewhere")

@@ -44,10 +44,17 @@ class ChainSegment:
         return self.record is None or self.record.response.usage_reported is not False
 
 
+def no_such_path(user_path: str) -> InputError:
+    """The one wording for a path the user named that does not exist, as they wrote it."""
+    return InputError(f"{user_path}: no such file or folder")
+
+
 def receipt_for(root: Path, user_path: str, *, folders: bool = False) -> str:
     """The receipt a user named: a receipt, or an answer ``<stem>.md`` whose receipt is
     beside it (:class:`InputError` otherwise; ``folders``: the message allows folders too)."""
-    _, rel = resolve_inside(root, user_path, what="path")
+    path, rel = resolve_inside(root, user_path, what="path")
+    if not path.exists() and not path.is_symlink():
+        raise no_such_path(user_path)
     if rel.endswith(RECEIPT_SUFFIX):
         return rel
     if rel.endswith(ANSWER_SUFFIX):  # any *.md: a reasoning file is not taken for its answer

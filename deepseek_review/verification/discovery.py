@@ -7,7 +7,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import InputError
 from ..records.naming import (
     RECEIPT_SUFFIX,
     SIGNATURE_SUFFIX,
@@ -15,6 +14,7 @@ from ..records.naming import (
     name_order,
     unreceipted_answers,
 )
+from ..records.stored import no_such_path, receipt_for
 from ..repo import resolve_inside
 from .reports import DEFAULT_FOLDER
 
@@ -112,10 +112,8 @@ def discover(root: Path, paths: Sequence[str], default_folder: str = DEFAULT_FOL
             signed.update(prefix + n for n in seen.signed)
             scanned.add(top)
         elif path.is_file() or (path.exists() and not path.is_dir()):
-            from ..records.stored import receipt_for  # a file PATH: rarer than a folder
-
             found.add(receipt_for(root, rel, folders=True))
         elif paths:
-            raise InputError(f"{user_path}: no such file or folder")
+            raise no_such_path(user_path)
     receipts = sorted(found)
     return Discovery(receipts, shown, scanned, sorted(orphans, key=name_order), listed, signed)
