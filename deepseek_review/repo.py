@@ -13,13 +13,13 @@ import re
 import shutil
 import stat
 import subprocess
-import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from .errors import ConfigError, InputError
 from .options import name_of
 from .settled import settled
+from .textsafe import is_unsafe_char
 
 #: Forced on every git command. The repository under review is untrusted, and so is its
 #: ``.git/config``: nothing in it may make git run a program. ``ls-files`` and
@@ -250,16 +250,6 @@ def under_dot_git(rel: str) -> bool:
 
 
 _ASCII_UNSAFE_RE = re.compile(r"[\x00-\x1f\x7f]")
-#: Unicode categories a name may not hold: controls (C0, DEL, C1), format characters (bidi
-#: overrides, isolates and marks, zero-width space, word joiner, BOM, soft hyphen, tags) and
-#: the line and paragraph separators.
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
-#: Format characters that spell words (Persian, Indic scripts, emoji): allowed.
-_JOINERS = frozenset({"\u200c", "\u200d"})
-
-
-def _unsafe_char(c: str) -> bool:
-    return c not in _JOINERS and unicodedata.category(c) in _UNSAFE_CATEGORIES
 
 
 def has_unsafe_chars(rel: str) -> bool:
@@ -271,7 +261,7 @@ def has_unsafe_chars(rel: str) -> bool:
     """
     if rel.isascii():
         return _ASCII_UNSAFE_RE.search(rel) is not None
-    return any(_unsafe_char(c) for c in rel)
+    return any(is_unsafe_char(c) for c in rel)
 
 
 def to_relative(root: Path, path: Path) -> str:

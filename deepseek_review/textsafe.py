@@ -12,6 +12,8 @@ encoding (``--json`` output gives the exact values).
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Callable
 from functools import cache
 
 # C0 but newline, tab and carriage return (which multi-line text keeps, see below), DEL, C1,
@@ -36,6 +38,19 @@ _PATTERNS = {
 }
 
 
+#: Unicode categories a name may not hold and text never shows raw: controls (C0, DEL, C1),
+#: format characters (bidi overrides, isolates and marks, zero-width space, word joiner, BOM,
+#: soft hyphen, tags) and the line and paragraph separators.
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+#: Format characters that spell words (Persian, Indic scripts, emoji): shown as they are.
+JOINERS = frozenset({"\u200c", "\u200d"})
+
+
+def is_unsafe_char(c: str) -> bool:
+    """Whether ``c`` could break or fake what it is shown in (see :data:`UNSAFE_CATEGORIES`)."""
+    return c not in JOINERS and unicodedata.category(c) in UNSAFE_CATEGORIES
+
+
 @cache
 def _pattern(kind: str) -> re.Pattern[str]:
     return re.compile(_PATTERNS[kind])
@@ -50,6 +65,31 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+def _shown(c: str) -> str:
+    code = ord(c)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _json_shown(c: str) -> str:
+    code = ord(c)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)  # JSON spells it as a surrogate pair
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
+
+
+def _format_chars(text: str, show: Callable[[str], str] = _shown) -> str:
+    """``text`` with the invisible format characters the patterns do not list (zero-width
+    space, word joiner, BOM, soft hyphen, tags: category Cf) shown by ``show``."""
+    if text.isascii():
+        return text  # the patterns already showed every control; Cf is beyond ASCII
+    return "".join(
+        show(c) if c not in JOINERS and unicodedata.category(c) == "Cf" else c for c in text
+    )
+
+
 def escape(text: str, *, multiline: bool = False) -> str:
     """``text`` with every control character shown as ``\\xNN`` / ``\\uNNNN``.
 
@@ -58,7 +98,8 @@ def escape(text: str, *, multiline: bool = False) -> str:
     """
     if not multiline and text.isascii() and text.isprintable():
         return text  # nothing to show: ASCII's only unprintables are C0 and DEL, all escaped
-    return _pattern("multiline" if multiline else "line").sub(_visible, text)
+    shown = _pattern("multiline" if multiline else "line").sub(_visible, text)
+    return _format_chars(shown)
 
 
 def escape_lines(lines: list[str]) -> str:
@@ -70,7 +111,7 @@ def escape_lines(lines: list[str]) -> str:
         return "".join(escape(line) + "\n" for line in lines)
     if joined.isascii() and joined.replace("\n", "").isprintable():
         return joined + "\n"  # as in escape: nothing to show
-    return _pattern("joined_lines").sub(_visible, joined) + "\n"
+    return _format_chars(_pattern("joined_lines").sub(_visible, joined)) + "\n"
 
 
 def json_safe(dumped: str) -> str:
@@ -80,4 +121,4 @@ def json_safe(dumped: str) -> str:
     surrogates raw; here each becomes a ``\\uNNNN`` escape, which is valid only inside a JSON
     string, where those characters can only be: the JSON still decodes to the exact value.
     """
-    return _pattern("multiline").sub(_json_escape, dumped)
+    return _format_chars(_pattern("multiline").sub(_json_escape, dumped), _json_shown)

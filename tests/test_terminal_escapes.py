@@ -22,12 +22,23 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.textsafe import escape, escape_lines
+from deepseek_review.textsafe import escape, escape_lines, json_safe
 from tests.builders import primary_receipt, sha, write_receipt
 from tests.stubs import Reply, Stub
 from tests.terminal import read_until_closed
+from tests.test_diff_review import commit
 
 Cli = Callable[..., Any]
+
+#: Invisible format characters a name may not hold, and how they are shown: zero-width space,
+#: word joiner, BOM, soft hyphen, a tag character (beyond the BMP).
+INVISIBLE = [
+    ("\u200b", "\\u200b"),
+    ("\u2060", "\\u2060"),
+    ("\ufeff", "\\ufeff"),
+    ("\u00ad", "\\xad"),
+    ("\U000e0041", "\\U000e0041"),
+]
 MakeStub = Callable[..., Stub]
 
 #: Retitles the window, clears the screen, an 8-bit CSI, and a right-to-left override.
@@ -96,6 +107,7 @@ def review(cli: Cli, endpoint: str, *extra: str) -> Any:
         ("\u2028", "\\u2028"),
         ("\u2029", "\\u2029"),
         ("\udc9b", "\\udc9b"),  # a file name byte that is not UTF-8, as Python decodes it
+        *INVISIBLE,
     ],
 )
 def test_escape_shows_each_control_character_as_a_visible_escape(char: str, shown: str) -> None:
@@ -187,6 +199,47 @@ def test_error_naming_a_context_path_shows_it_escaped(repo: Path, cli: Cli) -> N
     assert r.code == 3, r.err
     assert SHOWN in error_line(r.err)
     assert_no_raw_controls(r.err)
+
+
+@pytest.mark.parametrize(("char", "shown"), INVISIBLE)
+def test_escape_keeps_the_joiners_that_spell_words(char: str, shown: str) -> None:
+    assert escape(f"\u0645\u200c\u06cc{char}") == f"\u0645\u200c\u06cc{shown}"
+
+
+@pytest.mark.parametrize(("char", "shown"), INVISIBLE)
+def test_json_safe_spells_an_invisible_character_as_an_escape_that_decodes_back(
+    char: str, shown: str
+) -> None:
+    dumped = json_safe(json.dumps({"path": f"a{char}b"}, ensure_ascii=False))
+    assert char not in dumped
+    assert json.loads(dumped) == {"path": f"a{char}b"}
+
+
+def _commit_a_file_named(repo: Path, name: str) -> None:
+    commit(repo, "base", {})
+    commit(repo, "an invisible name", {name: "x = 1\n"})
+
+
+@pytest.mark.parametrize(("char", "shown"), INVISIBLE)
+def test_a_diff_error_names_a_file_with_an_invisible_character_escaped(
+    repo: Path, cli: Cli, char: str, shown: str
+) -> None:
+    _commit_a_file_named(repo, f"uni/zw{char}sp.py")
+    r = cli("run", "--diff", "HEAD~1..HEAD", "-p", "x", "--dry-run")
+    assert r.code == 3, r.err
+    assert f"uni/zw{shown}sp.py: name holds control characters" in r.err
+    assert char not in r.err
+
+
+@pytest.mark.parametrize(("char", "shown"), INVISIBLE)
+def test_a_context_error_names_a_file_with_an_invisible_character_escaped(
+    repo: Path, cli: Cli, char: str, shown: str
+) -> None:
+    _commit_a_file_named(repo, f"uni/zw{char}sp.py")
+    r = cli("run", "-c", "uni", "-p", "x", "--dry-run")
+    assert r.code == 3, r.err
+    assert f"'uni/zw{shown}sp.py'" in r.err
+    assert char not in r.err
 
 
 # --------------------------------------------------------------------------- show
