@@ -200,14 +200,14 @@ def test_no_continuation_line_for_a_continuation_an_interrupt_kept_from_being_se
 
 
 def _spawn_on_a_terminal(
-    repo: Path, *args: str, term: str = "xterm-256color"
+    repo: Path, *args: str, term: str = "xterm-256color", env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], int]:
     """The CLI as its own process with stderr on a pseudo-terminal: the process, the
     terminal's reading end."""
     master, slave = pty.openpty()
     tty.setraw(slave)  # no "\n" -> "\r\n" translation: the bytes the tool wrote
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
-    env = {**os.environ, "TERM": term, "PYTHONUNBUFFERED": "1"}
+    env = {**(os.environ if env is None else env), "TERM": term, "PYTHONUNBUFFERED": "1"}
     env.pop("COLUMNS", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "deepseek_review", *args],
@@ -217,9 +217,11 @@ def _spawn_on_a_terminal(
     return proc, master
 
 
-def _on_a_terminal(repo: Path, *args: str, term: str = "xterm-256color") -> tuple[int, bytes]:
+def _on_a_terminal(
+    repo: Path, *args: str, term: str = "xterm-256color", env: dict[str, str] | None = None
+) -> tuple[int, bytes]:
     """The CLI run with stderr on a pseudo-terminal: exit code, the raw bytes it wrote."""
-    proc, master = _spawn_on_a_terminal(repo, *args, term=term)
+    proc, master = _spawn_on_a_terminal(repo, *args, term=term, env=env)
     out = read_until_closed(master, timeout=60)
     return proc.wait(timeout=60), out
 
@@ -292,6 +294,26 @@ def test_batch_on_a_terminal_counts_tokens_while_they_stream(repo, make_simulato
         if b" 0/1 " in line and (m := re.search(rb"~(\d+) tokens", line))
     ]
     assert streaming and max(streaming) > 0, out
+
+
+#: A "select graphic rendition" sequence: colour, bold, dim...
+STYLE = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("term", ["xterm-256color", "xterm-direct", "linux"])
+@pytest.mark.parametrize("force", [{}, {"FORCE_COLOR": "1"}, {"CLICOLOR_FORCE": "1"}])
+def test_batch_on_a_terminal_prints_no_colour_even_without_no_color(
+    repo, make_simulator, term, force
+):
+    sim = make_simulator(answer_words=120, latency=1.0, omit_usage=True)
+    manifest(repo, ["a", "b"])
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | force
+    code, out = _on_a_terminal(
+        repo, "batch", "reviews.toml", "--endpoint", sim.base_url, term=term, env=env
+    )
+    assert code == 0, out
+    assert re.search(rb"\d/2", out)  # the live line was drawn
+    assert STYLE.findall(out) == [], out
 
 
 def test_batch_on_a_terminal_erases_its_live_line_and_shows_the_cursor_again(repo, simulator):

@@ -69,8 +69,15 @@ def live_line(render: Callable[[], RenderableType]) -> Iterator[None]:
     from rich.live import Live
 
     # The caller decided it is a terminal: rich must not guess otherwise (FORCE_COLOR,
-    # TTY_COMPATIBLE...). Colours still follow NO_COLOR.
-    console = Console(file=sys.stderr, force_terminal=True, force_interactive=True, highlight=False)
+    # TTY_COMPATIBLE...). No colour or other style is ever printed (color_system=None), so
+    # NO_COLOR holds whatever it is set to.
+    console = Console(
+        file=sys.stderr,
+        force_terminal=True,
+        force_interactive=True,
+        highlight=False,
+        color_system=None,
+    )
     live = Live(
         get_renderable=render,
         console=console,
