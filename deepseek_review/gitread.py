@@ -8,15 +8,17 @@ clone, a pruned branch) is a :class:`.errors.MissingObject` naming the fix.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from .errors import InputError, MissingObject
-from .repo import git_facts, git_output, in_git_work_tree
+from .repo import check_refusal, git_command, git_env, git_facts, git_output, in_git_work_tree
 
 #: How to get what a shallow or partial clone lacks.
 UNSHALLOW_HINT = (
@@ -170,6 +172,100 @@ def read_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
         found[oid] = out[pos : pos + size]
         pos += size + 1  # the blob, then a newline
     return found
+
+
+def oid_format(oid: str) -> str:
+    """``sha1`` or ``sha256``, by the length of a full object id (no repository needed)."""
+    return "sha256" if len(oid) == 64 else "sha1"
+
+
+class BlobStore:
+    """Blobs by id through one ``git cat-file --batch`` process, started on first need and
+    kept until :meth:`close`: a verify run reads every blob it needs through one process,
+    whatever the number of records. Outside a git work tree it reads nothing."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dead = False
+
+    @property
+    def in_repository(self) -> bool:
+        """Whether there is a repository to read blobs from at all."""
+        return in_git_work_tree(self.root)
+
+    def _process(self) -> subprocess.Popen[bytes] | None:
+        if self._proc is None and not self._dead:
+            argv = git_command(self.root, ["cat-file", "--batch"]) if self.in_repository else None
+            if argv is None:
+                self._dead = True
+                return None
+            self._proc = subprocess.Popen(
+                argv,
+                cwd=self.root,
+                env=git_env(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        return self._proc
+
+    def read(self, oids: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of each of ``oids`` git has (a blob it lacks is left out)."""
+        found: dict[str, bytes] = {}
+        for oid in dict.fromkeys(o for o in oids if is_oid(o)):
+            data = self._one(oid)
+            if data is not None:
+                found[oid] = data
+        return found
+
+    def _one(self, oid: str) -> bytes | None:
+        proc = self._process()
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return None
+        try:
+            proc.stdin.write(oid.encode("ascii") + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().split(b" ")
+            if len(header) != 3:  # "<oid> missing"; or git stopped (EOF)
+                if header == [b""]:
+                    self._stopped(proc)
+                return None
+            size = int(header[2])
+            data = proc.stdout.read(size + 1)[:size]  # the object, then a newline
+        except (OSError, ValueError):
+            self._stopped(proc)
+            return None
+        return data if header[1] == b"blob" else None
+
+    def _stopped(self, proc: subprocess.Popen[bytes]) -> None:
+        """git ended early: a repository it refuses is the refusal's error; else nothing more
+        is read through it."""
+        self._dead = True
+        err = self._end(proc)
+        check_refusal(self.root, proc.returncode or 1, err)
+
+    def close(self) -> None:
+        """Stop the process (it ends when its input closes); reading again starts a new one."""
+        if self._proc is not None:
+            self._end(self._proc)
+
+    def _end(self, proc: subprocess.Popen[bytes]) -> bytes:
+        """Close ``proc``'s input, wait for it, and return what it wrote on stderr."""
+        self._proc = None
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        err = proc.stderr.read() if proc.stderr is not None else b""
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        return err
 
 
 def read_blob(root: Path, oid: str, path: str) -> bytes:

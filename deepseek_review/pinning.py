@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .context_types import ContextFile, plural
 from .errors import MissingObject
-from .gitread import UNSHALLOW_HINT, blob_id, is_oid, object_format, read_blobs, short
+from .gitread import (
+    UNSHALLOW_HINT,
+    BlobStore,
+    blob_id,
+    is_oid,
+    object_format,
+    oid_format,
+    short,
+)
+from .records.canonical import sha256_tag
 from .repo import git_facts, git_output, in_git_work_tree
 
 if TYPE_CHECKING:
@@ -120,36 +129,107 @@ def file_pins(git: Mapping[str, Any] | None) -> dict[str, FilePin]:
     return out
 
 
-def pinned_reader(root: Path, git: Mapping[str, Any] | None, fallback: Reader) -> Reader:
-    """A reader of a record's references: pinned files from their blobs (all read in one
-    ``cat-file``), the rest through ``fallback`` (the working tree). A pinned blob that is
-    not in the repository is a :class:`MissingObject` naming the file and the fix."""
-    pins = {p: pin for p, pin in file_pins(git).items() if pin.blob is not None}
-    if not pins:
+class PinnedBytes(NamedTuple):
+    """The bytes of a record's pinned files, and the pins whose bytes could not be had."""
+
+    found: dict[str, bytes]
+    missing: list[FilePin]
+    in_repository: bool
+    """Whether git could be asked at all (outside a repository there is no fix to name)."""
+    from_git: frozenset[str]
+    """The paths read from git's objects (the others are the working tree's bytes)."""
+
+
+class TreeHashes:
+    """The blob id and sha256 of each working-tree file, computed once: a verify run checks
+    thousands of records that pin the same few files (its reader returns the same bytes for a
+    path all run long)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, str], str] = {}
+        self._sha256: dict[str, str] = {}
+
+    def blob_id(self, path: str, data: bytes, fmt: str) -> str:
+        got = self._ids.get((path, fmt))
+        if got is None:
+            got = self._ids[path, fmt] = blob_id(data, fmt)
+        return got
+
+    def sha256(self, path: str, data: bytes) -> str:
+        got = self._sha256.get(path)
+        if got is None:
+            got = self._sha256[path] = sha256_tag(data)
+        return got
+
+
+def pinned_bytes(
+    root: Path,
+    git: Mapping[str, Any] | None,
+    tree: Reader,
+    blobs: BlobStore | None = None,
+    hashes: TreeHashes | None = None,
+) -> PinnedBytes:
+    """Each pinned file's bytes: the working tree's (read through ``tree``) when they are the
+    pinned blob, since the blob id is their hash; otherwise the blob's, from git's objects
+    (``blobs``: one ``cat-file`` a whole run shares; None: one for this record). So a copy of
+    the files without ``.git`` verifies by hashes, and git is asked only for files that moved."""
+    hashes = hashes or TreeHashes()
+    pins = [p for p in file_pins(git).values() if p.blob is not None]
+    found: dict[str, bytes] = {}
+    wanted: list[FilePin] = []
+    for pin in pins:
+        data = tree(pin.path)
+        oid = pin.blob or ""
+        if data is not None and hashes.blob_id(pin.path, data, oid_format(oid)) == oid:
+            found[pin.path] = data
+        else:
+            wanted.append(pin)
+    store = BlobStore(root) if blobs is None and wanted else blobs
+    if not wanted or store is None:
+        return PinnedBytes(found, [], True, frozenset())
+    try:
+        got = store.read([pin.blob or "" for pin in wanted])
+    finally:
+        if blobs is None:
+            store.close()
+    missing = []
+    for pin in wanted:
+        data = got.get(pin.blob or "")
+        if data is None:
+            missing.append(pin)
+        else:
+            found[pin.path] = data
+    from_git = frozenset(p.path for p in wanted) - {p.path for p in missing}
+    return PinnedBytes(found, missing, store.in_repository, from_git)
+
+
+def pinned_reader(
+    root: Path, git: Mapping[str, Any] | None, fallback: Reader, blobs: BlobStore | None = None
+) -> Reader:
+    """A reader of a record's references: pinned files as :func:`pinned_bytes` finds them,
+    the rest through ``fallback`` (the working tree). A pinned file neither has is a
+    :class:`MissingObject` naming the file and, inside git, the fix."""
+    if not any(p.blob for p in file_pins(git).values()):
         return fallback
-    blobs = read_blobs(root, [pin.blob for pin in pins.values() if pin.blob])
-    gone = [pin for pin in pins.values() if pin.blob not in blobs]
-    if gone:
+    got = pinned_bytes(root, git, fallback, blobs)
+    if got.missing:
+        gone = got.missing[0]
+        if got.in_repository:
+            raise MissingObject(
+                f"context file {gone.path}: blob {short(gone.blob or '')} ({gone.how}) "
+                "is not in the repository",
+                hint=UNSHALLOW_HINT,
+            )
         raise MissingObject(
-            f"context file {gone[0].path}: blob {short(gone[0].blob or '')} "
-            f"({gone[0].how}) is not in the repository",
-            hint=UNSHALLOW_HINT,
+            f"context file {gone.path}: changed since the review, and there is no git "
+            f"repository here to read its pinned blob {short(gone.blob or '')} from"
         )
+    pinned = {p for p, pin in file_pins(git).items() if pin.blob is not None}
 
     def read(path: str) -> bytes | None:
-        pin = pins.get(path)
-        if pin is None:
-            return fallback(path)
-        return blobs.get(pin.blob or "")
+        return got.found.get(path) if path in pinned else fallback(path)
 
     return read
-
-
-def missing_blobs(root: Path, git: Mapping[str, Any] | None) -> list[FilePin]:
-    """The pinned files whose blob is not in the repository (a shallow clone)."""
-    pins = [p for p in file_pins(git).values() if p.blob is not None]
-    found = read_blobs(root, [p.blob for p in pins if p.blob])
-    return [p for p in pins if p.blob not in found]
 
 
 def receipt_paths(files: Sequence[str], git: Mapping[str, Any] | None) -> list[str]:

@@ -121,3 +121,31 @@ def test_one_rev_parse_still_pins_a_committed_file_to_its_blob(
     out = run_cli(cwd, "run", "--dry-run", "--json", "-c", spec, "-p", "Check.")
     pins = json.loads(out)["git"]["files"]
     assert pins == [{"path": "docs/spec.md", "blob": blob, "commit": head}]
+
+
+def _three_pinned_reviews(repo: Path, simulator: object) -> None:
+    commit_all(repo)
+    url = simulator.base_url  # type: ignore[attr-defined]
+    for path in ("docs/spec.md", "src/pkg/mean.py", ".gitignore"):
+        run_cli(repo, "run", "-c", path, "-p", "Check.", "--endpoint", url, "-q")
+
+
+def test_verify_reads_no_blob_from_git_while_the_pinned_files_are_unchanged(
+    repo: Path, tmp_path: Path, simulator: object
+) -> None:
+    """The working tree's bytes are the pinned blobs (their ids are their hashes): git is
+    not asked for them."""
+    _three_pinned_reviews(repo, simulator)
+    calls = _git_calls(repo, tmp_path, "verify", "--strict", "-q")
+    assert [c for c in calls if "cat-file" in c] == [], calls
+
+
+def test_verify_reads_the_blobs_of_changed_files_through_one_git_process_for_the_run(
+    repo: Path, tmp_path: Path, simulator: object
+) -> None:
+    _three_pinned_reviews(repo, simulator)
+    (repo / "docs" / "spec.md").write_text("# Spec, edited\n", encoding="utf-8")
+    (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
+    (repo / ".gitignore").write_text("*.tmp\n", encoding="utf-8")
+    calls = _git_calls(repo, tmp_path, "verify", "--strict", "-q")
+    assert [c for c in calls if "cat-file" in c] == ["cat-file --batch"], calls

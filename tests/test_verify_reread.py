@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import run_review
+from tests.conftest import git, run_review
 from tests.test_diff_review import base_commit, commit
 from tests.test_pinning import NEW_SPEC
 
@@ -63,3 +65,74 @@ def test_quiet_leaves_out_the_ok_lines_and_their_re_read_notes(
     result = cli("verify", "-q")
     assert result.code == 0, result.err
     assert "re-read" not in result.err
+
+
+# ------------------------------------------------------------- a copy without .git (#30 item 12)
+
+
+def _copy_without_git(repo: Path, dest: Path) -> Path:
+    """The tracked files and the reviews, copied to ``dest`` with no ``.git``."""
+    tracked = git(repo, "ls-files", "-z").split("\0")
+    for rel in [t for t in tracked if t] + [
+        str(p.relative_to(repo)) for p in (repo / "reviews").iterdir()
+    ]:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(repo / rel, dest / rel)
+    return dest
+
+
+def test_a_copy_without_git_verifies_pinned_files_by_their_hashes(
+    repo: Path, cli: Any, simulator: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    head = base_commit(repo)
+    receipt = only_receipt(run_review(cli, simulator))
+    monkeypatch.chdir(_copy_without_git(repo, tmp_path / "copy"))
+    result = cli("verify", "--strict")
+    assert result.code == 0, result.err
+    assert f"OK   {receipt} (re-read: docs/spec.md from commit {head[:7]})\n" in result.err
+    assert "git" not in result.err.replace(f"commit {head[:7]}", "")
+
+
+def test_a_copy_without_git_names_a_changed_pinned_file_without_git_advice(
+    repo: Path, cli: Any, simulator: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    base_commit(repo)
+    run_review(cli, simulator)
+    copy = _copy_without_git(repo, tmp_path / "copy")
+    (copy / "docs" / "spec.md").write_text(NEW_SPEC, encoding="utf-8")
+    monkeypatch.chdir(copy)
+    result = cli("verify", "--strict")
+    assert result.code == 9, result.err
+    assert "changed since the review, and no git repository here holds docs/spec.md" in (
+        result.err
+    )
+    assert "fetch" not in result.err and "unshallow" not in result.err
+
+
+def test_a_copy_without_git_of_a_diff_review_says_git_cannot_make_the_change_again(
+    repo: Path, cli: Any, simulator: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    a = base_commit(repo)
+    b = commit(repo, "fix", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n"})
+    cli("run", "-p", "x", "--diff", f"{a}..{b}", "--endpoint", simulator.base_url, "--json")
+    monkeypatch.chdir(_copy_without_git(repo, tmp_path / "copy"))
+    result = cli("verify")
+    assert result.code == 0, result.err
+    assert f"the change {a[:7]} to {b[:7]} cannot be made again: no git repository here" in (
+        result.err
+    )
+    assert "fetch" not in result.err
+
+
+def test_inside_git_a_missing_blob_still_names_git_fetch(
+    repo: Path, cli: Any, simulator: Any
+) -> None:
+    base_commit(repo)
+    receipt = only_receipt(run_review(cli, simulator))
+    record = repo / receipt.replace(".receipt.json", ".request.json")
+    data = json.loads(record.read_text(encoding="utf-8"))
+    data["git"]["files"][0]["blob"] = "0" * 40  # a blob this clone does not have
+    record.write_text(json.dumps(data), encoding="utf-8")
+    result = cli("verify")
+    assert "not in the repository: docs/spec.md (blob 0000000)" in result.err
+    assert "git fetch --unshallow" in result.err

@@ -186,8 +186,8 @@ def verify(
     # worth collecting: the cyclic collector would only walk them again and again.
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    v = Verifier(root, strict=strict)
     try:
-        v = Verifier(root, strict=strict)
         if signatures is not None:
             signatures.know_listing(found.listed, found.signed)
         jobs = default_jobs(len(receipts)) if jobs is None else max(1, jobs)
@@ -202,6 +202,7 @@ def verify(
             signatures.share_files(v.files)
             reports = [signatures.apply(r) for r in reports]
     finally:
+        v.close()
         if gc_was_enabled:
             gc.enable()
     return VerifyReport(

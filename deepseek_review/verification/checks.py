@@ -95,6 +95,10 @@ class Verifier:
         self.records = RecordChecks(self.files, strict=strict)
         self._orders: dict[str, tuple[str, str, int, str]] = {}
 
+    def close(self) -> None:
+        """Stop what the run started (git's blob reader)."""
+        self.records.close()
+
     # -- loading and indexing
 
     def _entry(self, rel: str) -> Entry[_Receipt]:

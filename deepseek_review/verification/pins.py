@@ -16,13 +16,14 @@ from typing import Any
 
 from ..errors import ReviewError
 from ..gitdiff import Change, Diff, DiffSettings, Range, make_diff
-from ..gitread import UNSHALLOW_HINT, is_oid
+from ..gitread import UNSHALLOW_HINT, BlobStore, is_oid, short
 from ..gitreview import frame_diff
-from ..pinning import file_pins, missing_blobs, pinned_reader
+from ..pinning import TreeHashes, file_pins, pinned_bytes
 from ..records.canonical import sha256_tag
 from ..records.parts import file_refs
 from ..records.rebuild import Reader
 from ..records.request_record import RequestRecord
+from ..repo import in_git_work_tree
 from .reports import REBUILT, CheckResult, listing, soft
 
 #: How the prompt check's detail begins when the request was rebuilt from git objects.
@@ -60,29 +61,39 @@ def check_pinned(
     root: Path,
     record: RequestRecord,
     fallback: Reader,
-    rebuild: Callable[[Reader], CheckResult],
+    rebuild: Callable[[Reader | None], CheckResult],
     *,
     strict: bool,
+    blobs: BlobStore | None = None,
+    hashes: TreeHashes | None = None,
 ) -> CheckResult:
     """The prompt check of a pinned record: ``rebuild`` (the usual check) reading pinned
-    files from their blobs, then the change made again."""
+    files as they were (the working tree where its bytes are the pinned blob, else the blob
+    through ``blobs``), then the change made again. ``rebuild(None)``: every file is the
+    working tree's, read as for any record."""
     git = record.git or {}
-    missing = missing_blobs(root, git)
-    if missing:
-        named = listing([f"{p.path} (blob {(p.blob or '')[:7]})" for p in missing])
-        return soft(
-            strict,
-            "prompt",
-            f"cannot rebuild the request: not in the repository: {named}; {UNSHALLOW_HINT}",
-        )
+    hashes = hashes or TreeHashes()
+    got = pinned_bytes(root, git, fallback, blobs, hashes)
+    if got.missing:
+        named = listing([f"{p.path} (blob {short(p.blob or '')})" for p in got.missing])
+        if got.in_repository:
+            problem = f"not in the repository: {named}; {UNSHALLOW_HINT}"
+        else:
+            problem = f"changed since the review, and no git repository here holds {named}"
+        return soft(strict, "prompt", f"cannot rebuild the request: {problem}")
     pins = file_pins(git)
-    read = pinned_reader(root, git, fallback)
+
+    def read(path: str) -> bytes | None:
+        pin = pins.get(path)
+        return got.found.get(path) if pin is not None and pin.blob else fallback(path)
+
     refs = file_refs(record.messages)
-    bad = [
-        p
-        for p, ref in refs.items()
-        if pins.get(p) and pins[p].blob and sha256_tag(read(p) or b"") != ref.sha256
-    ]
+
+    def digest(path: str) -> str:
+        data = read(path) or b""
+        return sha256_tag(data) if path in got.from_git else hashes.sha256(path, data)
+
+    bad = [p for p, ref in refs.items() if pins.get(p) and pins[p].blob and digest(p) != ref.sha256]
     if bad:
         return CheckResult(
             "prompt",
@@ -90,7 +101,7 @@ def check_pinned(
             f"the request record's hash of {listing([f'{p} ({pins[p].how})' for p in bad])} "
             "is not the hash of the pinned blob (blobs never change: the record was altered)",
         )
-    result = rebuild(read)
+    result = rebuild(read if got.from_git else None)
     if result.status != "ok":
         return result
     change = _check_change(root, git, record)
@@ -143,6 +154,8 @@ def _check_change(
         # A record made before diff drivers were set back: as the drivers are configured.
         matched = same(True) or same(False)
     except ReviewError as exc:
+        if not in_git_work_tree(root):
+            return f"the change {rng.label} cannot be made again: no git repository here"
         return f"the change {rng.label} cannot be made again: {exc.message}; {UNSHALLOW_HINT}"
     if not matched:
         return CheckResult(

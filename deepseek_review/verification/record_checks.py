@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..gitread import BlobStore
+from ..pinning import TreeHashes
 from ..records.canonical import sha256_tag
 from ..records.index import ReceiptIndex
 from ..records.naming import sibling
@@ -31,6 +33,12 @@ class RecordChecks:
         self.strict = strict
         self.rebuilder = Rebuilder(self._reference, self._reference_digest)
         self._chains: ReceiptIndex[None] | None = None
+        #: Every pinned blob the run needs, through one ``git cat-file --batch``.
+        self.blobs = BlobStore(files.root)
+        self.tree_hashes = TreeHashes()
+
+    def close(self) -> None:
+        self.blobs.close()
 
     def reasoning(self, rel: str, record: RequestRecord | str | None) -> CheckResult:
         """The answer check, its file already matched: now the reasoning file the record
@@ -113,6 +121,8 @@ class RecordChecks:
                     self._reference,
                     lambda read: self._rebuild(d, record, files, read),
                     strict=self.strict,
+                    blobs=self.blobs,
+                    hashes=self.tree_hashes,
                 )
             else:
                 rebuilt = self._rebuild(d, record, files)
