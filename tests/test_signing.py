@@ -203,6 +203,20 @@ def test_a_principal_allowed_only_for_another_namespace_fails(
     )
 
 
+@pytest.mark.parametrize(
+    "options", ['namespaces="git,deepseek-review"', 'Namespaces="git,deepseek-*"']
+)
+def test_a_principal_allowed_for_several_namespaces_including_ours_verifies(
+    repo, cli, simulator, tmp_path, alice, options
+):
+    """Issue #29, item 13: the quoted list is split after the quotes come off, as
+    ssh-keygen splits it."""
+    signed_review(cli, simulator, alice)
+    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line(options)))
+    assert v.code == 0, v.err
+    assert signature_check(v)["status"] == "ok"
+
+
 def test_a_signature_made_for_another_namespace_fails(repo, cli, simulator, tmp_path, alice):
     signed_review(cli, simulator, alice)
     files = segment_files(repo)
