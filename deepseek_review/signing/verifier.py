@@ -8,6 +8,10 @@ string(H(message))``. Key types: ssh-ed25519, ssh-rsa (signatures rsa-sha2-256/5
 is refused, as ssh-keygen refuses it), ecdsa-sha2-nistp256/384/521. Anything else
 (security keys ``sk-*``, certificates) returns None: the caller asks ssh-keygen instead.
 The tests check every key type they make against ssh-keygen's verdict, both ways.
+
+Why a second verifier beside ssh-keygen, the reference: ``ssh-keygen -Y verify`` checks one
+signature per process and every segment's statement is different, so nothing batches; a
+process per segment would put a signed verify far over its guard (3x an unsigned one).
 """
 
 from __future__ import annotations
