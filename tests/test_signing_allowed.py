@@ -19,7 +19,7 @@ import pytest
 
 from deepseek_review.errors import ConfigError
 from deepseek_review.signing import allowed, sshsig, verifier
-from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
+from tests.sshkeys import HAVE_OPENSSL, Key, allowed_signers, make_key, needs_openssh, small_rsa_key
 
 pytestmark = needs_openssh
 P = "alice@example.com"
@@ -227,6 +227,16 @@ def test_an_rsa_key_under_each_of_its_type_names_agrees(signed: Signed, key_type
 def test_a_principal_is_named_as_ssh_keygen_would_verify_it(signed: Signed) -> None:
     assert decide(signed, [f"!bob@example.com,{P},carol@example.com {{K}}"])[2] == P
     assert decide(signed, ["*@example.com {K}"])[2] == "*@example.com"
+
+
+@pytest.mark.skipif(not HAVE_OPENSSL, reason="openssl makes the small RSA key")
+def test_an_rsa_key_under_1024_bits_is_not_a_key(signed: Signed) -> None:
+    """ssh-keygen reads such a line as ``invalid key`` (and refuses its signatures)."""
+    small = small_rsa_key(signed.folder / "small", P)
+    path = allowed_signers(signed.folder / "small_signers", small.allowed_line())
+    with pytest.raises(ConfigError) as caught:
+        allowed.read(path, "signers")
+    assert caught.value.message == "signers:1: not a public key (keytype base64-key)"
 
 
 @pytest.mark.parametrize("owner", ["bob@example.com", P])

@@ -154,6 +154,8 @@ def _well_formed(blob: bytes, key_type: str) -> bool:
         return len(out[1]) == 32
     if key_type.startswith("ecdsa-sha2-"):
         return out[1] == key_type.removeprefix("ecdsa-sha2-").encode()
+    if key_type == "ssh-rsa":  # ssh-keygen's floor: a smaller modulus is not a key to it
+        return int.from_bytes(out[2], "big").bit_length() >= 1024
     return True
 
 
