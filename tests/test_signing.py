@@ -217,17 +217,22 @@ def test_a_principal_allowed_for_several_namespaces_including_ours_verifies(
     assert signature_check(v)["status"] == "ok"
 
 
-def test_a_signature_made_for_another_namespace_fails(repo, cli, simulator, tmp_path, alice):
+@pytest.mark.parametrize("namespace", ["git", "file"])
+def test_a_signature_made_for_another_namespace_fails(
+    repo, cli, simulator, tmp_path, alice, namespace
+):
     signed_review(cli, simulator, alice)
     files = segment_files(repo)
-    git_sig = subprocess.run(
-        ["ssh-keygen", "-q", "-Y", "sign", "-n", "git", "-f", str(alice.private)],
+    other_sig = subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-n", namespace, "-f", str(alice.private)],
         input=files[".intoto.json"].read_bytes(), capture_output=True, check=True,
     ).stdout  # fmt: skip
-    files[".intoto.json.sig"].write_bytes(git_sig)
-    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
+    files[".intoto.json.sig"].write_bytes(other_sig)
+    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line('namespaces="*"')))
     assert v.code == 9
-    assert signature_check(v)["detail"] == "signed for the 'git' namespace, not 'deepseek-review'"
+    assert signature_check(v)["detail"] == (
+        f"signed for the {namespace!r} namespace, not 'deepseek-review'"
+    )
 
 
 @pytest.mark.parametrize("suffix", [".md", ".receipt.json", ".request.json", ".reasoning.md"])
