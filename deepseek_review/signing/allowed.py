@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import calendar
-import struct
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from . import NAMESPACE
+from .sshsig import BadSignature, _strings, exact_strings
 
 _SPACE = " \t\r\n"
 """What ends the principals word (ssh-keygen's ``strdelimw``)."""
@@ -115,46 +115,37 @@ def _blank_split(text: str) -> tuple[str, str]:
     return text[:end], text[end:].lstrip(_BLANK)
 
 
-def _key(text: str) -> tuple[bytes, str] | None:
-    """The key blob at the start of ``text`` and what follows (the comment), or None when
-    ``text`` does not start with ``keytype base64``."""
+def _key(text: str) -> bytes | None:
+    """The key blob at the start of ``text`` (``keytype base64``, a comment may follow), or
+    None when there is no key of a type ssh-keygen knows there."""
     key_type, rest = _blank_split(text)
-    blob_text, comment = _blank_split(rest)
-    if key_type not in _KEY_TYPES or not blob_text or len(key_type) == len(text):
+    blob_text = _blank_split(rest)[0]
+    if key_type not in _KEY_TYPES or not blob_text:
         return None
     try:
         blob = base64.b64decode("".join(blob_text.split()), validate=True)
     except ValueError:
         return None
-    return (blob, comment) if _well_formed(blob, _KEY_TYPES[key_type]) else None
+    return blob if _well_formed(blob, _KEY_TYPES[key_type]) else None
 
 
 def _well_formed(blob: bytes, key_type: str) -> bool:
-    """Whether ``blob`` is a public key of ``key_type``: its fields, nothing after them."""
-    fields = {"ssh-ed25519": 2, "ssh-rsa": 3, "ssh-dss": 5}.get(key_type)
-    if key_type.startswith("ecdsa-sha2-"):
-        fields = 3
-    out: list[bytes] = []
-    offset = 0
-    while offset < len(blob) and (fields is None or len(out) < fields):
-        if offset + 4 > len(blob):
-            return False
-        (n,) = struct.unpack_from(">I", blob, offset)
-        out.append(blob[offset + 4 : offset + 4 + n])
-        offset += 4 + n
-        if offset > len(blob):
-            return False
-    if not out or out[0] != key_type.encode():
+    """Whether ``blob`` is a public key of ``key_type``: its fields and nothing after them,
+    an ed25519 key of 32 bytes, an ECDSA key of its curve, an RSA modulus of at least 1,024
+    bits (ssh-keygen's floor); other types (certificates, security keys) by their name."""
+    fields = 3 if key_type == "ssh-rsa" or key_type.startswith("ecdsa-sha2-") else None
+    fields = {"ssh-ed25519": 2, "ssh-dss": 5}.get(key_type, fields)
+    try:
+        out = _strings(blob, 1) if fields is None else exact_strings(blob, fields)
+    except BadSignature:
         return False
-    if fields is None:
-        return True
-    if len(out) != fields or offset != len(blob):
+    if out[0] != key_type.encode():
         return False
     if key_type == "ssh-ed25519":
         return len(out[1]) == 32
     if key_type.startswith("ecdsa-sha2-"):
         return out[1] == key_type.removeprefix("ecdsa-sha2-").encode()
-    if key_type == "ssh-rsa":  # ssh-keygen's floor: a smaller modulus is not a key to it
+    if key_type == "ssh-rsa":
         return int.from_bytes(out[2], "big").bit_length() >= 1024
     return True
 
@@ -241,7 +232,7 @@ def _line(text: str, where: str) -> Signer | None:
     namespaces = opts.get("namespaces")
     return Signer(
         principals=principals,
-        key=found[0],
+        key=found,
         namespaces=namespaces if isinstance(namespaces, str) else None,
         valid_after=after if isinstance(after, datetime) else None,
         valid_before=before if isinstance(before, datetime) else None,

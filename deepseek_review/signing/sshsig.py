@@ -123,6 +123,15 @@ def _strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
     return out
 
 
+def exact_strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
+    """Exactly ``count`` strings from ``offset`` to the end of ``blob``; trailing bytes are
+    refused, as ssh-keygen refuses them (:class:`BadSignature`)."""
+    out = _strings(blob, count, offset)
+    if offset + sum(4 + len(f) for f in out) != len(blob):
+        raise BadSignature("trailing data")
+    return out
+
+
 def unarmor(armored: bytes) -> bytes:
     """The sshsig blob inside an armored signature (:class:`BadSignature`), cut as ssh-keygen
     cuts it: the header first (nothing before it) and on its own line, the body up to the

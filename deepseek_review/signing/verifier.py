@@ -21,7 +21,7 @@ import hashlib
 import struct
 from typing import Any
 
-from .sshsig import BadSignature, _strings, unarmor
+from .sshsig import BadSignature, _strings, exact_strings, unarmor
 
 _MAGIC = b"SSHSIG"
 _HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
@@ -43,15 +43,6 @@ def supported(key_type: str) -> bool:
     return key_type in ("ssh-ed25519", "ssh-rsa") or key_type.startswith("ecdsa-sha2-nistp")
 
 
-def _fields(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
-    """Exactly ``count`` strings from ``offset`` to the end of ``blob``: trailing bytes are
-    refused, as ssh-keygen refuses them (:class:`BadSignature`)."""
-    out = _strings(blob, count, offset)
-    if offset + sum(4 + len(f) for f in out) != len(blob):
-        raise BadSignature("trailing data")
-    return out
-
-
 def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
     """True when ``armored`` is a valid sshsig signature of ``message`` in ``namespace`` by
     the key it names (whether that key is allowed is the caller's business); False when it
@@ -65,7 +56,7 @@ def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
     blob = unarmor(armored)
     if not blob.startswith(_MAGIC) or len(blob) < 10 or struct.unpack_from(">I", blob, 6)[0] != 1:
         return False
-    key, ns, _reserved, hash_alg, sig = _fields(blob, 5, len(_MAGIC) + 4)
+    key, ns, _reserved, hash_alg, sig = exact_strings(blob, 5, len(_MAGIC) + 4)
     if ns.decode("utf-8", "replace") != namespace or hash_alg.decode() not in _HASHES:
         return False
     digest = _HASHES[hash_alg.decode()](message).digest()
@@ -74,7 +65,7 @@ def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
     if not supported(key_type):
         return None
     try:
-        sig_type, sig_bytes = _fields(sig, 2)
+        sig_type, sig_bytes = exact_strings(sig, 2)
         _check(key_type, key, sig_type.decode("ascii", "replace"), sig_bytes, signed)
     except (InvalidSignature, BadSignature, ValueError):
         return False
@@ -103,7 +94,7 @@ def _check(key_type: str, key: bytes, sig_type: str, sig: bytes, signed: bytes) 
         from cryptography.hazmat.primitives.asymmetric import ec, utils
 
         public_ec = _public_key(key_type, key)
-        r, s = (_mpint(v) for v in _fields(sig, 2))
+        r, s = (_mpint(v) for v in exact_strings(sig, 2))
         der = utils.encode_dss_signature(r, s)
         hash_name = _CURVES[key_type.removeprefix("ecdsa-sha2-").encode()][1]  # checked above
         public_ec.verify(der, signed, ec.ECDSA(getattr(hashes, hash_name)()))
@@ -117,18 +108,18 @@ def _public_key(key_type: str, key: bytes) -> Any:
     if key_type == "ssh-ed25519":
         from cryptography.hazmat.primitives.asymmetric import ed25519
 
-        (raw,) = _fields(key, 1, 4 + len(key_type))
+        (raw,) = exact_strings(key, 1, 4 + len(key_type))
         return ed25519.Ed25519PublicKey.from_public_bytes(raw)
     if key_type == "ssh-rsa":
         from cryptography.hazmat.primitives.asymmetric import rsa
 
-        e, n = (_mpint(v) for v in _fields(key, 2, 4 + len(key_type)))
+        e, n = (_mpint(v) for v in exact_strings(key, 2, 4 + len(key_type)))
         if n.bit_length() < _RSA_MIN_BITS:
             raise BadSignature(f"RSA keys under {_RSA_MIN_BITS} bits are refused")
         return rsa.RSAPublicNumbers(e, n).public_key()
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    curve_name, point = _fields(key, 2, 4 + len(key_type))
+    curve_name, point = exact_strings(key, 2, 4 + len(key_type))
     if curve_name not in _CURVES or key_type != "ecdsa-sha2-" + curve_name.decode():
         raise BadSignature("curve")
     return ec.EllipticCurvePublicKey.from_encoded_point(

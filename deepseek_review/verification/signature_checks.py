@@ -9,7 +9,8 @@ only the key holder can make a new signature.
 
 Order of the work per segment, cheapest first: the signature's own fields (its key and
 namespace, read in Python), the allowed signers (who, which namespace, when), the subjects
-against the files, and only then one ``ssh-keygen -Y verify``.
+against the files (:func:`..signing.statement.claimed_subjects`), and only then the
+signature itself (:mod:`..signing.verifier`, ``ssh-keygen -Y verify`` for key types it leaves).
 """
 
 from __future__ import annotations
