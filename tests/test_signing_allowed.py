@@ -11,6 +11,8 @@ signature checked, as ``verify --allowed-signers`` does."""
 from __future__ import annotations
 
 import subprocess
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -285,3 +287,57 @@ def test_lines_are_numbered_as_newlines_count_them(signed: Signed) -> None:
     with pytest.raises(ConfigError) as caught:
         allowed.read(path, "signers")
     assert caught.value.message.startswith("signers:3: unknown option 'foo'")
+
+
+@pytest.fixture
+def time_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set this process's ``TZ`` (and so ssh-keygen's); restored after."""
+
+    def set_zone(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize(
+    ("zone", "option", "at", "accepted"),
+    [
+        ("UTC", 'valid-after="20300101Z"', "20291231235959Z", False),
+        ("UTC", 'valid-after="20300101Z"', "20300101000000Z", True),
+        ("UTC", 'valid-before="20300101Z"', "20300101000000Z", True),
+        ("UTC", 'valid-before="20300101Z"', "20300101000001Z", False),
+        ("Asia/Tokyo", 'valid-after="20300101"', "20291231145959Z", False),
+        ("Asia/Tokyo", 'valid-after="20300101"', "20291231150000Z", True),
+        # local time is read without daylight saving, as ssh-keygen's mktime reads it
+        ("America/New_York", 'valid-after="20300701"', "20300701045959Z", False),
+        ("America/New_York", 'valid-after="20300701"', "20300701050000Z", True),
+        ("America/New_York", 'valid-before="203007011200"', "20300701170000Z", True),
+        ("America/New_York", 'valid-before="203007011200"', "20300701170001Z", False),
+    ],
+)
+def test_validity_is_decided_to_the_second_as_ssh_keygen_decides_it(
+    signed: Signed,
+    time_zone: Callable[[str], None],
+    zone: str,
+    option: str,
+    at: str,
+    accepted: bool,
+) -> None:
+    time_zone(zone)
+    path = allowed_signers(signed.folder / "timed", f"{P} {option} {signed.pub()}")
+    sig_file = signed.folder / "timed.sig"
+    sig_file.write_bytes(signed.sig)
+    theirs = subprocess.run(
+        ["ssh-keygen", "-Y", "verify", "-f", str(path), "-I", P, "-n", "deepseek-review",
+         "-s", str(sig_file), "-O", f"verify-time={at}"],
+        input=MESSAGE, capture_output=True,
+    ).returncode == 0  # fmt: skip
+    now = datetime.strptime(at, "%Y%m%d%H%M%SZ").replace(tzinfo=UTC)
+    principal, why = allowed.principal_for(
+        allowed.read(path, "signers"), sshsig.parse(signed.sig).public_key, now
+    )
+    assert theirs is accepted
+    assert (principal is not None) is accepted, why
