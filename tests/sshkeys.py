@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +43,35 @@ def make_key(folder: Path, kind: str, principal: str, passphrase: str = "") -> K
         capture_output=True,
     )
     return Key(path, principal)
+
+
+HAVE_OPENSSL = shutil.which("openssl") is not None
+
+
+def small_rsa_key(folder: Path, principal: str) -> Key:
+    """A 768-bit RSA key in OpenSSH's formats: ssh-keygen will not make one (nor read one),
+    so openssl makes it and ``cryptography`` writes it out."""
+    from cryptography.hazmat.primitives import serialization as ser
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "id_rsa_small"
+    subprocess.run(["openssl", "genrsa", "-out", str(path), "768"], check=True, capture_output=True)
+    key: Any = ser.load_pem_private_key(path.read_bytes(), None)
+    fmt = ser.PrivateFormat.OpenSSH
+    path.write_bytes(key.private_bytes(ser.Encoding.PEM, fmt, ser.NoEncryption()))
+    public = key.public_key().public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH)
+    path.with_name(path.name + ".pub").write_bytes(public + f" {principal}\n".encode())
+    return Key(path, principal)
+
+
+def armor(blob: bytes) -> bytes:
+    """An sshsig blob armored as ssh-keygen writes it."""
+    body = base64.b64encode(blob)
+    lines = [body[i : i + 70] for i in range(0, len(body), 70)]
+    return (
+        b"\n".join([b"-----BEGIN SSH SIGNATURE-----", *lines, b"-----END SSH SIGNATURE-----"])
+        + b"\n"
+    )
 
 
 def allowed_signers(path: Path, *lines: str) -> Path:

@@ -4,13 +4,12 @@ another key."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import pytest
 
 from deepseek_review.signing import sshsig, verifier
-from tests.sshkeys import needs_openssh
+from tests.sshkeys import armor, needs_openssh
 from tests.test_sshsig_verifier import KINDS, MESSAGE, _key, _sign
 
 pytestmark = needs_openssh
@@ -39,15 +38,5 @@ def test_a_signature_naming_one_key_but_made_by_another_is_refused(
     forged = blob_two.replace(len(key_two).to_bytes(4, "big") + key_two,
                               len(key_one).to_bytes(4, "big") + key_one)  # fmt: skip
     assert forged != blob_two
-    armored = _armor(forged)
+    armored = armor(forged)
     assert verifier.verify(MESSAGE, armored, "deepseek-review") is False
-
-
-def _armor(blob: bytes) -> bytes:
-    """An sshsig blob armored as ssh-keygen writes it."""
-    body = base64.b64encode(blob)
-    lines = [body[i : i + 70] for i in range(0, len(body), 70)]
-    return (
-        b"\n".join([b"-----BEGIN SSH SIGNATURE-----", *lines, b"-----END SSH SIGNATURE-----"])
-        + b"\n"
-    )

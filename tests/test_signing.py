@@ -203,17 +203,36 @@ def test_a_principal_allowed_only_for_another_namespace_fails(
     )
 
 
-def test_a_signature_made_for_another_namespace_fails(repo, cli, simulator, tmp_path, alice):
+@pytest.mark.parametrize(
+    "options", ['namespaces="git,deepseek-review"', 'Namespaces="git,deepseek-*"']
+)
+def test_a_principal_allowed_for_several_namespaces_including_ours_verifies(
+    repo, cli, simulator, tmp_path, alice, options
+):
+    """Issue #29, item 13: the quoted list is split after the quotes come off, as
+    ssh-keygen splits it."""
+    signed_review(cli, simulator, alice)
+    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line(options)))
+    assert v.code == 0, v.err
+    assert signature_check(v)["status"] == "ok"
+
+
+@pytest.mark.parametrize("namespace", ["git", "file"])
+def test_a_signature_made_for_another_namespace_fails(
+    repo, cli, simulator, tmp_path, alice, namespace
+):
     signed_review(cli, simulator, alice)
     files = segment_files(repo)
-    git_sig = subprocess.run(
-        ["ssh-keygen", "-q", "-Y", "sign", "-n", "git", "-f", str(alice.private)],
+    other_sig = subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-n", namespace, "-f", str(alice.private)],
         input=files[".intoto.json"].read_bytes(), capture_output=True, check=True,
     ).stdout  # fmt: skip
-    files[".intoto.json.sig"].write_bytes(git_sig)
-    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
+    files[".intoto.json.sig"].write_bytes(other_sig)
+    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line('namespaces="*"')))
     assert v.code == 9
-    assert signature_check(v)["detail"] == "signed for the 'git' namespace, not 'deepseek-review'"
+    assert signature_check(v)["detail"] == (
+        f"signed for the {namespace!r} namespace, not 'deepseek-review'"
+    )
 
 
 @pytest.mark.parametrize("suffix", [".md", ".receipt.json", ".request.json", ".reasoning.md"])
@@ -256,6 +275,71 @@ def test_a_statement_swapped_between_two_segments_fails(repo, cli, simulator, tm
         d.startswith("the signed statement is another segment's (it covers reviews/")
         for d in details
     )
+
+
+def _resign(files: dict[str, Path], key: Key, statement: dict[str, Any]) -> None:
+    """The segment's statement replaced by ``statement``, signed again by ``key``: what a
+    key holder (or another tool with the key) could write."""
+    data = (json.dumps(statement, indent=2) + "\n").encode()
+    files[".intoto.json"].write_bytes(data)
+    sig = subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-n", "deepseek-review", "-f", str(key.private)],
+        input=data, capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    files[".intoto.json.sig"].write_bytes(sig)
+
+
+@pytest.mark.parametrize(
+    ("variant", "also"),
+    [
+        ("same name, same digest", ""),
+        ("same name, a wrong digest first", ""),
+        ("same name, a wrong digest last", ""),
+        ("./ before the name", " (also as ./{name})"),
+        ("the name in upper case", " (also as {upper})"),
+        ("a/../ inside the name", " (also as x/../{name})"),
+    ],
+)
+def test_a_signed_statement_listing_a_subject_twice_fails_naming_both(
+    repo, cli, simulator, tmp_path, alice, variant, also
+):
+    """Issue #29, item 14: a reader keeping the first digest and one keeping the last would
+    vouch for different bytes, so neither is kept (the in-toto spec: names SHOULD be unique)."""
+    signed_review(cli, simulator, alice)
+    files = segment_files(repo)
+    statement = json.loads(files[".intoto.json"].read_text())
+    answer = statement["subject"][0]
+    name = answer["name"]
+    wrong = {"name": name, "digest": {"sha256": "0" * 64}}
+    other = {
+        "same name, same digest": [dict(answer)],
+        "same name, a wrong digest first": [],
+        "same name, a wrong digest last": [wrong],
+        "./ before the name": [{**answer, "name": "./" + name}],
+        "the name in upper case": [{**answer, "name": name.upper()}],
+        "a/../ inside the name": [{**answer, "name": "x/../" + name}],
+    }[variant]
+    first = [wrong] if variant == "same name, a wrong digest first" else []
+    statement["subject"] = first + statement["subject"] + other
+    _resign(files, alice, statement)
+    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
+    assert v.code == 9
+    also = also.format(name=name, upper=name.upper())
+    assert signature_check(v)["detail"] == (
+        f"reviews/{files['.intoto.json'].name}: lists the subject {name} more than once{also}"
+    )
+
+
+def test_a_resigned_statement_listing_each_file_once_still_verifies(
+    repo, cli, simulator, tmp_path, alice
+):
+    """The re-signing the duplicate tests use, without a duplicate: the statement holds."""
+    signed_review(cli, simulator, alice)
+    files = segment_files(repo)
+    _resign(files, alice, json.loads(files[".intoto.json"].read_text()))
+    v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
+    assert v.code == 0, v.err
+    assert signature_check(v)["status"] == "ok"
 
 
 def signature_check_of(receipt: dict[str, Any]) -> str:

@@ -3,13 +3,27 @@ tests can make, for good signatures and bad ones (issue #14: checked against ssh
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import struct
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding
 
-from deepseek_review.signing import verifier
-from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
+from deepseek_review.signing import sshsig, verifier
+from tests.sshkeys import (
+    HAVE_OPENSSL,
+    Key,
+    allowed_signers,
+    armor,
+    make_key,
+    needs_openssh,
+    small_rsa_key,
+)
 
 pytestmark = needs_openssh
 KINDS = ["ed25519", "rsa", "ecdsa-256", "ecdsa-384", "ecdsa-521"]
@@ -68,13 +82,11 @@ def test_another_namespace_is_refused_by_both(tmp_path, kind):
     key = _key(tmp_path, kind)
     sig = _sign(key, MESSAGE, namespace="git")
     assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
-    assert verifier.verify(MESSAGE, sig, "deepseek-review") is False
+    assert _refused(sig)
 
 
 @pytest.mark.parametrize("kind", ["ed25519", "rsa", "ecdsa-256"])
 def test_a_signature_with_a_flipped_byte_is_refused_by_both(tmp_path, kind):
-    import base64
-
     key = _key(tmp_path, kind)
     lines = _sign(key, MESSAGE).splitlines()
     blob = bytearray(base64.b64decode(b"".join(lines[1:-1])))
@@ -106,3 +118,81 @@ def test_the_ssh_keygen_route_agrees_where_the_verifier_steps_aside(
         detail["detail"]
         == "the signature does not verify (Signature verification failed: incorrect signature)"
     )
+
+
+def _s(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
+def _crafted(key: Key, *, reserved: bytes = b"", after_sig: bytes = b"",
+             after_blob: bytes = b"") -> bytes:  # fmt: skip
+    """An sshsig signature of MESSAGE made here (not by ssh-keygen) with ``key``, its blob
+    bent as asked; the signed data holds ``reserved`` as the blob does."""
+    private: Any = serialization.load_ssh_private_key(key.private.read_bytes(), None)
+    key_blob = base64.b64decode(key.public.read_text().split()[1])
+    head = _s(b"deepseek-review") + _s(reserved) + _s(b"sha512")
+    signed = b"SSHSIG" + head + _s(hashlib.sha512(MESSAGE).digest())
+    if key_blob.startswith(_s(b"ssh-rsa")):
+        raw = private.sign(signed, padding.PKCS1v15(), hashes.SHA512())
+        sig_blob = _s(b"rsa-sha2-512") + _s(raw) + after_sig
+    else:
+        sig_blob = _s(b"ssh-ed25519") + _s(private.sign(signed)) + after_sig
+    blob = b"SSHSIG" + struct.pack(">I", 1) + _s(key_blob) + head + _s(sig_blob) + after_blob
+    return armor(blob)
+
+
+def _refused(sig: bytes) -> bool:
+    """The in-process verdict is no: False, or a signature it cannot read (which ``verify``
+    reports as ``the signature does not verify (why)``)."""
+    try:
+        return verifier.verify(MESSAGE, sig, "deepseek-review") is False
+    except sshsig.BadSignature:
+        return True
+
+
+CRAFTED = {
+    "a reserved field that is not empty": {"reserved": b"x"},
+    "bytes after the signature's last field": {"after_blob": _s(b"more")},
+    "bytes after the signature inside its signature field": {"after_sig": b"\0"},
+}
+
+
+def test_a_signature_made_here_as_ssh_keygen_makes_it_is_accepted_by_both(tmp_path):
+    """The control for the crafted signatures below: unbent, both accept it."""
+    key = _key(tmp_path, "ed25519")
+    sig = _crafted(key)
+    assert _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
+    assert verifier.verify(MESSAGE, sig, "deepseek-review") is True
+
+
+@pytest.mark.parametrize("bent", list(CRAFTED))
+@pytest.mark.parametrize("kind", ["ed25519", "rsa"])
+def test_a_signature_ssh_keygen_cannot_read_is_refused_by_both(tmp_path, bent, kind):
+    key = _key(tmp_path, kind)
+    sig = _crafted(key, **CRAFTED[bent])
+    assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
+    assert _refused(sig)
+
+
+@pytest.mark.parametrize("prefix", [b"\n", b" ", b"# sig\n"])
+def test_anything_before_the_armor_header_is_refused_by_both(tmp_path, prefix):
+    key = _key(tmp_path, "ed25519")
+    sig = prefix + _sign(key, MESSAGE)
+    assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
+    assert _refused(sig)
+
+
+def test_text_after_the_armor_footer_is_ignored_by_both(tmp_path):
+    key = _key(tmp_path, "ed25519")
+    sig = _sign(key, MESSAGE) + b"trailing words\n"
+    assert _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
+    assert verifier.verify(MESSAGE, sig, "deepseek-review") is True
+
+
+@pytest.mark.skipif(not HAVE_OPENSSL, reason="openssl makes the small RSA key")
+def test_an_rsa_key_under_1024_bits_is_refused_by_both(tmp_path):
+    """ssh-keygen will not make one, nor read one; the in-process check must not either."""
+    key = small_rsa_key(tmp_path, "a@x")
+    sig = _crafted(key)
+    assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
+    assert _refused(sig)

@@ -123,14 +123,30 @@ def _strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
     return out
 
 
+def exact_strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
+    """Exactly ``count`` strings from ``offset`` to the end of ``blob``; trailing bytes are
+    refused, as ssh-keygen refuses them (:class:`BadSignature`)."""
+    out = _strings(blob, count, offset)
+    if offset + sum(4 + len(f) for f in out) != len(blob):
+        raise BadSignature("trailing data")
+    return out
+
+
 def unarmor(armored: bytes) -> bytes:
-    """The sshsig blob inside an armored signature (:class:`BadSignature`)."""
-    text = armored.strip()
-    if not (text.startswith(_ARMOR_BEGIN) and text.endswith(_ARMOR_END)):
+    """The sshsig blob inside an armored signature (:class:`BadSignature`), cut as ssh-keygen
+    cuts it: the header first (nothing before it) and on its own line, the body up to the
+    first footer line, anything after the footer ignored."""
+    for eol in (b"\n", b"\r\n"):
+        if armored.startswith(_ARMOR_BEGIN + eol):
+            body = armored[len(_ARMOR_BEGIN) + len(eol) :]
+            break
+    else:
         raise BadSignature("not an SSH SIGNATURE block")
-    body = b"".join(text[len(_ARMOR_BEGIN) : -len(_ARMOR_END)].split())
+    end = body.find(b"\n" + _ARMOR_END)
+    if end < 0:
+        raise BadSignature("not an SSH SIGNATURE block")
     try:
-        return base64.b64decode(body, validate=True)
+        return base64.b64decode(b"".join(body[:end].split()), validate=True)
     except ValueError:
         raise BadSignature("its base64 is damaged") from None
 

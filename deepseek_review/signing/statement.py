@@ -13,6 +13,8 @@ was pinned to (when the record names any) and the model the server reported.
 from __future__ import annotations
 
 import hashlib
+import posixpath
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +117,35 @@ def subjects(seg: SegmentFiles) -> list[dict[str, Any]]:
         if kind in seg.files
         for rel, data in [seg.files[kind]]
     ]
+
+
+def _same_file(name: str) -> str:
+    """What a subject name points at on any file system: ``./`` and ``a/../`` resolved,
+    ``\\`` as ``/``, case and Unicode normalisation folded (macOS, Windows)."""
+    path = posixpath.normpath(name.replace("\\", "/"))
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+def claimed_subjects(statement: Mapping[str, Any], statement_rel: str) -> dict[str, Any] | str:
+    """A statement's subjects as name -> digest object, or why not (one line naming the
+    statement). A file listed twice, under one name or two spellings of it, is refused: the
+    in-toto spec asks names to be unique, and a reader keeping the first and one keeping
+    the last would vouch for different bytes."""
+    claimed = statement.get("subject")
+    if not isinstance(claimed, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) for s in claimed
+    ):
+        return f"{statement_rel}: its subjects are not name/digest objects"
+    out: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+    for subject in claimed:
+        name = subject["name"]
+        first = seen.setdefault(_same_file(name), name)
+        if first != name or name in out:
+            also = "" if first == name else f" (also as {name})"
+            return f"{statement_rel}: lists the subject {first} more than once{also}"
+        out[name] = subject.get("digest")
+    return out
 
 
 def build(seg: SegmentFiles) -> dict[str, Any]:

@@ -8,6 +8,10 @@ string(H(message))``. Key types: ssh-ed25519, ssh-rsa (signatures rsa-sha2-256/5
 is refused, as ssh-keygen refuses it), ecdsa-sha2-nistp256/384/521. Anything else
 (security keys ``sk-*``, certificates) returns None: the caller asks ssh-keygen instead.
 The tests check every key type they make against ssh-keygen's verdict, both ways.
+
+Why a second verifier beside ssh-keygen, the reference: ``ssh-keygen -Y verify`` checks one
+signature per process and every segment's statement is different, so nothing batches; a
+process per segment would put a signed verify far over its guard (3x an unsigned one).
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import hashlib
 import struct
 from typing import Any
 
-from .sshsig import BadSignature, _strings, unarmor
+from .sshsig import BadSignature, _strings, exact_strings, unarmor
 
 _MAGIC = b"SSHSIG"
 _HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
+_RSA_MIN_BITS = 1024
+"""ssh-keygen's floor (``SSH_RSA_MINIMUM_MODULUS_SIZE``): a smaller key is not a key to it."""
 _RSA_SIGS = {"rsa-sha2-256": "sha256", "rsa-sha2-512": "sha512"}
 _CURVES = {
     b"nistp256": ("SECP256R1", "SHA256"),
@@ -40,7 +46,9 @@ def supported(key_type: str) -> bool:
 def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
     """True when ``armored`` is a valid sshsig signature of ``message`` in ``namespace`` by
     the key it names (whether that key is allowed is the caller's business); False when it
-    is not; None when this key type is not handled here (ask ssh-keygen)."""
+    is not; None when this key type is not handled here (ask ssh-keygen). Read as
+    ``ssh-keygen -Y verify`` reads it: nothing after the last field of the blob, its key or
+    its signature; the signed data's reserved field empty, whatever the blob holds."""
     try:
         from cryptography.exceptions import InvalidSignature
     except ImportError:  # an install without cryptography: ssh-keygen does it
@@ -48,18 +56,16 @@ def verify(message: bytes, armored: bytes, namespace: str) -> bool | None:
     blob = unarmor(armored)
     if not blob.startswith(_MAGIC) or len(blob) < 10 or struct.unpack_from(">I", blob, 6)[0] != 1:
         return False
-    key, ns, reserved, hash_alg, sig = _strings(blob, 5, len(_MAGIC) + 4)
+    key, ns, _reserved, hash_alg, sig = exact_strings(blob, 5, len(_MAGIC) + 4)
     if ns.decode("utf-8", "replace") != namespace or hash_alg.decode() not in _HASHES:
         return False
     digest = _HASHES[hash_alg.decode()](message).digest()
-    signed = _MAGIC + b"".join(
-        struct.pack(">I", len(s)) + s for s in (ns, reserved, hash_alg, digest)
-    )
+    signed = _MAGIC + b"".join(struct.pack(">I", len(s)) + s for s in (ns, b"", hash_alg, digest))
     key_type = _strings(key, 1)[0].decode("ascii", "replace")
     if not supported(key_type):
         return None
-    sig_type, sig_bytes = _strings(sig, 2)
     try:
+        sig_type, sig_bytes = exact_strings(sig, 2)
         _check(key_type, key, sig_type.decode("ascii", "replace"), sig_bytes, signed)
     except (InvalidSignature, BadSignature, ValueError):
         return False
@@ -88,7 +94,7 @@ def _check(key_type: str, key: bytes, sig_type: str, sig: bytes, signed: bytes) 
         from cryptography.hazmat.primitives.asymmetric import ec, utils
 
         public_ec = _public_key(key_type, key)
-        r, s = (_mpint(v) for v in _strings(sig, 2))
+        r, s = (_mpint(v) for v in exact_strings(sig, 2))
         der = utils.encode_dss_signature(r, s)
         hash_name = _CURVES[key_type.removeprefix("ecdsa-sha2-").encode()][1]  # checked above
         public_ec.verify(der, signed, ec.ECDSA(getattr(hashes, hash_name)()))
@@ -102,16 +108,18 @@ def _public_key(key_type: str, key: bytes) -> Any:
     if key_type == "ssh-ed25519":
         from cryptography.hazmat.primitives.asymmetric import ed25519
 
-        (raw,) = _strings(key, 1, 4 + len(key_type))
+        (raw,) = exact_strings(key, 1, 4 + len(key_type))
         return ed25519.Ed25519PublicKey.from_public_bytes(raw)
     if key_type == "ssh-rsa":
         from cryptography.hazmat.primitives.asymmetric import rsa
 
-        e, n = (_mpint(v) for v in _strings(key, 2, 4 + len(key_type)))
+        e, n = (_mpint(v) for v in exact_strings(key, 2, 4 + len(key_type)))
+        if n.bit_length() < _RSA_MIN_BITS:
+            raise BadSignature(f"RSA keys under {_RSA_MIN_BITS} bits are refused")
         return rsa.RSAPublicNumbers(e, n).public_key()
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    curve_name, point = _strings(key, 2, 4 + len(key_type))
+    curve_name, point = exact_strings(key, 2, 4 + len(key_type))
     if curve_name not in _CURVES or key_type != "ecdsa-sha2-" + curve_name.decode():
         raise BadSignature("curve")
     return ec.EllipticCurvePublicKey.from_encoded_point(

@@ -9,7 +9,8 @@ only the key holder can make a new signature.
 
 Order of the work per segment, cheapest first: the signature's own fields (its key and
 namespace, read in Python), the allowed signers (who, which namespace, when), the subjects
-against the files, and only then one ``ssh-keygen -Y verify``.
+against the files (:func:`..signing.statement.claimed_subjects`), and only then the
+signature itself (:mod:`..signing.verifier`, ``ssh-keygen -Y verify`` for key types it leaves).
 """
 
 from __future__ import annotations
@@ -223,7 +224,7 @@ class SignatureChecks:
 
     def _statement_problem(self, receipt_rel: str, raw: bytes) -> str | None:
         """Why the statement does not describe this segment's files as they are, or None."""
-        from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE
+        from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, claimed_subjects
 
         statement_rel = sibling(receipt_rel, "statement")
         try:
@@ -237,12 +238,9 @@ class SignatureChecks:
         now = self._subjects(receipt_rel)
         if isinstance(now, str):
             return now
-        claimed = data.get("subject")
-        if not isinstance(claimed, list) or not all(
-            isinstance(s, dict) and isinstance(s.get("name"), str) for s in claimed
-        ):
-            return f"{statement_rel}: its subjects are not name/digest objects"
-        signed = {s["name"]: s.get("digest") for s in claimed}
+        signed = claimed_subjects(data, statement_rel)
+        if isinstance(signed, str):
+            return signed
         if receipt_rel not in signed:
             shown = ", ".join(sorted(signed)[:2])
             return f"the signed statement is another segment's (it covers {shown})"
