@@ -25,6 +25,7 @@ from ..repo import git_output, resolve_inside
 from .anchor import Reviewed, anchor
 from .extract import extract
 from .hunks import NewSide, change_in
+from .location import refusal
 from .model import SEVERITIES, Anchored, rank
 
 
@@ -53,6 +54,11 @@ class Collected:
         for a in self.findings:
             out[a.finding.severity] += 1
         return out
+
+    def outside(self) -> list[Anchored]:
+        """The findings whose path is not a location inside the repository (shown on their
+        review, or on no file: :mod:`.location`)."""
+        return [a for a in self.findings if refusal(a.finding.path) or a.where is None]
 
     def at_or_above(self, severity: str) -> list[Anchored]:
         return [a for a in self.findings if rank(a.finding.severity) <= rank(severity)]
