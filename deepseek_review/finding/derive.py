@@ -23,7 +23,7 @@ from ..records.rebuild import repo_reader
 from ..records.stored import ChainSegment
 from ..repo import git_output, resolve_inside
 from .anchor import Reviewed, anchor
-from .extract import extract
+from .extract import FindingsRefused, extract
 from .hunks import NewSide, change_in
 from .location import refusal
 from .model import SEVERITIES, Anchored, rank
@@ -154,7 +154,8 @@ def collect(root: Path, paths: Sequence[str]) -> Collected:
     """The findings of every chain the paths name (receipts, answers or folders).
 
     A path that names one review and has no usable block is an :class:`InputError`; in a
-    folder, such a chain is listed in ``problems`` and the others are still exported.
+    folder, such a chain is listed in ``problems`` and the others are still exported, unless
+    its block was refused over a limit (:class:`.extract.FindingsRefused`): then nothing is.
     """
     from ..verification import discover
 
@@ -178,7 +179,7 @@ def collect(root: Path, paths: Sequence[str]) -> Collected:
             try:
                 out.reviews.append(chain_findings(root, chain))
             except InputError as exc:
-                if single:
+                if single or isinstance(exc, FindingsRefused):  # no gate passes without it
                     raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
                 out.problems.append((chain[-1].answer_path, exc.message))
     out.findings = merge(out.reviews)
