@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
+from ..project import HOME
 from .derive import Collected, receipts_json
 from .fingerprint import KEY
 from .location import sarif_uri
@@ -104,7 +105,7 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
                     "driver": {
                         "name": "deepseek-review",
                         "version": __version__,
-                        "informationUri": "https://github.com/allaunthefox/Research-Stack",
+                        "informationUri": HOME,
                         "rules": rule_list,
                     }
                 },
