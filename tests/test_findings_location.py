@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlparse
 
@@ -20,10 +21,14 @@ from deepseek_review.finding.location import repo_path, sarif_uri
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import sibling
 from tests.findings_support import (
+    PROSE_END,
     assert_valid_rdjson,
     assert_valid_rdjsonl,
     assert_valid_sarif,
+    block,
+    chat_reply,
     finding,
+    item,
 )
 from tests.test_findings_diff import at, diff_review, two_commits
 
@@ -214,3 +219,29 @@ def test_a_crafted_records_shown_paths_never_reach_an_export(repo, cli, make_stu
     assert files_in(got.out, fmt) == [answer]
     assert "1 finding(s) name a location outside the repository" in got.err
     assert got.err.count("outside the repository") == 1
+
+
+def test_a_real_file_with_an_awkward_name_is_read_back_from_its_sarif_uri(repo, cli, make_stub):
+    name = "src/a b#c?d%25 ünï.py"
+    (repo / name).write_text("x = 1\n", encoding="utf-8")
+    found = PROSE_END + block(item(path=name, start_line=1, end_line=1, suggestion="x = 2\n"))
+    stub = make_stub([chat_reply(found)])
+    run = cli(
+        "run", "--template", "code-review", "-c", name, "-p", "Review.",
+        "--endpoint", stub.base_url, "--retry-wait", "0.01", "--json",
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    got = cli("findings", run.json()["segments"][-1]["answer_path"], "--format", "sarif")
+    assert got.code == 0, got.err
+    base = repo.as_uri() + "/"
+    for uri in {a["uri"] for a in _artifacts(json.loads(got.out))}:
+        resolved = urlparse(urljoin(base, uri))
+        assert Path(unquote(resolved.path, errors="strict")) == repo / name
+    assert got.err.count("outside the repository") == 0
+
+
+def _artifacts(log: dict[str, Any]) -> list[dict[str, str]]:
+    (result,) = log["runs"][0]["results"]
+    assert result["properties"]["anchor"] == "line"
+    fixes = [c["artifactLocation"] for f in result["fixes"] for c in f["artifactChanges"]]
+    return [result["locations"][0]["physicalLocation"]["artifactLocation"], *fixes]
