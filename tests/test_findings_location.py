@@ -245,3 +245,14 @@ def _artifacts(log: dict[str, Any]) -> list[dict[str, str]]:
     assert result["properties"]["anchor"] == "line"
     fixes = [c["artifactLocation"] for f in result["fixes"] for c in f["artifactChanges"]]
     return [result["locations"][0]["physicalLocation"]["artifactLocation"], *fixes]
+
+
+def test_a_path_that_is_no_context_file_keeps_its_reason_so_old_findings_files_rederive():
+    """Findings files written before this rule hold this reason: re-deriving them in
+    ``verify`` must give the same bytes."""
+    (a,) = anchor([finding(path="/src/pkg/mean.py")], Reviewed({}, {}), REVIEW)
+    assert (a.level, a.reason) == (
+        "review",
+        "/src/pkg/mean.py is not one of the review's context files",
+    )
+    assert a.where == REVIEW

@@ -72,9 +72,17 @@ def _in_change(f: Finding, change: NewSide, texts: Mapping[str, str | None]) -> 
 
 
 def _place(f: Finding, seen: Reviewed) -> Placed:
+    """Where it goes; never on a path outside the repository, whatever a crafted record or
+    diff header claims for it (a path that is no context file keeps that reason, so the
+    findings files of earlier reviews still re-derive byte for byte)."""
+    placed = _claimed(f, seen)
     outside = refusal(f.path)
-    if outside:
+    if outside and placed[0] != "review":
         return "review", f"{f.path!r} is not a location inside the repository: {outside}", ()
+    return placed
+
+
+def _claimed(f: Finding, seen: Reviewed) -> Placed:
     if seen.change is not None:
         placed = _in_change(f, seen.change, seen.texts)
         if placed is not None:

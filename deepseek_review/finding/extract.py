@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -50,7 +50,7 @@ class Block:
 
     line: int
     info: str
-    answer: str
+    answer: str = field(repr=False, compare=False)
     start: int
     end: int
     closed: bool
