@@ -74,6 +74,14 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
     """Problems and the summary go to the log; the export itself to stdout unless ``-o``."""
     for path, why in result.collected.problems:
         log.warning("%s: %s", escape(path), escape(why))
+    outside = result.collected.outside()
+    if outside:
+        log.warning(
+            "%d finding(s) name a location outside the repository (first: %s); "
+            "none is exported on it",
+            len(outside),
+            escape(repr(outside[0].finding.path)),
+        )
     if to_stdout:
         sys.stdout.write(result.text)
         sys.stdout.flush()

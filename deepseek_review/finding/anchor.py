@@ -5,7 +5,8 @@ and its lines exist in that file's *reviewed* version (the text whose hash the r
 holds), and, for a review of a diff, when its lines lie inside one hunk of the diff (GitHub
 rejects a review comment anywhere else with HTTP 422: :mod:`.hunks`; the cited lines are then
 the hunk's). Otherwise it is kept, demoted to the file (its path is a context file, or a
-file the change deleted) or to the review (it is not), with the reason.
+file the change deleted) or to the review (it is not, or it is not a location inside the
+repository at all: :mod:`.location`), with the reason.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from .fingerprint import fingerprint
 from .hunks import DELETED, NewSide, parse_diff
+from .location import refusal
 from .model import Anchored, Finding, Level, rule_id
 
 #: Per path, the new-side line ranges (first, last; inclusive) of a diff's hunks.
@@ -70,6 +72,17 @@ def _in_change(f: Finding, change: NewSide, texts: Mapping[str, str | None]) -> 
 
 
 def _place(f: Finding, seen: Reviewed) -> Placed:
+    """Where it goes; never on a path outside the repository, whatever a crafted record or
+    diff header claims for it (a path that is no context file keeps that reason, so the
+    findings files of earlier reviews still re-derive byte for byte)."""
+    placed = _claimed(f, seen)
+    outside = refusal(f.path)
+    if outside and placed[0] != "review":
+        return "review", f"{f.path!r} is not a location inside the repository: {outside}", ()
+    return placed
+
+
+def _claimed(f: Finding, seen: Reviewed) -> Placed:
     if seen.change is not None:
         placed = _in_change(f, seen.change, seen.texts)
         if placed is not None:

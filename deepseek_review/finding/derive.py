@@ -23,8 +23,9 @@ from ..records.rebuild import repo_reader
 from ..records.stored import ChainSegment
 from ..repo import git_output, resolve_inside
 from .anchor import Reviewed, anchor
-from .extract import extract
+from .extract import FindingsRefused, extract
 from .hunks import NewSide, change_in
+from .location import refusal
 from .model import SEVERITIES, Anchored, rank
 
 
@@ -53,6 +54,11 @@ class Collected:
         for a in self.findings:
             out[a.finding.severity] += 1
         return out
+
+    def outside(self) -> list[Anchored]:
+        """The findings whose path is not a location inside the repository (shown on their
+        review, or on no file: :mod:`.location`)."""
+        return [a for a in self.findings if refusal(a.finding.path) or a.where is None]
 
     def at_or_above(self, severity: str) -> list[Anchored]:
         return [a for a in self.findings if rank(a.finding.severity) <= rank(severity)]
@@ -148,7 +154,8 @@ def collect(root: Path, paths: Sequence[str]) -> Collected:
     """The findings of every chain the paths name (receipts, answers or folders).
 
     A path that names one review and has no usable block is an :class:`InputError`; in a
-    folder, such a chain is listed in ``problems`` and the others are still exported.
+    folder, such a chain is listed in ``problems`` and the others are still exported, unless
+    its block was refused over a limit (:class:`.extract.FindingsRefused`): then nothing is.
     """
     from ..verification import discover
 
@@ -172,7 +179,7 @@ def collect(root: Path, paths: Sequence[str]) -> Collected:
             try:
                 out.reviews.append(chain_findings(root, chain))
             except InputError as exc:
-                if single:
+                if single or isinstance(exc, FindingsRefused):  # no gate passes without it
                     raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
                 out.problems.append((chain[-1].answer_path, exc.message))
     out.findings = merge(out.reviews)

@@ -10,14 +10,16 @@ candidate. A candidate is a fence whose info string is ``json`` and whose text m
 structured output gives) is read as the block. None, two or more, an unclosed one, one that
 is not JSON (prose after the JSON inside the fence included), or one that does not match the
 schema: each is an :class:`~deepseek_review.errors.InputError` saying so and where ("no
-findings: ...").
+findings: ..."). A block over a limit (:data:`MAX_BLOCK_BYTES`, the schema's count of
+findings and length of each field) is a :class:`FindingsRefused` ("findings refused: ..."),
+found before it is parsed: a review cannot make an export cost more than its limits.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -27,46 +29,76 @@ from ..resources import resource_dir
 from .model import Finding
 
 SCHEMA_NAME = "findings.schema.json"
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+#: The most bytes (UTF-8) a findings block may hold: 1,000 findings of ~1 KiB each. A
+#: bigger one is refused before it is parsed (a 17 MiB block of 120,000 findings took 44 s
+#: and 1.3 GB, and its SARIF 143 MB). The count and each field are bounded by the schema.
+MAX_BLOCK_BYTES = 1024 * 1024
+#: Every line that could open or close a fence.
+_FENCE_LINE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+class FindingsRefused(InputError):
+    """A findings block over a limit (:data:`MAX_BLOCK_BYTES`, the schema's count and
+    lengths): refused whole, never cut, so no gate passes on part of a review."""
 
 
 @dataclass(frozen=True)
 class Block:
-    """A fenced block: the answer line of its opening fence (1-based), its info string and
-    text, and whether a closing fence was found."""
+    """A fenced block: the answer line of its opening fence (1-based), its info string,
+    where its text lies in the answer (``start``..``end``), and whether a closing fence was
+    found."""
 
     line: int
     info: str
-    text: str
+    answer: str = field(repr=False, compare=False)
+    start: int
+    end: int
     closed: bool
+
+    @property
+    def text(self) -> str:
+        return self.answer[self.start : self.end]
+
+    def mentions(self, word: str) -> bool:
+        return self.answer.find(word, self.start, self.end) >= 0
 
 
 def fenced_blocks(text: str) -> list[Block]:
-    """Every top-level fenced block of a Markdown text, in order."""
+    """Every top-level fenced block of a Markdown text, in order. Only the lines that look
+    like fences are visited, and a block's text is not copied: a long answer costs one
+    regex pass."""
     blocks: list[Block] = []
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        m = _FENCE_RE.match(lines[i])
-        if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):
-            i += 1
+    opening: re.Match[str] | None = None
+    lines_before = 0  # newlines before the last match seen
+    last = 0
+    for m in _FENCE_LINE_RE.finditer(text):
+        lines_before += text.count("\n", last, m.start())
+        last = m.start()
+        fence, rest = m.group(1), m.group(2)
+        if opening is None:
+            if not (fence[0] == "`" and "`" in rest):
+                opening, opening_line = m, lines_before + 1
             continue
-        fence, start = m.group(1), i
-        close = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        i += 1
-        while i < len(lines) and not close.match(lines[i]):
-            i += 1
-        body = "\n".join(lines[start + 1 : i])
-        blocks.append(Block(start + 1, m.group(2).strip(), body, i < len(lines)))
-        i += 1
+        opened = opening.group(1)
+        if fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip(" \t"):
+            body = min(opening.end() + 1, m.start())
+            blocks.append(_block(text, opening, opening_line, body, m.start() - 1, True))
+            opening = None
+    if opening is not None:
+        body = min(opening.end() + 1, len(text))
+        blocks.append(_block(text, opening, opening_line, body, len(text), False))
     return blocks
+
+
+def _block(text: str, m: re.Match[str], line: int, start: int, end: int, closed: bool) -> Block:
+    return Block(line, m.group(2).strip(), text, start, max(start, end), closed)
 
 
 def _candidates(text: str) -> list[Block]:
     return [
         b
         for b in fenced_blocks(text)
-        if b.info.lower().split()[:1] == ["json"] and '"findings"' in b.text
+        if b.info.lower().split()[:1] == ["json"] and b.mentions('"findings"')
     ]
 
 
@@ -90,11 +122,24 @@ def validate(data: Any, where: str) -> list[Finding]:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
+    items = data.get("findings") if isinstance(data, dict) else None
+    most = schema()["properties"]["findings"]["maxItems"]
+    if isinstance(items, list) and len(items) > most:  # before validating each of them
+        raise FindingsRefused(
+            f"findings refused: {where} holds {len(items):,} findings; "
+            f"the limit is {most:,} per review"
+        )
     error = best_match(Draft202012Validator(schema()).iter_errors(data))
+    if error is not None and error.validator == "maxLength":
+        raise FindingsRefused(
+            f"findings refused: {where}: {_where(error.absolute_path)} is longer than the "
+            f"{error.validator_value:,} characters {SCHEMA_NAME} allows"
+        )
     if error is not None:
+        said = error.message if len(error.message) <= 200 else error.message[:200] + "…"
         raise InputError(
             f"no findings: {where} does not match {SCHEMA_NAME}: "
-            f"{_where(error.absolute_path)}: {error.message}"
+            f"{_where(error.absolute_path)}: {said}"
         )
     for i, item in enumerate(data["findings"]):
         if item["end_line"] < item["start_line"]:
@@ -111,7 +156,9 @@ def extract(text: str) -> list[Finding]:
     found = _candidates(text)
     if not found and text.lstrip().startswith("{") and '"findings"' in text:
         # Structured output: the whole answer is the object (nothing around it is trimmed).
-        return _parse(text, "the answer (a JSON object, as structured output gives)", line=0)
+        where = "the answer (a JSON object, as structured output gives)"
+        _bounded(text, 0, len(text), where)
+        return _parse(text, where, line=0)
     if not found:
         raise InputError('no findings: the answer has no ```json block holding "findings"')
     if len(found) > 1:
@@ -124,7 +171,22 @@ def extract(text: str) -> list[Finding]:
     where = f"the block at line {block.line}"
     if not block.closed:
         raise InputError(f"no findings: {where} is not closed (the answer ends inside it)")
+    _bounded(text, block.start, block.end, where)
     return _parse(block.text, where, line=block.line)
+
+
+def _bounded(text: str, start: int, end: int, where: str) -> None:
+    """:class:`FindingsRefused` when ``text[start:end]`` is over :data:`MAX_BLOCK_BYTES` in
+    UTF-8. Its length in characters is a lower bound: a block plainly too big is not copied."""
+    size, at_least = end - start, "at least "
+    if size <= MAX_BLOCK_BYTES:
+        size, at_least = len(text[start:end].encode("utf-8")), ""
+        if size <= MAX_BLOCK_BYTES:
+            return
+    raise FindingsRefused(
+        f"findings refused: {where} holds {at_least}{size:,} bytes; "
+        f"the limit is {MAX_BLOCK_BYTES:,} bytes (1 MiB) per review"
+    )
 
 
 def _parse(text: str, where: str, *, line: int) -> list[Finding]:

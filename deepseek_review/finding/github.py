@@ -30,8 +30,8 @@ def escape_property(text: str) -> str:
 def command(a: Anchored) -> str:
     """One finding as one workflow command line."""
     f = a.finding
-    props = {"file": a.review if a.level == "review" else f.path}
-    if a.anchored:
+    props = {} if a.where is None else {"file": a.where}  # else on no file (:mod:`.location`)
+    if a.anchored and a.where is not None:
         props |= {"line": str(f.start_line), "endLine": str(f.end_line)}
     props["title"] = f"[{f.severity}] {f.title}"
     message = f.message if a.anchored else f"{f.message}\n\n(unanchored: {a.reason})"

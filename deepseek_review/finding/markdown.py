@@ -20,10 +20,10 @@ def _cell(text: str) -> str:
 
 def _where(a: Anchored) -> str:
     f = a.finding
+    shown = "(no file)" if a.where is None else a.where  # :mod:`.location`
     if a.anchored:
         span = str(f.start_line) if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
-        return _cell(f"{f.path}:{span}")
-    shown = a.review if a.level == "review" else f.path
+        return _cell(f"{shown}:{span}")
     return _cell(f"{shown} (unanchored: {a.reason})")
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .location import repo_path
+
 #: Most severe first; the index is the rank (``--fail-on`` compares ranks).
 SEVERITIES = ("critical", "major", "minor", "nit")
 Level = Literal["line", "file", "review"]
@@ -75,6 +77,13 @@ class Anchored:
     @property
     def anchored(self) -> bool:
         return self.level == "line"
+
+    @property
+    def where(self) -> str | None:
+        """The file every export shows it on (the review's answer file for a review-level
+        finding), repository-relative and normalised; None when that is not a location inside
+        the repository (:func:`.location.repo_path`): the finding is then shown on no file."""
+        return repo_path(self.review if self.level == "review" else self.finding.path)
 
     @property
     def rule_id(self) -> str:

@@ -22,18 +22,16 @@ SOURCE = {"name": "deepseek-review"}
 def diagnostic(a: Anchored) -> dict[str, Any]:
     """One finding as a reviewdog Diagnostic."""
     f = a.finding
-    location: dict[str, Any] = {"path": a.review if a.level == "review" else f.path}
     line_range = {"start": {"line": f.start_line}, "end": {"line": f.end_line}}
-    if a.anchored:
-        location["range"] = line_range
     d: dict[str, Any] = {
         "message": f"[{f.severity}] {f.title}\n\n{f.message}",
-        "location": location,
         "severity": SEVERITY[f.severity],
         "source": SOURCE,
         "code": {"value": a.rule_id},
     }
-    if a.anchored and f.suggestion is not None:
+    if a.where is not None:  # else on no file (:mod:`.location`)
+        d["location"] = {"path": a.where, **({"range": line_range} if a.anchored else {})}
+    if a.anchored and f.suggestion is not None and a.where is not None:
         # Linewise: the replaced text does not include the last line's end of line.
         text = f.suggestion[:-1] if f.suggestion.endswith("\n") else f.suggestion
         d["suggestions"] = [{"range": line_range, "text": text}]

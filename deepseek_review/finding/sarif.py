@@ -2,7 +2,8 @@
 
 One run: the tool with one rule per category; each result's level from its severity, its
 location (lines only when anchored, the file when demoted to it, the review's answer file
-when demoted to the review), a fix when the finding suggests replacement text for its
+when demoted to the review; a percent-encoded URI relative to ``%SRCROOT%``, never outside
+it: :mod:`.location`), a fix when the finding suggests replacement text for its
 lines, and ``partialFingerprints`` from content (:mod:`.fingerprint`). The receipts the
 findings were derived from are in the run's properties.
 """
@@ -12,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
+from ..project import HOME
 from .derive import Collected, receipts_json
 from .fingerprint import KEY
+from .location import sarif_uri
 from .model import Anchored
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -21,22 +24,28 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"critical": "error", "major": "error", "minor": "warning", "nit": "note"}
 
 
-def _location(a: Anchored) -> dict[str, Any]:
-    f = a.finding
-    uri = a.review if a.level == "review" else f.path
-    physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
+def _artifact(where: str) -> dict[str, str]:
+    return {"uri": sarif_uri(where), "uriBaseId": "%SRCROOT%"}
+
+
+def _locations(a: Anchored) -> list[dict[str, Any]]:
+    """Its one location (lines only when anchored), or none when :attr:`Anchored.where`
+    is not a file inside the repository."""
+    if a.where is None:
+        return []
+    physical: dict[str, Any] = {"artifactLocation": _artifact(a.where)}
     if a.anchored:
-        physical["region"] = {"startLine": f.start_line, "endLine": f.end_line}
-    return {"physicalLocation": physical}
+        physical["region"] = {"startLine": a.finding.start_line, "endLine": a.finding.end_line}
+    return [{"physicalLocation": physical}]
 
 
-def _fix(a: Anchored) -> dict[str, Any]:
+def _fix(a: Anchored, where: str) -> dict[str, Any]:
     f = a.finding
     return {
         "description": {"text": f"Replace lines {f.start_line}-{f.end_line}"},
         "artifactChanges": [
             {
-                "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                "artifactLocation": _artifact(where),
                 "replacements": [
                     {
                         "deletedRegion": {"startLine": f.start_line, "endLine": f.end_line},
@@ -55,7 +64,7 @@ def _result(a: Anchored, rule_index: int) -> dict[str, Any]:
         "ruleIndex": rule_index,
         "level": LEVELS[f.severity],
         "message": {"text": f"{f.title}\n\n{f.message}"},
-        "locations": [_location(a)],
+        "locations": _locations(a),
         "partialFingerprints": {KEY: a.fingerprint},
         "properties": {
             "severity": f.severity,
@@ -66,8 +75,8 @@ def _result(a: Anchored, rule_index: int) -> dict[str, Any]:
             "review": a.review,
         },
     }
-    if a.anchored and f.suggestion is not None:
-        result["fixes"] = [_fix(a)]
+    if a.anchored and f.suggestion is not None and a.where is not None:
+        result["fixes"] = [_fix(a, a.where)]
     return result
 
 
@@ -96,7 +105,7 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
                     "driver": {
                         "name": "deepseek-review",
                         "version": __version__,
-                        "informationUri": "https://github.com/allaunthefox/Research-Stack",
+                        "informationUri": HOME,
                         "rules": rule_list,
                     }
                 },

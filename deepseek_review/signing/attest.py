@@ -17,11 +17,12 @@ from typing import Any
 
 from .. import __version__
 from ..errors import InputError, VerificationFailed
+from ..project import ATTESTED_REVIEWS
 from ..verification import verify
 from ..verification.reports import listing
-from .statement import SCHEMAS, SegmentFiles, predicate, subjects
+from .statement import SegmentFiles, predicate, subjects
 
-ATTEST_PREDICATE_TYPE = SCHEMAS + "deepseek-review-attested-reviews-v1.schema.json"
+ATTEST_PREDICATE_TYPE = ATTESTED_REVIEWS
 
 
 def attest_predicate(root: Path, paths: Sequence[str], *, default_folder: str) -> dict[str, Any]:

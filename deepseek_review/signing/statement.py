@@ -22,14 +22,18 @@ from typing import Any
 
 from .. import __version__
 from ..errors import InputError
+from ..project import FORMER_SIGNED_REVIEW, SIGNED_REVIEW
 from ..records.canonical import RECEIPT_DECODER, RECORD_DECODER, pretty_json
 from ..records.naming import SEGMENT_FILES, sibling
 from ..repo import read_regular_file, resolve_inside
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-SCHEMAS = "https://github.com/allaunthefox/Research-Stack/shared-data/schemas/"
-PREDICATE_TYPE = SCHEMAS + "deepseek-review-signed-review-v1.schema.json"
-"""Its JSON Schema's address: documented there; a change of shape is a new file (``-v2``)."""
+PREDICATE_TYPE = SIGNED_REVIEW
+"""This project's URI for it (:mod:`..project`), its JSON Schema's ``$id``; a change of shape
+is a new version (``/v2``)."""
+#: The predicate types a statement may carry and still verify: this one, and the one signed
+#: statements of earlier versions carry (their signature covers it).
+PREDICATE_TYPES = (PREDICATE_TYPE, FORMER_SIGNED_REVIEW)
 
 #: The segment files a statement covers, in subject order (not the statement nor its sig).
 SUBJECT_KINDS = tuple(f.kind for f in SEGMENT_FILES if f.kind not in ("statement", "signature"))

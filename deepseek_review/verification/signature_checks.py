@@ -224,7 +224,12 @@ class SignatureChecks:
 
     def _statement_problem(self, receipt_rel: str, raw: bytes) -> str | None:
         """Why the statement does not describe this segment's files as they are, or None."""
-        from ..signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, claimed_subjects
+        from ..signing.statement import (
+            PREDICATE_TYPE,
+            PREDICATE_TYPES,
+            STATEMENT_TYPE,
+            claimed_subjects,
+        )
 
         statement_rel = sibling(receipt_rel, "statement")
         try:
@@ -233,7 +238,7 @@ class SignatureChecks:
             return f"{statement_rel}: not valid JSON ({exc})"
         if not isinstance(data, dict) or data.get("_type") != STATEMENT_TYPE:
             return f"{statement_rel}: not an in-toto Statement v1"
-        if data.get("predicateType") != PREDICATE_TYPE:
+        if data.get("predicateType") not in PREDICATE_TYPES:
             return f"{statement_rel}: predicateType is not {PREDICATE_TYPE}"
         now = self._subjects(receipt_rel)
         if isinstance(now, str):
