@@ -1,15 +1,11 @@
 """`make demo`: a whole review against the bundled simulator, truncation and continuation included.
 
-Creates a small git repository under ``demo-out/<stamp>/``, starts the simulator (a test
-double of Ollama's OpenAI-compatible endpoint, not a model) on a free port, and runs the real
-command line against it, printing each command as it goes:
-
-1. ``run`` with a small token cap, so the answer is cut off and continued automatically;
-2. the files written, and the primary receipt;
-3. ``verify`` over the receipts (when the installed version has it);
-4. ``show``, which prints the stitched answer after checking every segment's hash;
-5. ``findings``: the answer's findings block exported as SARIF (for GitHub code scanning) and
-   as a Markdown step summary.
+Creates a small git repository under ``demo-out/<stamp>/`` (or the folder given as the only
+argument), starts the simulator (a test double of Ollama's OpenAI-compatible endpoint, not a
+model) on a free port, and runs the real command line against it: ``run`` with a small token
+cap (cut off, continued by itself), ``verify``, ``show`` (the stitched answer) and ``findings``
+(SARIF and a Markdown summary). It prints a short account, one or two lines a step; each
+command's whole output is kept in ``transcript/`` and named.
 """
 
 from __future__ import annotations
@@ -52,19 +48,40 @@ def flagged(xs: list[float]) -> bool:
 """
 
 
-def banner(text: str) -> None:
-    print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}", flush=True)
+class Story:
+    """The demo's short account on stdout; each command's whole output in a file it names."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.transcript = root / "transcript"
+        self.transcript.mkdir()
+
+    def step(self, title: str) -> None:
+        print(f"\n{title}", flush=True)
+
+    def line(self, text: str) -> None:
+        print(f"   {text}", flush=True)
+
+    def sh(self, args: list[str], saved_as: str, *, codes: tuple[int, ...] = (0,)) -> str:
+        """Run the tool as a user would; show the command, keep its stdout and stderr in
+        ``transcript/<saved_as>``; its stdout."""
+        shown = " ".join(shlex.quote(a) for a in ["deepseek-review", *args[1:]])
+        self.line(f"$ {shown}")
+        proc = subprocess.run(args, cwd=self.root, text=True, capture_output=True)
+        out = self.transcript / saved_as
+        out.write_text(f"$ {shown}\n{proc.stderr}{proc.stdout}", encoding="utf-8")
+        if proc.returncode not in codes:
+            sys.stderr.write(proc.stderr)
+            raise SystemExit(f"demo: command failed with exit code {proc.returncode} ({out})")
+        return proc.stdout
+
+    def saved(self, saved_as: str) -> str:
+        return _shown(self.transcript / saved_as)
 
 
-def sh(args: list[str], cwd: Path, *, check_codes: tuple[int, ...] = (0,)) -> str:
-    shown = " ".join(shlex.quote(a) for a in ["deepseek-review", *args[1:]])
-    print(f"$ {shown}", flush=True)
-    proc = subprocess.run(args, cwd=cwd, text=True, stdout=subprocess.PIPE)
-    if proc.stdout:
-        print(proc.stdout, end="" if proc.stdout.endswith("\n") else "\n", flush=True)
-    if proc.returncode not in check_codes:
-        raise SystemExit(f"demo: command failed with exit code {proc.returncode}")
-    return proc.stdout
+def _shown(path: Path) -> str:
+    """``path`` relative to the checkout when it lies inside it."""
+    return str(path.relative_to(HERE)) if path.is_relative_to(HERE) else str(path)
 
 
 def make_repo(root: Path) -> None:
@@ -100,89 +117,67 @@ def start_simulator() -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    root = HERE / "demo-out" / stamp
+    root = Path(argv[0]).resolve() if argv else HERE / "demo-out" / stamp
     make_repo(root)
-    banner(f"demo repository: {root.relative_to(HERE)}")
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and ".git" not in p.parts:
-            print(f"  {p.relative_to(root)}")
-
+    story = Story(root)
+    where = _shown(root)
+    print("deepseek-review demo: the bundled simulator stands in for the model (nothing leaves")
+    print("this machine); every command's whole output is kept in the file named after it.")
+    files = ", ".join(
+        str(p.relative_to(root))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.parts and "transcript" not in p.parts
+    )
+    story.line(f"repository: {where} ({files})")
     sim, url = start_simulator()
-    banner(f"simulator (a test double, not a model) listening on {url}")
+    story.line(f"simulator:  {url}")
     try:
-        banner("1. run a review with a small token cap: it is cut off and continued")
-        out = sh(
-            [
-                TOOL,
-                "run",
-                "--context",
-                "docs/spec.md",
-                "--context",
-                "src/**/*.py",
-                "--template",
-                "spec-review",
-                "--topic",
-                "window_stats",
-                "--prompt",
-                "Check the arithmetic in the spec against the code.",
-                "--endpoint",
-                url,
-                "--max-tokens",
-                "120",
-                "--max-continuations",
-                "3",
-                "--findings",
-                "--json",
-            ],
-            root,
-        )
+        story.step("1. A review with a small token cap: cut off, then continued by itself")
+        out = story.sh(
+            [TOOL, "run", "-c", "docs/spec.md", "-c", "src/**/*.py", "--template", "spec-review",
+             "--topic", "window_stats", "-p", "Check the arithmetic in the spec against the code.",
+             "--endpoint", url, "--max-tokens", "120", "--findings", "--json"],
+            "1-run.json",
+        )  # fmt: skip
         result = json.loads(out)
         segments = result["segments"]
-        print(
-            f"-> {len(segments)} segments, finish reasons "
-            f"{[s['finish_reason'] for s in segments]}, status {result['status']}"
+        reasons = ", ".join(s["finish_reason"] for s in segments)
+        story.line(
+            f"-> {len(segments)} segments ({reasons}), {result['usage']['total_tokens']:,} "
+            f"tokens, status {result['status']}: {story.saved('1-run.json')}"
+        )
+        story.line(f"   first answer:  {segments[0]['answer_path']}")
+        story.line("   each with .receipt.json (hashes, usage) and .request.json (the body)")
+
+        story.step("2. Verify every receipt, without the model")
+        story.sh([TOOL, "verify", "reviews"], "2-verify.txt")
+        summary = (story.transcript / "2-verify.txt").read_text(encoding="utf-8")
+        last = [ln for ln in summary.splitlines() if "receipt" in ln and "OK" in ln][-1]
+        story.line(f"-> {last.removeprefix('deepseek-review: ')}")
+
+        story.step("3. Show the stitched answer (each segment's hash checked first)")
+        text = story.sh([TOOL, "show", segments[0]["answer_path"]], "3-show.md")
+        story.line(
+            f"-> {len(text):,} characters from {len(segments)} segments: {story.saved('3-show.md')}"
         )
 
-        banner("2. the files written")
-        for p in sorted((root / "reviews").iterdir()):
-            print(f"  reviews/{p.name}  ({p.stat().st_size} bytes)")
-        banner("the primary receipt")
-        print((root / segments[0]["receipt_path"]).read_text(encoding="utf-8"), end="")
-        banner("the last continuation receipt")
-        print((root / segments[-1]["receipt_path"]).read_text(encoding="utf-8"), end="")
-
-        help_text = subprocess.run([TOOL, "--help"], text=True, capture_output=True).stdout
-        if " verify " in help_text:
-            banner("3. verify every receipt without re-running the model")
-            sh([TOOL, "verify", "reviews"], root)
-
-        banner("4. show the stitched answer (every segment's hash checked first)")
-        text = sh([TOOL, "show", segments[0]["answer_path"]], root)
-        ends = text.rstrip().splitlines()[-1] if text.strip() else ""
-        print(
-            f"-> {len(text)} characters stitched from {len(segments)} segments; last line: {ends!r}"
+        story.step("4. Findings for CI: SARIF for code scanning, a Markdown step summary")
+        story.sh(
+            [TOOL, "findings", "reviews", "--format", "sarif", "-o", "review.sarif"], "4-sarif.txt"
         )
-
-        banner("5. the findings block, exported for CI (SARIF for code scanning, a summary)")
-        sh([TOOL, "findings", "reviews", "--format", "sarif", "-o", "review.sarif"], root)
         sarif = json.loads((root / "review.sarif").read_text(encoding="utf-8"))
-        results = sarif["runs"][0]["results"]
-        print(f"-> review.sarif: SARIF {sarif['version']}, {len(results)} result(s)")
-        for r in results:
-            where = r["locations"][0]["physicalLocation"]
-            region = where.get("region", {})
-            print(
-                f"   {r['level']}: {where['artifactLocation']['uri']}:"
-                f"{region.get('startLine', '-')} {r['ruleId']} "
-                f"(fingerprint {next(iter(r['partialFingerprints'].values()))[:12]})"
-            )
-        sh([TOOL, "findings", "reviews", "--format", "markdown"], root)
+        for r in sarif["runs"][0]["results"]:
+            place = r["locations"][0]["physicalLocation"]
+            line = place.get("region", {}).get("startLine", "-")
+            story.line(f"-> {r['level']}: {place['artifactLocation']['uri']}:{line} {r['ruleId']}")
+        story.sh([TOOL, "findings", "reviews", "--format", "markdown"], "4-summary.md")
+        story.line(f"-> {story.saved('4-summary.md')}")
     finally:
         sim.terminate()
         sim.wait(timeout=10)
-    banner(f"done: everything above is in {root.relative_to(HERE)}")
+    print(f"\nDone: everything is in {where}/ (reviews/, review.sarif, transcript/).")
     return 0
 
 
@@ -190,4 +185,4 @@ if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     if shutil.which("git") is None:
         raise SystemExit("demo: git is needed to create the demo repository")
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -171,6 +171,7 @@ def test_simulator_help_lists_every_fault_kind_and_shows_defaults():
         assert kind in text
     assert "--latency LATENCY     seconds per request (default: 0.0)" in text
     assert "(default: 127.0.0.1)" in text
+    assert "0 picks a free port (default: 11435)" in text
 
 
 # --------------------------------------------------------------------------- the simulator

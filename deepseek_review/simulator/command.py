@@ -85,11 +85,15 @@ _FAULTS_HELP = "\n".join(
 )
 
 
+#: Where ``deepseek-review simulator`` listens unless told otherwise: next to Ollama's 11434,
+#: a port the README's examples can name (the library's :class:`Simulator` picks a free one).
+DEFAULT_PORT = 11435
+
 #: The flags, in ``--help`` order: (the :class:`SimulatorConfig` field, its help, argparse
 #: keywords beyond those the field's default implies: a switch for a bool, its type else).
 _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("host", "address to listen on", {}),
-    ("port", "0 picks a free port", {"type": _port}),
+    ("port", "0 picks a free port", {"type": _port, "default": DEFAULT_PORT}),
     ("latency", "seconds per request", {}),
     ("capacity", "requests served at once; 0 = unlimited", {}),
     ("answer_words", "length of the whole answer", {}),
