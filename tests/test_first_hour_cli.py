@@ -213,7 +213,7 @@ def test_simulator_unknown_host_is_one_line_exit_2():
     out = _simulator("--host", "no-such-host.invalid")
     assert out.returncode == 2
     assert out.stderr.startswith(
-        "deepseek-review: error: simulator: cannot listen on no-such-host.invalid:0: "
+        "deepseek-review: error: simulator: cannot listen on no-such-host.invalid:11435: "
     )
     assert len(out.stderr.splitlines()) == 1
 
