@@ -48,7 +48,7 @@ def plan_change(
         from .sincelast import narrow
 
         rng = narrow(root, out_dir, topic, rng)
-    diff = make_diff(root, rng, opts.settings, _noise_rules(root, opts, outputs))
+    diff = make_diff(root, rng, opts.settings, _noise_rules(root, rng.base, opts, outputs))
     if not diff.shown:
         why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""
         what = "the staged change" if opts.staged else f"the change {rng.spec or rng.label}"
@@ -90,19 +90,19 @@ def _put_back(why: str) -> str:
 
 
 def _noise_rules(
-    root: Path, opts: GitOptions, outputs: Sequence[Output]
+    root: Path, base: str, opts: GitOptions, outputs: Sequence[Output]
 ) -> Callable[[list[Change]], Decide]:
     """What a review leaves out of a change: the tool's own output, lock files, generated
-    and binary files (each unless asked for)."""
-    return lambda changes: _decider(root, opts, outputs, changes)
+    (as the change's ``base`` marks them) and binary files (each unless asked for)."""
+    return lambda changes: _decider(root, base, opts, outputs, changes)
 
 
 def _decider(
-    root: Path, opts: GitOptions, outputs: Sequence[Output], changes: list[Change]
+    root: Path, base: str, opts: GitOptions, outputs: Sequence[Output], changes: list[Change]
 ) -> Decide:
     generated: set[str] = set()
     if not opts.include_generated:
-        generated = generated_paths(root, [c.path for c in changes])
+        generated = generated_paths(root, base, [c.path for c in changes])
 
     def decide(change: Change, binary: bool) -> str | None:
         path = change.path
