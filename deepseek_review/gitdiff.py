@@ -236,8 +236,7 @@ def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:
     if not paths:
         return []
     stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
-    # -a (every attribute set), not "diff": that word would make git_output look for
-    # filter drivers first, and the listing is short (only attributes that are set).
+    # -a (every attribute set): the listing is short (only attributes that are set).
     out = git_output(root, "check-attr", "-a", "-z", "--stdin", stdin=stdin)
     if out is None:
         raise InputError("git could not show the change (check-attr failed)")
@@ -254,17 +253,41 @@ def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:
     ]
 
 
-def generated_paths(root: Path, base: str, paths: Sequence[str]) -> set[str]:
-    """Which of ``paths`` ``.gitattributes`` marks ``linguist-generated`` as the commit
-    ``base`` has them: a change cannot hide its own files by marking them (nor by adding a
-    ``.gitattributes`` next to them)."""
-    if not paths:
-        return set()
-    out = base_attributes(root, base, paths, "linguist-generated")
+@dataclass(frozen=True)
+class BaseMarks:
+    """What the base commit's ``.gitattributes`` files mark among a change's paths."""
+
+    generated: frozenset[str] = frozenset()
+    """Marked ``linguist-generated``."""
+    binary: frozenset[str] = frozenset()
+    """Marked ``-diff`` (or ``binary``): git shows them as binary whatever they hold."""
+
+
+def base_marks(root: Path, base: str, paths: Sequence[str]) -> BaseMarks:
+    """What ``.gitattributes`` marks among ``paths`` as the commit ``base`` has them: a change
+    cannot hide its own files by marking them (nor by adding a ``.gitattributes`` next to
+    them). Nothing when git cannot say."""
+    out = base_attributes(root, base, paths, "linguist-generated", "diff") if paths else None
+    if out is None:
+        return BaseMarks()
+    f = out.split(b"\0")
+    triples = [(os.fsdecode(f[i]), f[i + 1], f[i + 2]) for i in range(0, len(f) - 2, 3)]
+    generated = (b"set", b"true")
+    return BaseMarks(
+        frozenset(p for p, a, v in triples if a == b"linguist-generated" and v in generated),
+        frozenset(p for p, a, v in triples if a == b"diff" and v == b"unset"),
+    )
+
+
+def binary_by_attribute(root: Path, paths: Sequence[str]) -> set[str]:
+    """Which of ``paths`` the attributes git reads while it diffs (the work tree's
+    ``.gitattributes``, then the index's) mark ``-diff``: git shows them as binary."""
+    stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    out = git_output(root, "check-attr", "-z", "--stdin", "diff", stdin=stdin) if paths else None
     if out is None:
         return set()
     f = out.split(b"\0")
-    return {os.fsdecode(f[i]) for i in range(0, len(f) - 2, 3) if f[i + 2] in (b"set", b"true")}
+    return {os.fsdecode(f[i]) for i in range(0, len(f) - 2, 3) if f[i + 2] == b"unset"}
 
 
 def base_attributes(root: Path, base: str, paths: Sequence[str], *names: str) -> bytes | None:

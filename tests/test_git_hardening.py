@@ -330,6 +330,38 @@ def test_a_staged_gitattributes_cannot_mark_the_staged_change(repo: Path, cli: C
     assert dry(cli, "--staged")["git"]["diff"]["shown"] == [".gitattributes", "src/pkg/a.py"]
 
 
+@pytest.mark.parametrize(
+    ("where", "line"),
+    [(".gitattributes", "src/pkg/a.py -diff\n"), ("src/pkg/.gitattributes", "*.py binary\n")],
+    ids=["-diff at the top", "binary nested"],
+)
+def test_a_file_the_change_itself_marks_binary_is_kept_and_sent_whole(
+    repo: Path, cli: Cli, where: str, line: str
+) -> None:
+    a = base_commit(repo)
+    b = commit(repo, "pr", {where: line, "src/pkg/a.py": "import os\nos.system('x')\n"})
+    r = cli("run", "-p", "x", "--dry-run", "--json", "--diff", f"{a}..{b}")
+    assert r.code == 0, r.err
+    plan = r.json()
+    assert "src/pkg/a.py" in plan["git"]["diff"]["shown"]
+    assert [f["path"] for f in plan["context_files"]] == ["src/pkg/a.py"]
+    assert "src/pkg/a.py: binary only by the change's .gitattributes; sent whole" in r.err
+
+
+def test_files_binary_at_the_base_or_by_content_stay_out_when_the_change_edits_attributes(
+    repo: Path, cli: Cli
+) -> None:
+    (repo / ".gitattributes").write_text("*.dat -diff\n", encoding="utf-8")
+    (repo / "table.dat").write_text("1 2 3\n", encoding="utf-8")
+    a = base_commit(repo)
+    b = commit(repo, "pr", {".gitattributes": "*.dat -diff\n*.md text\n",
+                            "table.dat": "4 5 6\n", "logo.png": b"\x89PNG\0\0\1",
+                            "src/pkg/a.py": "A = 1\n"})  # fmt: skip
+    plan = dry(cli, "--diff", f"{a}..{b}")
+    assert plan["git"]["diff"]["shown"] == [".gitattributes", "src/pkg/a.py"]
+    assert plan["context_files"] == []
+
+
 # --------------------------------------------------------------------------- work tree (item 14)
 
 
