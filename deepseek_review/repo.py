@@ -121,7 +121,8 @@ def _run_git(
 
 def _repository_filter_drivers(git: str, cwd: Path, config: list[str]) -> list[str] | None:
     """``filter.<driver>`` of every filter the repository's own config defines; None when
-    one cannot be switched off by ``-c`` (a ``=`` in its name) or git cannot say."""
+    git cannot say. One that ``-c`` cannot switch off (a ``=`` in its name) is a
+    :class:`ConfigError`: the command is refused, never run with it on."""
     query = ["config", "-z", "--show-scope", "--name-only", "--get-regexp", "^filter[.]"]
     found = _run_git(git, cwd, [*config, *query])
     if found is None or found.returncode not in (0, 1):  # 1: none configured at all
@@ -131,7 +132,14 @@ def _repository_filter_drivers(git: str, cwd: Path, config: list[str]) -> list[s
         k for scope, k in zip(items[::2], items[1::2], strict=False) if scope not in _TRUSTED_SCOPES
     ]
     drivers = sorted({k.rsplit(".", 1)[0] for k in keys if k})
-    return None if any("=" in d for d in drivers) else drivers
+    bad = next((d for d in drivers if "=" in d), None)
+    if bad is not None:
+        raise ConfigError(
+            f"the git config of the repository at {cwd} defines the filter driver "
+            f"{bad.removeprefix('filter.')!r}, which cannot be switched off (a '=' in its "
+            "name): refused"
+        )
+    return drivers
 
 
 def _git(
@@ -155,7 +163,7 @@ def _git(
 def git_command(cwd: Path, args: list[str]) -> list[str] | None:
     """The command line that runs ``git ARGS`` in ``cwd`` as :func:`_git` runs it (with
     :data:`SAFE_GIT_CONFIG`, filters switched off where git would run them); None when git
-    is missing or a filter cannot be switched off. Run it with :func:`git_env`, then
+    is missing or cannot list the filters (one it cannot switch off: :class:`ConfigError`). Run it with :func:`git_env`, then
     :func:`check_refusal`: a command whose output is read as it comes (:mod:`.gitstream`)."""
     git = git_executable()
     if git is None:

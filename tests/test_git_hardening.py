@@ -10,6 +10,7 @@ environment are the operator's. A filter program named by the repository's confi
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import stat
@@ -108,6 +109,24 @@ def test_no_command_runs_a_filter_program_from_the_repository_config(
     assert not marker.exists(), marker.read_text()
 
 
+def test_a_staged_review_is_refused_when_a_filter_driver_cannot_be_switched_off(
+    repo: Path, reviewed: dict[str, str], cli: Cli
+) -> None:
+    marker = repo.parent / "filter-ran"
+    (repo / ".gitattributes").write_text("* filter=a=b\n", encoding="utf-8")
+    hook = repo.parent / "evil-filter.sh"
+    _install_filter(repo, marker, ())
+    git(repo, "config", "filter.a=b.clean", str(hook))  # -c cannot name this key
+    _stale_index(repo)
+    r = cli("run", "-p", "x", "--dry-run", "--staged")
+    assert r.code == 2
+    assert r.err.strip() == (
+        f"deepseek-review: error: the git config of the repository at {repo} defines the filter "
+        "driver 'a=b', which cannot be switched off (a '=' in its name): refused"
+    )
+    assert not marker.exists()
+
+
 def test_the_staged_review_still_shows_the_staged_change_with_the_filters_off(
     repo: Path, reviewed: dict[str, str], cli: Cli
 ) -> None:
@@ -149,6 +168,48 @@ def test_every_git_command_the_package_runs_is_filter_free_or_runs_with_the_filt
 def _args(call: list[str]) -> list[str]:
     """A recorded call's arguments after git's own ``--no-pager``."""
     return call[1:] if call[:1] == ["--no-pager"] else call
+
+
+#: The modules that start a program, each through its one runner: git's (argv from
+#: ``repo.git_command``: the safe config, filters off) and ssh-keygen's.
+PROCESS_STARTERS = {"repo.py", "gitstream.py", "signing/sshsig.py"}
+_STARTERS = {
+    "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput",
+                   "getstatusoutput"},
+    "os": {"system", "popen", "posix_spawn", "posix_spawnp", "execv", "execve", "execvp",
+           "execvpe", "execl", "execle", "execlp", "execlpe", "spawnv", "spawnve", "spawnvp",
+           "spawnvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe"},
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+    "shutil": {"which"},
+}  # fmt: skip
+
+
+def _process_starts() -> dict[str, set[str]]:
+    """Every module of the package that names a function starting a program (or looking
+    one up), with those functions."""
+    package = Path(__file__).resolve().parent.parent / "deepseek_review"
+    found: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.attr in _STARTERS.get(node.value.id, ())
+            ):
+                found.setdefault(path.relative_to(package).as_posix(), set()).add(
+                    f"{node.value.id}.{node.attr}"
+                )
+    return found
+
+
+def test_every_program_the_package_starts_goes_through_one_of_its_runners() -> None:
+    """The enumeration's other half: no module starts git (or anything) on its own, so every
+    git command is one ``repo.git_command`` built, under the filter rule; programs are looked
+    up in one place (:mod:`deepseek_review.programs`)."""
+    starts = _process_starts()
+    assert starts.pop("programs.py") == {"shutil.which"}
+    assert set(starts) == PROCESS_STARTERS
+    assert all(calls <= {"subprocess.run", "subprocess.Popen"} for calls in starts.values())
 
 
 def _subcommand(call: list[str]) -> str:
