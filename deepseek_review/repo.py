@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from .errors import ConfigError, InputError
 from .options import name_of
-from .programs import find_program
+from .programs import find_program, require_program
 from .settled import settled
 
 #: Forced on every git command. The repository under review is untrusted, and so is its
@@ -163,8 +163,9 @@ def _git(
 def git_command(cwd: Path, args: list[str]) -> list[str] | None:
     """The command line that runs ``git ARGS`` in ``cwd`` as :func:`_git` runs it (with
     :data:`SAFE_GIT_CONFIG`, filters switched off where git would run them); None when git
-    is missing or cannot list the filters (one it cannot switch off: :class:`ConfigError`). Run it with :func:`git_env`, then
-    :func:`check_refusal`: a command whose output is read as it comes (:mod:`.gitstream`)."""
+    is missing or cannot list the filters (one it cannot switch off: :class:`ConfigError`).
+    Run it with :func:`git_env`, then :func:`check_refusal`: a command whose output is read
+    as it comes (:mod:`.gitstream`)."""
     git = git_executable()
     if git is None:
         return None
@@ -233,6 +234,9 @@ def git_facts(where: Path) -> GitFacts:
     if got is not None:
         return got
     ran = _git(where, list(_FACTS_QUERY))
+    if ran is None and git_executable() is None and _has_dot_git(where):
+        # Gathering without git would not know its ignore rules (an ignored .env is sent).
+        require_program("git", f"{where} is in a git repository (its ignore rules need git)")
     lines = [os.fsdecode(line) for line in ran[1].splitlines()] if ran else []
     dirs = tuple(dict.fromkeys(os.path.realpath(os.path.join(where, d)) for d in lines[1:3]))
     fmt = lines[3] if len(lines) > 3 and lines[3] in ("sha1", "sha256") else None
@@ -287,6 +291,12 @@ def _holds_git_dir(top: Path, git_dir: str) -> bool:
         return False
     named = os.fsdecode(first.removeprefix(b"gitdir:").strip())
     return first.startswith(b"gitdir:") and os.path.realpath(top / named) == git_dir
+
+
+def _has_dot_git(where: Path) -> bool:
+    """Whether ``where`` or a folder above it holds a ``.git``."""
+    here = Path(os.path.abspath(where))
+    return any(os.path.lexists(d / ".git") for d in (here, *here.parents))
 
 
 def forget_git_facts() -> None:

@@ -335,6 +335,49 @@ def test_ssh_keygen_only_in_a_relative_path_entry_is_not_found_naming_the_path(
     assert not marker.exists()
 
 
+def _path_without_git(tmp_path: Path) -> str:
+    """``.`` and an absolute folder holding only ``sh`` (what a planted script runs with)."""
+    bin_dir = tmp_path / "nogit"
+    bin_dir.mkdir()
+    sh = shutil.which("sh")
+    assert sh is not None
+    (bin_dir / "sh").symlink_to(sh)
+    return f".{os.pathsep}{bin_dir}"
+
+
+def test_git_only_in_a_relative_path_entry_is_not_found_and_a_repository_is_refused(
+    repo: Path, cli: Cli, simulator: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not gathered without git, which would not know its ignore rules (an ignored .env)."""
+    (repo / "build").mkdir()
+    (repo / "build" / "secret.txt").write_text("ignored\n", encoding="utf-8")
+    marker = tmp_path / "planted-ran"
+    _plant(repo, "git", marker)
+    path = _path_without_git(tmp_path)
+    monkeypatch.setenv("PATH", path)
+    forget_git_facts()
+    r = cli("run", "-p", "x", "--endpoint", simulator.base_url, "-c", ".")
+    assert r.code == 2
+    assert r.err.strip() == (
+        f"deepseek-review: error: git not found on PATH ({path}; only absolute entries are "
+        f"searched): {repo} is in a git repository (its ignore rules need git)"
+    )
+    assert simulator.chat_requests() == []
+    assert not marker.exists()
+
+
+def test_a_folder_outside_any_repository_is_still_reviewed_without_git(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.md").write_text("# Notes\n", encoding="utf-8")
+    monkeypatch.chdir(plain)
+    monkeypatch.setenv("PATH", _path_without_git(tmp_path))
+    forget_git_facts()
+    assert [f["path"] for f in dry(cli, "-c", "notes.md")["context_files"]] == ["notes.md"]
+
+
 # --------------------------------------------------------------------------- noise (item 8)
 
 
