@@ -127,6 +127,27 @@ def test_a_staged_review_is_refused_when_a_filter_driver_cannot_be_switched_off(
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("how", ["include.path", "config.worktree"])
+def test_a_filter_defined_outside_the_repository_config_file_never_runs(
+    repo: Path, reviewed: dict[str, str], cli: Cli, how: str
+) -> None:
+    """An included file committed in the tree, or the worktree's own config: each is the
+    repository's, not the operator's."""
+    marker = repo.parent / "filter-ran"
+    hook = repo.parent / "evil-filter.sh"
+    hook.write_text(f'#!/bin/sh\necho ran >> "{marker}"\ncat\n', encoding="utf-8")
+    hook.chmod(0o755)
+    if how == "include.path":
+        (repo / "evil.cfg").write_text(f'[filter "evil"]\n\tclean = {hook}\n', encoding="utf-8")
+        git(repo, "config", "include.path", "../evil.cfg")
+    else:
+        git(repo, "config", "extensions.worktreeConfig", "true")
+        git(repo, "config", "--worktree", "filter.evil.clean", str(hook))
+    _stale_index(repo)
+    assert dry(cli, "--staged")["git"]["diff"]["shown"] == ["src/pkg/three.py"]
+    assert not marker.exists()
+
+
 def test_the_staged_review_still_shows_the_staged_change_with_the_filters_off(
     repo: Path, reviewed: dict[str, str], cli: Cli
 ) -> None:
@@ -450,6 +471,19 @@ def test_a_file_the_change_itself_marks_binary_is_kept_and_sent_whole(
     assert "src/pkg/a.py" in plan["git"]["diff"]["shown"]
     assert [f["path"] for f in plan["context_files"]] == ["src/pkg/a.py"]
     assert "src/pkg/a.py: binary only by the change's .gitattributes; sent whole" in r.err
+
+
+def test_a_review_that_sent_a_file_whole_because_the_change_marked_it_binary_verifies(
+    repo: Path, cli: Cli, simulator: Any
+) -> None:
+    (repo / ".gitignore").write_text("reviews/\n", encoding="utf-8")
+    a = base_commit(repo)
+    commit(repo, "pr", {".gitattributes": "*.py -diff\n", "src/pkg/a.py": "A = 1\n"})
+    r = cli("run", "-p", "x", "--diff", f"{a}..HEAD", "--endpoint", simulator.base_url)
+    assert r.code == 0, r.err
+    assert b"A = 1" in simulator.chat_requests()[0].body
+    v = cli("verify")
+    assert v.code == 0, v.out + v.err
 
 
 def test_files_binary_at_the_base_or_by_content_stay_out_when_the_change_edits_attributes(
