@@ -7,7 +7,8 @@ machinery (:mod:`.gitdiff`): :func:`.gitreview.plan_git` imports this only for a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .context_types import ContextFile, ContextLimits, Output, Skipped, written_by_tool
@@ -19,12 +20,14 @@ from .gitdiff import (
     WHY_LOCK,
     Change,
     Decide,
-    generated_paths,
+    base_marks,
+    binary_by_attribute,
     make_diff,
 )
 from .gitfiles import new_versions
 from .gitreview import GatherFn, GitOptions, GitPlan, frame_diff, plan
 from .gitstart import change_range
+from .logs import log
 from .options import name_of
 from .pinning import FilePin, auto_pin
 from .repo import has_unsafe_chars
@@ -48,7 +51,8 @@ def plan_change(
         from .sincelast import narrow
 
         rng = narrow(root, out_dir, topic, rng)
-    diff = make_diff(root, rng, opts.settings, _noise_rules(root, opts, outputs))
+    rules = _NoiseRules(root, rng.base, opts, outputs)
+    diff = make_diff(root, rng, opts.settings, rules)
     if not diff.shown:
         why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""
         what = "the staged change" if opts.staged else f"the change {rng.spec or rng.label}"
@@ -67,8 +71,14 @@ def plan_change(
     if specs:
         gathered = gather(root, specs, limits, outputs)
         files, skipped, pins = list(gathered), gathered.skipped, auto_pin(root, gathered)
-    if opts.whole_files:
-        for f, blob in new_versions(root, diff, limits):
+    whole = diff
+    if not opts.whole_files:
+        by_change = rules.binary_by_change
+        whole = replace(diff, shown=tuple(c for c in diff.shown if c.path in by_change))
+        for c in whole.shown:
+            log.warning("%s: binary only by the change's .gitattributes; sent whole", c.path)
+    if whole.shown:
+        for f, blob in new_versions(root, whole, limits):
             if all(g.path != f.path for g in files):
                 files.append(f)
                 pins.append(FilePin(f.path, blob=blob, commit=rng.head))
@@ -89,36 +99,43 @@ def _put_back(why: str) -> str:
     return f"{why} ({name_of(flag)} puts it back)" if flag else why
 
 
-def _noise_rules(
-    root: Path, opts: GitOptions, outputs: Sequence[Output]
-) -> Callable[[list[Change]], Decide]:
+class _NoiseRules:
     """What a review leaves out of a change: the tool's own output, lock files, generated
-    and binary files (each unless asked for)."""
-    return lambda changes: _decider(root, opts, outputs, changes)
+    (as the change's ``base`` marks them) and binary files (each unless asked for).
 
+    A file git shows as binary only because the change's own ``.gitattributes`` mark it
+    ``-diff`` is not noise: it is kept, and :attr:`binary_by_change` names it so that its
+    new version is sent whole (the patch shows none of its lines)."""
 
-def _decider(
-    root: Path, opts: GitOptions, outputs: Sequence[Output], changes: list[Change]
-) -> Decide:
-    generated: set[str] = set()
-    if not opts.include_generated:
-        generated = generated_paths(root, [c.path for c in changes])
+    def __init__(self, root: Path, base: str, opts: GitOptions, outputs: Sequence[Output]) -> None:
+        self.root, self.base, self.opts, self.outputs = root, base, opts, outputs
+        self.binary_by_change: set[str] = set()
 
-    def decide(change: Change, binary: bool) -> str | None:
-        path = change.path
-        for output in outputs:
-            if output.holds(path):
-                return output.what
-        if written_by_tool(path):
-            return "written by deepseek-review"
-        if not opts.include_lock_files and path.rpartition("/")[2] in LOCK_FILES:
-            return WHY_LOCK
-        if path in generated:
-            return WHY_GENERATED
-        if binary and not opts.include_binary:
-            return WHY_BINARY
-        if has_unsafe_chars(path):
-            return "name holds control characters"
-        return None
+    def __call__(self, changes: list[Change]) -> Decide:
+        opts, outputs = self.opts, self.outputs
+        paths = [c.path for c in changes]
+        marks = base_marks(self.root, self.base, paths)
+        generated = set() if opts.include_generated else marks.generated
+        names = {p.rpartition("/")[2] for c in changes for p in (c.path, c.old_path)}
+        if ".gitattributes" in names:  # else the change marks nothing itself
+            self.binary_by_change = binary_by_attribute(self.root, paths) - marks.binary
+        by_change = self.binary_by_change
 
-    return decide
+        def decide(change: Change, binary: bool) -> str | None:
+            path = change.path
+            for output in outputs:
+                if output.holds(path):
+                    return output.what
+            if written_by_tool(path):
+                return "written by deepseek-review"
+            if not opts.include_lock_files and path.rpartition("/")[2] in LOCK_FILES:
+                return WHY_LOCK
+            if path in generated:
+                return WHY_GENERATED
+            if binary and not opts.include_binary and path not in by_change:
+                return WHY_BINARY
+            if has_unsafe_chars(path):
+                return "name holds control characters"
+            return None
+
+        return decide

@@ -11,14 +11,16 @@ binary: the attributes are the repository's, read as git reads them.) Deleted, r
 mode-only and type changes are shown as git shows them.
 
 Noise is left out by default, each with why: lock files, files marked ``linguist-generated``
-in ``.gitattributes``, binary files, and the tool's own output. The change is listed and
-made by one git process (``diff-tree --raw -p``); each file's section of the patch is paired
-with its entry of the listing, so leaving a file out costs no second diff.
+in the base commit's ``.gitattributes`` (never the change's own), binary files, and the
+tool's own output. The change is listed and made by one git process (``diff-tree --raw
+-p``); each file's section of the patch is paired with its entry of the listing, so leaving a
+file out costs no second diff.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,8 +236,7 @@ def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:
     if not paths:
         return []
     stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
-    # -a (every attribute set), not "diff": that word would make git_output look for
-    # filter drivers first, and the listing is short (only attributes that are set).
+    # -a (every attribute set): the listing is short (only attributes that are set).
     out = git_output(root, "check-attr", "-a", "-z", "--stdin", stdin=stdin)
     if out is None:
         raise InputError("git could not show the change (check-attr failed)")
@@ -252,16 +253,74 @@ def driver_config(root: Path, changes: Sequence[Change]) -> list[str]:
     ]
 
 
-def generated_paths(root: Path, paths: Sequence[str]) -> set[str]:
-    """Which of ``paths`` ``.gitattributes`` marks ``linguist-generated`` (as the index has
-    the attribute files: git 2.39 cannot read them from a commit)."""
-    if not paths:
-        return set()
-    out = git_output(
-        root, "check-attr", "-z", "--stdin", "--cached", "linguist-generated",
-        stdin=b"".join(os.fsencode(p) + b"\0" for p in paths),
-    )  # fmt: skip
+@dataclass(frozen=True)
+class BaseMarks:
+    """What the base commit's ``.gitattributes`` files mark among a change's paths."""
+
+    generated: frozenset[str] = frozenset()
+    """Marked ``linguist-generated``."""
+    binary: frozenset[str] = frozenset()
+    """Marked ``-diff`` (or ``binary``): git shows them as binary whatever they hold."""
+
+
+def base_marks(root: Path, base: str, paths: Sequence[str]) -> BaseMarks:
+    """What ``.gitattributes`` marks among ``paths`` as the commit ``base`` has them: a change
+    cannot hide its own files by marking them (nor by adding a ``.gitattributes`` next to
+    them). Nothing when git cannot say."""
+    out = base_attributes(root, base, paths, "linguist-generated", "diff") if paths else None
+    if out is None:
+        return BaseMarks()
+    f = out.split(b"\0")
+    triples = [(os.fsdecode(f[i]), f[i + 1], f[i + 2]) for i in range(0, len(f) - 2, 3)]
+    generated = (b"set", b"true")
+    return BaseMarks(
+        frozenset(p for p, a, v in triples if a == b"linguist-generated" and v in generated),
+        frozenset(p for p, a, v in triples if a == b"diff" and v == b"unset"),
+    )
+
+
+def binary_by_attribute(root: Path, paths: Sequence[str]) -> set[str]:
+    """Which of ``paths`` the attributes git reads while it diffs (the work tree's
+    ``.gitattributes``, then the index's) mark ``-diff``: git shows them as binary."""
+    stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    out = git_output(root, "check-attr", "-z", "--stdin", "diff", stdin=stdin) if paths else None
     if out is None:
         return set()
     f = out.split(b"\0")
-    return {os.fsdecode(f[i]) for i in range(0, len(f) - 2, 3) if f[i + 2] in (b"set", b"true")}
+    return {os.fsdecode(f[i]) for i in range(0, len(f) - 2, 3) if f[i + 2] == b"unset"}
+
+
+def base_attributes(root: Path, base: str, paths: Sequence[str], *names: str) -> bytes | None:
+    """``git check-attr -z NAMES`` of ``paths`` with the ``.gitattributes`` files of the
+    commit ``base`` (and ``.git/info/attributes``, the operator's ``core.attributesFile``),
+    never the work tree's or the index's; None when git cannot say.
+
+    git 2.39 has no ``check-attr --source``: the attribute files that can apply to the paths
+    (one per folder above each) are looked up in ``base``, put in a temporary index of their
+    own, and ``check-attr --cached`` reads that index."""
+    folders = {""}
+    for p in paths:
+        parts = p.split("/")[:-1]
+        folders.update("/".join(parts[: i + 1]) + "/" for i in range(len(parts)))
+    # One name a line: a folder with a line break in its name is not looked up (its file
+    # could only mark fewer paths as noise).
+    candidates = sorted(f"{d}.gitattributes" for d in folders if "\n" not in d)
+    stdin = b"".join(os.fsencode(f"{base}:{c}") + b"\n" for c in candidates)
+    found = git_output(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=stdin)
+    if found is None:
+        return None
+    entries = b"".join(
+        b"100644 " + line.split(b" ", 1)[0] + b"\t" + os.fsencode(c) + b"\0"
+        for c, line in zip(candidates, found.splitlines(), strict=False)
+        if line.endswith(b" blob")
+    )
+    with tempfile.TemporaryDirectory(prefix="deepseek-review-attr-") as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        if entries and (
+            git_output(root, "update-index", "-z", "--index-info", stdin=entries, env=env) is None
+        ):
+            return None
+        stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
+        return git_output(
+            root, "check-attr", "-z", "--stdin", "--cached", *names, stdin=stdin, env=env
+        )

@@ -10,14 +10,15 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
 import stat
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from .errors import ConfigError, InputError
 from .options import name_of
+from .programs import find_program, require_program
 from .settled import settled
 from .textsafe import is_unsafe_char
 
@@ -25,7 +26,8 @@ from .textsafe import is_unsafe_char
 #: ``.git/config``: nothing in it may make git run a program. ``ls-files`` and
 #: ``check-ignore`` run ``core.fsmonitor``; no command here runs hooks, a pager, a diff
 #: driver or a transport, but they are switched off too so that a future command cannot
-#: (a ``git diff`` must also pass ``--no-ext-diff --no-textconv``; filters: see below).
+#: (a ``git diff`` must also pass ``--no-ext-diff --no-textconv``; filters:
+#: :data:`FILTER_FREE_COMMANDS`).
 #: ``safe.bareRepository`` keeps git from adopting a bare repository committed in the tree.
 SAFE_GIT_CONFIG = (
     "core.fsmonitor=false",
@@ -53,20 +55,43 @@ _DROPPED_ENV = frozenset({"GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"})
 
 _DUBIOUS_RE = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
 
-#: Commands that read work-tree files through git's filters: ``filter.<driver>.clean`` and
-#: ``.process`` programs named in the repository's config would run (``git diff`` against
-#: the work tree does). Every driver the repository's own config names is switched off for
-#: them; the operator's (global, system, ``git -c``) stay, so git-lfs keeps working.
-_FILTERING_COMMANDS = frozenset({"diff", "status", "add", "stash", "grep", "commit"})
+#: The subcommands that never run a filter program: they read objects, attributes, config
+#: or the index's names, and neither hash a work-tree file nor write the index (writing it
+#: re-checks "racily clean" entries through the clean filter: ``write-tree`` does). Every
+#: other subcommand, including any added later, runs with each filter driver the
+#: repository's own config defines switched off (:func:`git_command`); the operator's
+#: (global, system, ``git -c``) stay, so git-lfs keeps working. tests/test_git_hardening.py
+#: holds each of these to it.
+FILTER_FREE_COMMANDS = frozenset(
+    {"rev-parse", "cat-file", "diff-tree", "ls-tree", "merge-base", "check-attr", "config",
+     "ls-files"}
+)  # fmt: skip
+#: Flags that make a filter-free subcommand run filters or textconv after all.
+_FILTERING_FLAGS = frozenset(
+    {"--filters", "--textconv", "--modified", "--deleted", "-m", "-d", "--eol"}
+)
 _TRUSTED_SCOPES = frozenset({"global", "system", "command"})
-_FILTER_KEYS = ("clean", "smudge", "process")
+#: What each of the repository's filter drivers is set to: no program, not required.
+_FILTER_OFF = ("clean=", "smudge=", "process=", "required=false")
+
+
+def subcommand(args: Sequence[str]) -> str | None:
+    """The git subcommand ``args`` run (after any ``-c NAME=VALUE``); None when none."""
+    i = 0
+    while i < len(args) and args[i] == "-c":
+        i += 2
+    return args[i] if i < len(args) else None
+
+
+def runs_filters(args: Sequence[str]) -> bool:
+    """Whether ``git ARGS`` may run a filter program (so the repository's are switched off)."""
+    sub = subcommand(args)
+    return sub not in FILTER_FREE_COMMANDS or not _FILTERING_FLAGS.isdisjoint(args)
 
 
 def git_executable() -> str | None:
-    """git from the absolute entries of ``PATH`` only: an empty or relative entry would find
-    a ``git`` planted in the repository (the usual working folder)."""
-    dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
-    return shutil.which("git", path=os.pathsep.join(dirs))
+    """git as :func:`.programs.find_program` finds it (absolute ``PATH`` entries only)."""
+    return find_program("git")
 
 
 def git_env() -> dict[str, str]:
@@ -75,7 +100,11 @@ def git_env() -> dict[str, str]:
 
 
 def _run_git(
-    git: str, cwd: Path, args: list[str], stdin: bytes | None = None
+    git: str,
+    cwd: Path,
+    args: list[str],
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes] | None:
     try:
         return subprocess.run(
@@ -83,7 +112,7 @@ def _run_git(
             cwd=cwd,
             capture_output=True,
             check=False,
-            env=git_env(),
+            env={**git_env(), **env} if env else git_env(),
             input=stdin or b"",  # a pipe closed at once when the command reads nothing
         )
     except OSError:
@@ -92,7 +121,8 @@ def _run_git(
 
 def _repository_filter_drivers(git: str, cwd: Path, config: list[str]) -> list[str] | None:
     """``filter.<driver>`` of every filter the repository's own config defines; None when
-    one cannot be switched off by ``-c`` (a ``=`` in its name) or git cannot say."""
+    git cannot say. One that ``-c`` cannot switch off (a ``=`` in its name) is a
+    :class:`ConfigError`: the command is refused, never run with it on."""
     query = ["config", "-z", "--show-scope", "--name-only", "--get-regexp", "^filter[.]"]
     found = _run_git(git, cwd, [*config, *query])
     if found is None or found.returncode not in (0, 1):  # 1: none configured at all
@@ -102,10 +132,19 @@ def _repository_filter_drivers(git: str, cwd: Path, config: list[str]) -> list[s
         k for scope, k in zip(items[::2], items[1::2], strict=False) if scope not in _TRUSTED_SCOPES
     ]
     drivers = sorted({k.rsplit(".", 1)[0] for k in keys if k})
-    return None if any("=" in d for d in drivers) else drivers
+    bad = next((d for d in drivers if "=" in d), None)
+    if bad is not None:
+        raise ConfigError(
+            f"the git config of the repository at {cwd} defines the filter driver "
+            f"{bad.removeprefix('filter.')!r}, which cannot be switched off (a '=' in its "
+            "name): refused"
+        )
+    return drivers
 
 
-def _git(cwd: Path, args: list[str], stdin: bytes | None = None) -> tuple[int, bytes] | None:
+def _git(
+    cwd: Path, args: list[str], stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> tuple[int, bytes] | None:
     """``git ARGS`` in ``cwd``: its exit status and what it printed; None when git is missing.
 
     Every git command of the package runs here, with :data:`SAFE_GIT_CONFIG`. A repository
@@ -114,7 +153,7 @@ def _git(cwd: Path, args: list[str], stdin: bytes | None = None) -> tuple[int, b
     rules, e.g. ``.git/info/exclude``).
     """
     argv = git_command(cwd, args)
-    out = _run_git(argv[0], cwd, argv[2:], stdin) if argv is not None else None
+    out = _run_git(argv[0], cwd, argv[2:], stdin, env) if argv is not None else None
     if out is None:
         return None
     check_refusal(cwd, out.returncode, out.stderr)
@@ -124,17 +163,18 @@ def _git(cwd: Path, args: list[str], stdin: bytes | None = None) -> tuple[int, b
 def git_command(cwd: Path, args: list[str]) -> list[str] | None:
     """The command line that runs ``git ARGS`` in ``cwd`` as :func:`_git` runs it (with
     :data:`SAFE_GIT_CONFIG`, filters switched off where git would run them); None when git
-    is missing or a filter cannot be switched off. Run it with :func:`git_env`, then
-    :func:`check_refusal`: a command whose output is read as it comes (:mod:`.gitstream`)."""
+    is missing or cannot list the filters (one it cannot switch off: :class:`ConfigError`).
+    Run it with :func:`git_env`, then :func:`check_refusal`: a command whose output is read
+    as it comes (:mod:`.gitstream`)."""
     git = git_executable()
     if git is None:
         return None
     config = [a for kv in SAFE_GIT_CONFIG for a in ("-c", kv)]
-    if _FILTERING_COMMANDS.intersection(args):
+    if runs_filters(args):
         drivers = _repository_filter_drivers(git, cwd, config)
         if drivers is None:
             return None
-        config += [a for d in drivers for k in _FILTER_KEYS for a in ("-c", f"{d}.{k}=")]
+        config += [a for d in drivers for k in _FILTER_OFF for a in ("-c", f"{d}.{k}")]
     return [git, "--no-pager", *config, *args]
 
 
@@ -149,11 +189,14 @@ def check_refusal(cwd: Path, returncode: int, stderr: bytes) -> None:
         )
 
 
-def git_output(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+def git_output(
+    cwd: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> bytes | None:
     """What ``git ARGS`` prints in ``cwd``; None when git is missing or the command fails
     (a refused repository: see :func:`_git`). ``stdin``: what the command reads
-    (``cat-file --batch``); else it reads nothing."""
-    out = _git(cwd, list(args), stdin)
+    (``cat-file --batch``); else it reads nothing. ``env``: variables set for it alone
+    (``GIT_INDEX_FILE``)."""
+    out = _git(cwd, list(args), stdin, env)
     return out[1] if out is not None and out[0] == 0 else None
 
 
@@ -191,15 +234,69 @@ def git_facts(where: Path) -> GitFacts:
     if got is not None:
         return got
     ran = _git(where, list(_FACTS_QUERY))
+    if ran is None and git_executable() is None and _has_dot_git(where):
+        # Gathering without git would not know its ignore rules (an ignored .env is sent).
+        require_program("git", f"{where} is in a git repository (its ignore rules need git)")
     lines = [os.fsdecode(line) for line in ran[1].splitlines()] if ran else []
     dirs = tuple(dict.fromkeys(os.path.realpath(os.path.join(where, d)) for d in lines[1:3]))
     fmt = lines[3] if len(lines) > 3 and lines[3] in ("sha1", "sha256") else None
+    if (
+        lines[:1] in (["true"], ["false"])
+        and len(dirs)
+        and not _OPERATOR_PLACED.intersection(os.environ)
+    ):
+        _check_work_tree(where, lines[4] if len(lines) > 4 else "", dirs)
     facts = GitFacts(False, dirs if len(lines) >= 3 else (), None, fmt, None)
     if lines[:1] == ["true"] and len(lines) >= 5 and lines[4]:
         head = lines[5] if ran and ran[0] == 0 and len(lines) > 5 else None
         facts = GitFacts(True, dirs, Path(lines[4]), fmt, head)
         _FACTS.setdefault(facts.top.resolve(), facts)  # type: ignore[union-attr]
     return _FACTS.setdefault(where, facts)
+
+
+#: The operator's own say over where the repository and its work tree are: with either set,
+#: git's answer is theirs (:func:`_check_work_tree` does not second-guess it).
+_OPERATOR_PLACED = frozenset({"GIT_DIR", "GIT_WORK_TREE"})
+
+
+def _check_work_tree(where: Path, top: str, dirs: tuple[str, ...]) -> None:
+    """Refuse a work tree the repository's own config moved (``core.worktree`` naming a
+    parent folder, ``$HOME`` or ``/``; ``core.bare``, which would make the folder be
+    gathered without git's ignore rules): the root is the folder that holds ``.git``."""
+    if top:
+        if not _holds_git_dir(Path(top), dirs[0]):
+            raise ConfigError(
+                f"the repository {dirs[0]} puts its work tree at {top}, not in the folder "
+                "that holds its .git (core.worktree in its config?): refused",
+                hint="set GIT_DIR and GIT_WORK_TREE to review such a work tree",
+            )
+    elif not any(os.path.commonpath([os.path.realpath(where), d]) == d for d in dirs):
+        raise ConfigError(
+            f"git says {where} is in no work tree of the repository {dirs[0]} (core.bare or "
+            "core.worktree in its config?): refused",
+            hint="set GIT_DIR and GIT_WORK_TREE to review such a work tree",
+        )
+
+
+def _holds_git_dir(top: Path, git_dir: str) -> bool:
+    """Whether ``top/.git`` is ``git_dir``, or a file naming it (a linked worktree, a
+    submodule, ``--separate-git-dir``)."""
+    dot = top / ".git"
+    try:
+        if dot.is_dir():
+            return os.path.realpath(dot) == git_dir
+        with open(dot, "rb") as fh:
+            first = fh.read(4096).split(b"\n", 1)[0]
+    except OSError:
+        return False
+    named = os.fsdecode(first.removeprefix(b"gitdir:").strip())
+    return first.startswith(b"gitdir:") and os.path.realpath(top / named) == git_dir
+
+
+def _has_dot_git(where: Path) -> bool:
+    """Whether ``where`` or a folder above it holds a ``.git``."""
+    here = Path(os.path.abspath(where))
+    return any(os.path.lexists(d / ".git") for d in (here, *here.parents))
 
 
 def forget_git_facts() -> None:

@@ -34,14 +34,15 @@ def _two_commits(repo: Path) -> tuple[str, str]:
     return a, commit(repo, "change", {"src/pkg/a.py": "A = 1\n", "poetry.lock": "lock\n"})
 
 
-def test_a_two_dot_range_dry_run_starts_five_git_processes(repo: Path, tmp_path: Path) -> None:
+def test_a_two_dot_range_dry_run_starts_six_git_processes(repo: Path, tmp_path: Path) -> None:
     """The root's ``rev-parse``, both ends of the range in one ``cat-file``, the change listed
     and made by one ``diff-tree``, and the attributes its paths have (``check-attr``: diff
-    drivers, and files marked generated)."""
+    drivers; and files marked generated, as the base's ``.gitattributes`` files, looked up by
+    a second ``cat-file``, mark them: the base has none here)."""
     a, b = _two_commits(repo)
     calls = _git_calls(repo, tmp_path, "run", "--dry-run", "--diff", f"{a}..{b}", "-p", "x")
     assert sorted(_commands(calls)) == sorted(
-        ["rev-parse", "cat-file", "diff-tree", "check-attr", "check-attr"]
+        ["rev-parse", "cat-file", "diff-tree", "check-attr", "check-attr", "cat-file"]
     )
 
 
@@ -49,7 +50,7 @@ def test_a_single_revision_dry_run_adds_only_the_merge_base(repo: Path, tmp_path
     a, _ = _two_commits(repo)
     calls = _git_calls(repo, tmp_path, "run", "--dry-run", "--diff", a, "-p", "x")
     assert sorted(_commands(calls)) == sorted(
-        ["rev-parse", "cat-file", "merge-base", "diff-tree", "check-attr", "check-attr"]
+        ["rev-parse", "cat-file", "merge-base", "diff-tree", "check-attr", "check-attr", "cat-file"]
     )
 
 

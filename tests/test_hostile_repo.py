@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from deepseek_review.context import read_context_file
-from deepseek_review.errors import InputError
+from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.repo import git_output
 from deepseek_review.simulator import Simulator
 from tests.conftest import git
@@ -299,9 +299,10 @@ def test_git_diff_still_runs_the_operators_own_filter_programs(hostile, filter_m
     assert marker.exists()
 
 
-def test_git_diff_is_not_run_when_a_filter_driver_cannot_be_switched_off(hostile, filter_marker):
+def test_git_diff_is_refused_when_a_filter_driver_cannot_be_switched_off(hostile, filter_marker):
     marker = filter_marker("a=b")  # "-c filter.a=b.clean=" would set another key
-    assert git_output(hostile, "diff", "--name-only", "HEAD", "--", "docs") is None
+    with pytest.raises(ConfigError, match="defines the filter driver 'a=b', which cannot be"):
+        git_output(hostile, "diff", "--name-only", "HEAD", "--", "docs")
     assert not marker.exists()
 
 

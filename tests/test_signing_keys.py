@@ -91,7 +91,8 @@ def test_a_missing_ssh_keygen_fails_before_sending(
     r = run_review(cli, simulator, "--sign", "--signing-key", str(alice.private))
     assert r.code == 2
     assert r.err.strip() == (
-        "deepseek-review: error: ssh-keygen not found on PATH: signing needs OpenSSH's ssh-keygen"
+        f"deepseek-review: error: ssh-keygen not found on PATH ({bin_dir}; only absolute "
+        "entries are searched): signing needs OpenSSH's ssh-keygen"
     )
     assert simulator.chat_requests() == []
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import shutil
 import struct
 import subprocess
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..programs import require_program
 from . import NAMESPACE
 
 _ARMOR_BEGIN = b"-----BEGIN SSH SIGNATURE-----"
@@ -37,11 +37,9 @@ TIMEOUT = 30.0
 
 
 def ssh_keygen() -> str:
-    """The ssh-keygen on PATH, or :class:`ConfigError` saying it is missing."""
-    found = shutil.which("ssh-keygen")
-    if found is None:
-        raise ConfigError("ssh-keygen not found on PATH: signing needs OpenSSH's ssh-keygen")
-    return found
+    """The ssh-keygen on PATH (absolute entries only), or :class:`ConfigError` saying it is
+    missing."""
+    return require_program("ssh-keygen", "signing needs OpenSSH's ssh-keygen")
 
 
 def _env(agent: Mapping[str, str] | None) -> dict[str, str]:
