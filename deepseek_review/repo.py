@@ -331,8 +331,7 @@ def _find_repo_root(explicit: str | os.PathLike[str] | None, here: Path) -> Path
         from .logs import log
 
         log.info(
-            "not in a git repository: %s is the root (paths are taken from it; "
-            "%s names another)",
+            "not in a git repository: %s is the root (paths are taken from it; %s names another)",
             root,
             name_of("repo_root"),
         )
