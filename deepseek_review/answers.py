@@ -116,6 +116,20 @@ def _read_events(
         raise Retryable(BadResponse(f"{client.url}: {exc}")) from None
 
 
+def check_first(client: ChatClient, completion: Completion) -> None:
+    """A chain's first answer with no text that was not cut off at the cap is garbage (retried
+    as any other). A continuation may be empty: the answer so far ended exactly at the
+    previous cap, and an empty one with its finish reason ends the chain."""
+    if completion.content.strip() or completion.finish_reason == "length":
+        return
+    raise Retryable(
+        BadResponse(
+            f"{client.url}: the answer carried no message content (finish_reason "
+            f"{completion.finish_reason or 'none'}): not a review"
+        )
+    )
+
+
 def _read_past_done(lines: Iterator[bytes]) -> None:
     """Read the body's end after ``[DONE]``: httpx closes a connection whose response was
     not read to its end (the chunked terminator), so without this no connection is reused.

@@ -26,6 +26,9 @@ MAX_IDLE_LINES = 10_000
 MAX_TOKEN_COUNT = 2**53
 #: Delta fields that carry the answer's text (or the model's thinking).
 TEXT_KEYS = frozenset({"content", "reasoning", "reasoning_content"})
+#: Delta fields that say whose message it is, not what it says: a delta of these alone is
+#: no message body (llama-cpp-python's first chunk is ``{"role": "assistant"}``).
+MESSAGE_META_KEYS = frozenset({"role"})
 
 
 class ReportedError(Exception):
@@ -296,12 +299,16 @@ def check_ended(st: StreamState) -> None:
 
 def stream_completion(st: StreamState, elapsed: float) -> Completion:
     """The completion an ended stream carried (``attempts`` is the caller's to fill in)."""
-    if st.keys and not st.keys.keys() & TEXT_KEYS:
+    body = st.keys.keys() - MESSAGE_META_KEYS
+    if body and not body & TEXT_KEYS:
         # A stream that ended with its finish chunk is complete whatever its content: an
         # empty answer may be just `delta: {}` + finish (llama.cpp, when the answer ended
-        # exactly at the previous cap). But deltas that carry fields and never a text
+        # exactly at the previous cap), after a first chunk holding the role alone
+        # (llama-cpp-python). But deltas that carry a message's fields and never a text
         # field hold a message in a shape we cannot read: not an answer.
-        raise ValueError("stream carried no message content")
+        raise ValueError(
+            f"stream carried no message content (its deltas held only {', '.join(sorted(body))})"
+        )
     try:
         content, reasoning = join_text(st.content), join_text(st.reasoning)
     except ValueError as exc:
