@@ -309,6 +309,7 @@ class _Run:
                     completion=completion,
                     content=content,
                     echo_stripped_chars=echoed,
+                    git=job.git,
                     prompt_token_estimate=estimate,
                     continuation=Continuation(
                         index=len(segments),

@@ -135,6 +135,10 @@ class Job(NamedTuple):
     """The ``reasoning`` level, checked by the pre-flight before the primary."""
     findings: FindingsHook | None = None
     """``findings``: makes the findings file of the segment that ends the chain."""
+    git: Mapping[str, Any] | None = None
+    """What the chain's primary record pins in git (:mod:`.pinning`), pinned by every
+    continuation's record too: the same files, so the whole chain rebuilds from the same
+    blobs after the working tree moved on."""
 
 
 def job_from_plan(
@@ -143,8 +147,10 @@ def job_from_plan(
     *,
     max_continuations: int | None = None,
     label: str | None = None,
+    existing_git: Mapping[str, Any] | None = None,
 ) -> Job:
-    """The job of a planned review: its primary unless ``existing`` segments are given."""
+    """The job of a planned review: its primary unless ``existing`` segments are given
+    (then ``existing_git``: what their primary's record pins, which the new ones pin too)."""
     o = plan.options
     cont = o.continuation
     if max_continuations is not None:
@@ -171,6 +177,7 @@ def job_from_plan(
         label=label,
         reasoning=o.reasoning,
         findings=findings_hook(plan) if o.findings else None,
+        git=existing_git if existing else plan.pins,
     )
 
 
