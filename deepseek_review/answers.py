@@ -20,6 +20,7 @@ from .errorbody import error_message, one_line
 from .errors import BadResponse
 from .ollama import native
 from .retry import Retryable
+from .tokens import bytes_as_tokens
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -100,8 +101,8 @@ def _read_events(
     if progress is not None:
         report = progress
 
-        def on_data(pieces: int) -> None:
-            report(pieces, time.monotonic() - t0)
+        def on_data(text_bytes: int) -> None:
+            report(bytes_as_tokens(text_bytes), time.monotonic() - t0)
 
     read = native.read_lines if client.native else chatwire.read_events
     try:

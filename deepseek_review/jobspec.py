@@ -46,8 +46,8 @@ class EventSink(Protocol):
     def attempt(self) -> None:
         """One HTTP attempt of the request (retries included) is sent."""
 
-    def streamed(self, pieces: int, elapsed: float) -> None:
-        """Pieces of the answer streamed in so far."""
+    def streamed(self, tokens: int, elapsed: float) -> None:
+        """The answer's tokens streamed in so far (estimated from its bytes of text)."""
 
     def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         """The answer arrived: its tokens (an estimate when the server reported none); the
@@ -83,9 +83,9 @@ class ProgressSink:
     def attempt(self) -> None:
         return None
 
-    def streamed(self, pieces: int, elapsed: float) -> None:
+    def streamed(self, tokens: int, elapsed: float) -> None:
         if self.progress is not None:
-            self.progress(pieces, elapsed)
+            self.progress(tokens, elapsed)
 
     def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         return None

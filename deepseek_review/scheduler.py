@@ -45,8 +45,8 @@ class Progress:
     requests: int = 0
     """Requests in flight, each holding one of the ``jobs`` slots (at most ``jobs``)."""
     streaming: int = 0
-    """Pieces of the answers still streaming in: an estimate of their tokens, counted in
-    ``tokens`` (as the server's count, where it gives one) once each answer is complete."""
+    """Tokens of the answers still streaming in, estimated from their bytes of text; counted
+    in ``tokens`` (as the server's count, where it gives one) once each answer is complete."""
 
     @property
     def finished(self) -> int:
@@ -320,9 +320,9 @@ class EntryEvents:
     def attempt(self) -> None:
         self.attempts += 1
 
-    def streamed(self, pieces: int, elapsed: float) -> None:
+    def streamed(self, tokens: int, elapsed: float) -> None:
         with self.board.lock:
-            self.board.streaming[self] = pieces
+            self.board.streaming[self] = tokens
 
     def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         b = self.board
