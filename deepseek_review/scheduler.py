@@ -29,8 +29,8 @@ from .options import name_of
 @dataclass(frozen=True)
 class Progress:
     """A snapshot of the batch, carried by every event, taken as the event happened: the
-    snapshots of successive events never go back, and ``finished + in_flight + waiting`` is
-    ``total`` in each."""
+    snapshots of successive events never go back, and ``finished + pending + in_flight +
+    waiting`` is ``total`` in each."""
 
     total: int
     counts: Mapping[str, int]
@@ -50,12 +50,19 @@ class Progress:
 
     @property
     def finished(self) -> int:
-        return sum(self.counts.values())
+        """Entries that came to an end: ok, skipped, truncated or failed."""
+        return sum(self.counts.values()) - self.pending
+
+    @property
+    def pending(self) -> int:
+        """Entries that never will in this run: interrupted, or not started after a halt (a
+        resumed batch takes them up)."""
+        return self.counts.get("pending", 0)
 
     @property
     def waiting(self) -> int:
-        """Entries not started yet."""
-        return self.total - self.finished - self.in_flight
+        """Entries not started yet (and not given up)."""
+        return self.total - self.finished - self.pending - self.in_flight
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,8 @@ def _in_flight(p: Progress) -> str:
 
 
 def _counters(p: Progress) -> str:
-    return f"[{p.finished}/{p.total} finished, {_in_flight(p)}, {p.waiting} waiting]"
+    pending = f"{p.pending} pending, " if p.pending else ""
+    return f"[{p.finished}/{p.total} finished, {pending}{_in_flight(p)}, {p.waiting} waiting]"
 
 
 class _TopicFilter(logging.Filter):
@@ -288,14 +289,14 @@ def _status(p: Progress) -> str:
     parts.append(f"{c['failed']} failed")
     if c["truncated"]:
         parts.append(f"{c['truncated']} truncated")
-    if c["pending"]:
-        parts.append(f"{c['pending']} not started")
+    if p.pending:
+        parts.append(f"{p.pending} pending")
     parts += [_in_flight(p), f"{p.waiting} waiting"]
     tokens = p.tokens + p.streaming
     estimated = p.tokens_estimated or p.streaming > 0
     parts.append(_estimated(tokens) if estimated else f"{tokens} tokens")
     ran = p.finished - c["skipped"]
-    remaining = p.total - p.finished
+    remaining = p.total - p.finished - p.pending
     if remaining == 0:
         eta = "done"
     elif ran > 0:
