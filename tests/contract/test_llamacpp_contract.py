@@ -15,6 +15,9 @@ What the real server does that our simulator did not (the contract these tests p
   token would have ended it, so an exact multiple of the cap always takes one more, empty,
   continuation;
 - a prefill (trailing assistant message) is continued with no body field at all;
+- it answers any model name with the model it serves, and echoes the name asked for;
+- a prompt over its context: without streaming a 400 in OpenAI's words ("maximum context
+  length"); streaming, a 200 whose stream closes with no data (the reason only in its log);
 - a stream never carries usage: ``stream_options: {"include_usage": true}`` (which we send) is
   ignored, so a streamed segment's usage is unreported (estimated); without streaming, usage is
   exact (``prompt_tokens`` counts BOS and the prefill).
@@ -221,6 +224,20 @@ def _token_runs(cap: int) -> list[list[str]]:
     return [*runs, []] if len(TOKENS) % cap == 0 else runs
 
 
+# --------------------------------------------------------------------------- refusals
+
+
+def test_a_prompt_over_the_context_is_refused_in_the_servers_words_without_streaming(
+    llama_server, tmp_path_factory
+):
+    repo = make_repo(tmp_path_factory.mktemp("overflow"))
+    (repo / "docs" / "big.md").write_text("word " * 1200, encoding="utf-8")  # ~6,000 tokens
+    r = cli(repo, *review_args(llama_server, "--no-stream", "-c", "docs/big.md"))
+    assert r.code == 5, r.err
+    assert "maximum context length is 4096 tokens" in r.err
+    assert not (repo / "reviews").exists()
+
+
 # --------------------------------------------------------------------------- continue
 
 
@@ -316,6 +333,12 @@ def test_server_continues_a_prefill_with_the_rest_of_the_answer(llama_server):
     lines = _stream(llama_server, prefill, max_tokens=100)
     content = "".join(d.get("content") or "" for d, _ in _deltas(lines))
     assert content == "".join(TOKENS[5:])
+
+
+def test_server_answers_any_model_name_and_echoes_it(llama_server):
+    payload = {"model": "no-such-model", "messages": USER, "max_tokens": 2}
+    reply = httpx.post(llama_server.chat_url, json=payload, timeout=30)
+    assert (reply.status_code, reply.json()["model"]) == (200, "no-such-model")
 
 
 def test_server_sends_no_usage_in_a_stream_even_when_asked(llama_server):
