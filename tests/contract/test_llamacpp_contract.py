@@ -224,6 +224,26 @@ def _token_runs(cap: int) -> list[list[str]]:
     return [*runs, []] if len(TOKENS) % cap == 0 else runs
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_verify_strict_passes_on_a_chain_over_a_committed_file_after_it_changed(
+    llama_server, tmp_path_factory, mode
+):
+    """Every segment's record pins the commit the file was read from, so the whole chain
+    verifies from git once the work tree has moved on."""
+    repo = make_repo(tmp_path_factory.mktemp(f"pinned-{mode}"))
+    commit = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qam"]
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*commit, "spec"], cwd=repo, check=True)
+    r = cli(repo, *review_args(llama_server, f"--{mode}", "--max-tokens", "10"))
+    assert r.code == 0, r.err
+    (repo / "docs" / "spec.md").write_text(SPEC + "\nThe median is 4.\n", encoding="utf-8")
+    subprocess.run([*commit, "median"], cwd=repo, check=True)
+    receipts = [s["receipt_path"] for s in r.json()["segments"]]
+    assert len(receipts) == 3
+    checked = cli(repo, "verify", "--strict", "--json", *receipts)
+    assert checked.code == 0, checked.out + checked.err
+
+
 # --------------------------------------------------------------------------- refusals
 
 
