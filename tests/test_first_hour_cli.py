@@ -625,6 +625,24 @@ def test_a_missing_path_from_a_subfolder_gets_the_same_message(repo, cli, monkey
     )
 
 
+def test_verbose_run_says_what_each_request_was(repo, simulator, cli):
+    r = cli("-v", "run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.base_url,
+            "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    (seg,) = r.json()["segments"]
+    assert (
+        f"deepseek-review: {seg['receipt_path']}: {seg['model']}, "
+        f"{seg['usage']['total_tokens']} tokens, prompt {seg['prompt_sha256']}, answer "
+        f"{seg['answer_sha256']}, 1 attempt, finish_reason stop\n"
+    ) in r.err
+
+
+def test_a_plain_run_does_not_list_each_request(repo, simulator, cli):
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.base_url)
+    assert r.code == 0, r.err
+    assert "attempt" not in r.err
+
+
 def test_outside_git_a_run_says_which_folder_became_the_root(tmp_path, cli, monkeypatch):
     plain = tmp_path / "plain"
     plain.mkdir()

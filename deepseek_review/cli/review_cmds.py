@@ -159,6 +159,18 @@ def _plan_info(plan: ReviewPlan, cost: float | None) -> dict[str, Any]:
 def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
     """``--json``: the result, paths relative to the root (as in receipts); else the files
     written, one a line, relative to the current folder (see ``typed_path``)."""
+    for s in result.segments:  # -v: what each request was, in the receipt's own terms
+        log.debug(
+            "%s: %s, %s, prompt %s, answer %s, %d attempt%s, finish_reason %s",
+            shown_path(root, s.receipt_path),
+            s.model,
+            tokens_text(s.usage.total_tokens if s.usage_reported else None, s.estimated_tokens),
+            s.prompt_sha256,
+            s.answer_sha256,
+            s.attempts,
+            "" if s.attempts == 1 else "s",
+            s.finish_reason,
+        )
     if as_json:
         last = result.segments[-1]
         _json_out(
