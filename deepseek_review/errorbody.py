@@ -14,6 +14,9 @@ from typing import Any
 from . import safejson
 from .textsafe import escape
 
+#: How an error body that is a web page is named (a plain web server, a proxy's error page).
+HTML_PAGE = "HTML page"
+
 
 def one_line(text: str, limit: int = 300) -> str:
     """A server's words for an error message: one line, at most ``limit`` characters (before
@@ -60,5 +63,5 @@ def error_message(body: bytes, content_type: str) -> str:
     text = body.decode("utf-8", errors="replace")
     if "html" in content_type.lower() or text.lstrip().startswith("<"):
         title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
-        return "HTML page" + (f" ({one_line(title.group(1), 120)})" if title else "")
+        return HTML_PAGE + (f" ({one_line(title.group(1), 120)})" if title else "")
     return one_line(text) if text.strip() else "empty body"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import bodyread, safejson, serverhints
 from .endpoint import safe_url
-from .errorbody import error_body, error_message, error_parts, one_line
+from .errorbody import HTML_PAGE, error_body, error_message, error_parts, one_line
 from .errors import BadResponse, ServerError
 from .options import name_of, switched_off
 from .retry import Retryable, parse_retry_after
@@ -97,6 +97,8 @@ def refusal(
     if status in (401, 403):
         hint = serverhints.unauthorized(client.advice, client.url, key_sent=client.sends_key)
         return ServerError(text, hint=hint)
+    if status in (405, 501) or msg.startswith(HTML_PAGE):  # a web server, not a chat API
+        return ServerError(text, hint=f"is this a chat endpoint? check {name_of('endpoint')}")
     if status == 404:
         return ServerError(text, hint=serverhints.not_found(client.advice, model, msg))
     return ServerError(

@@ -516,3 +516,54 @@ def test_retry_after_http_date_is_read():
 
     value = parse_retry_after(formatdate(time.time() + 30, usegmt=True), cap=120)
     assert value is not None and 25 <= value <= 31
+
+
+def _plain_web_server() -> tuple[Any, str]:
+    """The standard library's file server on a free loopback port (it answers POST 501)."""
+    import functools
+    import http.server
+    import tempfile
+    import threading
+
+    folder = tempfile.mkdtemp()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=folder)
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_a_plain_web_server_is_named_as_not_a_chat_endpoint(repo, cli):
+    server, url = _plain_web_server()
+    try:
+        r = run(cli, url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.code == 5
+    assert one_error_line(r.err).endswith("(is this a chat endpoint? check --endpoint)")
+    assert_nothing_written(repo)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(405, b"Method Not Allowed", content_type="text/plain"),
+        Reply(501, b"Not Implemented", content_type="text/plain"),
+        Reply(404, b"<html><title>Not Found</title></html>", content_type="text/html"),
+        Reply(400, b"<!DOCTYPE html><html><title>Bad</title></html>", content_type="text/html"),
+    ],
+)
+def test_a_web_page_or_a_refused_method_asks_whether_it_is_a_chat_endpoint(
+    repo, make_stub, cli, reply
+):
+    stub = make_stub([reply])
+    r = run(cli, stub.base_url)
+    assert r.code == 5
+    assert "is this a chat endpoint? check --endpoint" in one_error_line(r.err)
+
+
+def test_a_json_refusal_still_names_model_and_extra_body(repo, make_stub, cli):
+    stub = make_stub([Reply(400, error_json({"message": "bad field"}))])
+    r = run(cli, stub.base_url)
+    assert "check --model and --extra-body" in one_error_line(r.err)
