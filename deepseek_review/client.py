@@ -178,7 +178,10 @@ class ChatClient:
                     )
         except Retryable as exc:
             final = exc.final
-            suffix = f" (after {attempts} attempt{'s' if attempts != 1 else ''})"
+            suffix = f" (after {attempts} attempt{'s' if attempts != 1 else ''}"
+            if exc.cap is not None and attempts < self.policy.max_attempts:
+                suffix += f"; a failure of this kind is tried at most {exc.cap} times"
+            suffix += ")"
             raise type(final)(final.message + suffix, hint=final.hint) from None
         raise AssertionError("unreachable: tenacity returned without an outcome")
 

@@ -94,6 +94,13 @@ def retrying(policy: RetryPolicy, throttle: Throttle, *, label: str | None = Non
             delay = max(delay, exc.retry_after)
         return delay
 
+    def limit(state: RetryCallState) -> int:
+        """The most attempts this failure gets: --max-attempts, or fewer for a kind that a
+        retry seldom mends (its cap)."""
+        exc = state.outcome.exception() if state.outcome else None
+        cap = exc.cap if isinstance(exc, Retryable) else None
+        return policy.max_attempts if cap is None else min(cap, policy.max_attempts)
+
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         delay = state.upcoming_sleep
@@ -102,17 +109,14 @@ def retrying(policy: RetryPolicy, throttle: Throttle, *, label: str | None = Non
         log.warning(
             "attempt %d/%d failed: %s; retrying in %.1fs",
             state.attempt_number,
-            policy.max_attempts,
+            limit(state),
             exc,
             delay,
             extra={"batch_topic": label} if label else None,
         )
 
     def stop(state: RetryCallState) -> bool:
-        exc = state.outcome.exception() if state.outcome else None
-        cap = exc.cap if isinstance(exc, Retryable) else None
-        limit = policy.max_attempts if cap is None else min(cap, policy.max_attempts)
-        return state.attempt_number >= limit
+        return state.attempt_number >= limit(state)
 
     return Retrying(
         stop=stop,

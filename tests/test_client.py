@@ -567,3 +567,35 @@ def test_a_json_refusal_still_names_model_and_extra_body(repo, make_stub, cli):
     stub = make_stub([Reply(400, error_json({"message": "bad field"}))])
     r = run(cli, stub.base_url)
     assert "check --model and --extra-body" in one_error_line(r.err)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_retry_lines_count_the_attempts_a_failure_of_that_kind_gets(repo, cli):
+    """Nothing listening on this machine is tried twice, not --max-attempts times: every line
+    counts against the same limit, and the error says why it stopped early."""
+    url = f"http://127.0.0.1:{_free_port()}"
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", url,
+            "--max-attempts", "5", "--retry-wait", "0")  # fmt: skip
+    assert r.code == 5
+    assert "attempt 1/2 failed: cannot reach" in r.err
+    assert "/5" not in r.err
+    assert "(after 2 attempts; a failure of this kind is tried at most 2 times)" in r.err
+
+
+def test_retry_lines_of_a_failure_retried_in_full_count_to_max_attempts(repo, make_simulator, cli):
+    sim = make_simulator(fault_rate=1.0, fault_kinds=("500",))
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url,
+            "--max-attempts", "3", "--retry-wait", "0")  # fmt: skip
+    assert r.code == 5
+    assert [ln.split(" failed")[0] for ln in r.err.splitlines() if "failed:" in ln] == [
+        "deepseek-review: attempt 1/3",
+        "deepseek-review: attempt 2/3",
+    ]
+    assert r.err.rstrip().endswith("(after 3 attempts)")
