@@ -65,7 +65,15 @@ def read_stream(
     )
     try:
         _read_events(client, st, lines, progress, t0, model)
-    except (httpx.RemoteProtocolError, httpx.ReadError):  # cut off; a timeout is not this
+    except BaseException as exc:  # Ctrl-C or SIGTERM mid-stream: say how much had arrived
+        if not isinstance(exc, Exception) and st.text_bytes:
+            exc.add_note(
+                f"~{bytes_as_tokens(st.text_bytes)} tokens ({st.text_bytes} bytes) of the "
+                "answer had arrived; none of it was written"
+            )
+        if not isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+            raise
+        # cut off; a timeout is not this
         if st.seen:
             raise
         # A crash, perhaps, or a proxy's hiccup: the whole policy, as for any cut answer.

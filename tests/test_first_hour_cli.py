@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -58,6 +59,25 @@ def test_signal_during_run_exits_130_with_one_line_and_writes_nothing(repo, make
     name = signal.Signals(signum).name
     assert err.splitlines()[-1] == f"deepseek-review: error: interrupted by {name}"
     assert out == ""
+    assert files_under(repo / "reviews") == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_mid_stream_says_how_much_of_the_answer_had_arrived(repo, make_simulator, signum):
+    sim = make_simulator(latency=30, answer_words=300)  # the answer trickles in
+    proc = _spawn(repo, "run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url)
+    _wait_for_request(sim)
+    time.sleep(2)  # a few pieces of it have arrived
+    proc.send_signal(signum)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    last = err.splitlines()[-1]
+    name = signal.Signals(signum).name
+    assert re.fullmatch(
+        rf"deepseek-review: error: interrupted by {name} \(~\d+ tokens \(\d+ bytes\) of the "
+        r"answer had arrived; none of it was written\)",
+        last,
+    ), last
     assert files_under(repo / "reviews") == []
 
 

@@ -259,6 +259,12 @@ def _fail(exc: ReviewError) -> NoReturn:
     _report(type(exc).__name__, exc.exit_code, line, exc.message, exc.hint)
 
 
+def _noted(exc: BaseException) -> str:
+    """What the library noted on an interruption (how much of an answer had arrived)."""
+    notes = getattr(exc, "__notes__", None) or []
+    return "".join(f" ({note})" for note in notes)
+
+
 def _usage_message(exc: Exception) -> str:
     """A usage error as one line: an unknown option is named, with a suggestion only when
     one of the command's options is really close (click offers any loose match)."""
@@ -293,9 +299,9 @@ def main(argv: list[str] | None = None) -> None:
     except ReviewError as exc:
         _fail(exc)
     except Signalled as exc:
-        _fail(Interrupted(f"interrupted by {exc.name}"))
-    except (KeyboardInterrupt, typer.Abort):
-        _fail(Interrupted("interrupted"))
+        _fail(Interrupted(f"interrupted by {exc.name}{_noted(exc)}"))
+    except (KeyboardInterrupt, typer.Abort) as exc:
+        _fail(Interrupted(f"interrupted{_noted(exc)}"))
     except NoArgsIsHelpError as exc:  # bare `deepseek-review`: the help, as a usage error
         sys.stderr.write(exc.format_message().rstrip("\n") + "\n")
         sys.exit(exc.exit_code)
