@@ -16,6 +16,7 @@ from typing import Any, Literal
 from .batch_resume import existing_chain, index_folder, trusted_files
 from .calls import RetryPolicy, Timeouts
 from .context import Output
+from .context_places import refuse_git_data
 from .errors import ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .ollama import pricing
@@ -115,6 +116,12 @@ def _report_output(options: BatchOptions) -> tuple[Output, ...]:
         return ()
     try:
         root = find_repo_root(options.repo_root)
+    except ReviewError:
+        return ()
+    # Never into git's data, even the operator's: ``.git/hooks/pre-push`` would be a hook.
+    real = Path(os.path.abspath(options.report)).resolve()
+    refuse_git_data(root, options.report, real, what=name_of("report"))
+    try:
         _, rel = resolve_inside(root, os.path.abspath(options.report), what=name_of("report"))
     except ReviewError:
         return ()

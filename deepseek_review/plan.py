@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from .calls import RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
+from .context_places import refuse_git_data
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, ReviewError
 from .gitreview import GitOptions, GitPlan, plan_git
@@ -234,6 +235,10 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
     endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
     root = find_repo_root(options.repo_root)
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
+    refuse_git_data(root, options.output_dir, out_dir, what=name_of("output_dir"))
+    if options.template_file is not None:
+        real = Path(options.template_file).resolve()
+        refuse_git_data(root, options.template_file, real, what=name_of("template_file"))
     template = load_template(options.template, options.template_file)
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
     # Exclusions travel with the specs, as git's ``:(exclude)`` magic (a change drops them too).
