@@ -353,3 +353,100 @@ def test_the_batch_report_is_never_written_into_gits_data(planted, simulator, cl
     r = batch(cli, simulator, manifest(planted), "--report", spelled)
     assert_refused_once(r, simulator, planted, f"--report {spelled}", "git's own data")
     assert not (planted / ".git" / "hooks" / "pre-push").exists()
+
+
+# --------------------------------------------------------------------------- sizes
+
+GIB = 1 << 30
+#: Peak memory a command may reach on a 1 GiB file it refuses: a Python process with the
+#: package loaded stays near 50 MB; reading the file would take a gigabyte.
+RSS_BOUND_KB = 200 * 1024
+
+#: Runs the command in a child and prints the child's peak RSS (KiB) last on stderr.
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:])\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "print(f'peak-rss-kib {peak}', file=sys.stderr)\n"
+    "sys.exit(done.returncode)\n"
+)
+
+
+def measured(root: Path, *args: str) -> tuple[int, str, int]:
+    """Exit code, stderr and peak RSS (KiB) of ``deepseek-review args`` in its own process."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-c", _MEASURE, sys.executable, "-m", "deepseek_review", *args]
+    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=False)
+    *lines, last = done.stderr.strip().splitlines()
+    assert last.startswith("peak-rss-kib "), done.stderr
+    return done.returncode, "\n".join(lines), int(last.split()[1])
+
+
+def sparse(path: Path, size: int = GIB) -> None:
+    """``path`` made ``size`` bytes long without writing them (a hole: no disk used)."""
+    with path.open("r+b" if path.exists() else "wb") as fh:
+        fh.truncate(size)
+
+
+@pytest.fixture
+def reviewed(repo: Path, simulator: Simulator, cli: Cli) -> dict[str, Path]:
+    """A review of the repo fixture's spec: its answer, receipt and record."""
+    r = run(cli, simulator, "-c", "docs/spec.md", "-p", "Check.", "--json")
+    assert r.code == 0, r.err
+    (segment,) = r.json()["segments"]
+    return {kind: repo / segment[f"{kind}_path"] for kind in ("answer", "receipt", "record")}
+
+
+@pytest.mark.parametrize("kind", ["receipt", "record", "answer"])
+@pytest.mark.parametrize("command", ["verify", "findings"])
+def test_a_sparse_gigabyte_review_file_is_refused_unread(repo, reviewed, kind, command):
+    sparse(reviewed[kind])
+    receipt = reviewed["receipt"].relative_to(repo).as_posix()
+    args = ["verify"] if command == "verify" else ["findings", receipt, "--format", "json"]
+    code, err, peak = measured(repo, *args)
+    assert code != 0, err
+    assert "Traceback" not in err
+    assert reviewed[kind].name in err, err
+    if kind == "receipt" or command == "verify":
+        assert "over the 67108864 a review file may hold" in err, err
+    assert peak < RSS_BOUND_KB, f"peak RSS {peak} KiB"
+
+
+def test_a_planted_gigabyte_receipt_is_refused_unread(repo, reviewed):
+    planted = reviewed["receipt"].with_name("zz_deepseek_m_20990101T000000Z.receipt.json")
+    sparse(planted)
+    code, err, peak = measured(repo, "verify")
+    assert code == 9, err
+    assert f"{planted.name}: cannot read" in err and "over the 67108864" in err, err
+    assert peak < RSS_BOUND_KB, f"peak RSS {peak} KiB"
+
+
+def test_a_sparse_gigabyte_manifest_is_refused_unread(repo, simulator):
+    sparse(repo / "reviews.toml")
+    code, err, peak = measured(repo, "batch", "reviews.toml", "--endpoint", simulator.base_url)
+    assert code == 3, err
+    assert "manifest reviews.toml: cannot read" in err and "over the" in err, err
+    assert peak < RSS_BOUND_KB, f"peak RSS {peak} KiB"
+    assert simulator.chat_requests() == []
+
+
+@pytest.mark.parametrize("name", [".deepseek-review.toml", "pyproject.toml"])
+def test_a_sparse_gigabyte_config_file_is_refused_unread(repo, simulator, name):
+    sparse(repo / name)
+    args = ["run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", simulator.base_url]
+    code, err, peak = measured(repo, *args)
+    assert code == 2, err
+    assert f"{name}: cannot read" in err and "over the" in err, err
+    assert peak < RSS_BOUND_KB, f"peak RSS {peak} KiB"
+    assert simulator.chat_requests() == []
+
+
+def test_a_sparse_gigabyte_template_file_is_refused_unread(repo, simulator):
+    sparse(repo / "tpl.md")
+    args = ["run", "-c", "docs/spec.md", "-p", "Check.", "--template-file", "tpl.md"]
+    code, err, peak = measured(repo, *args, "--endpoint", simulator.base_url)
+    assert code == 3, err
+    assert "template file tpl.md: cannot read" in err, err
+    assert peak < RSS_BOUND_KB, f"peak RSS {peak} KiB"
