@@ -62,6 +62,7 @@ REVIEW_FIELDS = {
     "reasoning": "reasoning",
     "api": "api",
     "continuation_extra_body": "continuation.extra_body",
+    "max_run_tokens": "max_run_tokens",
     "max_attempts": "retry.max_attempts",
     "retry_wait": "retry.backoff_initial",
     "connect_timeout": "timeouts.connect",
@@ -78,6 +79,7 @@ _CONTINUE_FIELDS = {
     "allow_secrets": "allow_secrets",
     "keep_reasoning": "keep_reasoning",
     "force": "force",
+    "max_run_tokens": "max_run_tokens",
     **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
 }
 

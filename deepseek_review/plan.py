@@ -37,7 +37,7 @@ from .request import (
     sent_contents,
 )
 from .storage import check_writable_dir
-from .tokens import estimate_sizes
+from .tokens import estimate_sizes, refuse_over_cap, worst_case
 
 # The built-in defaults live in the option table (:mod:`.options`); these names are theirs.
 DEFAULT_MODEL: str = default("model")
@@ -108,6 +108,9 @@ class ReviewOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
     git: GitOptions = field(default_factory=GitOptions)
+    max_run_tokens: int | None = None
+    """The operator's cap on what the run may use (flag or environment, never a repository
+    file): a review whose worst case is over it is refused before it is sent."""
 
     def body_options(self) -> BodyOptions:
         return BodyOptions(
@@ -368,6 +371,7 @@ def plan_review(
                 kept.after = exc
         if isinstance(kept.after, ReviewError):
             raise kept.after
+    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
     if check_output:
         named = f"{name_of('output_dir')} {options.output_dir}"
         check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))
@@ -386,6 +390,13 @@ def plan_review(
         pins=pins,
         receipt_paths=tuple(receipt_paths),
     )
+
+
+def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
+    """The most tokens a review of ``prompt_tokens`` can use with its caps and continuations."""
+    cont = options.continuation
+    later = cont.max_tokens or options.max_tokens
+    return worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
 
 
 def check_framed_size(framed: int, files: int, limits: ContextLimits) -> None:
