@@ -18,6 +18,7 @@ from .calls import ProgressFn, RetryPolicy, Timeouts, Usage
 from .chain import find_chain, read_answer
 from .client import ChatClient
 from .context import ContextFile
+from .context_places import refuse_git_data
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
 from .job import Job, ProgressSink, run_job
@@ -254,6 +255,7 @@ def continue_existing(
         )
     folder = last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
     out_dir, _ = resolve_inside(root, folder)
+    refuse_git_data(root, folder, out_dir, what=f"{last.receipt_path}: its folder")
     topic = topic_of(primary.answer_path) or "review"
     model = options.continuation.model or body.model
     longest = longest_name(topic, [(model, True)])

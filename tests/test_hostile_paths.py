@@ -450,3 +450,21 @@ def test_a_sparse_gigabyte_template_file_is_refused_unread(repo, simulator):
     assert code == 3, err
     assert "template file tpl.md: cannot read" in err, err
     assert peak < RSS_BOUND_KB, f"peak RSS {peak} KiB"
+
+
+def test_continue_writes_nothing_into_gits_data(repo, make_simulator, cli):
+    """A chain whose folder leads into ``.git`` (here through a symlink) is not continued."""
+    sim = make_simulator(answer_words=400)
+    r = run(cli, sim, "-c", "docs/spec.md", "-p", "Check.", "--output-dir", "rv",
+            "--max-tokens", "20", "--max-continuations", "0", "--json")  # fmt: skip
+    assert r.code == 4, r.err
+    receipt = r.json()["segments"][0]["receipt_path"]
+    (repo / "rv").rename(repo / ".git" / "rv")
+    (repo / "rv").symlink_to(".git/rv", target_is_directory=True)
+    before = sorted(os.listdir(repo / ".git" / "rv"))
+    sent = len(sim.chat_requests())
+    r = cli("continue", receipt, "--endpoint", sim.base_url)
+    assert r.code == 3, r.err
+    assert "its folder rv: inside .git/ (git's own data" in r.err, r.err
+    assert len(sim.chat_requests()) == sent
+    assert sorted(os.listdir(repo / ".git" / "rv")) == before
