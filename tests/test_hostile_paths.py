@@ -468,3 +468,11 @@ def test_continue_writes_nothing_into_gits_data(repo, make_simulator, cli):
     assert "its folder rv: inside .git/ (git's own data" in r.err, r.err
     assert len(sim.chat_requests()) == sent
     assert sorted(os.listdir(repo / ".git" / "rv")) == before
+
+
+def test_an_endless_manifest_stream_is_refused_at_the_limit(repo, simulator):
+    args = ["batch", "/dev/zero", "--format", "toml", "--endpoint", simulator.base_url]
+    code, err, peak = measured(repo, *args)
+    assert code == 3, err
+    assert "manifest /dev/zero: cannot read" in err and "over the 67108864" in err, err
+    assert peak < RSS_BOUND_KB, f"peak RSS {peak} KiB"
