@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .context_ignore import IgnoreWalker, git_lists, git_ls_files
+from .context_ignore import IgnoreWalker, git_lists
 from .context_types import (
     GIT_DATA,
     KIND_GIT_DATA,
@@ -21,7 +21,8 @@ from .context_types import (
     LINK_TO_GIT_DATA,
 )
 from .errors import InputError
-from .repo import git_dirs, in_git_work_tree, under_dot_git
+from .repo import git_dirs, git_output, in_git_work_tree, under_dot_git
+from .settled import settled
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,17 @@ def refuse_git_data(root: Path, spelled: str, real: Path, *, what: str) -> None:
         raise InputError(f"{what} {spelled}: {GIT_DATA_NAMED.format(where=where)}")
 
 
+def _ignored_listing(root: Path) -> frozenset[str] | None:
+    """What git ignores in the work tree: untracked ignored files, and folders (``name/``)
+    that hold nothing else; one ``git ls-files`` for the whole tree (a batch asks it once:
+    :func:`.settled.paths_settled`). None when git failed."""
+    args = ("-c", "core.quotePath=false", "ls-files", "-z", "--others", "--ignored")
+    out = git_output(root, *args, "--exclude-standard", "--directory")
+    if out is None:
+        return None
+    return frozenset(os.fsdecode(name) for name in out.split(b"\0") if name)
+
+
 def ignored_of(root: Path, rels: Sequence[str]) -> list[str]:
     """Which of the files ``rels`` (repo-relative) git ignores: not tracked, and matched by
     its ignore rules (or inside an ignored folder); outside git, by the ``.gitignore`` files."""
@@ -142,11 +154,17 @@ def ignored_of(root: Path, rels: Sequence[str]) -> list[str]:
     if not in_git_work_tree(root):
         walker = IgnoreWalker(root)
         return [rel for rel in rels if walker.excluded(rel, False)]
-    listed = git_ls_files(root, [f":(literal){rel}" for rel in rels])
-    if listed is None:  # git failed: assume the worst
+    listing = settled(("ignored", os.fspath(root)), lambda: _ignored_listing(root))
+    if listing is None:  # git failed: assume the worst
         return list(rels)
-    seen = set(listed)
-    return [rel for rel in rels if rel not in seen]
+
+    def ignored(rel: str) -> bool:
+        parts = rel.split("/")
+        return rel in listing or any(
+            "/".join(parts[:i]) + "/" in listing for i in range(1, len(parts))
+        )
+
+    return [rel for rel in rels if ignored(rel)]
 
 
 def refuse_ignored(root: Path, named: Sequence[tuple[str, str, str]], *, by: str) -> None:

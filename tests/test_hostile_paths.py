@@ -274,6 +274,19 @@ def test_a_tracked_file_a_gitignore_pattern_matches_is_not_ignored(planted, simu
     assert r.code == 0, r.err
 
 
+def test_in_an_ignored_folder_holding_tracked_files_only_the_untracked_are_ignored(
+    planted, simulator, cli
+):
+    (planted / "build").mkdir()
+    (planted / "build" / "kept.md").write_text("committed\n")
+    (planted / "build" / "made.md").write_text(f"made {NPM_SECRET}\n")
+    git(planted, "add", "-f", "build/kept.md")  # the fixture's .gitignore has build/
+    r = batch(cli, simulator, manifest(planted, context=["build/kept.md"]), "--dry-run")
+    assert r.code == 0, r.err
+    r = batch(cli, simulator, manifest(planted, context=["build/kept.md", "build/made.md"]))
+    assert_refused_once(r, simulator, planted, "context build/made.md", "git ignores it")
+
+
 def test_a_manifest_folder_or_glob_leaves_ignored_files_out(planted, simulator, cli):
     r = batch(cli, simulator, manifest(planted, context=["docs", "*.md"]))
     assert r.code == 0, r.err
