@@ -16,14 +16,22 @@ from typing import Any, Literal
 from .batch_resume import existing_chain, index_folder, trusted_files
 from .calls import RetryPolicy, Timeouts
 from .context import Output
+from .context_places import refuse_git_data
 from .errors import ReviewError
 from .manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from .ollama import pricing
 from .options import check, default, name_of
-from .plan import ReviewOptions, ReviewPlan, plan_review, review_longest_name
+from .plan import (
+    ReviewOptions,
+    ReviewPlan,
+    plan_review,
+    review_longest_name,
+    review_worst_case,
+)
 from .records.stored import ChainSegment
 from .repo import find_repo_root, resolve_inside
 from .storage import check_writable_dir, stale_temp_files
+from .tokens import refuse_over_cap
 from .transport import tls_context
 
 Action = Literal["new", "continue", "skip"]
@@ -115,10 +123,27 @@ def _report_output(options: BatchOptions) -> tuple[Output, ...]:
         return ()
     try:
         root = find_repo_root(options.repo_root)
+    except ReviewError:
+        return ()
+    # Never into git's data, even the operator's: ``.git/hooks/pre-push`` would be a hook.
+    real = Path(os.path.abspath(options.report)).resolve()
+    refuse_git_data(root, options.report, real, what=name_of("report"))
+    try:
         _, rel = resolve_inside(root, os.path.abspath(options.report), what=name_of("report"))
     except ReviewError:
         return ()
     return (Output(rel, "the batch report"),)
+
+
+def _refuse_over_cap(work: list[Work]) -> None:
+    """Refuse, before anything is sent, a batch whose reviews to run (new or continued) could
+    together use more than the operator's ``max_run_tokens``: entries a pull request adds
+    (or their ``max_tokens``) cannot run up the bill past it."""
+    to_run = [w.planned.plan for w in work if w.action != "skip"]
+    cap = next((p.options.max_run_tokens for p in to_run), None)
+    if cap is not None:
+        total = sum(review_worst_case(p.options, p.token_estimate) for p in to_run)
+        refuse_over_cap(cap, total, f"the batch ({len(to_run)} reviews to run)")
 
 
 def prepare_batch(
@@ -180,6 +205,7 @@ def prepare_batch(
             work.append(Work(p, "continue", tuple(chain)))
         else:
             work.append(Work(p, "skip", tuple(chain)))
+    _refuse_over_cap(work)
     orphans = [o for idx in indexes.values() for o in idx.orphans]
     for thread in tls:
         thread.join()

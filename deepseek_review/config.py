@@ -22,6 +22,8 @@ from .optvalues import BadValue
 
 CONFIG_FILE = ".deepseek-review.toml"
 PYPROJECT_TABLE = "deepseek-review"
+#: A config file (or the pyproject.toml holding one) bigger than this is refused unread.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 #: The settings: the options a config file or the environment may set (see :mod:`.options`).
@@ -53,9 +55,13 @@ def _checked(option: Option, raw: Any, where: str, *, text: bool = False) -> Any
 def _read_toml(path: Path) -> dict[str, Any]:
     import tomllib  # only when a config file exists: most runs have none
 
+    from .safejson import read_file
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        return tomllib.loads(read_file(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None

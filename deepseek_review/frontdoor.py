@@ -62,6 +62,7 @@ REVIEW_FIELDS = {
     "reasoning": "reasoning",
     "api": "api",
     "continuation_extra_body": "continuation.extra_body",
+    "max_run_tokens": "max_run_tokens",
     "max_attempts": "retry.max_attempts",
     "retry_wait": "retry.backoff_initial",
     "connect_timeout": "timeouts.connect",
@@ -78,6 +79,7 @@ _CONTINUE_FIELDS = {
     "allow_secrets": "allow_secrets",
     "keep_reasoning": "keep_reasoning",
     "force": "force",
+    "max_run_tokens": "max_run_tokens",
     **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
 }
 
@@ -210,13 +212,17 @@ def read_prompt_file(path: Path, shown: str, limit: int) -> str:
         raise InputError(f"{where}: cannot read ({exc.strerror or exc})") from None
 
 
-def _prompt(given: Mapping[str, Any], limit: int) -> str:
-    """The prompt from its one source: text, a file, or a text stream (read up to ``limit``)."""
+def _prompt(given: Mapping[str, Any], limit: int, root: Path) -> str:
+    """The prompt from its one source: text, a file (never in git's data, where the checkout
+    token lives), or a text stream (read up to ``limit``)."""
     prompt, path = given.get("prompt"), given.get("prompt_file")
     if prompt is not None and path is not None:
         both = f"{name_of('prompt')} or {name_of('prompt_file')}"
         raise ConfigError(f"give the prompt once: {both}, not both")
     if path is not None:
+        from .context_places import refuse_git_data
+
+        refuse_git_data(root, str(path), Path(path).resolve(), what=name_of("prompt_file"))
         return read_prompt_file(Path(path), str(path), limit)
     if prompt is None or isinstance(prompt, str):
         return prompt or ""
@@ -244,7 +250,7 @@ def review_options(
     given = given_options(given, "run", "review()")
     root = find_repo_root(repo_root)
     values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))
-    prompt = _prompt(given, values["max_context_bytes"].value)
+    prompt = _prompt(given, values["max_context_bytes"].value, root)
     _head_start(values, root)
     return root, build_review_options(values, prompt, root)
 

@@ -18,8 +18,10 @@ may set, as the flag of ``batch``.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ from typing import Any
 from .calls import RetryPolicy, Timeouts
 from .config import Setting, configured_review_values
 from .context import Output
+from .context_places import refuse_git_data, refuse_ignored
+from .context_types import is_glob
 from .errors import ConfigError, InputError, ReviewError
 from .frontdoor import REVIEW_FIELDS, build_review_options, merge
 from .manifestfile import (
@@ -105,17 +109,63 @@ def shard_of(topic: str, count: int) -> int:
 # --------------------------------------------------------------------------- options
 
 
+class KeyRefused(InputError):
+    """A refusal of the file one key names (``prompt_file``, ``context``): reported at the
+    line that sets the key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _line_of(manifest: Manifest, entry: Entry, exc: ReviewError) -> int | None:
+    """The line a problem of ``entry`` is reported at: its key's, when the refusal is of one."""
+    key = exc.key if isinstance(exc, KeyRefused) else ""
+    if key in entry.key_lines:
+        return entry.key_lines[key]
+    return manifest.default_key_lines.get(key, entry.line)
+
+
+@contextmanager
+def _refused_at(key: str) -> Iterator[None]:
+    """A refusal within, located at ``key``."""
+    try:
+        yield
+    except InputError as exc:
+        raise KeyRefused(key, exc.message) from None
+
+
 def _inside_repo(manifest: Manifest, root: Path, key: str, value: str) -> Path:
     """A file a manifest names, relative to its folder; it must lie inside the repository
     (the manifest is a file under review: it must not send, or copy into a request record,
-    a file from elsewhere on the machine)."""
+    a file from elsewhere on the machine), outside git's data, and not one git ignores."""
     if value.startswith("~") or Path(value).is_absolute():
         raise InputError(
             f"{key} {value}: must be a path relative to the manifest's folder, inside the "
             "repository"
         )
-    path, _ = resolve_inside(root, str(manifest.folder / value), what=key)
+    path, rel = resolve_inside(root, str(manifest.folder / value), what=key)
+    with _refused_at(key):
+        refuse_git_data(root, value, path, what=key)
+        refuse_ignored(root, [(key, value, rel)], by="a manifest")
     return path
+
+
+def _named_files(root: Path, specs: Sequence[str]) -> list[tuple[str, str, str]]:
+    """The context ``specs`` that name a file (not a folder or glob: git's listing leaves out
+    what it ignores), as (key, spelled, repo-relative path); what does not resolve is left to
+    gathering, which words its own refusal."""
+    named = []
+    for spec in specs:
+        if is_glob(spec) and not os.path.lexists(root / spec):
+            continue
+        try:
+            resolved, rel = resolve_inside(root, spec, what="context path")
+        except ReviewError:
+            continue
+        refuse_git_data(root, spec, resolved, what=name_of("context"))
+        named.append((name_of("context"), spec, rel))
+    return named
 
 
 def _layer(values: Mapping[str, Any], source: str) -> dict[str, Setting]:
@@ -187,6 +237,12 @@ def entry_options(
             raise known[1]
         return replace(known[1], topic=entry.topic, prompt=prompt)
     try:
+        # A manifest is a file under review: the files it names must not be ones git ignores.
+        context = values["context"]
+        if context.source.startswith("manifest"):
+            specs = OPTIONS["context"].typed(context.value)
+            with _refused_at("context"):
+                refuse_ignored(root, _named_files(root, specs), by="a manifest")
         template_file = values["template_file"]
         if template_file.value is not None:
             path = _inside_repo(manifest, root, "template_file", template_file.value)
@@ -323,7 +379,8 @@ def plan_manifest(
                         plan_one = plan(options, env, gather=gather, shared=shared)
                         planned.append(PlannedEntry(entry, plan_one))
                 except ReviewError as exc:
-                    problems.append(Problem(exc.message, entry.index, entry.line, entry.topic))
+                    line = _line_of(manifest, entry, exc)
+                    problems.append(Problem(exc.message, entry.index, line, entry.topic))
     problems.sort(key=lambda p: (p.entry is not None, p.entry or 0))
     if problems:
         raise ManifestError(manifest.shown, problems)

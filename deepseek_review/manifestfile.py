@@ -271,7 +271,7 @@ def read_manifest(path: Path, fmt: str | None = None) -> tuple[Manifest, list[Pr
     fmt = detect_format(path, fmt)
     shown = str(path)
     try:
-        raw = path.read_bytes()
+        raw = safejson.read_stream(path, max_bytes=safejson.MAX_FILE_BYTES)
     except FileNotFoundError:
         raise InputError(f"manifest {shown}: no such file") from None
     except OSError as exc:

@@ -127,6 +127,11 @@ TABLE: tuple[Option, ...] = (
     Option("continuation_max_tokens", "int", None, "Token cap for continuations",
            _REVIEW | _SETTING | _CONT, default_text="the review's", check=Positive(),
            review=True),
+    Option("max_run_tokens", "int", None,
+           "Refuse, before anything is sent, a run that could use more tokens than this "
+           "(each prompt re-sent with every continuation allowed, every answer at its cap)",
+           frozenset({"run", "continue", "batch", ENV}), check=Positive(), review=True,
+           refusal="a file under review must not raise the operator's token cap"),
     Option("server", "str", "ollama",
            "Server kind, for the fields that make it continue a prefill: "
            + ", ".join(SERVER_PRESETS), _REVIEW | _SETTING | _CONT,

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from .calls import RetryPolicy, Timeouts
 from .context import ContextFile, ContextLimits, Gathered, Output, Skipped, gather_context
+from .context_places import refuse_git_data
 from .endpoint import Endpoint, resolve_endpoint
 from .errors import InputError, ReviewError
 from .gitreview import GitOptions, GitPlan, plan_git
@@ -36,7 +37,7 @@ from .request import (
     sent_contents,
 )
 from .storage import check_writable_dir
-from .tokens import estimate_sizes
+from .tokens import estimate_sizes, refuse_over_cap, worst_case
 
 # The built-in defaults live in the option table (:mod:`.options`); these names are theirs.
 DEFAULT_MODEL: str = default("model")
@@ -107,6 +108,9 @@ class ReviewOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
     git: GitOptions = field(default_factory=GitOptions)
+    max_run_tokens: int | None = None
+    """The operator's cap on what the run may use (flag or environment, never a repository
+    file): a review whose worst case is over it is refused before it is sent."""
 
     def body_options(self) -> BodyOptions:
         return BodyOptions(
@@ -234,6 +238,10 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
     endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
     root = find_repo_root(options.repo_root)
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
+    refuse_git_data(root, options.output_dir, out_dir, what=name_of("output_dir"))
+    if options.template_file is not None:
+        real = Path(options.template_file).resolve()
+        refuse_git_data(root, options.template_file, real, what=name_of("template_file"))
     template = load_template(options.template, options.template_file)
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
     # Exclusions travel with the specs, as git's ``:(exclude)`` magic (a change drops them too).
@@ -363,6 +371,7 @@ def plan_review(
                 kept.after = exc
         if isinstance(kept.after, ReviewError):
             raise kept.after
+    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
     if check_output:
         named = f"{name_of('output_dir')} {options.output_dir}"
         check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))
@@ -381,6 +390,13 @@ def plan_review(
         pins=pins,
         receipt_paths=tuple(receipt_paths),
     )
+
+
+def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
+    """The most tokens a review of ``prompt_tokens`` can use with its caps and continuations."""
+    cont = options.continuation
+    later = cont.max_tokens or options.max_tokens
+    return worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
 
 
 def check_framed_size(framed: int, files: int, limits: ContextLimits) -> None:

@@ -117,12 +117,16 @@ def load_template(name: str | None = None, file: str | Path | None = None) -> Te
             f"{name_of('template')} and {name_of('template_file')} cannot be used together"
         )
     if file is not None:
+        from .safejson import read_file
+
         path = Path(file)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_file(path).decode("utf-8")  # sized before it is read
         except FileNotFoundError:
             raise InputError(f"template file {path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
+            raise InputError(f"template file {path}: cannot read ({exc.strerror or exc})") from None
+        except UnicodeDecodeError as exc:
             raise InputError(f"template file {path}: cannot read ({exc})") from None
         return parse_template(text, str(path))
     name = name or DEFAULT_TEMPLATE

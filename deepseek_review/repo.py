@@ -7,10 +7,8 @@ goes through :func:`resolve_inside`, which refuses anything that would land outs
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -435,26 +433,12 @@ def _resolve_inside(root: Path, user_path: str, what: str) -> tuple[Path, str]:
     return resolved, rel
 
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
 def read_regular_file(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file; :class:`OSError` ("not a regular file") for anything else.
+    """The bytes of a regular file; :class:`OSError` ("not a regular file", too big) for
+    anything else: :func:`.safejson.read_file`, the one reader of review files."""
+    from .safejson import read_file
 
-    For files a receipt or a folder listing names: ``O_NONBLOCK`` keeps a FIFO planted under
-    a receipt's name from hanging the open, and it is refused right after by its type.
-    """
-    fd = os.open(path, _READ_FLAGS)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        chunks = []
-        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return read_file(path)
 
 
 def files_unchanged_since(root: Path, rev: str, folders: list[str], *, what: str) -> set[str]:

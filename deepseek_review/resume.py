@@ -18,6 +18,7 @@ from .calls import ProgressFn, RetryPolicy, Timeouts, Usage
 from .chain import find_chain, read_answer
 from .client import ChatClient
 from .context import ContextFile
+from .context_places import refuse_git_data
 from .endpoint import resolve_endpoint
 from .errors import ConfigError, InputError
 from .job import Job, ProgressSink, run_job
@@ -33,11 +34,17 @@ from .records.receipt import check_recordable
 from .records.request_record import RequestRecord
 from .records.stored import ChainSegment
 from .repo import find_repo_root, resolve_inside
-from .request import CORE_FIELDS, BodyOptions, WireMessage
+from .request import CORE_FIELDS, BodyOptions, WireMessage, message_sizes
 from .resources import prompts_dir
 from .segment import Segment
 from .storage import check_writable_dir
-from .tokens import BYTES_PER_TOKEN, estimate_tokens
+from .tokens import (
+    BYTES_PER_TOKEN,
+    estimate_sizes,
+    estimate_tokens,
+    refuse_over_cap,
+    worst_case,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,8 @@ class ContinueOptions:
     """Send one continuation even when the last segment's record says it ended normally."""
     allow_secrets: bool = False
     """Send context that looks like it holds secrets to an endpoint that is not loopback."""
+    max_run_tokens: int | None = None
+    """The operator's cap: continuations whose worst case is over it are refused unsent."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
 
@@ -246,11 +255,19 @@ def continue_existing(
         )
     folder = last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
     out_dir, _ = resolve_inside(root, folder)
+    refuse_git_data(root, folder, out_dir, what=f"{last.receipt_path}: its folder")
     topic = topic_of(primary.answer_path) or "review"
     model = options.continuation.model or body.model
     longest = longest_name(topic, [(model, True)])
     check_writable_dir(out_dir, shown=folder, root=root, longest=longest)  # before paying
     check_recordable(model=model, endpoint=endpoint.url, folder=folder, context_files=None)
+    made = max(options.continuation.max_continuations, 1 if options.force else 0)
+    if options.max_run_tokens is not None and made:
+        later = options.continuation.max_tokens or body.max_tokens
+        prompt = estimate_sizes(message_sizes(base))
+        answered = estimate_tokens(s.content for s in segments)
+        estimate = worst_case(prompt, later, later, made - 1, answered=answered)
+        refuse_over_cap(options.max_run_tokens, estimate, "continuing the chain")
     job = Job(
         root=root,
         out_dir=out_dir,

@@ -18,7 +18,7 @@ from typing import Any
 from .errors import InputError
 from .ollama.pricing import Price, price_of
 from .records.receipt import PRIMARY, fast_valid
-from .repo import resolve_inside
+from .repo import read_regular_file, resolve_inside
 from .usagestats import Extra, cache_hits, record_of
 from .verification import DEFAULT_FOLDER, discover, parse_receipt
 
@@ -99,7 +99,7 @@ def collect_stats(
     for rel in receipts:
         try:
             path, _ = resolve_inside(root, rel, what="receipt")
-            raw = path.read_bytes()
+            raw = read_regular_file(path)
         except (InputError, OSError):
             stats.invalid.append(rel)
             continue

@@ -1,4 +1,10 @@
-"""JSON from untrusted places (server answers, receipts, request records, manifests), bounded.
+"""JSON and files from untrusted places (server answers, receipts, request records, manifests),
+bounded.
+
+:func:`read_file` is the one reader of a review file (receipt, request record, answer,
+findings sidecar, statement, signature, manifest, config file): its size is looked at on the
+open file before a byte is read, and no more than the limit is ever read, so a sparse 1 GiB
+receipt is refused without paging a gigabyte in.
 
 ``json.loads`` recurses once per nested array or object, so 100,000 ``[`` raise
 ``RecursionError`` (an internal error, not a refusal); and a number of thousands of digits
@@ -14,8 +20,11 @@ regex pass.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from typing import Any
 
 #: Deeper than any JSON this tool reads or writes (a receipt nests 3 levels, a request 5).
@@ -28,6 +37,66 @@ _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 _OPEN = frozenset(b"[{")
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def too_big(size: int, max_bytes: int, path: str | os.PathLike[str]) -> OSError:
+    """The :class:`OSError` of a file over ``max_bytes``: callers word it as any unreadable
+    file (``cannot read (...)``), its ``strerror`` saying why."""
+    why = f"{size} bytes or more, over the {max_bytes} a review file may hold"
+    return OSError(errno.EFBIG, why, os.fspath(path))
+
+
+def read_fd(fd: int, size: int, path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of the open file ``fd`` whose ``fstat`` size is ``size``: refused before
+    reading when over ``max_bytes``, and never read past ``max_bytes + 1`` (a file that grows,
+    a FIFO, a ``/proc`` file reporting size 0)."""
+    if size > max_bytes:
+        raise too_big(size, max_bytes, path)
+    data = os.read(fd, size + 1)
+    if len(data) <= size:
+        return data
+    chunks, got = [data], len(data)
+    while got <= max_bytes and (chunk := os.read(fd, min(1 << 20, max_bytes + 1 - got))):
+        chunks.append(chunk)
+        got += len(chunk)
+    if got > max_bytes:
+        raise too_big(got, max_bytes, path)
+    return b"".join(chunks)
+
+
+def read_file(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES, nofollow: bool = False
+) -> bytes:
+    """The bytes of a regular file no bigger than ``max_bytes``; :class:`OSError` for anything
+    else ("not a regular file", too big: :func:`too_big`).
+
+    ``O_NONBLOCK`` keeps a FIFO planted under a receipt's name from hanging the open; it is
+    refused right after by its type. ``nofollow``: a symlink as the last part is ``ELOOP``.
+    """
+    fd = os.open(path, _READ_FLAGS | (_NOFOLLOW if nofollow else 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        return read_fd(fd, st.st_size, path, max_bytes)
+    finally:
+        os.close(fd)
+
+
+def read_stream(path: str | os.PathLike[str], *, max_bytes: int) -> bytes:
+    """The bytes of a file the operator may give as a stream too (a manifest on
+    ``/dev/stdin``), blocking as such a read must: never more than ``max_bytes``."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+        return read_fd(fd, size, path, max_bytes)
+    finally:
+        os.close(fd)
 
 
 class JSONRefused(ValueError):

@@ -29,6 +29,8 @@ PUBLIC_MODE = 0o644
 #: (request records, kept reasoning): the owner's only, whatever the umask. Share them with
 #: ``chmod`` if you mean to.
 PRIVATE_MODE = 0o600
+#: Permissions of the folders the tool creates: writable by the owner only, whatever the umask.
+FOLDER_MODE = 0o755
 
 # --------------------------------------------------------------------------- test hook
 
@@ -194,8 +196,21 @@ def write_output(path: Path, data: bytes, *, shown: str, mode: int = PUBLIC_MODE
 
 
 def ensure_dir(path: Path, *, shown: str) -> None:
+    """Create ``path`` and the folders missing above it, each :data:`FOLDER_MODE` less the
+    umask (``Path.mkdir(parents=True)`` makes the parents 0777 less the umask: under umask
+    000, folders anyone could write reviews into); folders that exist are left as they are."""
+    missing = []
+    here = path
+    while not os.path.lexists(here) and here.parent != here:
+        missing.append(here)
+        here = here.parent
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder, FOLDER_MODE)
+            except FileExistsError:
+                if not folder.is_dir():  # a file took the name meanwhile
+                    raise
     except OSError as exc:
         raise OutputError(f"{shown}: cannot create folder ({exc.strerror or exc})") from None
     if not path.is_dir():

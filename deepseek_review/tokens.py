@@ -47,3 +47,32 @@ def estimate_exchange(body_bytes: int, *answer_texts: str | None) -> int:
 
 def looks_clipped(reported_prompt_tokens: int, estimate: int) -> bool:
     return estimate >= MIN_TOKENS_TO_JUDGE and reported_prompt_tokens < CLIPPED_RATIO * estimate
+
+
+def worst_case(prompt: int, first: int, later: int, continuations: int, answered: int = 0) -> int:
+    """The most tokens a review's requests can use: the first asks for up to ``first`` tokens
+    on a ``prompt`` of that estimate, and each of up to ``continuations`` more re-sends the
+    prompt with everything answered so far (``answered`` already, before the first) and asks
+    for up to ``later``. What the operator's ``max_run_tokens`` is held against."""
+    total = 0
+    for cap in [first] + [later] * continuations:
+        total += prompt + answered + cap
+        answered += cap
+    return total
+
+
+def refuse_over_cap(cap: int | None, estimate: int, what: str) -> None:
+    """Refuse, before anything is sent, work whose worst case (``estimate``, worded by
+    ``what``) is over the operator's ``max_run_tokens``."""
+    if cap is None or estimate <= cap:
+        return
+    from .errors import ConfigError
+    from .options import name_of
+
+    raise ConfigError(
+        f"{name_of('max_run_tokens')} {cap}: {what} may use up to {estimate} tokens (each "
+        "prompt re-sent with every continuation allowed, every answer at its cap); nothing "
+        "was sent",
+        hint=f"raise {name_of('max_run_tokens')}, or lower {name_of('max_tokens')} or "
+        f"{name_of('max_continuations')} on the command line",
+    )

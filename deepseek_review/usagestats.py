@@ -18,6 +18,7 @@ from .errors import InputError
 from .ollama.pricing import Price
 from .records.naming import sibling
 from .records.request_record import RequestRecord
+from .repo import read_regular_file
 
 
 @dataclass
@@ -83,7 +84,7 @@ def record_of(root: Path, receipt_rel: str) -> RequestRecord | None:
     """The request record beside a receipt, or None when it is missing or unreadable."""
     try:
         rel = sibling(receipt_rel, "record")
-        raw = (root / rel).read_bytes()
+        raw = read_regular_file(root / rel)
         return RequestRecord.load(raw, rel)
     except (ValueError, OSError, InputError):
         return None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +86,36 @@ def test_str_and_bytes_give_the_same_value():
 
 def test_a_refusal_is_a_value_error_so_bad_json_handlers_catch_it():
     assert issubclass(JSONRefused, ValueError)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def test_a_file_over_the_limit_is_refused_by_its_size_before_reading(tmp_path):
+    big = tmp_path / "big.receipt.json"
+    with big.open("wb") as fh:
+        fh.truncate(1 << 30)  # a hole: a gigabyte that costs no disk
+    with pytest.raises(OSError) as info:
+        safejson.read_file(big, max_bytes=1000)
+    assert info.value.errno == errno.EFBIG
+    assert info.value.strerror == "1073741824 bytes or more, over the 1000 a review file may hold"
+
+
+def test_a_file_at_the_limit_is_read_whole(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_bytes(b"x" * 1000)
+    assert safejson.read_file(path, max_bytes=1000) == b"x" * 1000
+
+
+def test_a_stream_is_read_no_further_than_the_limit():
+    with pytest.raises(OSError) as info:
+        safejson.read_stream("/dev/zero", max_bytes=1000)  # endless: stopped at 1001 bytes
+    assert info.value.errno == errno.EFBIG
+
+
+def test_what_is_not_a_regular_file_is_refused_unread(tmp_path):
+    fifo = tmp_path / "planted.receipt.json"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero"), tmp_path):
+        with pytest.raises(OSError):
+            safejson.read_file(path)

@@ -105,12 +105,12 @@ def rebuild_body(
 
 def repo_reader(root: Path) -> Reader:
     """A :data:`Reader` that refuses anything outside ``root`` (a record may be hostile)."""
-    from ..repo import resolve_inside
+    from ..repo import read_regular_file, resolve_inside
 
     def read(rel: str) -> bytes | None:
         try:
             path, _ = resolve_inside(root, rel)
-            return path.read_bytes() if path.is_file() else None
+            return read_regular_file(path) if path.is_file() else None
         except (InputError, OSError):
             return None
 

@@ -11,6 +11,7 @@ from typing import Literal, NamedTuple
 from ..errors import InputError
 from ..records.canonical import sha256_tag
 from ..repo import resolve_inside
+from ..safejson import MAX_FILE_BYTES, read_fd
 
 
 class Problem(NamedTuple):
@@ -50,13 +51,7 @@ def _read_fd(path: str, nofollow: bool) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file")
-        data = os.read(fd, st.st_size + 1)
-        if len(data) <= st.st_size:
-            return data
-        chunks = [data]
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_fd(fd, st.st_size, path, MAX_FILE_BYTES)  # sized before it is read
     finally:
         os.close(fd)
 
