@@ -45,6 +45,7 @@ from .ollama import native
 from .refusals import MAX_ERROR_BODY_BYTES, RETRY_STATUSES
 from .retry import Retryable, Throttle
 from .serverhints import Advice
+from .textsafe import redact, redact_bytes
 from .transport import make_http_client, request_headers
 
 #: Asks one path of the endpoint's origin (a POST when given a body): its JSON, or None.
@@ -127,11 +128,11 @@ class ChatClient:
     def scrub(self, text: str) -> str:
         """The text with the key taken out: always *before* any truncation, which could
         otherwise leave a prefix of the key that no longer matches."""
-        return text.replace(self._key, "[redacted]") if self._key else text
+        return redact(text, self._key)
 
     def scrub_bytes(self, data: bytes) -> bytes:
         """:meth:`scrub` for bytes."""
-        return data.replace(self._key.encode("utf-8"), b"[redacted]") if self._key else data
+        return redact_bytes(data, self._key)
 
     # ------------------------------------------------------------------ public
 
