@@ -198,8 +198,11 @@ class Rule(RegexBasedDetector):
                 if self._accept(m.group("secret")):
                     yield m.group("secret")
 
+    def applies_to(self, filename: str) -> bool:
+        return not self._files or bool(self._files.fullmatch(posixpath.basename(filename)))
+
     def analyze_line(self, filename: str, line: str, *args: Any, **kwargs: Any) -> Any:
-        if self._files and not self._files.fullmatch(posixpath.basename(filename)):
+        if not self.applies_to(filename):
             return set()
         return super().analyze_line(filename, line, *args, **kwargs)
 
@@ -226,7 +229,7 @@ _ENV = re.compile(
     (?P<name>[A-Za-z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)[A-Za-z0-9_]*)
     \s*=\s*
     (?P<secret>[^\s#'"$`{}()<>]{8,})\s*(?:\#.*)?$""",
-    re.VERBOSE | re.IGNORECASE,
+    re.VERBOSE | re.IGNORECASE | re.MULTILINE,
 )
 _B64 = r"[A-Za-z0-9+/]"
 _NETRC_FILES = re.compile(r"[._]?netrc", re.IGNORECASE)
@@ -331,7 +334,7 @@ _RULES: tuple[
     ),
     (
         ".netrc Password",
-        (re.compile(r"^\s*password[ \t]+(?P<secret>\S+)"),),
+        (re.compile(r"^\s*password[ \t]+(?P<secret>\S+)", re.MULTILINE),),
         _not_placeholder,
         _NETRC_FILES,
     ),
@@ -412,16 +415,16 @@ def _findings(files: Sequence[ContextFile]) -> Iterator[Finding]:
     theirs = detect_secrets_plugins()
     ours = own_plugins()
     for f in files:
+        plugins = [*theirs, *(rule for rule in ours if rule.applies_to(f.path))]
         # NOTE: scans the text that will be sent, not the file on disk (which may differ).
         for n, raw in enumerate(f.text.splitlines(), start=1):
             line = raw.rstrip()
-            for plugin in theirs:
+            for plugin in plugins:
                 for s in plugin.analyze_line(filename=f.path, line=line, line_number=n):
-                    if not _filtered(plugin, s.secret_value or "", line):
+                    if isinstance(plugin, Rule) or not _filtered(
+                        plugin, s.secret_value or "", line
+                    ):
                         yield Finding(f.path, n, s.type)
-            for rule in ours:
-                for s in rule.analyze_line(filename=f.path, line=line, line_number=n):
-                    yield Finding(f.path, n, s.type)
 
 
 def scan_files(files: Sequence[ContextFile]) -> list[Finding]:
