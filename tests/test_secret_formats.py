@@ -318,16 +318,10 @@ def test_placeholders_prose_and_code_are_not_flagged(name: str) -> None:
     assert _scan(path, text) == []
 
 
-@pytest.fixture
-def sent(request: pytest.FixtureRequest) -> Sent:
-    """test_secrets' ``offline``: every request is recorded and fails as unreachable."""
-    recorder: Sent = request.getfixturevalue("offline")
-    return recorder
-
-
 def test_every_format_is_refused_before_sending_and_no_value_is_printed(
-    repo: Path, cli: Cli, sent: Sent
+    repo: Path, cli: Cli, request: pytest.FixtureRequest
 ) -> None:
+    sent: Sent = request.getfixturevalue("offline")  # every request recorded, none sent
     specs: list[str] = []
     seen: set[str] = set()
     for path, text, *_ in FORMATS.values():
