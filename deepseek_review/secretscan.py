@@ -232,6 +232,8 @@ _ENV = re.compile(
     re.VERBOSE | re.IGNORECASE | re.MULTILINE,
 )
 _B64 = r"[A-Za-z0-9+/]"
+#: A .netrc password, perhaps quoted; a quote alone is code that builds one.
+_NETRC_VALUE = r"""[ \t]+["']?(?P<secret>[^\s"']{4,})"""
 _NETRC_FILES = re.compile(r"[._]?netrc", re.IGNORECASE)
 
 #: (kind, patterns, accept, file names or None), made plugins by :func:`own_plugins`.
@@ -326,15 +328,15 @@ _RULES: tuple[
     (
         ".netrc Password",
         (
-            re.compile(r"(?<!\S)machine[ \t]+\S+.*?(?<!\S)password[ \t]+(?P<secret>\S+)"),
-            re.compile(r"(?<!\S)login[ \t]+\S+[ \t]+password[ \t]+(?P<secret>\S+)"),
+            re.compile(r"(?<!\S)machine[ \t]+\S+.*?(?<!\S)password" + _NETRC_VALUE),
+            re.compile(r"(?<!\S)login[ \t]+\S+[ \t]+password" + _NETRC_VALUE),
         ),
         _not_placeholder,
         None,
     ),
     (
         ".netrc Password",
-        (re.compile(r"^\s*password[ \t]+(?P<secret>\S+)", re.MULTILINE),),
+        (re.compile(r"^\s*password" + _NETRC_VALUE, re.MULTILINE),),
         _not_placeholder,
         _NETRC_FILES,
     ),

@@ -283,6 +283,7 @@ PLACEHOLDERS = {
     "docker-empty": ("config.json", '{"auths": {"ghcr.io": {"auth": ""}}}\n'),
     "docker-word": ("config.json", '{"auth": "required", "type": "basic"}\n'),
     "netrc-variable": (".netrc", "machine api.example.com login bot password $NETRC_PASSWORD\n"),
+    "netrc-built-in-code": ("t.py", 'netrc = "machine h login bot password " + pw + "\\n"\n'),
     "netrc-prose": ("docs/login.md", "Type your password when the login prompt asks for it.\n"),
     "kubeconfig-certificate": (
         "kubeconfig",
