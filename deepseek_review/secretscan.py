@@ -435,8 +435,14 @@ def scan_files(files: Sequence[ContextFile]) -> list[Finding]:
     Where a generic rule (a ``.env`` assignment, a secret keyword) and a specific one both
     fire on one line (e.g. ``aws_access_key_id = AKIA...``), the specific kind names it.
     """
+    from detect_secrets.settings import transient_settings
+
     best: dict[tuple[str, int], Finding] = {}
-    for finding in _findings(files):
+    # Default filters only: never the verification one, which would send what it found to
+    # the service that issued it (Slack, Stripe...) to ask whether it is live.
+    with transient_settings({"filters_used": []}):
+        found = list(_findings(files))
+    for finding in found:
         where = (finding.path, finding.line)
         if where not in best or _rank(finding) < _rank(best[where]):
             best[where] = finding

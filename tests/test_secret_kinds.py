@@ -211,3 +211,31 @@ def test_a_detect_secrets_without_a_plugin_the_scan_needs_fails_closed(
     assert "detect-secrets" in error_line(r.err) and missing in error_line(r.err)
     assert "--allow-secrets" in r.err
     assert sent.urls == []
+
+
+def test_the_scan_never_asks_a_service_whether_a_secret_is_live(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """detect-secrets can verify a finding by calling the issuer's API; with that switched on
+    in its global settings (by anything in the process), the scan still sends nothing."""
+    from detect_secrets.constants import VerifiedResult
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.settings import get_settings
+
+    from deepseek_review.context import ContextFile
+    from deepseek_review.secretscan import scan_files
+
+    asked: list[str] = []
+
+    def verify(self: SlackDetector, secret: str) -> VerifiedResult:
+        asked.append(secret)
+        return VerifiedResult.VERIFIED_TRUE
+
+    monkeypatch.setattr(SlackDetector, "verify", verify)
+    path = "detect_secrets.filters.common.is_ignored_due_to_verification_policies"
+    monkeypatch.setitem(get_settings().filters, path, {"min_level": 2})
+    token = "xoxb-" + _rand(string.digits, 12) + "-" + _rand(string.digits, 13) + "-a1"
+    token += _rand(_ALNUM, 22)
+    found = scan_files([ContextFile("bots/slack.md", f"bot: {token}\n", "", 0)])
+    assert found == [Finding("bots/slack.md", 1, "Slack Token")]
+    assert len(asked) == 0, "a finding was sent to its issuer to verify"
