@@ -77,6 +77,7 @@ _PLACEHOLDER = re.compile(
 )
 _ENV_KIND = ".env-style secret assignment"
 _KEYWORD_KIND = "Secret Keyword"
+_PRIVATE_KEY_KIND = "Private Key"
 #: Kinds that name where a secret sits, not what it is: a more specific kind wins the line.
 _GENERIC_KINDS = (_KEYWORD_KIND, _ENV_KIND)
 
@@ -102,7 +103,9 @@ def _not_placeholder(value: str) -> bool:
 _CODE_REFERENCE = re.compile(
     r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*,|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+"
 )
-_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:_[a-z]+)+|\S+(?: \S+){2,}")
+_NAME = re.compile(
+    r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:_[a-z]+)+|[A-Z][a-z]+(?: [A-Z][a-z]+)+|\S+(?: \S+){2,}"
+)
 
 
 def _env_value(value: str) -> bool:
@@ -117,7 +120,8 @@ def _env_value(value: str) -> bool:
 
 def _a_name(value: str) -> bool:
     """What a keyword assignment holds when it is not a secret: the name of a variable
-    (``GITHUB_TOKEN``), an identifier (``api_key_env``) or a sentence."""
+    (``GITHUB_TOKEN``), an identifier (``api_key_env``), a title (``Private Key``) or a
+    sentence."""
     return bool(_NAME.fullmatch(value))
 
 
@@ -341,7 +345,7 @@ _RULES: tuple[
         _NETRC_FILES,
     ),
     (
-        "Private Key",
+        _PRIVATE_KEY_KIND,
         (
             re.compile(
                 r"(?<![\w-])client-key-data[\"']?[ \t]*:[ \t]*[\"']?"
@@ -353,7 +357,7 @@ _RULES: tuple[
         None,
     ),
     (
-        "Private Key",
+        _PRIVATE_KEY_KIND,
         (
             re.compile(
                 rf"(?<![\w+/=])(?P<secret>(?:M|b3BlbnNzaC1rZXktdjE){_B64}{{39,}}={{0,2}})(?![\w+/=])"
@@ -430,7 +434,8 @@ def _findings(files: Sequence[ContextFile]) -> Iterator[Finding]:
 
 
 def scan_files(files: Sequence[ContextFile]) -> list[Finding]:
-    """One finding per line that holds a secret, in context order.
+    """One finding per line that holds a secret, in context order; a private key, which
+    spans lines (its PEM header, then the body), is one finding at its first line.
 
     Where a generic rule (a ``.env`` assignment, a secret keyword) and a specific one both
     fire on one line (e.g. ``aws_access_key_id = AKIA...``), the specific kind names it.
@@ -447,7 +452,14 @@ def scan_files(files: Sequence[ContextFile]) -> list[Finding]:
         if where not in best or _rank(finding) < _rank(best[where]):
             best[where] = finding
     order = {f.path: i for i, f in enumerate(files)}
-    return sorted(best.values(), key=lambda x: (order[x.path], x.line))
+    ordered = sorted(best.values(), key=lambda x: (order[x.path], x.line))
+    return [f for f in ordered if not _continues_a_key(f, best)]
+
+
+def _continues_a_key(finding: Finding, best: dict[tuple[str, int], Finding]) -> bool:
+    """A private key's line right below another: the same key's body."""
+    above = best.get((finding.path, finding.line - 1))
+    return finding.kind == above.kind == _PRIVATE_KEY_KIND if above else False
 
 
 def _rank(finding: Finding) -> tuple[int, str]:

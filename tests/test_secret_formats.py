@@ -300,7 +300,7 @@ PLACEHOLDERS = {
     "keyword-names": (
         "cfg.py",
         'NAMES = {"api_key_env": "api_key_env", "api_key": "api_run"}\n'
-        'api_key_env = "GITHUB_TOKEN"\n',
+        'api_key_env = "GITHUB_TOKEN"\nSECRET_KIND = "Secret Keyword"\n',
     ),
     "stripe-test-placeholder": (
         "docs/billing.md",
