@@ -251,6 +251,20 @@ def test_each_format_is_found_naming_its_line_and_kind(name: str) -> None:
     assert _scan(path, text) == [Finding(path, line, kind)]
 
 
+@pytest.mark.parametrize(
+    "comment", ["  # pragma: allowlist secret", "  // pragma: allowlist secret"]
+)
+def test_an_allowlist_comment_in_the_file_does_not_silence_the_scan(comment: str) -> None:
+    """The file under review does not decide what may leave the machine; the operator's
+    ``--allow-secrets`` does."""
+    path, text, line, kind, _ = FORMATS["digitalocean"]
+    lines = text.splitlines()
+    lines[line - 1] += comment
+    gh = "ghp_" + _rand(_ALNUM, 36)
+    planted = "\n".join(lines) + "\n# pragma: allowlist nextline secret\ntoken = '" + gh + "'\n"
+    assert _scan(path, planted) == [Finding(path, line, kind), Finding(path, 5, "GitHub Token")]
+
+
 #: What documentation and templates write where a secret would go.
 PLACEHOLDERS = {
     "bearer-angle": (
