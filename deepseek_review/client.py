@@ -42,10 +42,10 @@ from .endpoint import is_loopback_host
 from .errorbody import one_line
 from .errors import BadResponse, ServerError
 from .ollama import native
+from .redact import redact, redact_bytes
 from .refusals import MAX_ERROR_BODY_BYTES, RETRY_STATUSES
 from .retry import Retryable, Throttle
 from .serverhints import Advice
-from .textsafe import redact, redact_bytes
 from .transport import make_http_client, request_headers
 
 #: Asks one path of the endpoint's origin (a POST when given a body): its JSON, or None.

@@ -403,7 +403,7 @@ def test_key_echoed_transformed_in_an_error_body_is_in_no_output_or_log(
 
 def test_redaction_keeps_text_that_only_resembles_the_key(key: str) -> None:
     """Digests, other base64 and the word "Bearer" are not taken for the key."""
-    from deepseek_review.textsafe import redact
+    from deepseek_review.redact import redact
 
     text = (
         "sha256:" + "ab" * 32 + " Bearer token " + base64.b64encode(b"user:other").decode()

@@ -26,7 +26,8 @@ import typer
 from .. import __version__, logs
 from ..errors import ConfigError, Interrupted, ReviewError
 from ..options import OPTIONS, naming
-from ..textsafe import escape, escape_lines, json_safe, redact
+from ..redact import redact
+from ..textsafe import escape, escape_lines, json_safe
 from .commands import LazyGroup
 from .signals import Signalled, interrupting
 from .streams import PipeGuard, StdoutClosed, exit_now, stdout_closed

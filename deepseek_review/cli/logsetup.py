@@ -12,7 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..textsafe import escape, redact
+from ..redact import redact
+from ..textsafe import escape
 
 
 class _ScrubFilter(logging.Filter):
