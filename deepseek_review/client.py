@@ -42,6 +42,7 @@ from .endpoint import is_loopback_host
 from .errorbody import one_line
 from .errors import BadResponse, ServerError
 from .ollama import native
+from .redact import redact, redact_bytes
 from .refusals import MAX_ERROR_BODY_BYTES, RETRY_STATUSES
 from .retry import Retryable, Throttle
 from .serverhints import Advice
@@ -127,11 +128,11 @@ class ChatClient:
     def scrub(self, text: str) -> str:
         """The text with the key taken out: always *before* any truncation, which could
         otherwise leave a prefix of the key that no longer matches."""
-        return text.replace(self._key, "[redacted]") if self._key else text
+        return redact(text, self._key)
 
     def scrub_bytes(self, data: bytes) -> bytes:
         """:meth:`scrub` for bytes."""
-        return data.replace(self._key.encode("utf-8"), b"[redacted]") if self._key else data
+        return redact_bytes(data, self._key)
 
     # ------------------------------------------------------------------ public
 

@@ -9,7 +9,6 @@ placeholders) are sent. Keys are built at run time, so none sits in this reposit
 from __future__ import annotations
 
 import base64
-import inspect
 import secrets
 import string
 from collections.abc import Callable
@@ -161,41 +160,82 @@ def test_hashes_uuids_the_word_basic_and_placeholders_are_sent(
 # --------------------------------------------------------------------------- detect-secrets
 
 
-def test_detect_secrets_line_scanner_has_the_shape_the_scan_calls() -> None:
-    """The scan calls detect-secrets' private ``_process_line_based_plugins``; pyproject.toml
-    pins the minor version. If a release changes the call, this fails before a user's scan
-    goes quiet."""
-    from detect_secrets.core import scan
+def test_keyword_secrets_in_yaml_and_ini_are_found_through_the_public_plugin_interface() -> None:
+    """The keyword plugin is given the file name, so ``password: ...`` in a YAML or INI file
+    reads as an assignment (ad-hoc ``scan_line`` has no file name and misses it)."""
+    from deepseek_review.context import ContextFile
+    from deepseek_review.secretscan import scan_files
+
+    files = [
+        ContextFile("deploy/db.yaml", "db:\n  password: hunter2hunter2x\n", "", 0),
+        ContextFile("deploy/db.ini", "[db]\npassword = hunter2hunter2x\n", "", 0),
+    ]
+    assert scan_files(files) == [
+        Finding("deploy/db.yaml", 2, "Secret Keyword"),
+        Finding("deploy/db.ini", 2, "Secret Keyword"),
+    ]
+
+
+def test_the_scan_uses_no_private_name_of_detect_secrets() -> None:
+    """Public API only, so detect-secrets need not be held below its next minor release:
+    nothing imported from it, nor any attribute of what was, nor a plugin module, is private."""
+    import ast
+
+    import deepseek_review.secretscan as module
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    names: list[str] = [f"plugins.{m}.{c}" for m, c in module.DETECT_SECRETS_PLUGINS]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("detect_secrets"):
+            names.append(node.module or "")
+            names += [a.name for a in node.names]
+            imported |= {a.asname or a.name for a in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) in imported:
+            names.append(node.attr)
+    assert len(names) > 30
+    assert [n for n in names if any(p.startswith("_") for p in n.split("."))] == []
+
+
+@pytest.mark.parametrize("missing", ["keyword.KeywordDetector", "private_key.PrivateKeyDetector"])
+def test_a_detect_secrets_without_a_plugin_the_scan_needs_fails_closed(
+    repo: Path, cli: Cli, sent: Sent, monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    import importlib
+
+    module, name = missing.split(".")
+    monkeypatch.delattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", REMOTE, *FAST)
+    assert r.code == 2, r.err
+    assert "detect-secrets" in error_line(r.err) and missing in error_line(r.err)
+    assert "--allow-secrets" in r.err
+    assert sent.urls == []
+
+
+def test_the_scan_never_asks_a_service_whether_a_secret_is_live(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """detect-secrets can verify a finding by calling the issuer's API; with that switched on
+    in its global settings (by anything in the process), the scan still sends nothing."""
+    from detect_secrets.constants import VerifiedResult
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.settings import get_settings
 
     from deepseek_review.context import ContextFile
     from deepseek_review.secretscan import scan_files
 
-    params = list(inspect.signature(scan._process_line_based_plugins).parameters)
-    assert params == ["lines", "filename"]
-    config = ContextFile("deploy/db.yaml", "db:\n  password: hunter2hunter2x\n", "", 0)
-    assert scan_files([config]) == [Finding("deploy/db.yaml", 2, "Secret Keyword")]
+    asked: list[str] = []
 
+    def verify(self: SlackDetector, secret: str) -> VerifiedResult:
+        asked.append(secret)
+        return VerifiedResult.VERIFIED_TRUE
 
-def test_detect_secrets_public_scan_line_misses_what_the_scan_needs() -> None:
-    """Why the private call: ``scan_line`` has no file name, so a YAML ``password:`` passes.
-    If this starts failing, the public API may now be enough: switch to it."""
-    from detect_secrets.core import scan
-    from detect_secrets.settings import transient_settings
-
-    with transient_settings({"plugins_used": [{"name": "KeywordDetector"}]}):
-        found = [s.type for s in scan.scan_line('password = "hunter2hunter2x"')]
-        assert found == ["Secret Keyword"]  # the plugin is on
-        assert list(scan.scan_line("  password: hunter2hunter2x")) == []
-
-
-def test_a_detect_secrets_without_the_line_scanner_fails_closed(
-    repo: Path, cli: Cli, sent: Sent, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from detect_secrets.core import scan
-
-    monkeypatch.delattr(scan, "_process_line_based_plugins")
-    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", REMOTE, *FAST)
-    assert r.code == 2, r.err
-    assert "detect-secrets" in error_line(r.err)
-    assert "--allow-secrets" in r.err
-    assert sent.urls == []
+    monkeypatch.setattr(SlackDetector, "verify", verify)
+    path = "detect_secrets.filters.common.is_ignored_due_to_verification_policies"
+    monkeypatch.setitem(get_settings().filters, path, {"min_level": 2})
+    token = "xoxb-" + _rand(string.digits, 12) + "-" + _rand(string.digits, 13) + "-a1"
+    token += _rand(_ALNUM, 22)
+    found = scan_files([ContextFile("bots/slack.md", f"bot: {token}\n", "", 0)])
+    assert found == [Finding("bots/slack.md", 1, "Slack Token")]
+    assert len(asked) == 0, "a finding was sent to its issuer to verify"

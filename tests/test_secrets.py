@@ -12,6 +12,8 @@ random part. The simulator checks the key, and the test checks it arrived as
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import logging
 import re
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -305,6 +308,109 @@ def test_key_is_in_no_output_or_log_of_a_failing_command(
     if sim is not None:
         assert_sent_as_bearer(key, sim)
     assert_key_nowhere(key, evidence, tmp_path)
+
+
+#: The key as a careless or hostile server may echo it in an error: transformed, so that a
+#: plain search for the key (and a plain replace) misses it.
+_TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "reversed": lambda k: k[::-1],
+    "base64": lambda k: base64.b64encode(k.encode()).decode(),
+    "base64-of-the-header": lambda k: base64.b64encode(f"Bearer {k}".encode()).decode(),
+    "base64-urlsafe-unpadded": lambda k: (
+        base64.urlsafe_b64encode(f"u:{k}".encode()).decode().rstrip("=")
+    ),
+    "base64-json-escaped-slashes": lambda k: (
+        base64.b64encode(b"\xff\xfe" + k.encode()).decode().replace("/", "\\/")
+    ),
+    "hex": lambda k: k.encode().hex(),
+    "zero-width-spaces": lambda k: "\u200b".join(k),
+    "zero-width-json-escapes": lambda k: "\\u200b".join(k),
+    "word-joiners-and-soft-hyphens": lambda k: "".join(c + "\u2060\u00ad" for c in k),
+    "url-encoded": lambda k: "".join(f"%{ord(c):02X}" for c in k),
+    "url-encoded-in-part": lambda k: k.replace("-", "%2d").replace("a", "%61"),
+    "json-unicode-escapes": lambda k: "".join(f"\\u{ord(c):04x}" for c in k),
+    "html-entities": lambda k: "".join(f"&#{ord(c)};" for c in k),
+    "upper-case": str.upper,
+}
+
+#: Where the transformed key sits: (status, body template with ``{k}``, content type, code).
+_ECHOES = {
+    "json-error": (401, '{{"error": {{"message": "invalid key {k}"}}}}', "application/json", 5),
+    "plain-text": (502, "upstream refused {k} (bad gateway)", "text/plain", 5),
+    "stream-error": (
+        200,
+        'data: {{"error": "token {k} revoked"}}\n\ndata: [DONE]\n\n',
+        "text/event-stream",
+        6,
+    ),
+}
+_INVISIBLE = re.compile(
+    r"[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]|\\u(?:00ad|200[b-f]|206[0-4]|feff)"
+)
+
+
+def _revealed(key: str, text: str) -> str | None:
+    """The key, or a piece of it, in ``text`` read back through each transform: decoded
+    (percent, HTML, JSON escapes, base64 and hex runs), invisible characters dropped, in lower
+    case, and reversed."""
+    plain = html.unescape(unquote(text))
+    plain = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), plain)
+    plain = _INVISIBLE.sub("", plain)
+    decoded = [plain]
+    for run in re.findall(r"(?:[A-Za-z0-9+/_-]|\\/){12,}", text):
+        run = run.replace("\\/", "/").replace("-", "+").replace("_", "/")
+        for skip in range(4):
+            part = run[skip:][: (len(run) - skip) // 4 * 4]
+            decoded.append(base64.b64decode(part, validate=False).decode("latin-1"))
+    for run in re.findall(r"(?:[0-9a-f]{2}){12,}", text):
+        decoded.append(bytes.fromhex(run).decode("latin-1"))
+    for candidate in decoded:
+        for form in (candidate.lower(), candidate.lower()[::-1]):
+            hit = _found(key, form)
+            if hit:
+                return hit
+    return None
+
+
+@pytest.mark.parametrize("echo", list(_ECHOES))
+@pytest.mark.parametrize("transform", list(_TRANSFORMS))
+def test_key_echoed_transformed_in_an_error_body_is_in_no_output_or_log(
+    repo: Path,
+    tmp_path: Path,
+    make_stub: Callable[..., Stub],
+    run_cli: Cli,
+    evidence: Evidence,
+    key: str,
+    transform: str,
+    echo: str,
+) -> None:
+    status, template, ctype, code = _ECHOES[echo]
+    body = template.format(k=_TRANSFORMS[transform](key)).encode()
+    assert _revealed(key, body.decode()), "the oracle must see the key in what the server sends"
+    url = make_stub([Reply(status, body, content_type=ctype)]).base_url
+    r = run_cli("--verbose", "run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", url,
+                "--max-attempts", "1", "--json", *FAST)  # fmt: skip
+    assert r.code == code, r.err
+    assert "[redacted]" in r.err  # the server's words were shown, without the key
+    for where, text in evidence.outputs:
+        assert _revealed(key, text) is None, f"{transform} key in {where}:\n{text}"
+    formatter = logging.Formatter("%(message)s")
+    for record in evidence.records:
+        text = formatter.format(record) + repr(record.args) + repr(record.msg)
+        assert _revealed(key, text) is None, f"{transform} key in a log record: {text}"
+    for path in (tmp_path / rel for rel in files_under(tmp_path)):
+        assert _revealed(key, path.read_bytes().decode("latin-1")) is None, path
+
+
+def test_redaction_keeps_text_that_only_resembles_the_key(key: str) -> None:
+    """Digests, other base64 and the word "Bearer" are not taken for the key."""
+    from deepseek_review.redact import redact
+
+    text = (
+        "sha256:" + "ab" * 32 + " Bearer token " + base64.b64encode(b"user:other").decode()
+        + " sk-planted-" + "0" * 32 + " %41%42 &#65;"
+    )  # fmt: skip
+    assert redact(text, key) == text
 
 
 @pytest.mark.parametrize("verbose", VERBOSITY)

@@ -26,6 +26,7 @@ import typer
 from .. import __version__, logs
 from ..errors import ConfigError, Interrupted, ReviewError
 from ..options import OPTIONS, naming
+from ..redact import redact
 from ..textsafe import escape, escape_lines, json_safe
 from .commands import LazyGroup
 from .signals import Signalled, interrupting
@@ -232,7 +233,7 @@ def shown_path(root: Path, rel: str) -> str:
 
 
 def _scrub(text: str) -> str:
-    return text.replace(STATE.secret, "[redacted]") if STATE.secret else text
+    return redact(text, STATE.secret)
 
 
 def _report(kind: str, exit_code: int, line: str, message: str, hint: str = "") -> NoReturn:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..redact import redact
 from ..textsafe import escape
 
 
@@ -26,8 +27,9 @@ class _ScrubFilter(logging.Filter):
         secret = self._secret()
         if secret:
             msg = record.getMessage()
-            if secret in msg:
-                record.msg, record.args = msg.replace(secret, "[redacted]"), None
+            scrubbed = redact(msg, secret)
+            if scrubbed != msg:
+                record.msg, record.args = scrubbed, None
         return True
 
 
