@@ -167,7 +167,8 @@ def context_overflow(advice: Advice) -> str:
     lower = f"lower {name_of('max_tokens')}"
     more = {
         "ollama": "raise the context (OLLAMA_CONTEXT_LENGTH=<tokens> ollama serve)",
-        "llama.cpp": "restart llama-server with a larger context (-c <tokens>)",
+        "llama.cpp": "restart the server with a larger context (llama-server -c <tokens>; "
+        "llama-cpp-python: --n_ctx <tokens>)",
         "vllm": f"{lower}, or serve the model with a larger --max-model-len",  # vLLM's flag
         "deepseek": f"{lower} (the model's context is fixed)",
     }.get(advice.server or "", f"{lower}, or raise the server's context size")

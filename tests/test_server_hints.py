@@ -153,7 +153,8 @@ def test_prompt_over_the_context_size_gives_the_servers_reason_once_in_both_mode
     assert len(sim.chat_requests()) == 1  # the same prompt would overflow again
     line = one_error_line(r.err)
     assert LLAMA_CONTEXT_MESSAGE in line
-    assert "send less context" in line and "llama-server" in line and "-c <tokens>" in line
+    assert "send less context" in line and "llama-server -c <tokens>" in line
+    assert "llama-cpp-python: --n_ctx <tokens>" in line  # its own flag for the same
     assert_nothing_written(repo)
 
 
