@@ -69,7 +69,7 @@ def test_refused_loopback_connection_is_tried_twice_at_most_and_fails_fast(repo,
     assert r.code == 5
     line = one_error_line(r.err)
     assert "Connection refused" in line
-    assert "(after 2 attempts)" in line
+    assert "(after 2 attempts; a failure of this kind is tried at most 2 times)" in line
     assert elapsed < 4.0, f"took {elapsed:.1f}s"
     assert_nothing_written(repo)
 
