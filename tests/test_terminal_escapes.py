@@ -236,9 +236,20 @@ def test_a_context_error_names_a_file_with_an_invisible_character_escaped(
     repo: Path, cli: Cli, char: str, shown: str
 ) -> None:
     _commit_a_file_named(repo, f"uni/zw{char}sp.py")
-    r = cli("run", "-c", "uni", "-p", "x", "--dry-run")
+    r = cli("run", "-c", f"uni/zw{char}sp.py", "-p", "x", "--dry-run")
     assert r.code == 3, r.err
     assert f"'uni/zw{shown}sp.py'" in r.err
+    assert char not in r.err
+
+
+@pytest.mark.parametrize(("char", "shown"), INVISIBLE)
+def test_a_folder_of_only_badly_named_files_is_refused_naming_one_escaped(
+    repo: Path, cli: Cli, char: str, shown: str
+) -> None:
+    _commit_a_file_named(repo, f"uni/zw{char}sp.py")
+    r = cli("run", "-c", "uni", "-p", "x", "--dry-run")
+    assert r.code == 3, r.err
+    assert f"uni/zw{shown}sp.py: name holds control characters" in r.err
     assert char not in r.err
 
 
