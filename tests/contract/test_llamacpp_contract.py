@@ -109,6 +109,9 @@ def make_repo(folder: Path) -> Path:
 
 
 def review_args(server: LlamaServer, *extra: str) -> list[str]:
+    """``run`` against the server; ``extra`` may set its own ``--max-continuations`` (each
+    option is given once: the tool refuses a repeated one)."""
+    own_cap = "--max-continuations" in extra
     return [
         "run",
         "-c",
@@ -121,8 +124,7 @@ def review_args(server: LlamaServer, *extra: str) -> list[str]:
         "llama.cpp",
         "--model",
         MODEL,
-        "--max-continuations",
-        "40",
+        *([] if own_cap else ["--max-continuations", "40"]),
         "--retry-wait",
         "0.01",
         "--json",
