@@ -168,11 +168,13 @@ def continue_review(
 
 
 def show(path: str, *, repo_root: PathArg | None = None) -> ShownChain:
-    """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer."""
+    """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer;
+    only segments the trust rule admits (:mod:`.trust`) are part of it."""
     from .api_views import ShownChain
     from .chain import find_chain, stitched_text
     from .repo import find_repo_root
+    from .trust import admit_beside
 
     root = find_repo_root(repo_root)
-    chain = find_chain(root, path)
+    chain = find_chain(root, path, admission=admit_beside(root, path, what="show"))
     return ShownChain(root, tuple(chain), stitched_text(root, chain))

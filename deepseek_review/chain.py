@@ -8,8 +8,10 @@ receipt is refused with a message naming the segment.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import safejson
 from .errors import InputError, VerificationFailed
@@ -17,6 +19,9 @@ from .records.canonical import sha256_tag
 from .records.index import Break, Entry, ReceiptIndex
 from .records.stored import ChainSegment, load_segment, receipt_for
 from .repo import read_regular_file, resolve_inside
+
+if TYPE_CHECKING:
+    from .trust import Admission
 
 
 def _glance(root: Path, rel: str) -> Entry[None] | None:
@@ -38,20 +43,30 @@ def _glance(root: Path, rel: str) -> Entry[None] | None:
     )
 
 
-def chain_index(root: Path) -> ReceiptIndex[None]:
+def chain_index(root: Path, admitted: Collection[str] | None = None) -> ReceiptIndex[None]:
     """An index for :func:`find_chain` that many calls may share (each folder glanced at
-    once: finding every chain of a folder stays linear)."""
-    return ReceiptIndex(root, partial(_glance, root))
+    once: finding every chain of a folder stays linear). ``admitted``: only these receipts
+    are indexed (the trust rule's, :mod:`.trust`): a set-aside receipt neither continues nor
+    claims anything."""
+    if admitted is None:
+        return ReceiptIndex(root, partial(_glance, root))
+    return ReceiptIndex(root, lambda rel: _glance(root, rel) if rel in admitted else None)
 
 
 def find_chain(
-    root: Path, user_path: str, *, index: ReceiptIndex[None] | None = None
+    root: Path,
+    user_path: str,
+    *,
+    index: ReceiptIndex[None] | None = None,
+    admission: Admission | None = None,
 ) -> list[ChainSegment]:
     """The whole chain ``user_path`` belongs to, primary first, every segment validated.
 
     A chain that forks, loops, or continues an answer claimed by no receipt or by several
     is refused (:class:`InputError`) naming where. ``index``: one shared with other calls
-    (:func:`chain_index`).
+    (:func:`chain_index`). ``admission``: the trust rule's verdict (:mod:`.trust`); a chain
+    with a segment it set aside is refused (:class:`VerificationFailed`) naming the segment
+    and why, so nothing it did not admit is shown or continued as part of a review.
     """
     start = load_segment(root, receipt_for(root, user_path))
     index = chain_index(root) if index is None else index
@@ -82,6 +97,14 @@ def find_chain(
     )
     if broken is not None:
         raise InputError(_refusal(broken, chain))
+    if admission is not None:
+        for seg in chain:
+            if seg.receipt_path not in admission.admitted:
+                why = admission.set_aside.get(seg.receipt_path, "not among the reviews checked")
+                raise VerificationFailed(
+                    f"{seg.receipt_path} (answer {seg.answer_path}): set aside by the trust "
+                    f"rule: {why}"
+                )
     return chain
 
 

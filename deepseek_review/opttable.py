@@ -58,10 +58,11 @@ TABLE: tuple[Option, ...] = (
            frozenset({"batch"}), check=Positive()),
     Option("resume", "bool", True, "Adopt what earlier runs left; --no-resume redoes every entry",
            frozenset({"batch"})),
-    Option("resume_from", "str", None,
-           "Adopt earlier receipts only if committed unchanged in this git revision (in CI on a "
-           "pull request: the base branch, so the change's own receipts are not believed)",
-           frozenset({"batch"})),
+    Option("trusted_rev", "str", None,
+           "Believe review files that a commit brought only if committed unchanged in this git "
+           "revision (in CI on a pull request: the base branch); see the trust model",
+           frozenset({"batch", ENV}), aliases=("--resume-from",),
+           refusal="a file under review must not choose which revision is trusted"),
     Option("context", "paths", (), "A file, folder or glob inside the repository (repeatable)",
            frozenset({"run", ENTRY, DEFAULTS}), short="-c", review=True, under_root=True),
     Option("prompt", "str", None, "The review request", frozenset({"run", ENTRY}), short="-p",

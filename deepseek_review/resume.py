@@ -38,6 +38,7 @@ from .resources import prompts_dir
 from .segment import Segment
 from .storage import check_writable_dir
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
+from .trust import admit_beside
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,8 @@ def continue_existing(
 ) -> ContinueOutcome:
     env = os.environ if env is None else env
     root = find_repo_root(options.repo_root)
-    chain_segs = find_chain(root, options.path)
+    admission = admit_beside(root, options.path, what="continue")
+    chain_segs = find_chain(root, options.path, admission=admission)
     last = chain_segs[-1]
     primary = chain_segs[0]
     segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]

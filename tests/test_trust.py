@@ -315,7 +315,7 @@ def test_no_resume_redoes_every_entry(pull_request, operator, cli):
 def test_resume_from_a_revision_that_is_not_a_commit_exits_2(pull_request, operator, cli):
     r = batch(cli, operator, "--resume-from", "no-such-branch")
     assert r.code == 2
-    assert "--resume-from 'no-such-branch': not a commit of the repository" in r.err
+    assert "--trusted-rev 'no-such-branch': not a commit of the repository" in r.err
     assert operator.chat_requests() == []
 
 
@@ -337,10 +337,20 @@ def _cut_chain(repo: Path, cli: Cli, sim: Simulator) -> dict[str, Any]:
 
 
 def _point_receipt_at(repo: Path, segment: dict[str, Any], url: str) -> None:
+    """The receipt and its request record both name ``url``: the segment still verifies, so
+    the trust rule (local use: whatever verifies) lets ``continue`` read it."""
     path = repo / segment["receipt_path"]
-    receipt = json.loads(path.read_text())
-    receipt["endpoint"] = url
-    path.write_text(json.dumps(receipt, indent=2))
+    for file in (path, path.with_name(path.name.replace(".receipt.", ".request."))):
+        data = json.loads(file.read_text())
+        data["endpoint"] = url
+        file.write_text(json.dumps(data, indent=2))
+    assert cli_verifies(repo, segment["receipt_path"])
+
+
+def cli_verifies(repo: Path, receipt: str) -> bool:
+    from deepseek_review.verification import verify
+
+    return verify([receipt], root=repo).ok
 
 
 def test_continue_without_a_key_does_not_send_context_where_a_receipt_says(

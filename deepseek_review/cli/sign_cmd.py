@@ -1,6 +1,7 @@
 """``sign``: sign the segments that exist; ``attest``: the predicate for CI attestations."""
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -8,10 +9,13 @@ import typer
 
 from ..errors import VerificationFailed
 from ..options import OPTIONS
+from ..textsafe import escape
 from .app import (
+    AllowedSignersOpt,
     JsonOpt,
     QuietOpt,
     RepoRootOpt,
+    TrustedRevOpt,
     VerboseOpt,
     _json_out,
     _write_lines,
@@ -73,12 +77,15 @@ def attest(
         typer.Option(help="Write the predicate to this file (never replaced).", show_default=False),
     ] = ...,  # type: ignore[assignment]
     repo_root: RepoRootOpt = None,
+    trusted_rev: TrustedRevOpt = None,
+    allowed_signers: AllowedSignersOpt = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     # Its help: its summary in commands.COMMANDS, then this docstring.
     """Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
-    there are no receipts.
+    there are no receipts or the trust rule admits none of them (see the README's trust
+    model: segments a commit brought need --trusted-rev or a signature).
     """
     from .. import api
     from ..records.canonical import pretty_json
@@ -87,8 +94,18 @@ def attest(
 
     root = api.repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
-    predicate = api.attest(typed, root=root)
+    predicate = api.attest(
+        typed, root=root, trusted_rev=trusted_rev, allowed_signers=allowed_signers
+    )
     write_output(Path(output), pretty_json(predicate), shown=output)
     n = len(predicate["reviews"])
-    _write_lines(sys.stderr, [f"deepseek-review: attest: wrote {output} ({n} segments)"])
+    lines = [f"deepseek-review: attest: wrote {output} ({n} segments)"]
+    left = Counter(x["reason"] for x in predicate.get("left_out", []))
+    if left:
+        why = "; ".join(f"{n}: {escape(reason)}" for reason, n in left.most_common())
+        lines.append(
+            f"deepseek-review: attest: left out {left.total()} segment(s), listed under "
+            f"left_out: {why}"
+        )
+    _write_lines(sys.stderr, lines)
     print(ATTEST_PREDICATE_TYPE)

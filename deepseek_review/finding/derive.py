@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..chain import chain_index, find_chain, stitched_text
-from ..errors import InputError
+from ..errors import InputError, VerificationFailed
 from ..records.canonical import sha256_tag
 from ..records.parts import file_refs
 from ..records.rebuild import repo_reader
 from ..records.stored import ChainSegment
 from ..repo import git_output, resolve_inside
+from ..trust import Admission, TrustPolicy, admit
 from .anchor import Reviewed, anchor
 from .extract import extract
 from .hunks import NewSide, change_in
@@ -46,6 +47,8 @@ class Collected:
     reviews: list[ReviewFindings] = field(default_factory=list)
     findings: list[Anchored] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    admission: Admission = field(default_factory=Admission)
+    """What the trust rule (:mod:`..trust`) admitted, and what it set aside with why."""
 
     def counts(self) -> dict[str, int]:
         """Findings by severity, every severity present (zeros included)."""
@@ -125,7 +128,14 @@ def derive_text(text: str, seen: Reviewed, review: str) -> list[Anchored]:
 
 def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     """The findings of a chain (:class:`InputError` when its findings block is missing or
-    invalid)."""
+    invalid, or a continuation has no request record: this tool writes one for every
+    continuation, so a continuation without one was not written by it)."""
+    for seg in chain[1:]:
+        if seg.record is None:
+            raise InputError(
+                f"{seg.receipt_path}: a continuation without its request record "
+                f"({seg.record_path}); not read as part of the review"
+            )
     last = chain[-1].answer_path
     found = derive_text(stitched_text(root, list(chain)), reviewed_version(root, chain), last)
     receipts = tuple(_receipt_summary(s) for s in chain)
@@ -144,21 +154,32 @@ def merge(reviews: Sequence[ReviewFindings]) -> list[Anchored]:
     return sorted(best.values(), key=lambda a: rank(a.finding.severity))
 
 
-def collect(root: Path, paths: Sequence[str]) -> Collected:
-    """The findings of every chain the paths name (receipts, answers or folders).
+def collect(root: Path, paths: Sequence[str], policy: TrustPolicy | None = None) -> Collected:
+    """The findings of every chain the paths name (receipts, answers or folders) that the
+    trust rule admits (:mod:`..trust`; ``policy`` None: from the environment).
 
     A path that names one review and has no usable block is an :class:`InputError`; in a
     folder, such a chain is listed in ``problems`` and the others are still exported.
     """
     from ..verification import discover
 
+    policy = TrustPolicy.configured() if policy is None else policy
     out = Collected()
-    done: set[str] = set()
-    index = chain_index(root)
+    # The folders the paths lie in: a chain's other segments are beside the one named.
+    folders = []
+    for user_path in paths:
+        path, rel = resolve_inside(root, user_path, what="PATH")
+        folders.append(rel if path.is_dir() else (rel.rpartition("/")[0] or "."))
+    out.admission, _ = admit(root, list(dict.fromkeys(folders)), policy)
+    done: set[str] = set(out.admission.set_aside)
+    index = chain_index(root, out.admission.admitted)
     for user_path in paths:
         single = not resolve_inside(root, user_path, what="PATH")[0].is_dir()
         for receipt in discover(root, [user_path]).receipts:
             if receipt in done:
+                if single and receipt in out.admission.set_aside:
+                    why = out.admission.set_aside[receipt]
+                    raise VerificationFailed(f"{receipt}: set aside by the trust rule: {why}")
                 continue
             try:
                 chain = find_chain(root, receipt, index=index)

@@ -1,0 +1,231 @@
+"""The trust rule: which review files found on disk a command may believe.
+
+A review file this run did not write (answer, receipt, request record, statement, signature,
+findings) may have been planted: on a pull request everything committed is the change's. A
+segment is **admitted** when it verifies (as ``verify`` checks it) and, once the operator
+turned the rule on, something the operator trusts vouches for it:
+
+- it is signed by a key in the operator's allowed signers (``--allowed-signers``), or
+- its files are committed unchanged in the revision the operator names (``--trusted-rev``,
+  git decides: ``ls-tree REV`` minus ``diff REV``; ``batch --resume-from`` is the same), or
+- no file of it is tracked by git (neither ``HEAD`` nor the index holds it): it was written in
+  this work tree, by this run or an earlier step of the same job, never by a commit.
+
+The rule is on when ``--trusted-rev`` or ``--allowed-signers`` is given (flag or environment)
+or the environment says ``CI=true``; otherwise every segment that verifies is admitted, as a
+local user expects. Only the command line and the environment turn it on or off: never a file
+under review. Every consumer (``findings``, ``attest``, ``show``, ``continue``,
+``--since-last-review``, batch resume) asks here, and prints :meth:`Admission.note`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .options import OPTIONS, name_of
+from .records.naming import RECEIPT_SUFFIX, resume_checked
+from .repo import files_unchanged_since, git_output
+
+if TYPE_CHECKING:
+    from .verification.reports import VerifyReport
+
+#: Values of ``CI`` that turn the rule on (GitHub, GitLab and most CI systems set ``true``).
+_CI_TRUE = frozenset({"true", "1", "yes"})
+
+
+@dataclass(frozen=True)
+class TrustPolicy:
+    """What the operator trusts: a revision, an allowed-signers file, and whether the rule is
+    on (either of them given, or ``CI=true``)."""
+
+    trusted_rev: str | None = None
+    allowed_signers: str | None = None
+    ci: bool = False
+
+    @property
+    def enforced(self) -> bool:
+        return self.trusted_rev is not None or self.allowed_signers is not None or self.ci
+
+    @classmethod
+    def configured(
+        cls,
+        trusted_rev: str | None = None,
+        allowed_signers: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> TrustPolicy:
+        """From the arguments, else the environment (``DEEPSEEK_REVIEW_TRUSTED_REV``,
+        ``DEEPSEEK_REVIEW_ALLOWED_SIGNERS``, ``CI``); never from a file under review."""
+        e = os.environ if env is None else env
+
+        def given(value: str | None, key: str) -> str | None:
+            if value is not None:
+                return value
+            return e.get(OPTIONS[key].env_name or "", "").strip() or None
+
+        return cls(
+            given(trusted_rev, "trusted_rev"),
+            given(allowed_signers, "allowed_signers"),
+            e.get("CI", "").strip().lower() in _CI_TRUE,
+        )
+
+
+@dataclass
+class Admission:
+    """The segments (by receipt) a command may believe, and why each other one was set
+    aside."""
+
+    admitted: set[str] = field(default_factory=set)
+    set_aside: dict[str, str] = field(default_factory=dict)
+
+    def note(self) -> str | None:
+        """One line: what was set aside and why, per reason (None: nothing was)."""
+        if not self.set_aside:
+            return None
+        folders = sorted({rel.rpartition("/")[0] or "." for rel in self.set_aside})
+        where = ", ".join(f + "/" for f in folders[:3]) + (" ..." if len(folders) > 3 else "")
+        parts = [
+            f"{n} segment{'s' if n != 1 else ''}: {why}"
+            for why, n in Counter(self.set_aside.values()).most_common()
+        ]
+        return f"set aside in {where}: " + "; ".join(parts)
+
+
+def committed_unchanged(root: Path, rev: str, folders: Iterable[str]) -> set[str]:
+    """The files under ``folders`` (repo-relative) committed in ``rev`` and unchanged in the
+    work tree since (:func:`.repo.files_unchanged_since`)."""
+    return files_unchanged_since(root, rev, sorted(set(folders)), what=name_of("trusted_rev"))
+
+
+def tracked(root: Path, folders: Iterable[str]) -> set[str]:
+    """The files under ``folders`` that git tracks: in ``HEAD`` or in the index."""
+    specs = ["--", *sorted(set(folders))]
+    out: set[str] = set()
+    for args in (("ls-files", "-z", "--full-name"), ("ls-tree", "-r", "-z", "--name-only",
+                                                      "--full-tree", "HEAD")):  # fmt: skip
+        listed = git_output(root, *args, *specs)
+        if listed is not None:
+            out |= {os.fsdecode(n) for n in listed.split(b"\0") if n}
+    return out
+
+
+def segment_files(receipt: str, present: Collection[str]) -> list[str]:
+    """The files of a receipt's segment that must be vouched for: every file of its stem the
+    naming table lists (:func:`.records.naming.resume_checked`) that is there. The answer is
+    bound by the receipt's hash, so a vouched-for receipt vouches for it too."""
+    stem = receipt[: -len(RECEIPT_SUFFIX)]
+    return [f for f in resume_checked(stem) if f == receipt or f in present]
+
+
+def _present(root: Path, folders: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for folder in folders:
+        try:
+            names = os.listdir(root / folder if folder else root)
+        except OSError:
+            continue
+        prefix = folder + "/" if folder else ""
+        out |= {prefix + n for n in names}
+    return out
+
+
+def vouched(
+    root: Path, policy: TrustPolicy, receipts: Sequence[str], signed: Collection[str] = ()
+) -> dict[str, str | None]:
+    """For each receipt (all of which verify): None when something the operator trusts vouches
+    for its segment, else why nothing does. ``signed``: the receipts whose segment is signed
+    by an allowed signer (verify's ``signature`` check)."""
+    folders = {r.rpartition("/")[0] for r in receipts}
+    present = _present(root, folders)
+    committed = (
+        committed_unchanged(root, policy.trusted_rev, folders) if policy.trusted_rev else set()
+    )
+    known = tracked(root, folders)
+    out: dict[str, str | None] = {}
+    for rel in receipts:
+        files = segment_files(rel, present)
+        if rel in signed or (policy.trusted_rev and all(f in committed for f in files)):
+            out[rel] = None
+        elif not any(f in known for f in files):
+            out[rel] = None  # written in this work tree, not brought by a commit
+        else:
+            out[rel] = _why_not(policy)
+    return out
+
+
+def _why_not(policy: TrustPolicy) -> str:
+    rev = (
+        f"not committed unchanged in {policy.trusted_rev}"
+        if policy.trusted_rev
+        else f"committed, and no {name_of('trusted_rev')} names a revision to trust"
+    )
+    who = "not signed by an allowed signer" if policy.allowed_signers else "not signed"
+    return f"{rev} and {who}"
+
+
+def admit_report(root: Path, report: VerifyReport, policy: TrustPolicy) -> Admission:
+    """The trust rule over the receipts of a verify run: each admitted, or set aside with
+    why."""
+    out = Admission()
+    passed: list[str] = []
+    for r in report.receipts:
+        if r.status == "fail":
+            out.set_aside[r.receipt_path] = "does not verify (" + ", ".join(r.failed) + ")"
+        else:
+            passed.append(r.receipt_path)
+    if not policy.enforced:
+        out.admitted.update(passed)
+        return out
+    signed = {r.receipt_path for r in report.receipts if r.signer is not None}
+    for rel, why in vouched(root, policy, passed, signed).items():
+        if why is None:
+            out.admitted.add(rel)
+        else:
+            out.set_aside[rel] = why
+    return out
+
+
+def admit(
+    root: Path,
+    paths: Sequence[str],
+    policy: TrustPolicy,
+    *,
+    default_folder: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Admission, VerifyReport]:
+    """Verify the receipts under ``paths`` (signatures checked against the policy's allowed
+    signers) and apply the trust rule; the verify report too, for callers that use it."""
+    from .verification import DEFAULT_FOLDER, verify
+    from .verification.signature_checks import SignatureChecks
+
+    checks = None
+    if policy.allowed_signers is not None:
+        checks = SignatureChecks.configured(root, policy.allowed_signers, False, env)
+    report = verify(
+        list(paths),
+        root=root,
+        default_folder=default_folder or DEFAULT_FOLDER,
+        signatures=checks,
+    )
+    return admit_report(root, report, policy), report
+
+
+def admit_beside(
+    root: Path, user_path: str, policy: TrustPolicy | None = None, *, what: str = ""
+) -> Admission:
+    """The trust rule over the folder of the review ``user_path`` names (a chain's segments
+    are written beside each other), its note logged (``show``, ``continue``)."""
+    from .logs import log
+    from .records.stored import receipt_for
+
+    rel = receipt_for(root, user_path)
+    folder = rel.rpartition("/")[0] or "."
+    admission, _ = admit(root, [folder], TrustPolicy.configured() if policy is None else policy)
+    note = admission.note()
+    if note is not None:
+        log.warning("%s%s", f"{what}: " if what else "", note)
+    return admission
