@@ -43,14 +43,22 @@ def _glance(root: Path, rel: str) -> Entry[None] | None:
     )
 
 
-def chain_index(root: Path, admitted: Collection[str] | None = None) -> ReceiptIndex[None]:
+def chain_index(
+    root: Path, admitted: Collection[str] | None = None, exclude: Collection[str] = ()
+) -> ReceiptIndex[None]:
     """An index for :func:`find_chain` that many calls may share (each folder glanced at
     once: finding every chain of a folder stays linear). ``admitted``: only these receipts
-    are indexed (the trust rule's, :mod:`.trust`): a set-aside receipt neither continues nor
-    claims anything."""
-    if admitted is None:
+    are indexed, ``exclude``: not these (the trust rule's, :mod:`.trust`): a set-aside
+    receipt neither continues nor claims anything."""
+    if admitted is None and not exclude:
         return ReceiptIndex(root, partial(_glance, root))
-    return ReceiptIndex(root, lambda rel: _glance(root, rel) if rel in admitted else None)
+
+    def glance(rel: str) -> Entry[None] | None:
+        if rel in exclude or (admitted is not None and rel not in admitted):
+            return None
+        return _glance(root, rel)
+
+    return ReceiptIndex(root, glance)
 
 
 def find_chain(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .options import OPTIONS, name_of
-from .records.naming import RECEIPT_SUFFIX, resume_checked
+from .records.naming import RECEIPT_SUFFIX, resume_checked, sibling
 from .repo import files_unchanged_since, git_output
 
 if TYPE_CHECKING:
@@ -81,6 +81,15 @@ class Admission:
 
     admitted: set[str] = field(default_factory=set)
     set_aside: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    """For a segment that does not verify: its first failed check's words."""
+
+    def first(self) -> str | None:
+        """The first segment set aside (in name order) and why, in full."""
+        if not self.set_aside:
+            return None
+        rel = min(self.set_aside)
+        return f"{rel}: {self.details.get(rel) or self.set_aside[rel]}"
 
     def note(self) -> str | None:
         """One line: what was set aside and why, per reason (None: nothing was)."""
@@ -167,28 +176,6 @@ def _why_not(policy: TrustPolicy) -> str:
     return f"{rev} and {who}"
 
 
-def admit_report(root: Path, report: VerifyReport, policy: TrustPolicy) -> Admission:
-    """The trust rule over the receipts of a verify run: each admitted, or set aside with
-    why."""
-    out = Admission()
-    passed: list[str] = []
-    for r in report.receipts:
-        if r.status == "fail":
-            out.set_aside[r.receipt_path] = "does not verify (" + ", ".join(r.failed) + ")"
-        else:
-            passed.append(r.receipt_path)
-    if not policy.enforced:
-        out.admitted.update(passed)
-        return out
-    signed = {r.receipt_path for r in report.receipts if r.signer is not None}
-    for rel, why in vouched(root, policy, passed, signed).items():
-        if why is None:
-            out.admitted.add(rel)
-        else:
-            out.set_aside[rel] = why
-    return out
-
-
 def admit(
     root: Path,
     paths: Sequence[str],
@@ -197,21 +184,72 @@ def admit(
     default_folder: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> tuple[Admission, VerifyReport]:
-    """Verify the receipts under ``paths`` (signatures checked against the policy's allowed
-    signers) and apply the trust rule; the verify report too, for callers that use it."""
-    from .verification import DEFAULT_FOLDER, verify
+    """Verify the receipts under ``paths`` and apply the trust rule; the verify report too
+    (of the receipts verified: those nothing could vouch for are set aside first, and no
+    chain walk of the verification sees them, so a planted continuation cannot make a
+    genuine review fail its chain or findings check).
+
+    Signatures are checked against the policy's allowed signers; a signed segment whose
+    signature does not count is set aside and the rest verified again without it.
+    """
+    from .verification import DEFAULT_FOLDER, discover, verify
     from .verification.signature_checks import SignatureChecks
 
+    folder = default_folder or DEFAULT_FOLDER
     checks = None
     if policy.allowed_signers is not None:
         checks = SignatureChecks.configured(root, policy.allowed_signers, False, env)
-    report = verify(
-        list(paths),
-        root=root,
-        default_folder=default_folder or DEFAULT_FOLDER,
-        signatures=checks,
-    )
-    return admit_report(root, report, policy), report
+    excluded: dict[str, str] = {}
+    if policy.enforced:
+        found = discover(root, list(paths), folder)
+        may_be_signed = found.signed if checks is not None else set()
+        for rel, why in vouched(root, policy, found.receipts).items():
+            if why is not None and sibling(rel, "signature") not in may_be_signed:
+                excluded[rel] = why
+    for _ in range(2):
+        report = verify(
+            list(paths),
+            root=root,
+            default_folder=folder,
+            signatures=checks,
+            exclude=frozenset(excluded),
+        )
+        out = Admission(set_aside=dict(excluded))
+        more = _judge(root, report, policy, out)
+        if not more:
+            break
+        excluded |= more  # again, without the segments whose signature does not count
+        if checks is not None:
+            checks = SignatureChecks.configured(root, policy.allowed_signers, False, env)
+    return out, report
+
+
+def _judge(root: Path, report: VerifyReport, policy: TrustPolicy, out: Admission) -> dict[str, str]:
+    """Each verified receipt admitted or set aside (into ``out``). Returns the receipts that
+    were verified only for their signature and are set aside: the others must be verified
+    again without them (they were in the chain walks)."""
+    passed: list[str] = []
+    more: dict[str, str] = {}
+    for r in report.receipts:
+        if r.status == "fail":
+            why = "does not verify (" + ", ".join(r.failed) + ")"
+            out.set_aside[r.receipt_path] = why
+            failed = [c for c in r.checks if c.status == "fail"]
+            out.details[r.receipt_path] = f"{failed[0].name}: {failed[0].detail}"
+            if "signature" in r.failed:
+                more[r.receipt_path] = why
+        else:
+            passed.append(r.receipt_path)
+    if not policy.enforced:
+        out.admitted.update(passed)
+        return {}
+    signed = {r.receipt_path for r in report.receipts if r.signer is not None}
+    for rel, why in vouched(root, policy, passed, signed).items():
+        if why is None:
+            out.admitted.add(rel)
+        else:
+            out.set_aside[rel] = more[rel] = why
+    return more
 
 
 def admit_beside(

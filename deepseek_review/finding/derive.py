@@ -133,8 +133,8 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     for seg in chain[1:]:
         if seg.record is None:
             raise InputError(
-                f"{seg.receipt_path}: a continuation without its request record "
-                f"({seg.record_path}); not read as part of the review"
+                f"a continuation without its request record ({seg.receipt_path} has no "
+                f"{seg.record_path}); not read as part of the review"
             )
     last = chain[-1].answer_path
     found = derive_text(stitched_text(root, list(chain)), reviewed_version(root, chain), last)

@@ -90,14 +90,15 @@ class FindingsExport:
             counts = Counter(a.finding.severity for a in gate)
             listed = ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s])
             raise FindingsGate(f"findings at or above {self.fail_on}: {listed}")
+        admission = self.collected.admission
+        note = admission.note()
+        if note is not None:
+            raise FindingsGate(f"the gate cannot pass: {note} (first: {admission.first()})")
         unread = self.collected.problems
         if unread:
             path, why = unread[0]
             more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
             raise FindingsGate(f"the gate cannot pass: {path}: {why}{more}")
-        note = self.collected.admission.note()
-        if note is not None:
-            raise FindingsGate(f"the gate cannot pass: {note}")
 
 
 def check_choice(value: str | None, choices: Sequence[str], what: str) -> None:

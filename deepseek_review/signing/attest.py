@@ -39,7 +39,7 @@ def attest_predicate(
     there are none, or none is admitted."""
     policy = TrustPolicy.configured(env=env) if policy is None else policy
     admission, checked = admit(root, paths, policy, default_folder=default_folder, env=env)
-    if not checked.receipts:
+    if not checked.receipts and not admission.set_aside:
         raise InputError(f"no receipts found in {', '.join(checked.searched)}: nothing to attest")
     failed = [r.receipt_path for r in checked.receipts if r.status == "fail"]
     if failed:
