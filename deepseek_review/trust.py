@@ -244,11 +244,11 @@ def _judge(root: Path, report: VerifyReport, policy: TrustPolicy, out: Admission
         out.admitted.update(passed)
         return {}
     signed = {r.receipt_path for r in report.receipts if r.signer is not None}
-    for rel, why in vouched(root, policy, passed, signed).items():
-        if why is None:
+    for rel, unvouched in vouched(root, policy, passed, signed).items():
+        if unvouched is None:
             out.admitted.add(rel)
         else:
-            out.set_aside[rel] = more[rel] = why
+            out.set_aside[rel] = more[rel] = unvouched
     return more
 
 
