@@ -225,14 +225,16 @@ def test_a_review_committed_then_modified_is_set_aside(pull_request, cli, make_s
     assert "1 segment: not committed unchanged in main and not signed" in got.err
 
 
+@pytest.mark.parametrize("how", ["ci", "flag"])
 def test_show_does_not_print_a_planted_segment_as_part_of_the_review(
-    pull_request, cli, make_stub, monkeypatch
+    pull_request, cli, make_stub, monkeypatch, how
 ):
-    monkeypatch.setenv("CI", "true")
+    if how == "ci":
+        monkeypatch.setenv("CI", "true")
     seg = critical_review(cli, make_stub)
     rel = plant_continuation(pull_request, seg["receipt_path"], "zc", seg["answer_path"])
     commit_all(pull_request, "decoy", *files_of(rel))
-    got = cli("show", seg["answer_path"])
+    got = cli("show", seg["answer_path"], *(("--trusted-rev", "main") if how == "flag" else ()))
     assert got.code == 9
     assert "Addendum" not in got.out
     assert f"{rel} (answer " in got.err and "set aside by the trust rule" in got.err

@@ -255,7 +255,12 @@ def show(flags: Flags) -> None:
     from .. import api
 
     root = flags.root()
-    shown = api.show(typed_path(root, flags["path"]), repo_root=root)
+    shown = api.show(
+        typed_path(root, flags["path"]),
+        repo_root=root,
+        trusted_rev=flags["trusted_rev"],
+        allowed_signers=flags["allowed_signers"],
+    )
     text = shown.text
     if sys.stdout.isatty():
         # The answer is the server's text: on a terminal its control sequences (OSC 52 writes
