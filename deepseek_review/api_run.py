@@ -180,9 +180,9 @@ def show(
     from .api_views import ShownChain
     from .chain import find_chain, stitched_text
     from .repo import find_repo_root
-    from .trust import TrustPolicy, admit_beside
+    from .trust import TrustPolicy
 
     root = find_repo_root(repo_root)
     policy = TrustPolicy.configured(trusted_rev, allowed_signers)
-    chain = find_chain(root, path, admission=admit_beside(root, path, policy, what="show"))
+    chain = find_chain(root, path, trust=policy, what="show")
     return ShownChain(root, tuple(chain), stitched_text(root, chain))

@@ -21,7 +21,7 @@ from .records.stored import ChainSegment, load_segment, receipt_for
 from .repo import read_regular_file, resolve_inside
 
 if TYPE_CHECKING:
-    from .trust import Admission
+    from .trust import Admission, TrustPolicy
 
 
 def _glance(root: Path, rel: str) -> Entry[None] | None:
@@ -66,15 +66,17 @@ def find_chain(
     user_path: str,
     *,
     index: ReceiptIndex[None] | None = None,
-    admission: Admission | None = None,
+    trust: TrustPolicy | None = None,
+    what: str = "",
 ) -> list[ChainSegment]:
     """The whole chain ``user_path`` belongs to, primary first, every segment validated.
 
     A chain that forks, loops, or continues an answer claimed by no receipt or by several
     is refused (:class:`InputError`) naming where. ``index``: one shared with other calls
-    (:func:`chain_index`). ``admission``: the trust rule's verdict (:mod:`.trust`); a chain
-    with a segment it set aside is refused (:class:`VerificationFailed`) naming the segment
-    and why, so nothing it did not admit is shown or continued as part of a review.
+    (:func:`chain_index`). ``trust``: the trust rule (:mod:`.trust`) is applied to the
+    chain's segments (its note logged, prefixed by ``what``); a chain with a segment it sets
+    aside is refused (:class:`VerificationFailed`) naming the segment and why, so nothing it
+    did not admit is shown or continued as part of a review.
     """
     start = load_segment(root, receipt_for(root, user_path))
     index = chain_index(root) if index is None else index
@@ -105,7 +107,8 @@ def find_chain(
     )
     if broken is not None:
         raise InputError(_refusal(broken, chain))
-    if admission is not None:
+    if trust is not None:
+        admission = admit_chain(root, [s.receipt_path for s in chain], trust, what)
         for seg in chain:
             if seg.receipt_path not in admission.admitted:
                 why = admission.set_aside.get(seg.receipt_path, "not among the reviews checked")
@@ -114,6 +117,18 @@ def find_chain(
                     f"rule: {why}"
                 )
     return chain
+
+
+def admit_chain(root: Path, receipts: list[str], trust: TrustPolicy, what: str) -> Admission:
+    """The trust rule over a chain's receipts, its note logged."""
+    from .logs import log
+    from .trust import admit
+
+    admission, _ = admit(root, receipts, trust)
+    note = admission.note()
+    if note is not None:
+        log.warning("%s%s", f"{what}: " if what else "", note)
+    return admission
 
 
 def _refusal(broken: Break, chain: list[ChainSegment]) -> str:

@@ -38,7 +38,7 @@ from .resources import prompts_dir
 from .segment import Segment
 from .storage import check_writable_dir
 from .tokens import BYTES_PER_TOKEN, estimate_tokens
-from .trust import admit_beside
+from .trust import TrustPolicy
 
 
 @dataclass(frozen=True)
@@ -183,8 +183,7 @@ def continue_existing(
 ) -> ContinueOutcome:
     env = os.environ if env is None else env
     root = find_repo_root(options.repo_root)
-    admission = admit_beside(root, options.path, what="continue")
-    chain_segs = find_chain(root, options.path, admission=admission)
+    chain_segs = find_chain(root, options.path, trust=TrustPolicy.configured(), what="continue")
     last = chain_segs[-1]
     primary = chain_segs[0]
     segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]

@@ -250,20 +250,3 @@ def _judge(root: Path, report: VerifyReport, policy: TrustPolicy, out: Admission
         else:
             out.set_aside[rel] = more[rel] = unvouched
     return more
-
-
-def admit_beside(
-    root: Path, user_path: str, policy: TrustPolicy | None = None, *, what: str = ""
-) -> Admission:
-    """The trust rule over the folder of the review ``user_path`` names (a chain's segments
-    are written beside each other), its note logged (``show``, ``continue``)."""
-    from .logs import log
-    from .records.stored import receipt_for
-
-    rel = receipt_for(root, user_path)
-    folder = rel.rpartition("/")[0] or "."
-    admission, _ = admit(root, [folder], TrustPolicy.configured() if policy is None else policy)
-    note = admission.note()
-    if note is not None:
-        log.warning("%s%s", f"{what}: " if what else "", note)
-    return admission

@@ -284,6 +284,18 @@ def test_resume_from_the_base_does_not_believe_a_receipt_the_change_brought(
     assert "not committed unchanged in the trusted revision" in r.err
 
 
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_trusted_rev_is_batchs_resume_from_under_the_name_every_command_uses(
+    pull_request, operator, cli, monkeypatch, how
+):
+    if how == "env":
+        monkeypatch.setenv("DEEPSEEK_REVIEW_TRUSTED_REV", "main")
+    r = batch(cli, operator, *(("--trusted-rev", "main") if how == "flag" else ()))
+    assert r.code == 0, r.err
+    assert r.json()["entries"][0]["status"] == "ok"
+    assert len(operator.chat_requests()) == 1
+
+
 def test_resume_from_the_base_adopts_receipts_committed_there(pull_request, operator, cli):
     r = batch(cli, operator, "--resume-from", "main")
     assert r.code == 0, r.err
