@@ -170,7 +170,7 @@ def _why_not(policy: TrustPolicy) -> str:
     rev = (
         f"not committed unchanged in {policy.trusted_rev}"
         if policy.trusted_rev
-        else f"committed, and no {name_of('trusted_rev')} names a revision to trust"
+        else f"committed (no {name_of('trusted_rev')} vouches for it)"
     )
     who = "not signed by an allowed signer" if policy.allowed_signers else "not signed"
     return f"{rev} and {who}"

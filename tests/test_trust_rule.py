@@ -141,7 +141,7 @@ def test_planted_continuations_are_set_aside_and_the_real_finding_gates(
     assert note == [
         "deepseek-review: set aside in ci-review/: 240 segments: "
         + ("not committed unchanged in main and not signed" if how != "ci" else
-           "committed, and no --trusted-rev names a revision to trust and not signed")
+           "committed (no --trusted-rev vouches for it) and not signed")
     ]  # fmt: skip
 
 
@@ -418,4 +418,28 @@ def test_since_last_review_believes_only_admitted_reviews_in_ci(
                "--output-dir", "ci-review")  # fmt: skip
     assert plan.code == 0, plan.err
     assert "src/pkg/one.py" in plan.json()["git"]["diff"]["shown"]
-    assert "set aside in ci-review/: 1 segment: committed, and no --trusted-rev" in plan.err
+    why = "committed (no --trusted-rev vouches for it) and not signed"
+    assert f"set aside in ci-review/: 1 segment: {why}" in plan.err
+
+
+def test_a_review_without_a_findings_block_beside_one_with_findings_does_not_block_the_gate(
+    pull_request, cli, make_stub
+):
+    """A folder may hold reviews made with a template that asks for no findings: only what
+    could hide a finding (a review set aside, a chain that forks or breaks, an unusable block)
+    fails a gate that found nothing."""
+    review_answering(cli, make_stub, ["Fine prose, no block.\n"], "--output-dir", "ci-review")
+    review_answering(cli, make_stub, [PROSE_END + block(item(severity="minor"))],
+                     "--output-dir", "ci-review", "--topic", "other")  # fmt: skip
+    got = findings_gate(cli)
+    assert got.code == 0, got.err
+    assert 'has no ```json block holding "findings"' in got.err
+
+
+def test_two_findings_blocks_in_one_chain_fail_the_gate(pull_request, cli, make_stub):
+    text = PROSE_END + block(item(severity="minor")) + "\nAgain:\n" + block()
+    review_answering(cli, make_stub, [text], "--output-dir", "ci-review")
+    got = findings_gate(cli)
+    assert got.code == 13
+    assert "error: the gate cannot pass: " in got.err
+    assert "2 findings blocks" in got.err

@@ -49,6 +49,10 @@ class Collected:
     problems: list[tuple[str, str]] = field(default_factory=list)
     admission: Admission = field(default_factory=Admission)
     """What the trust rule (:mod:`..trust`) admitted, and what it set aside with why."""
+    without_block: set[str] = field(default_factory=set)
+    """The chains (by last answer) whose answer holds no findings block at all: a review made
+    with a template that asks for none. A gate passes over them (nothing appended to a chain
+    can remove a block); every other problem fails it."""
 
     def counts(self) -> dict[str, int]:
         """Findings by severity, every severity present (zeros included)."""
@@ -196,6 +200,8 @@ def collect(root: Path, paths: Sequence[str], policy: TrustPolicy | None = None)
                 if single:
                     raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
                 out.problems.append((chain[-1].answer_path, exc.message))
+                if "the answer has no ```json block" in exc.message:  # extract's words
+                    out.without_block.add(chain[-1].answer_path)
     out.findings = merge(out.reviews)
     return out
 

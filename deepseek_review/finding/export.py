@@ -94,7 +94,7 @@ class FindingsExport:
         note = admission.note()
         if note is not None:
             raise FindingsGate(f"the gate cannot pass: {note} (first: {admission.first()})")
-        unread = self.collected.problems
+        unread = [p for p in self.collected.problems if p[0] not in self.collected.without_block]
         if unread:
             path, why = unread[0]
             more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
