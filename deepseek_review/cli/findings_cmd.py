@@ -48,7 +48,8 @@ FailOnOpt = Annotated[
     str | None,
     typer.Option(
         "--fail-on",
-        help="Exit 13 when a finding is at or above this severity (critical, major, minor, nit).",
+        help="Exit 13 when a finding is at or above this severity (critical, major, minor, "
+        "nit), or when a review under the paths was set aside or could not be read whole.",
         show_default=False,
     ),
 ]
