@@ -443,3 +443,21 @@ def test_two_findings_blocks_in_one_chain_fail_the_gate(pull_request, cli, make_
     assert got.code == 13
     assert "error: the gate cannot pass: " in got.err
     assert "2 findings blocks" in got.err
+
+
+@needs_openssh
+def test_sign_in_ci_does_not_bless_a_review_the_change_committed(
+    pull_request, cli, make_stub, monkeypatch, tmp_path
+):
+    """``sign`` would put the operator's signature on a planted review."""
+    key = make_key(tmp_path / "keys", "ed25519", "ci@example.com")
+    planted = plain_review(cli, make_stub, "planted")
+    forge(pull_request, planted["receipt_path"], planted["receipt_path"])
+    commit_all(pull_request, "planted", *files_of(planted["receipt_path"]))
+    own = plain_review(cli, make_stub, "own")
+    monkeypatch.setenv("CI", "true")
+    got = cli("sign", "ci-review", "--signing-key", str(key.private), "--json")
+    signed = got.json()["signed"]
+    assert signed == [own["receipt_path"]]
+    assert not (pull_request / planted["receipt_path"].replace(".receipt.", ".intoto.")).exists()
+    assert [r["receipt_path"] for r in got.json()["refused"]] == [planted["receipt_path"]]

@@ -55,7 +55,11 @@ def sign(
     typed = [typed_path(root, p) for p in paths or []]
     report = api.sign(typed, root=root, signing_key=signing_key)
     lines = [f"signed {p}" for p in report.signed]
-    lines += [f"FAIL {p}: not signed: it fails verification ({why})" for p, why in report.refused]
+    lines += [
+        f"FAIL {p}: not signed: "
+        + (why if why.startswith("set aside") else f"it fails verification ({why})")
+        for p, why in report.refused
+    ]
     lines.append(
         f"deepseek-review: sign: {len(report.signed)} signed, {len(report.already)} already "
         f"signed, {len(report.refused)} refused"
@@ -65,8 +69,14 @@ def sign(
         _json_out(report.to_json())
     if report.refused:
         n = len(report.refused)
-        what = "segments not signed: they fail" if n != 1 else "segment not signed: it fails"
-        raise VerificationFailed(f"{n} {what} verification")
+        aside = sum(1 for _, why in report.refused if why.startswith("set aside"))
+        if aside == 0:
+            what = "segments not signed: they fail" if n != 1 else "segment not signed: it fails"
+            raise VerificationFailed(f"{n} {what} verification")
+        raise VerificationFailed(
+            f"{n} segment{'s' if n != 1 else ''} not signed: {n - aside} fail verification, "
+            f"{aside} set aside by the trust rule"
+        )
 
 
 @app.command(epilog=example("deepseek-review attest reviews --output review-predicate.json"))
