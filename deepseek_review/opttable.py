@@ -61,7 +61,7 @@ TABLE: tuple[Option, ...] = (
     Option("trusted_rev", "str", None,
            "Believe review files that a commit brought only if committed unchanged in this git "
            "revision (in CI on a pull request: the base branch); see the trust model",
-           frozenset({"batch", "show", ENV}), aliases=("--resume-from",),
+           frozenset({"batch", "run", "continue", "show", ENV}), aliases=("--resume-from",),
            refusal="a file under review must not choose which revision is trusted"),
     Option("context", "paths", (), "A file, folder or glob inside the repository (repeatable)",
            frozenset({"run", ENTRY, DEFAULTS}), short="-c", review=True, under_root=True),
@@ -173,7 +173,7 @@ TABLE: tuple[Option, ...] = (
            refusal="a file under review must not choose which of your keys signs"),
     Option("allowed_signers", "str", None,
            "Who may sign reviews: an allowed-signers file in git's format",
-           frozenset({"verify", "show", ENV}), cli_only=True,
+           frozenset({"verify", "run", "continue", "show", ENV}), cli_only=True,
            default_text="git's gpg.ssh.allowedSignersFile",
            refusal="a file under review must not choose whose signatures are believed"),
     Option("require_signature", "bool", False,

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,25 @@ if TYPE_CHECKING:
 
 #: Values of ``CI`` that turn the rule on (GitHub, GitLab and most CI systems set ``true``).
 _CI_TRUE = frozenset({"true", "1", "yes"})
+#: What the command line gave (``--trusted-rev``, ``--allowed-signers``) for the consumers a
+#: command reaches deep inside (``--since-last-review`` while a review is planned, ``continue``):
+#: set by the command line only, for one command (:func:`given_on_the_command_line`).
+_COMMAND_LINE: dict[str, str] = {}
+
+
+@contextmanager
+def given_on_the_command_line(
+    trusted_rev: str | None, allowed_signers: str | None
+) -> Iterator[None]:
+    """Inside, :meth:`TrustPolicy.configured` takes these before the environment."""
+    given = {"trusted_rev": trusted_rev, "allowed_signers": allowed_signers}
+    before = dict(_COMMAND_LINE)
+    _COMMAND_LINE.update({k: v for k, v in given.items() if v is not None})
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.clear()
+        _COMMAND_LINE.update(before)
 
 
 @dataclass(frozen=True)
@@ -58,13 +78,16 @@ class TrustPolicy:
         allowed_signers: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> TrustPolicy:
-        """From the arguments, else the environment (``DEEPSEEK_REVIEW_TRUSTED_REV``,
-        ``DEEPSEEK_REVIEW_ALLOWED_SIGNERS``, ``CI``); never from a file under review."""
+        """From the arguments, else the command line's flags, else the environment
+        (``DEEPSEEK_REVIEW_TRUSTED_REV``, ``DEEPSEEK_REVIEW_ALLOWED_SIGNERS``, ``CI``); never
+        from a file under review."""
         e = os.environ if env is None else env
 
         def given(value: str | None, key: str) -> str | None:
             if value is not None:
                 return value
+            if key in _COMMAND_LINE:
+                return _COMMAND_LINE[key]
             return e.get(OPTIONS[key].env_name or "", "").strip() or None
 
         return cls(

@@ -240,15 +240,18 @@ def test_show_does_not_print_a_planted_segment_as_part_of_the_review(
     assert f"{rel} (answer " in got.err and "set aside by the trust rule" in got.err
 
 
+@pytest.mark.parametrize("how", ["ci", "flag"])
 def test_continue_does_not_continue_from_a_planted_segment(
-    pull_request, cli, make_stub, monkeypatch
+    pull_request, cli, make_stub, monkeypatch, how
 ):
-    monkeypatch.setenv("CI", "true")
+    if how == "ci":
+        monkeypatch.setenv("CI", "true")
     seg = critical_review(cli, make_stub)
     rel = plant_continuation(pull_request, seg["receipt_path"], "zc", seg["answer_path"])
     commit_all(pull_request, "decoy", *files_of(rel))
     stub = make_stub([])
-    got = cli("continue", seg["answer_path"], "--endpoint", stub.base_url, "--force")
+    got = cli("continue", seg["answer_path"], "--endpoint", stub.base_url, "--force",
+              *(("--trusted-rev", "main") if how == "flag" else ()))  # fmt: skip
     assert got.code == 9
     assert "set aside by the trust rule" in got.err
     assert stub.seen == []
@@ -406,19 +409,26 @@ def test_since_last_review_ranks_by_git_history_not_by_created_at(pull_request, 
     assert plan.json()["git"]["diff"]["shown"] == ["src/pkg/three.py"]
 
 
-def test_since_last_review_believes_only_admitted_reviews_in_ci(
-    pull_request, cli, simulator, monkeypatch
+@pytest.mark.parametrize("how", ["ci", "flag"])
+def test_since_last_review_believes_only_admitted_reviews(
+    pull_request, cli, simulator, monkeypatch, how
 ):
     """A genuine-looking review of the change's head, committed by the change itself."""
     _commit(pull_request, "src/pkg/one.py", "ONE = 1\n", "one")
     assert _diff_review(cli, simulator).code == 0
     commit_all(pull_request, "the review, committed by the change")
-    monkeypatch.setenv("CI", "true")
+    extra: tuple[str, ...] = ("--trusted-rev", "main") if how == "flag" else ()
+    if how == "ci":
+        monkeypatch.setenv("CI", "true")
     plan = cli("run", "-p", "x", "--diff", "main", "--since-last-review", "--dry-run", "--json",
-               "--output-dir", "ci-review")  # fmt: skip
+               "--output-dir", "ci-review", *extra)  # fmt: skip
     assert plan.code == 0, plan.err
     assert "src/pkg/one.py" in plan.json()["git"]["diff"]["shown"]
-    why = "committed (no --trusted-rev vouches for it) and not signed"
+    why = (
+        "not committed unchanged in main and not signed"
+        if how == "flag"
+        else "committed (no --trusted-rev vouches for it) and not signed"
+    )
     assert f"set aside in ci-review/: 1 segment: {why}" in plan.err
 
 
