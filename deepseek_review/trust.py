@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .errors import InputError
 from .options import OPTIONS, name_of
 from .records.naming import RECEIPT_SUFFIX, resume_checked, sibling
 from .repo import files_unchanged_since, git_output
@@ -134,14 +135,19 @@ def committed_unchanged(root: Path, rev: str, folders: Iterable[str]) -> set[str
 
 
 def tracked(root: Path, folders: Iterable[str]) -> set[str]:
-    """The files under ``folders`` that git tracks: in ``HEAD`` or in the index."""
+    """The files under ``folders`` that git tracks: in ``HEAD`` or in the index. Outside a
+    git work tree, none; inside one, a listing git refuses is an error, never "none" (that
+    would admit every file as written here)."""
     specs = ["--", *sorted(set(folders))]
-    out: set[str] = set()
-    for args in (("ls-files", "-z", "--full-name"), ("ls-tree", "-r", "-z", "--name-only",
-                                                      "--full-tree", "HEAD")):  # fmt: skip
-        listed = git_output(root, *args, *specs)
-        if listed is not None:
-            out |= {os.fsdecode(n) for n in listed.split(b"\0") if n}
+    listed = git_output(root, "ls-files", "-z", "--full-name", *specs)
+    if listed is None:
+        if git_output(root, "rev-parse", "--is-inside-work-tree") is None:
+            return set()
+        raise InputError(f"git could not list the tracked files of {', '.join(specs[1:])}")
+    out = {os.fsdecode(n) for n in listed.split(b"\0") if n}
+    at_head = git_output(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD", *specs)
+    if at_head is not None:  # None: no commit yet
+        out |= {os.fsdecode(n) for n in at_head.split(b"\0") if n}
     return out
 
 
@@ -173,10 +179,11 @@ def vouched(
     by an allowed signer (verify's ``signature`` check)."""
     folders = {r.rpartition("/")[0] for r in receipts}
     present = _present(root, folders)
+    specs = {f or "." for f in folders}  # the root's own receipts: git's "." ("" is no path)
     committed = (
-        committed_unchanged(root, policy.trusted_rev, folders) if policy.trusted_rev else set()
+        committed_unchanged(root, policy.trusted_rev, specs) if policy.trusted_rev else set()
     )
-    known = tracked(root, folders)
+    known = tracked(root, specs)
     out: dict[str, str | None] = {}
     for rel in receipts:
         files = segment_files(rel, present)

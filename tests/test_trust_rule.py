@@ -471,3 +471,21 @@ def test_sign_in_ci_does_not_bless_a_review_the_change_committed(
     assert signed == [own["receipt_path"]]
     assert not (pull_request / planted["receipt_path"].replace(".receipt.", ".intoto.")).exists()
     assert [r["receipt_path"] for r in got.json()["refused"]] == [planted["receipt_path"]]
+
+
+def test_a_review_planted_at_the_repository_root_is_set_aside_in_ci(
+    pull_request, cli, make_stub, monkeypatch
+):
+    """The root's own receipts are listed by git as "." (an empty pathspec is refused)."""
+    run = review_answering(cli, make_stub, ["Looks risky.\n"], "--output-dir", ".",
+                           "--topic", "planted")  # fmt: skip
+    planted = run.json()["segments"][0]["receipt_path"]
+    forge(pull_request, planted, planted)
+    commit_all(pull_request, "planted", *files_of(planted))
+    review_answering(cli, make_stub, ["Fine.\n"], "--output-dir", ".", "--topic", "own")
+    monkeypatch.setenv("CI", "true")
+    got = cli("attest", ".", "--output", "pred.json")
+    assert got.code == 0, got.err
+    pred = json.loads(Path("pred.json").read_text())
+    assert [x["receipt_path"] for x in pred["left_out"]] == [planted]
+    assert all("planted" not in name for name in attested(pred))
