@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from .errors import InputError
 from .options import OPTIONS, name_of
 from .records.naming import RECEIPT_SUFFIX, resume_checked, sibling
-from .repo import files_unchanged_since, git_output
+from .repo import files_unchanged_since, git_facts, git_output
 
 if TYPE_CHECKING:
     from .verification.reports import VerifyReport
@@ -139,6 +139,16 @@ def tracked(root: Path, folders: Iterable[str]) -> set[str]:
     git work tree, none; inside one, a listing git refuses is an error, never "none" (that
     would admit every file as written here)."""
     specs = ["--", *sorted(set(folders))]
+    own_top = git_facts(root).top
+    for folder in specs[1:]:
+        top = git_facts(root / folder).top if (root / folder).is_dir() else own_top
+        if top is not None and own_top is not None and top != own_top:
+            # Inside another repository (a submodule a commit named, a nested clone): its
+            # files are another repository's commits, never "written here".
+            raise InputError(
+                f"{folder}: inside another git repository ({top}); its review files cannot be "
+                "told apart from committed ones: move the output folder out of it"
+            )
     listed = git_output(root, "ls-files", "-z", "--full-name", *specs)
     if listed is None:
         if git_output(root, "rev-parse", "--is-inside-work-tree") is None:

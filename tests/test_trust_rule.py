@@ -489,3 +489,18 @@ def test_a_review_planted_at_the_repository_root_is_set_aside_in_ci(
     pred = json.loads(Path("pred.json").read_text())
     assert [x["receipt_path"] for x in pred["left_out"]] == [planted]
     assert all("planted" not in name for name in attested(pred))
+
+
+def test_reviews_inside_another_git_repository_are_not_taken_as_written_here(
+    pull_request, cli, make_stub, monkeypatch
+):
+    """A submodule (or a nested clone) is another repository's commits: the parent's git does
+    not list its files, which must not make them look untracked."""
+    seg = plain_review(cli, make_stub, "planted")
+    git(pull_request / "ci-review", "init", "-q")
+    commit_all(pull_request / "ci-review", "the nested repository's review")
+    monkeypatch.setenv("CI", "true")
+    got = cli("show", seg["answer_path"])
+    assert got.code == 3
+    assert "ci-review: inside another git repository" in got.err
+    assert got.out == ""
