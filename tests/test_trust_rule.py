@@ -225,16 +225,25 @@ def test_a_review_committed_then_modified_is_set_aside(pull_request, cli, make_s
     assert "1 segment: not committed unchanged in main and not signed" in got.err
 
 
+def planted_after_own(
+    repo: Path, cli: Cli, make_stub: Callable[..., Any], monkeypatch: Any, how: str
+) -> tuple[dict[str, Any], str, tuple[str, ...]]:
+    """This run's critical review, a continuation of it the change committed, and the
+    operator's choice that turns the rule on (``CI=true``, or the flags returned)."""
+    if how == "ci":
+        monkeypatch.setenv("CI", "true")
+    seg = critical_review(cli, make_stub)
+    rel = plant_continuation(repo, seg["receipt_path"], "zc", seg["answer_path"])
+    commit_all(repo, "decoy", *files_of(rel))
+    return seg, rel, (("--trusted-rev", "main") if how == "flag" else ())
+
+
 @pytest.mark.parametrize("how", ["ci", "flag"])
 def test_show_does_not_print_a_planted_segment_as_part_of_the_review(
     pull_request, cli, make_stub, monkeypatch, how
 ):
-    if how == "ci":
-        monkeypatch.setenv("CI", "true")
-    seg = critical_review(cli, make_stub)
-    rel = plant_continuation(pull_request, seg["receipt_path"], "zc", seg["answer_path"])
-    commit_all(pull_request, "decoy", *files_of(rel))
-    got = cli("show", seg["answer_path"], *(("--trusted-rev", "main") if how == "flag" else ()))
+    seg, rel, extra = planted_after_own(pull_request, cli, make_stub, monkeypatch, how)
+    got = cli("show", seg["answer_path"], *extra)
     assert got.code == 9
     assert "Addendum" not in got.out
     assert f"{rel} (answer " in got.err and "set aside by the trust rule" in got.err
@@ -244,14 +253,9 @@ def test_show_does_not_print_a_planted_segment_as_part_of_the_review(
 def test_continue_does_not_continue_from_a_planted_segment(
     pull_request, cli, make_stub, monkeypatch, how
 ):
-    if how == "ci":
-        monkeypatch.setenv("CI", "true")
-    seg = critical_review(cli, make_stub)
-    rel = plant_continuation(pull_request, seg["receipt_path"], "zc", seg["answer_path"])
-    commit_all(pull_request, "decoy", *files_of(rel))
+    seg, _, extra = planted_after_own(pull_request, cli, make_stub, monkeypatch, how)
     stub = make_stub([])
-    got = cli("continue", seg["answer_path"], "--endpoint", stub.base_url, "--force",
-              *(("--trusted-rev", "main") if how == "flag" else ()))  # fmt: skip
+    got = cli("continue", seg["answer_path"], "--endpoint", stub.base_url, "--force", *extra)
     assert got.code == 9
     assert "set aside by the trust rule" in got.err
     assert stub.seen == []
