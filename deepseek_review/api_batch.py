@@ -89,7 +89,7 @@ def run_batch(
     **options: Any,
 ) -> BatchReport:
     """Run every review of a manifest (``deepseek-review batch``): :func:`plan_batch` then
-    :func:`execute_batch`. ``resume_from`` (a git revision) adopts only receipts committed
+    :func:`execute_batch`. ``trusted_rev`` (a git revision) adopts only receipts committed
     unchanged there; ``resume=False`` adopts none."""
     plan = plan_batch(manifest, env=env, repo_root=repo_root, overrides=overrides, **options)
     return execute_batch(plan, stop=stop, on_event=on_event)

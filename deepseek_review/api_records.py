@@ -110,18 +110,28 @@ def findings(
     fail_on: str | None = None,
     repo_root: PathArg | None = None,
     env: Mapping[str, str] | None = None,
+    trusted_rev: str | None = None,
+    allowed_signers: PathArg | None = None,
 ) -> FindingsExport:
     """The findings of the reviews under ``paths`` (none: the configured output folder) in
     ``format`` (json, sarif, rdjson, rdjsonl, github, markdown), written to ``output`` when
     given (``deepseek-review findings``). ``fail_on``: a severity; call
-    ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13)."""
+    ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13).
+    Only reviews the trust rule admits are read (:mod:`.trust`: ``trusted_rev``,
+    ``allowed_signers``, else their ``DEEPSEEK_REVIEW_*`` variables and ``CI``)."""
     from .finding.export import export
     from .repo import find_repo_root
+    from .trust import TrustPolicy
 
     root = find_repo_root(repo_root)
     where = list(paths) or [_default_folder(root, (), env)]
     out = None if output is None else Path(output)
-    return export(root, where, format, out, fail_on)
+    policy = TrustPolicy.configured(trusted_rev, _fspath(allowed_signers), env)
+    return export(root, where, format, out, fail_on, policy)
+
+
+def _fspath(path: PathArg | None) -> str | None:
+    return None if path is None else os.fspath(path)
 
 
 def signing_key(
@@ -174,12 +184,19 @@ def attest(
     *,
     root: PathArg | None = None,
     env: Mapping[str, str] | None = None,
+    trusted_rev: str | None = None,
+    allowed_signers: PathArg | None = None,
 ) -> dict[str, Any]:
     """The predicate of a GitHub artifact attestation over the segments under ``paths``
     (none: the configured output folder), all of which must verify (``deepseek-review
-    attest``); its type is ``signing.attest.ATTEST_PREDICATE_TYPE``."""
+    attest``); its type is ``signing.attest.ATTEST_PREDICATE_TYPE``. Only segments the trust
+    rule admits (:mod:`.trust`) are attested; the others are listed in ``left_out``."""
     from .repo import find_repo_root
     from .signing.attest import attest_predicate
+    from .trust import TrustPolicy
 
     repo = find_repo_root(root)
-    return attest_predicate(repo, list(paths), default_folder=_default_folder(repo, paths, env))
+    policy = TrustPolicy.configured(trusted_rev, _fspath(allowed_signers), env)
+    return attest_predicate(
+        repo, list(paths), default_folder=_default_folder(repo, paths, env), policy=policy, env=env
+    )

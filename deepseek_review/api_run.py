@@ -167,12 +167,22 @@ def continue_review(
     return continue_existing(planned, env=env, progress=progress)
 
 
-def show(path: str, *, repo_root: PathArg | None = None) -> ShownChain:
-    """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer."""
+def show(
+    path: str,
+    *,
+    repo_root: PathArg | None = None,
+    trusted_rev: str | None = None,
+    allowed_signers: str | None = None,
+) -> ShownChain:
+    """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer;
+    a chain with a segment the trust rule sets aside (:mod:`.trust`: ``trusted_rev``,
+    ``allowed_signers``, else their variables and ``CI``) is refused."""
     from .api_views import ShownChain
     from .chain import find_chain, stitched_text
     from .repo import find_repo_root
+    from .trust import TrustPolicy
 
     root = find_repo_root(repo_root)
-    chain = find_chain(root, path)
+    policy = TrustPolicy.configured(trusted_rev, allowed_signers)
+    chain = find_chain(root, path, trust=policy, what="show")
     return ShownChain(root, tuple(chain), stitched_text(root, chain))

@@ -19,11 +19,11 @@ from .endpoint import canonical
 from .errors import InputError, OutputError
 from .logs import log
 from .manifest import PlannedEntry
-from .options import name_of
 from .records.index import Entry, ReceiptIndex
-from .records.naming import ANSWER_SUFFIX, RECEIPT_SUFFIX, orphan_files, resume_checked, topic_of
+from .records.naming import RECEIPT_SUFFIX, orphan_files, topic_of
 from .records.stored import ChainSegment, load_segment
-from .repo import files_unchanged_since, resolve_inside
+from .repo import resolve_inside
+from .trust import committed_unchanged, segment_files
 
 
 @dataclass
@@ -89,21 +89,12 @@ def _answer_inside(root: Path, answer_path: str) -> bool:
 
 
 def trusted_files(trusted_rev: str | None, root: Path, folders: list[Path]) -> set[str] | None:
-    """The files an earlier run left that may be adopted (``--resume-from``: those committed
-    unchanged in ``trusted_rev``); None: all of them."""
+    """The files an earlier run left that may be adopted (``--trusted-rev``, also spelled
+    ``--resume-from``: those committed unchanged in ``trusted_rev``, by the trust rule of
+    :mod:`.trust`); None: all of them."""
     if trusted_rev is None:
         return None
-    rels = [f.relative_to(root).as_posix() for f in folders]
-    return files_unchanged_since(root, trusted_rev, rels, what=name_of("resume_from"))
-
-
-def _segment_files(idx: FolderIndex, seg: ChainSegment) -> list[str]:
-    """The files of a segment ``--resume-from`` must find committed unchanged: its answer
-    (as its receipt names it) and every other file of its stem the table says to check
-    (:func:`.records.naming.resume_checked`) that is there."""
-    stem = seg.receipt_path[: -len(RECEIPT_SUFFIX)]
-    others = [f for f in resume_checked(stem) if f in idx.files and f != stem + ANSWER_SUFFIX]
-    return [seg.answer_path, *others]
+    return committed_unchanged(root, trusted_rev, (f.relative_to(root).as_posix() for f in folders))
 
 
 def existing_chain(
@@ -132,7 +123,9 @@ def existing_chain(
             )
             continue
         if trusted is not None and not all(
-            f in trusted for s in chain for f in _segment_files(idx, s)
+            f in trusted
+            for s in chain
+            for f in [s.answer_path, *segment_files(s.receipt_path, idx.files)]
         ):
             log.warning(
                 "%s: its chain is not committed unchanged in the trusted revision; not "

@@ -8,8 +8,10 @@ receipt is refused with a message naming the segment.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import safejson
 from .errors import InputError, VerificationFailed
@@ -17,6 +19,9 @@ from .records.canonical import sha256_tag
 from .records.index import Break, Entry, ReceiptIndex
 from .records.stored import ChainSegment, load_segment, receipt_for
 from .repo import read_regular_file, resolve_inside
+
+if TYPE_CHECKING:
+    from .trust import Admission, TrustPolicy
 
 
 def _glance(root: Path, rel: str) -> Entry[None] | None:
@@ -38,20 +43,40 @@ def _glance(root: Path, rel: str) -> Entry[None] | None:
     )
 
 
-def chain_index(root: Path) -> ReceiptIndex[None]:
+def chain_index(
+    root: Path, admitted: Collection[str] | None = None, exclude: Collection[str] = ()
+) -> ReceiptIndex[None]:
     """An index for :func:`find_chain` that many calls may share (each folder glanced at
-    once: finding every chain of a folder stays linear)."""
-    return ReceiptIndex(root, partial(_glance, root))
+    once: finding every chain of a folder stays linear). ``admitted``: only these receipts
+    are indexed, ``exclude``: not these (the trust rule's, :mod:`.trust`): a set-aside
+    receipt neither continues nor claims anything."""
+    if admitted is None and not exclude:
+        return ReceiptIndex(root, partial(_glance, root))
+
+    def glance(rel: str) -> Entry[None] | None:
+        if rel in exclude or (admitted is not None and rel not in admitted):
+            return None
+        return _glance(root, rel)
+
+    return ReceiptIndex(root, glance)
 
 
 def find_chain(
-    root: Path, user_path: str, *, index: ReceiptIndex[None] | None = None
+    root: Path,
+    user_path: str,
+    *,
+    index: ReceiptIndex[None] | None = None,
+    trust: TrustPolicy | None = None,
+    what: str = "",
 ) -> list[ChainSegment]:
     """The whole chain ``user_path`` belongs to, primary first, every segment validated.
 
     A chain that forks, loops, or continues an answer claimed by no receipt or by several
     is refused (:class:`InputError`) naming where. ``index``: one shared with other calls
-    (:func:`chain_index`).
+    (:func:`chain_index`). ``trust``: the trust rule (:mod:`.trust`) is applied to the
+    chain's segments (its note logged, prefixed by ``what``); a chain with a segment it sets
+    aside is refused (:class:`VerificationFailed`) naming the segment and why, so nothing it
+    did not admit is shown or continued as part of a review.
     """
     start = load_segment(root, receipt_for(root, user_path))
     index = chain_index(root) if index is None else index
@@ -82,7 +107,28 @@ def find_chain(
     )
     if broken is not None:
         raise InputError(_refusal(broken, chain))
+    if trust is not None:
+        admission = admit_chain(root, [s.receipt_path for s in chain], trust, what)
+        for seg in chain:
+            if seg.receipt_path not in admission.admitted:
+                why = admission.set_aside.get(seg.receipt_path, "not among the reviews checked")
+                raise VerificationFailed(
+                    f"{seg.receipt_path} (answer {seg.answer_path}): set aside by the trust "
+                    f"rule: {why}"
+                )
     return chain
+
+
+def admit_chain(root: Path, receipts: list[str], trust: TrustPolicy, what: str) -> Admission:
+    """The trust rule over a chain's receipts, its note logged."""
+    from .logs import log
+    from .trust import admit
+
+    admission, _ = admit(root, receipts, trust)
+    note = admission.note()
+    if note is not None:
+        log.warning("%s%s", f"{what}: " if what else "", note)
+    return admission
 
 
 def _refusal(broken: Break, chain: list[ChainSegment]) -> str:

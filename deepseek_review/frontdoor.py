@@ -341,7 +341,7 @@ def batch_options(
         retry=RetryPolicy(max_attempts=v["max_attempts"], backoff_initial=v["retry_wait"]),
         timeouts=Timeouts(v["connect_timeout"], v["read_timeout"], v["total_timeout"]),
         resume=v["resume"],
-        trusted_rev=v["resume_from"],
+        trusted_rev=v["trusted_rev"],
         report=None if v["report"] is None else os.fspath(v["report"]),
     )
     return root, options

@@ -59,6 +59,8 @@ class Option(NamedTuple):
     under_root: bool = False
     """A path the core takes relative to the repository root (typed ones are relative to the
     current folder: the command line converts them)."""
+    aliases: tuple[str, ...] = ()
+    """Other spellings of the flag that a command line also accepts (an older name)."""
 
     @property
     def long_flag(self) -> str:

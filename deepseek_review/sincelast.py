@@ -1,8 +1,9 @@
 """``--since-last-review``: narrow a change to what is new since the last review of its topic.
 
-The newest primary receipt of the same topic in the output folder is found, and the commit
-its request record pinned as the head of its change. When that commit is an ancestor of the
-change's head, only what changed since it is reviewed; when it is not (a rebase, a
+Of the primary receipts of the same topic in the output folder that the trust rule admits
+(:mod:`.trust`), the one whose pinned head commit comes last on the way to the change's head
+(git's history decides, never a record's own ``created_at``) is found. When that commit is an
+ancestor of the change's head, only what changed since it is reviewed; when it is not (a rebase, a
 force-push) the whole range is, and the tool says so. The range is worked out from the
 records and git, never guessed.
 """
@@ -20,15 +21,27 @@ from .records.index import receipts_in
 from .records.naming import sibling, topic_of
 from .records.request_record import RequestRecord
 from .repo import read_regular_file
+from .trust import TrustPolicy, admit
 
 
-def last_reviewed_head(root: Path, folder: str, topic: str) -> tuple[str, str] | None:
-    """(commit, record path) of the newest review of ``topic`` in ``folder`` that pinned a
-    change's head; None when there is none. Records that cannot be read are passed over."""
-    best: tuple[str, str, str] | None = None
-    for rel in receipts_in(root, folder):
-        name = rel.rpartition("/")[2]
-        if topic_of(name) != topic or "_continuation_" in name:
+def reviewed_heads(root: Path, folder: str, topic: str) -> list[tuple[str, str]]:
+    """(commit, record path) of every review of ``topic`` in ``folder`` that the trust rule
+    admits (:mod:`.trust`) and whose request record pinned a change's head. Records that
+    cannot be read are passed over; a record's own dates are never read."""
+    receipts = [
+        rel
+        for rel in receipts_in(root, folder)
+        if topic_of(rel.rpartition("/")[2]) == topic and "_continuation_" not in rel
+    ]
+    if not receipts:
+        return []
+    admission, _ = admit(root, receipts, TrustPolicy.configured())
+    note = admission.note()
+    if note is not None:
+        log.warning("%s: %s", name_of("since_last_review"), note)
+    out = []
+    for rel in receipts:
+        if rel not in admission.admitted:
             continue
         record_rel = sibling(rel, "record")
         try:
@@ -38,17 +51,31 @@ def last_reviewed_head(root: Path, folder: str, topic: str) -> tuple[str, str] |
         commits = record.git.get("commits") if record.git else None
         diff = record.git.get("diff") if record.git else None
         head = commits.get("head") if isinstance(commits, dict) else None
-        if not isinstance(head, str) or not is_oid(head) or not isinstance(diff, dict):
-            continue
-        key = record.created_at or ""
-        if best is None or key > best[0]:
-            best = (key, head, record_rel)
-    return None if best is None else (best[1], best[2])
+        if isinstance(head, str) and is_oid(head) and isinstance(diff, dict):
+            out.append((head, record_rel))
+    return out
+
+
+def last_reviewed_head(root: Path, folder: str, topic: str, head: str) -> tuple[str, str] | None:
+    """(commit, record path) of the last review of ``topic`` in ``folder`` on the way to
+    ``head``: of the pinned heads that are ancestors of ``head`` (or ``head`` itself), the one
+    every other is an ancestor of, by git's history (never by a record's ``created_at``, which
+    its writer chose). None when no admitted review pinned such a commit; when some pinned
+    only commits off ``head``'s history, the first of them (the caller says so)."""
+    found = reviewed_heads(root, folder, topic)
+    on_path = [f for f in found if f[0] == head or is_ancestor(root, f[0], head)]
+    if not on_path:
+        return found[0] if found else None
+    best = on_path[0]
+    for cand in on_path[1:]:
+        if cand[0] != best[0] and is_ancestor(root, best[0], cand[0]):
+            best = cand
+    return best
 
 
 def narrow(root: Path, folder: str, topic: str, rng: Range) -> Range:
     """``rng`` narrowed to what changed since the last review of ``topic``."""
-    found = last_reviewed_head(root, folder, topic)
+    found = last_reviewed_head(root, folder, topic, rng.head)
     if found is None:
         log.info("no earlier review of topic %s in %s: reviewing the whole change", topic, folder)
         return rng

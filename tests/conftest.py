@@ -48,6 +48,7 @@ def make_simulator() -> Iterator[Callable[..., Simulator]]:
 # --------------------------------------------------------------------------- isolation
 
 _ENV_TO_CLEAR = (
+    "CI",
     "OLLAMA_HOST",
     "OLLAMA_API_KEY",
     "HTTP_PROXY",

@@ -284,6 +284,18 @@ def test_resume_from_the_base_does_not_believe_a_receipt_the_change_brought(
     assert "not committed unchanged in the trusted revision" in r.err
 
 
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_trusted_rev_is_batchs_resume_from_under_the_name_every_command_uses(
+    pull_request, operator, cli, monkeypatch, how
+):
+    if how == "env":
+        monkeypatch.setenv("DEEPSEEK_REVIEW_TRUSTED_REV", "main")
+    r = batch(cli, operator, *(("--trusted-rev", "main") if how == "flag" else ()))
+    assert r.code == 0, r.err
+    assert r.json()["entries"][0]["status"] == "ok"
+    assert len(operator.chat_requests()) == 1
+
+
 def test_resume_from_the_base_adopts_receipts_committed_there(pull_request, operator, cli):
     r = batch(cli, operator, "--resume-from", "main")
     assert r.code == 0, r.err
@@ -315,7 +327,7 @@ def test_no_resume_redoes_every_entry(pull_request, operator, cli):
 def test_resume_from_a_revision_that_is_not_a_commit_exits_2(pull_request, operator, cli):
     r = batch(cli, operator, "--resume-from", "no-such-branch")
     assert r.code == 2
-    assert "--resume-from 'no-such-branch': not a commit of the repository" in r.err
+    assert "--trusted-rev 'no-such-branch': not a commit of the repository" in r.err
     assert operator.chat_requests() == []
 
 
@@ -337,10 +349,20 @@ def _cut_chain(repo: Path, cli: Cli, sim: Simulator) -> dict[str, Any]:
 
 
 def _point_receipt_at(repo: Path, segment: dict[str, Any], url: str) -> None:
+    """The receipt and its request record both name ``url``: the segment still verifies, so
+    the trust rule (local use: whatever verifies) lets ``continue`` read it."""
     path = repo / segment["receipt_path"]
-    receipt = json.loads(path.read_text())
-    receipt["endpoint"] = url
-    path.write_text(json.dumps(receipt, indent=2))
+    for file in (path, path.with_name(path.name.replace(".receipt.", ".request."))):
+        data = json.loads(file.read_text())
+        data["endpoint"] = url
+        file.write_text(json.dumps(data, indent=2))
+    assert cli_verifies(repo, segment["receipt_path"])
+
+
+def cli_verifies(repo: Path, receipt: str) -> bool:
+    from deepseek_review.verification import verify
+
+    return verify([receipt], root=repo).ok
 
 
 def test_continue_without_a_key_does_not_send_context_where_a_receipt_says(

@@ -186,6 +186,14 @@ RepoRootOpt = Annotated[
     str | None,
     typer.Option(help=OPTIONS["repo_root"].help_text(), show_default=False),
 ]
+AllowedSignersOpt = Annotated[
+    str | None,
+    typer.Option(help=OPTIONS["allowed_signers"].help_text(), show_default=False),
+]
+TrustedRevOpt = Annotated[
+    str | None,
+    typer.Option(help=OPTIONS["trusted_rev"].help_text(), show_default=False),
+]
 JsonOpt = Annotated[
     bool,
     typer.Option(

@@ -38,8 +38,10 @@ def batch(flags: Flags) -> None:
     from .. import api
 
     root = flags.root()
+    from ..trust import given_on_the_command_line
+
     try:
-        with _collector_paused():
+        with _collector_paused(), given_on_the_command_line(flags["trusted_rev"], None):
             plan = api.plan_batch(
                 flags["manifest"], clean=not flags["dry_run"], **flags.given(root)
             )

@@ -12,7 +12,16 @@ import typer
 
 from ..logs import log
 from ..textsafe import escape
-from .app import QuietOpt, RepoRootOpt, VerboseOpt, app, example, typed_path
+from .app import (
+    AllowedSignersOpt,
+    QuietOpt,
+    RepoRootOpt,
+    TrustedRevOpt,
+    VerboseOpt,
+    app,
+    example,
+    typed_path,
+)
 
 if TYPE_CHECKING:
     from ..finding.export import FindingsExport
@@ -39,7 +48,8 @@ FailOnOpt = Annotated[
     str | None,
     typer.Option(
         "--fail-on",
-        help="Exit 13 when a finding is at or above this severity (critical, major, minor, nit).",
+        help="Exit 13 when a finding is at or above this severity (critical, major, minor, "
+        "nit), or when a review under the paths was set aside or could not be read whole.",
         show_default=False,
     ),
 ]
@@ -52,6 +62,8 @@ def findings(
     output: OutputOpt = None,
     fail_on: FailOnOpt = None,
     repo_root: RepoRootOpt = None,
+    trusted_rev: TrustedRevOpt = None,
+    allowed_signers: AllowedSignersOpt = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -65,6 +77,8 @@ def findings(
         output=output,
         fail_on=fail_on,
         repo_root=root,
+        trusted_rev=trusted_rev,
+        allowed_signers=allowed_signers,
     )
     _render(result, to_stdout=output is None)
     result.raise_for_gate()
@@ -82,6 +96,9 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
             len(outside),
             escape(repr(outside[0].finding.path)),
         )
+    note = result.collected.admission.note()
+    if note is not None:
+        log.warning("%s", escape(note))
     if to_stdout:
         sys.stdout.write(result.text)
         sys.stdout.flush()

@@ -37,12 +37,15 @@ if TYPE_CHECKING:
 def run(flags: Flags) -> None:
     # Its help: its summary in commands.COMMANDS.
     from .. import api
+    from ..trust import given_on_the_command_line
 
     root = flags.root()
     given = flags.given(root)
+    given.pop("trusted_rev", None)  # the trust rule's (--since-last-review), not the review's
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
-    plan = api.plan_review(**{**given, "repo_root": root})  # found once: git runs once
+    with given_on_the_command_line(flags["trusted_rev"], flags["allowed_signers"]):
+        plan = api.plan_review(**{**given, "repo_root": root})  # found once: git runs once
     STATE.secret = plan.endpoint.api_key
     key = flags.signing_key(root)
     if flags["dry_run"]:
@@ -257,12 +260,15 @@ def _segment_json(root: Path, s: Segment) -> dict[str, Any]:
 def continue_(flags: Flags) -> None:
     # Its help: its summary in commands.COMMANDS.
     from .. import api
+    from ..trust import given_on_the_command_line
 
     root = flags.root()
     given = flags.given(root)
+    given.pop("trusted_rev", None)  # the trust rule's, not the continuation's
     STATE.secret = api.api_key(given.get("api_key_env"))
     key = flags.signing_key(root)
-    with review_progress() as progress, api.signed_with(key):
+    trust = given_on_the_command_line(flags["trusted_rev"], flags["allowed_signers"])
+    with review_progress() as progress, api.signed_with(key), trust:
         outcome = api.continue_review(typed_path(root, flags["path"]), progress=progress, **given)
     _render_result(root, outcome.result, flags["as_json"])
     _raise_if_truncated(outcome.result, outcome.max_continuations, root)
@@ -284,7 +290,12 @@ def show(flags: Flags) -> None:
     from .. import api
 
     root = flags.root()
-    shown = api.show(typed_path(root, flags["path"]), repo_root=root)
+    shown = api.show(
+        typed_path(root, flags["path"]),
+        repo_root=root,
+        trusted_rev=flags["trusted_rev"],
+        allowed_signers=flags["allowed_signers"],
+    )
     text = shown.text
     if sys.stdout.isatty():
         # The answer is the server's text: on a terminal its control sequences (OSC 52 writes

@@ -1,6 +1,7 @@
 """``sign``: sign the segments that exist; ``attest``: the predicate for CI attestations."""
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -8,10 +9,13 @@ import typer
 
 from ..errors import VerificationFailed
 from ..options import OPTIONS
+from ..textsafe import escape
 from .app import (
+    AllowedSignersOpt,
     JsonOpt,
     QuietOpt,
     RepoRootOpt,
+    TrustedRevOpt,
     VerboseOpt,
     _json_out,
     _write_lines,
@@ -51,7 +55,11 @@ def sign(
     typed = [typed_path(root, p) for p in paths or []]
     report = api.sign(typed, root=root, signing_key=signing_key)
     lines = [f"signed {p}" for p in report.signed]
-    lines += [f"FAIL {p}: not signed: it fails verification ({why})" for p, why in report.refused]
+    lines += [
+        f"FAIL {p}: not signed: "
+        + (why if why.startswith("set aside") else f"it fails verification ({why})")
+        for p, why in report.refused
+    ]
     lines.append(
         f"deepseek-review: sign: {len(report.signed)} signed, {len(report.already)} already "
         f"signed, {len(report.refused)} refused"
@@ -61,8 +69,14 @@ def sign(
         _json_out(report.to_json())
     if report.refused:
         n = len(report.refused)
-        what = "segments not signed: they fail" if n != 1 else "segment not signed: it fails"
-        raise VerificationFailed(f"{n} {what} verification")
+        aside = sum(1 for _, why in report.refused if why.startswith("set aside"))
+        if aside == 0:
+            what = "segments not signed: they fail" if n != 1 else "segment not signed: it fails"
+            raise VerificationFailed(f"{n} {what} verification")
+        raise VerificationFailed(
+            f"{n} segment{'s' if n != 1 else ''} not signed: {n - aside} fail verification, "
+            f"{aside} set aside by the trust rule"
+        )
 
 
 @app.command(epilog=example("deepseek-review attest reviews --output review-predicate.json"))
@@ -73,12 +87,15 @@ def attest(
         typer.Option(help="Write the predicate to this file (never replaced).", show_default=False),
     ] = ...,  # type: ignore[assignment]
     repo_root: RepoRootOpt = None,
+    trusted_rev: TrustedRevOpt = None,
+    allowed_signers: AllowedSignersOpt = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     # Its help: its summary in commands.COMMANDS, then this docstring.
     """Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
-    there are no receipts.
+    there are no receipts or the trust rule admits none of them (see the README's trust
+    model: segments a commit brought need --trusted-rev or a signature).
     """
     from .. import api
     from ..records.canonical import pretty_json
@@ -87,8 +104,18 @@ def attest(
 
     root = api.repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
-    predicate = api.attest(typed, root=root)
+    predicate = api.attest(
+        typed, root=root, trusted_rev=trusted_rev, allowed_signers=allowed_signers
+    )
     write_output(Path(output), pretty_json(predicate), shown=output)
     n = len(predicate["reviews"])
-    _write_lines(sys.stderr, [f"deepseek-review: attest: wrote {output} ({n} segments)"])
+    lines = [f"deepseek-review: attest: wrote {output} ({n} segments)"]
+    left = Counter(x["reason"] for x in predicate.get("left_out", []))
+    if left:
+        why = "; ".join(f"{n}: {escape(reason)}" for reason, n in left.most_common())
+        lines.append(
+            f"deepseek-review: attest: left out {left.total()} segment(s), listed under "
+            f"left_out: {why}"
+        )
+    _write_lines(sys.stderr, lines)
     print(ATTEST_PREDICATE_TYPE)

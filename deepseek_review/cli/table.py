@@ -34,7 +34,7 @@ def _parameter(option: Option) -> inspect.Parameter:
     if option.argument:
         info: Any = typer.Argument(..., help=help_text)
     else:
-        decls = [option.long_flag, *([option.short] if option.short else [])]
+        decls = [option.long_flag, *option.aliases, *([option.short] if option.short else [])]
         default: Any = None
         if option.kind == "bool":
             if option.negatable:

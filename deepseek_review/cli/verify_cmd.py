@@ -9,6 +9,7 @@ from ..errors import VerificationFailed
 from ..options import OPTIONS
 from .app import (
     STATE,
+    AllowedSignersOpt,
     JsonOpt,
     QuietOpt,
     RepoRootOpt,
@@ -114,10 +115,6 @@ JobsOpt = Annotated[
         help="Worker processes (default: several for thousands of receipts, else 1).",
         show_default=False,
     ),
-]
-AllowedSignersOpt = Annotated[
-    str | None,
-    typer.Option(help=OPTIONS["allowed_signers"].help_text(), show_default=False),
 ]
 RequireSignatureOpt = Annotated[
     bool,

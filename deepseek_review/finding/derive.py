@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..chain import chain_index, find_chain, stitched_text
-from ..errors import InputError
+from ..errors import InputError, VerificationFailed
 from ..records.canonical import sha256_tag
 from ..records.parts import file_refs
 from ..records.rebuild import repo_reader
 from ..records.stored import ChainSegment
 from ..repo import git_output, resolve_inside
+from ..trust import Admission, TrustPolicy, admit
 from .anchor import Reviewed, anchor
 from .extract import FindingsRefused, extract
 from .hunks import NewSide, change_in
@@ -47,6 +48,12 @@ class Collected:
     reviews: list[ReviewFindings] = field(default_factory=list)
     findings: list[Anchored] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    admission: Admission = field(default_factory=Admission)
+    """What the trust rule (:mod:`..trust`) admitted, and what it set aside with why."""
+    without_block: set[str] = field(default_factory=set)
+    """The chains (by last answer) whose answer holds no findings block at all: a review made
+    with a template that asks for none. A gate passes over them (nothing appended to a chain
+    can remove a block); every other problem fails it."""
 
     def counts(self) -> dict[str, int]:
         """Findings by severity, every severity present (zeros included)."""
@@ -131,7 +138,14 @@ def derive_text(text: str, seen: Reviewed, review: str) -> list[Anchored]:
 
 def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     """The findings of a chain (:class:`InputError` when its findings block is missing or
-    invalid)."""
+    invalid, or a continuation has no request record: this tool writes one for every
+    continuation, so a continuation without one was not written by it)."""
+    for seg in chain[1:]:
+        if seg.record is None:
+            raise InputError(
+                f"a continuation without its request record ({seg.receipt_path} has no "
+                f"{seg.record_path}); not read as part of the review"
+            )
     last = chain[-1].answer_path
     found = derive_text(stitched_text(root, list(chain)), reviewed_version(root, chain), last)
     receipts = tuple(_receipt_summary(s) for s in chain)
@@ -150,8 +164,9 @@ def merge(reviews: Sequence[ReviewFindings]) -> list[Anchored]:
     return sorted(best.values(), key=lambda a: rank(a.finding.severity))
 
 
-def collect(root: Path, paths: Sequence[str]) -> Collected:
-    """The findings of every chain the paths name (receipts, answers or folders).
+def collect(root: Path, paths: Sequence[str], policy: TrustPolicy | None = None) -> Collected:
+    """The findings of every chain the paths name (receipts, answers or folders) that the
+    trust rule admits (:mod:`..trust`; ``policy`` None: from the environment).
 
     A path that names one review and has no usable block is an :class:`InputError`; in a
     folder, such a chain is listed in ``problems`` and the others are still exported, unless
@@ -159,13 +174,23 @@ def collect(root: Path, paths: Sequence[str]) -> Collected:
     """
     from ..verification import discover
 
+    policy = TrustPolicy.configured() if policy is None else policy
     out = Collected()
-    done: set[str] = set()
-    index = chain_index(root)
+    # The folders the paths lie in: a chain's other segments are beside the one named.
+    folders = []
+    for user_path in paths:
+        path, rel = resolve_inside(root, user_path, what="PATH")
+        folders.append(rel if path.is_dir() else (rel.rpartition("/")[0] or "."))
+    out.admission, _ = admit(root, list(dict.fromkeys(folders)), policy)
+    done: set[str] = set(out.admission.set_aside)
+    index = chain_index(root, out.admission.admitted)
     for user_path in paths:
         single = not resolve_inside(root, user_path, what="PATH")[0].is_dir()
         for receipt in discover(root, [user_path]).receipts:
             if receipt in done:
+                if single and receipt in out.admission.set_aside:
+                    why = out.admission.set_aside[receipt]
+                    raise VerificationFailed(f"{receipt}: set aside by the trust rule: {why}")
                 continue
             try:
                 chain = find_chain(root, receipt, index=index)
@@ -182,6 +207,8 @@ def collect(root: Path, paths: Sequence[str]) -> Collected:
                 if single or isinstance(exc, FindingsRefused):  # no gate passes without it
                     raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
                 out.problems.append((chain[-1].answer_path, exc.message))
+                if "the answer has no ```json block" in exc.message:  # extract's words
+                    out.without_block.add(chain[-1].answer_path)
     out.findings = merge(out.reviews)
     return out
 

@@ -12,6 +12,7 @@ from ..errors import ConfigError, FindingsGate, OutputError
 from ..records.canonical import pretty_json
 from ..storage import write_replacing
 from ..textsafe import json_safe
+from ..trust import TrustPolicy
 from .derive import Collected, collect, receipts_json
 from .github import to_github
 from .markdown import to_markdown
@@ -31,7 +32,13 @@ def to_json(collected: Collected) -> dict[str, Any]:
         "counts": collected.counts(),
         "findings": [a.to_json() for a in collected.findings],
         "receipts": receipts_json(collected),
-        "problems": [{"path": p, "reason": why} for p, why in collected.problems],
+        "problems": [
+            *({"path": p, "reason": why} for p, why in collected.problems),
+            *(
+                {"path": p, "reason": f"set aside by the trust rule: {why}"}
+                for p, why in sorted(collected.admission.set_aside.items())
+            ),
+        ],
     }
 
 
@@ -72,12 +79,26 @@ class FindingsExport:
         return [] if self.fail_on is None else self.collected.at_or_above(self.fail_on)
 
     def raise_for_gate(self) -> None:
-        """:class:`FindingsGate` (exit 13) when a finding is at or above ``fail_on``."""
+        """:class:`FindingsGate` (exit 13) when a finding is at or above ``fail_on``, or when
+        any review under the paths was not read: a segment the trust rule set aside, a chain
+        that forks, breaks or has no usable findings block. A gate passes only on reviews it
+        read whole, so files nobody vouches for can never make it pass."""
+        if self.fail_on is None:
+            return
         gate = self.gate
         if gate:
             counts = Counter(a.finding.severity for a in gate)
             listed = ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s])
             raise FindingsGate(f"findings at or above {self.fail_on}: {listed}")
+        admission = self.collected.admission
+        note = admission.note()
+        if note is not None:
+            raise FindingsGate(f"the gate cannot pass: {note} (first: {admission.first()})")
+        unread = [p for p in self.collected.problems if p[0] not in self.collected.without_block]
+        if unread:
+            path, why = unread[0]
+            more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
+            raise FindingsGate(f"the gate cannot pass: {path}: {why}{more}")
 
 
 def check_choice(value: str | None, choices: Sequence[str], what: str) -> None:
@@ -86,13 +107,19 @@ def check_choice(value: str | None, choices: Sequence[str], what: str) -> None:
 
 
 def export(
-    root: Path, paths: Sequence[str], fmt: str, output: Path | None, fail_on: str | None
+    root: Path,
+    paths: Sequence[str],
+    fmt: str,
+    output: Path | None,
+    fail_on: str | None,
+    policy: TrustPolicy | None = None,
 ) -> FindingsExport:
-    """Collect, render, and write ``output`` when given (replaced atomically: an export is
-    meant to be rewritten); the gate is left to :meth:`FindingsExport.raise_for_gate`."""
+    """Collect (the reviews the trust rule admits: :mod:`..trust`), render, and write
+    ``output`` when given (replaced atomically: an export is meant to be rewritten); the gate
+    is left to :meth:`FindingsExport.raise_for_gate`."""
     check_choice(fmt, list(FORMATS), "findings format")
     check_choice(fail_on, SEVERITIES, "findings severity")
-    collected = collect(root, paths)
+    collected = collect(root, paths, policy)
     text = render(collected, fmt)
     if output is not None:
         try:

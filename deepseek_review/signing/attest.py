@@ -6,30 +6,41 @@ the type ``predicate-type`` says: :data:`ATTEST_PREDICATE_TYPE`, schema
 ``schemas/deepseek-review-attested-reviews-v1.schema.json``. One invocation covers many
 segments, so the predicate lists, per segment, its files (name and sha256, as a statement's
 subjects) and the same predicate a signed segment's statement carries. Only segments that
-verify are attested: a signature vouches for the files as they are.
+verify and that the trust rule admits (:mod:`..trust`) are attested: a signature vouches for
+the files as they are, and a pull request's planted review is not this workflow's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..errors import InputError, VerificationFailed
 from ..project import ATTESTED_REVIEWS
-from ..verification import verify
+from ..trust import TrustPolicy, admit
 from ..verification.reports import listing
 from .statement import SegmentFiles, predicate, subjects
 
 ATTEST_PREDICATE_TYPE = ATTESTED_REVIEWS
 
 
-def attest_predicate(root: Path, paths: Sequence[str], *, default_folder: str) -> dict[str, Any]:
-    """The predicate over every segment under ``paths``; :class:`VerificationFailed` when
-    any of them fails verification, :class:`InputError` when there are none."""
-    checked = verify(list(paths), root=root, default_folder=default_folder)
-    if not checked.receipts:
+def attest_predicate(
+    root: Path,
+    paths: Sequence[str],
+    *,
+    default_folder: str,
+    policy: TrustPolicy | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The predicate over every segment under ``paths`` that the trust rule admits
+    (:mod:`..trust`); the others are listed in its ``left_out`` with why.
+    :class:`VerificationFailed` when any segment fails verification, :class:`InputError` when
+    there are none, or none is admitted."""
+    policy = TrustPolicy.configured(env=env) if policy is None else policy
+    admission, checked = admit(root, paths, policy, default_folder=default_folder, env=env)
+    if not checked.receipts and not admission.set_aside:
         raise InputError(f"no receipts found in {', '.join(checked.searched)}: nothing to attest")
     failed = [r.receipt_path for r in checked.receipts if r.status == "fail"]
     if failed:
@@ -38,8 +49,21 @@ def attest_predicate(root: Path, paths: Sequence[str], *, default_folder: str) -
             f"{n} segment{'s fail' if n != 1 else ' fails'} verification, so none is attested: "
             f"{listing(failed)} (see `deepseek-review verify`)"
         )
+    note = admission.note()
+    if not admission.admitted:
+        raise InputError(f"nothing to attest: {note}")
     reviews = []
     for r in checked.receipts:
+        if r.receipt_path not in admission.admitted:
+            continue
         seg = SegmentFiles.read(root, r.receipt_path)
         reviews.append({"subject": subjects(seg), "predicate": predicate(seg)})
-    return {"tool": {"name": "deepseek-review", "version": __version__}, "reviews": reviews}
+    out: dict[str, Any] = {
+        "tool": {"name": "deepseek-review", "version": __version__},
+        "reviews": reviews,
+    }
+    if admission.set_aside:
+        out["left_out"] = [
+            {"receipt_path": rel, "reason": why} for rel, why in sorted(admission.set_aside.items())
+        ]
+    return out

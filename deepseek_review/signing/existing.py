@@ -1,9 +1,10 @@
 """``sign``: sign the segments that exist (reviews written without ``--sign``, or a run
 stopped between a receipt and its signature).
 
-Only segments that pass verification are signed: a signature vouches for the files as they
-are, so a segment whose answer no longer matches its receipt (or that fails any other check)
-is refused, not blessed. Warnings (a context file changed since) do not stop signing: the
+Only segments that pass verification and that the trust rule admits (:mod:`..trust`) are
+signed: a signature vouches for the files as they are, so a segment whose answer no longer
+matches its receipt (or that fails any other check), or one a pull request planted, is
+refused, not blessed. Warnings (a context file changed since) do not stop signing: the
 segment's own files are intact.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..verification import verify
+from ..trust import TrustPolicy, admit
 from .segments import SigningKey, sign_segment
 
 
@@ -37,14 +38,26 @@ class SignReport:
 def sign_existing(
     root: Path, paths: Sequence[str], key: SigningKey, *, default_folder: str
 ) -> SignReport:
-    """Sign every verified, unsigned segment under ``paths`` (receipts, answers, folders)."""
+    """Sign every verified, unsigned segment under ``paths`` (receipts, answers, folders)
+    that the trust rule admits (its flags from the environment: ``DEEPSEEK_REVIEW_TRUSTED_REV``,
+    ``DEEPSEEK_REVIEW_ALLOWED_SIGNERS``, ``CI``)."""
     report = SignReport()
-    checked = verify(list(paths), root=root, default_folder=default_folder)
+    admission, checked = admit(
+        root, list(paths), TrustPolicy.configured(), default_folder=default_folder
+    )
     for r in checked.receipts:
         if r.status == "fail":
             why = "; ".join(f"{c.name}: {c.detail}" for c in r.checks if c.status == "fail")
             report.refused.append((r.receipt_path, why))
             continue
+        if r.receipt_path not in admission.admitted:
+            why = admission.set_aside[r.receipt_path]
+            report.refused.append((r.receipt_path, f"set aside by the trust rule: {why}"))
+            continue
         done = sign_segment(root, r.receipt_path, key)
         (report.signed if done == "signed" else report.already).append(r.receipt_path)
+    refused = {rel for rel, _ in report.refused}
+    for rel, why in sorted(admission.set_aside.items()):
+        if rel not in refused:  # set aside before verifying: not in the report
+            report.refused.append((rel, f"set aside by the trust rule: {why}"))
     return report

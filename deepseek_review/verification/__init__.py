@@ -87,7 +87,7 @@ _Packed = tuple[
 
 
 def _local_checks(
-    root: Path, strict: bool, signatures: SignatureChecks | None
+    root: Path, strict: bool, signatures: SignatureChecks | None, exclude: frozenset[str]
 ) -> Callable[[list[str]], list[_Packed]]:
     """What a worker process does with a chunk of receipts: the local checks (with its own
     caches), as plain tuples (marshalled back to the parent).
@@ -101,7 +101,7 @@ def _local_checks(
     def work(chunk: list[str]) -> list[_Packed]:
         nonlocal verifier
         if verifier is None:
-            verifier = Verifier(root, strict=strict)
+            verifier = Verifier(root, strict=strict, exclude=exclude)
         for rel in chunk:
             verifier.load(rel)  # the chunk's continuations tell which answers to keep
         out: list[_Packed] = []
@@ -132,7 +132,12 @@ def default_jobs(receipts: int) -> int:
 
 
 def _parallel(
-    v: Verifier, strict: bool, receipts: list[str], jobs: int, signatures: SignatureChecks | None
+    v: Verifier,
+    strict: bool,
+    receipts: list[str],
+    jobs: int,
+    signatures: SignatureChecks | None,
+    exclude: frozenset[str],
 ) -> list[_Local]:
     """The local checks of ``receipts`` in ``jobs`` worker processes (:mod:`..forkwork`),
     each chunk's results indexed in ``v`` in receipt order, as they arrive."""
@@ -140,7 +145,7 @@ def _parallel(
 
     chunks = chunked(receipts, _CHUNK)
     done: list[_Local] = []
-    parts = run_chunks(chunks, jobs, _local_checks(v.root, strict, signatures))
+    parts = run_chunks(chunks, jobs, _local_checks(v.root, strict, signatures, exclude))
     try:
         for part in parts:
             for rel, data, problems, checks, continues, order, signed in part:
@@ -168,6 +173,7 @@ def verify(
     jobs: int | None = None,
     default_folder: str = DEFAULT_FOLDER,
     signatures: SignatureChecks | None = None,
+    exclude: frozenset[str] = frozenset(),
 ) -> VerifyReport:
     """Verify the receipts named by ``paths`` (receipts, answers or folders, searched
     recursively; none: ``default_folder``, whose absence means no receipts). Raises
@@ -178,21 +184,22 @@ def verify(
     thousands of receipts on a machine with several cores, 1 otherwise). The workers run the
     checks that need one receipt; the chain check, which needs them all, runs here.
     ``signatures``: the ``signature`` check, added to every report it has something to say
-    about (:mod:`.signature_checks`).
+    about (:mod:`.signature_checks`). ``exclude``: receipts the trust rule set aside
+    (:mod:`..trust`): not checked, and no other receipt's chain sees them.
     """
     found = discover(root, paths, default_folder)
-    receipts = found.receipts
+    receipts = [r for r in found.receipts if r not in exclude] if exclude else found.receipts
     # Tens of thousands of small objects stay alive for the whole run and make no cycles
     # worth collecting: the cyclic collector would only walk them again and again.
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    v = Verifier(root, strict=strict)
+    v = Verifier(root, strict=strict, exclude=exclude)
     try:
         if signatures is not None:
             signatures.know_listing(found.listed, found.signed)
         jobs = default_jobs(len(receipts)) if jobs is None else max(1, jobs)
         if jobs > 1 and len(receipts) > 1:
-            done = _parallel(v, strict, receipts, jobs, signatures)
+            done = _parallel(v, strict, receipts, jobs, signatures, exclude)
         else:
             v.index(receipts, set())
             done = [v.local(rel) for rel in receipts]

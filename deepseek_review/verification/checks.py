@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,16 +84,27 @@ def _chain_problem(broken: Break, prev: str) -> str:
     return problem if broken.at == prev else f"the chain is broken further back: {problem}"
 
 
+def _unless(
+    exclude: frozenset[str], load: Callable[[str], Entry[_Receipt]], rel: str
+) -> Entry[_Receipt] | None:
+    """``load``, except for receipts the trust rule set aside (:mod:`..trust`): those are not
+    in the index, so they neither claim nor continue an answer."""
+    return None if rel in exclude else load(rel)
+
+
 class Verifier:
     """One verification run: its caches (files, receipts, chain index) live as long as it."""
 
-    def __init__(self, root: Path, *, strict: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, strict: bool = False, exclude: frozenset[str] = frozenset()
+    ) -> None:
         self.root = root
         self.strict = strict
         self.files = RepoFiles(root)
-        self.receipts: ReceiptIndex[_Receipt] = ReceiptIndex(root, self._entry)
+        load = self._entry if not exclude else partial(_unless, exclude, self._entry)
+        self.receipts: ReceiptIndex[_Receipt] = ReceiptIndex(root, load)
         self._chain_memo: dict[str, Break | None] = {}
-        self.records = RecordChecks(self.files, strict=strict)
+        self.records = RecordChecks(self.files, strict=strict, exclude=exclude)
         self._orders: dict[str, tuple[str, str, int, str]] = {}
 
     def close(self) -> None:

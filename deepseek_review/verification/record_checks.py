@@ -28,9 +28,13 @@ from .reports import _OK, CheckResult, listing, soft
 class RecordChecks:
     """The record-reading checks of one verify run (its rebuilder's caches live as long)."""
 
-    def __init__(self, files: RepoFiles, *, strict: bool) -> None:
+    def __init__(
+        self, files: RepoFiles, *, strict: bool, exclude: frozenset[str] = frozenset()
+    ) -> None:
         self.files = files
         self.strict = strict
+        self.exclude = exclude
+        """Receipts the trust rule set aside: no chain walk sees them."""
         self.rebuilder = Rebuilder(self._reference, self._reference_digest)
         self._chains: ReceiptIndex[None] | None = None
         #: Every pinned blob the run needs, through one ``git cat-file --batch``.
@@ -79,7 +83,7 @@ class RecordChecks:
         from ..finding.sidecar import check_sidecar
 
         if self._chains is None:  # one index per run: each folder glanced at once
-            self._chains = chain_index(self.files.root)
+            self._chains = chain_index(self.files.root, exclude=self.exclude)
         status, detail = check_sidecar(self.files.root, rel, record, self._chains)
         if status == "soft":
             return soft(self.strict, "answer", detail)
