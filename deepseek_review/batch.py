@@ -233,6 +233,7 @@ class _Runner:
                     topic=w.topic,
                     index=w.planned.entry.index,
                     status="skipped",
+                    reason=w.reason,
                     answer_paths=[s.answer_path for s in w.existing],
                     receipt_paths=[s.receipt_path for s in w.existing],
                     **existing_usage(w.existing),

@@ -89,6 +89,8 @@ class Work:
     action: Action
     existing: tuple[ChainSegment, ...] = ()
     """The chain already on disk (``skip`` and ``continue``)."""
+    reason: str | None = None
+    """Why a ``skip`` is skipped when not because its review is done (nothing new)."""
 
     @property
     def topic(self) -> str:
@@ -194,6 +196,9 @@ def prepare_batch(
     trusted = trusted_files(options.trusted_rev, planned.root, folders)
     work = []
     for p in planned.entries:
+        if p.nothing_new is not None:
+            work.append(Work(p, "skip", reason=p.nothing_new))
+            continue
         chain = (
             existing_chain(indexes[p.plan.out_dir], planned.root, p, trusted)
             if options.resume

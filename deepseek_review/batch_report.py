@@ -42,6 +42,8 @@ class EntryReport:
     attempts: int = 0
     """HTTP requests this run made for the entry (retries included)."""
     error: str | None = None
+    reason: str | None = None
+    """Why a skipped entry was skipped when it is not done (nothing new since the last review)."""
     new_segments: int = 0
     """Segments (receipts) this run wrote for the entry."""
     new_tokens: int = 0
@@ -64,6 +66,7 @@ class EntryReport:
             "attempts": self.attempts,
             "new_segments": self.new_segments,
             "error": self.error,
+            "reason": self.reason,
             "findings": self.findings,
         }
 

@@ -21,6 +21,7 @@ below is also the README's exit-code table (a test checks they agree).
     ├── FindingsGate                13   findings at or above the --fail-on severity exist
     ├── PromptDoesNotFit            14   the server says the prompt would not fit its context
     ├── MissingObject               16   a git object a review needs or pins is not in the clone
+    ├── NothingNew                   0   --since-last-review: nothing new to review (not a failure)
     └── Interrupted                130   stopped by SIGINT / SIGTERM; re-running resumes
 
 Messages are one line, say what failed and where, and never contain secrets.
@@ -135,6 +136,14 @@ class MissingObject(ReviewError):
     exit_code = 16
 
 
+class NothingNew(ReviewError):
+    """``--since-last-review`` found nothing new since the last review: nothing is sent. Not
+    a failure (a CI re-run of the same commit), so it exits 0 with one line; a batch skips
+    the entry and goes on with the others."""
+
+    exit_code = 0
+
+
 class Interrupted(ReviewError):
     """Stopped by a signal; what was finished is kept and a re-run resumes."""
 
@@ -160,6 +169,7 @@ EXIT_CODES: tuple[tuple[int, type[ReviewError]], ...] = tuple(
         FindingsGate,
         PromptDoesNotFit,
         MissingObject,
+        NothingNew,
         Interrupted,
     )
 )

@@ -31,7 +31,7 @@ from .config import Setting, configured_review_values
 from .context import Output
 from .context_places import refuse_git_data, refuse_ignored
 from .context_types import is_glob
-from .errors import ConfigError, InputError, ReviewError
+from .errors import ConfigError, InputError, NothingNew, ReviewError
 from .frontdoor import REVIEW_FIELDS, build_review_options, merge
 from .manifestfile import (
     FORMATS,
@@ -295,6 +295,9 @@ def _output_folders(
 class PlannedEntry:
     entry: Entry
     plan: ReviewPlan
+    nothing_new: str | None = None
+    """Why there is nothing to review (``since_last_review`` found no new commit): the entry
+    is skipped; ``plan`` is then the whole change's, for its folder and the dry run."""
 
     @property
     def topic(self) -> str:
@@ -376,8 +379,15 @@ def plan_manifest(
                             root=root,
                             shared=shared_options,
                         )
-                        plan_one = plan(options, env, gather=gather, shared=shared)
-                        planned.append(PlannedEntry(entry, plan_one))
+                        try:
+                            plan_one = plan(options, env, gather=gather, shared=shared)
+                            planned.append(PlannedEntry(entry, plan_one))
+                        except NothingNew as exc:
+                            whole = replace(
+                                options, git=replace(options.git, since_last_review=False)
+                            )
+                            plan_one = plan(whole, env, gather=gather, shared=shared)
+                            planned.append(PlannedEntry(entry, plan_one, exc.message))
                 except ReviewError as exc:
                     line = _line_of(manifest, entry, exc)
                     problems.append(Problem(exc.message, entry.index, line, entry.topic))

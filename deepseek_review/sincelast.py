@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, NothingNew
 from .gitdiff import Range
 from .gitread import is_ancestor, is_oid, short
 from .logs import log
@@ -81,9 +81,9 @@ def narrow(root: Path, folder: str, topic: str, rng: Range) -> Range:
         return rng
     last, where = found
     if last == rng.head:
-        raise InputError(
-            f"{name_of('since_last_review')}: nothing new since the last review ({where} "
-            f"pinned {short(last)}, the head of the change)"
+        raise NothingNew(
+            f"nothing new since the last review ({where} pinned {short(last)}, the head of "
+            f"the change; {name_of('since_last_review')}): nothing was sent"
         )
     if not is_ancestor(root, last, rng.head):
         log.warning(

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import git
 from tests.test_secrets import REMOTE, offline  # noqa: F401  (a fixture, used below)
 
@@ -288,13 +290,61 @@ def test_since_last_review_after_a_rebase_reviews_the_whole_range_and_says_so(
     assert "reviewing the whole change" in result.err
 
 
-def test_since_last_review_with_nothing_new_is_refused(
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)])
+def test_since_last_review_with_nothing_new_exits_0_with_one_line_and_sends_nothing(
+    repo: Path, cli: Any, simulator: Any, dry_run: tuple[str, ...]
+) -> None:
+    a, _ = _reviewed_one_commit(repo, cli, simulator)
+    before = len(simulator.chat_requests())
+    written = sorted(p.name for p in (repo / "reviews").iterdir())
+    result = cli("run", "-p", "x", *dry_run, "--diff", f"{a}..HEAD", "--since-last-review",
+                 "--endpoint", simulator.base_url)  # fmt: skip
+    assert result.code == 0, result.err
+    (line,) = result.err.splitlines()
+    assert line.startswith("deepseek-review: nothing new since the last review (reviews/")
+    assert line.endswith("; --since-last-review): nothing was sent")
+    assert len(simulator.chat_requests()) == before
+    assert sorted(p.name for p in (repo / "reviews").iterdir()) == written
+
+
+def test_since_last_review_with_nothing_new_says_so_in_json(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     a, _ = _reviewed_one_commit(repo, cli, simulator)
-    result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..HEAD", "--since-last-review")
-    assert result.code == 3
-    assert "error: --since-last-review: nothing new since the last review" in result.err
+    result = cli("run", "-p", "x", "--json", "--diff", f"{a}..HEAD", "--since-last-review",
+                 "--endpoint", simulator.base_url)  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.json()["status"] == "nothing_new"
+    assert "nothing new since the last review" in result.json()["message"]
+
+
+def test_a_batch_skips_an_entry_with_nothing_new_and_continues_a_truncated_one(
+    repo: Path, cli: Any, make_simulator: Any
+) -> None:
+    """Issue 30 item 6: re-running a batch whose diff entry has nothing new must still resume
+    the others (here a chain cut off the first time)."""
+    sim = make_simulator(answer_words=200)
+    a = base_commit(repo)
+    commit(repo, "one", {"src/pkg/one.py": "ONE = 1\n"})
+    (repo / "reviews.toml").write_text(
+        f'[[review]]\ntopic = "long"\nprompt = "x"\ncontext = ["docs/spec.md"]\n'
+        f"max_tokens = 60\n\n"
+        f'[[review]]\ntopic = "pr"\nprompt = "x"\ndiff = "{a}..HEAD"\n'
+        f"since_last_review = true\n",
+        encoding="utf-8",
+    )
+    first = cli("batch", "reviews.toml", "--endpoint", sim.base_url, "--max-continuations", "0",
+                "--report", "first.json")  # fmt: skip
+    assert first.code == 11, first.err  # the long one stayed cut off
+    again = cli("batch", "reviews.toml", "--endpoint", sim.base_url, "--max-continuations", "9",
+                "--report", "again.json")  # fmt: skip
+    assert again.code == 0, again.err
+    entries = {e["topic"]: e for e in json.loads((repo / "again.json").read_text())["entries"]}
+    assert entries["long"]["status"] == "ok"
+    assert entries["long"]["new_segments"] >= 1
+    assert entries["pr"]["status"] == "skipped"
+    assert "nothing new since the last review" in entries["pr"]["reason"]
+    assert "skipped pr (nothing new since the last review" in again.err
 
 
 # --------------------------------------------------------------------------- manifests

@@ -53,14 +53,15 @@ def test_exit_codes_are_the_documented_ones():
         "FindingsGate": 13,
         "PromptDoesNotFit": 14,
         "MissingObject": 16,
+        "NothingNew": 0,
         "Interrupted": 130,
     }
 
 
-def test_no_exit_code_collides_with_success_or_usage_conventions():
-    codes = {code for code, _ in EXIT_CODES}
-    assert 0 not in codes
-    assert all(0 < c < 126 or c == 130 for c in codes)
+def test_no_failure_exits_0_and_none_collides_with_shell_conventions():
+    """Only NothingNew, which is not a failure (nothing to review), exits 0."""
+    assert [cls for code, cls in EXIT_CODES if code == 0] == [errors.NothingNew]
+    assert all(0 < c < 126 or c == 130 for c, cls in EXIT_CODES if cls is not errors.NothingNew)
 
 
 def test_hint_is_kept_apart_from_the_message():

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO
 import typer
 
 from .. import __version__, logs
-from ..errors import ConfigError, Interrupted, ReviewError
+from ..errors import ConfigError, Interrupted, NothingNew, ReviewError
 from ..options import OPTIONS, naming
 from ..redact import redact
 from ..textsafe import escape, escape_lines, json_safe
@@ -259,7 +259,18 @@ def _report(kind: str, exit_code: int, line: str, message: str, hint: str = "") 
     sys.exit(exit_code)
 
 
+def _nothing_new(exc: ReviewError) -> NoReturn:
+    """Not a failure: one line, ``--json`` says so, exit 0."""
+    sys.stderr.write(escape(_scrub(f"deepseek-review: {exc.message}")) + "\n")
+    if STATE.json and not STATE.json_written:
+        with contextlib.suppress(StdoutClosed):
+            _json_out({"status": "nothing_new", "message": _scrub(exc.message)})
+    sys.exit(0)
+
+
 def _fail(exc: ReviewError) -> NoReturn:
+    if isinstance(exc, NothingNew):
+        _nothing_new(exc)
     line = f"deepseek-review: error: {exc.message}"
     if exc.hint:
         line += f" ({exc.hint})"

@@ -161,6 +161,7 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
                 "context_bytes": plan.context_bytes,
                 "token_estimate": plan.token_estimate,
                 "existing_receipts": [s.receipt_path for s in w.existing],
+                "reason": w.reason,
                 "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
                 "left_out_files": sum(s.files for s in plan.skipped),
                 "cost_estimate": None if w.action == "skip" else cost_estimate(plan),

@@ -259,6 +259,8 @@ class BatchProgress:
         detail += tokens_text(known, e.estimated_tokens)
         if e.status != "skipped":
             detail += f", {e.attempts} request{'s' if e.attempts != 1 else ''}"
+        if e.reason is not None:
+            detail = e.reason
         self._say(logging.INFO, f"{where}{e.status} {e.topic} ({detail})")
 
     # -- the live line
