@@ -124,7 +124,9 @@ def findings(
     from .trust import TrustPolicy
 
     root = find_repo_root(repo_root)
-    where = list(paths) or [_default_folder(root, (), env)]
+    default = _default_folder(root, (), env)
+    # No reviews folder yet: no reviews, as verify and stats say, not a missing PATH.
+    where = list(paths) or ([default] if (root / default).exists() else [])
     out = None if output is None else Path(output)
     policy = TrustPolicy.configured(trusted_rev, _fspath(allowed_signers), env)
     return export(root, where, format, out, fail_on, policy)

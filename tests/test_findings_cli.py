@@ -175,3 +175,33 @@ def test_a_folder_of_many_chains_glances_at_each_receipt_once(repo, cli, make_st
     assert got.code == 0
     assert len(got.json()["receipts"]) == 6
     assert len(glanced) == len(set(glanced)) <= 6  # (was 6 per chain)
+
+
+# ------------------------------------------------------ no reviews, reviews that ask for none
+
+
+@pytest.mark.parametrize("command", ["verify", "stats", "findings"])
+def test_no_reviews_folder_yet_is_no_reviews_and_exits_0_for_every_reader(repo, cli, command):
+    r = cli(command)
+    assert r.code == 0, r.err
+    assert "no such file" not in r.err
+
+
+def test_findings_with_no_reviews_yet_says_zero_reviews(repo, cli):
+    r = cli("findings", "--fail-on", "major")
+    assert r.code == 0, r.err
+    assert "0 finding(s) from 0 review(s)" in r.err
+
+
+def test_reviews_made_with_the_default_template_are_summed_up_in_one_line(repo, cli, simulator):
+    for topic in ("one", "two", "three"):
+        r = cli("run", "-c", "docs/spec.md", "-p", "x", "--topic", topic,
+                "--endpoint", simulator.base_url)  # fmt: skip
+        assert r.code == 0, r.err
+    r = cli("findings")
+    assert r.code == 0, r.err
+    assert "no findings: the answer has no" not in r.err
+    assert (
+        "deepseek-review: 3 reviews made with the default template, which asks for no "
+        "findings: not read"
+    ) in r.err

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..context_types import plural
 from ..logs import log
 from ..textsafe import escape
 from .app import (
@@ -88,6 +89,13 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
     """Problems and the summary go to the log; the export itself to stdout unless ``-o``."""
     for path, why in result.collected.problems:
         log.warning("%s: %s", escape(path), escape(why))
+    quiet = len(result.collected.not_asked)
+    if quiet:
+        log.info(
+            "%s made with the default template, which asks for no findings: not read "
+            "(--template code-review, spec-review or diff-review asks for them)",
+            plural(quiet, "review"),
+        )
     outside = result.collected.outside()
     if outside:
         log.warning(

@@ -50,6 +50,9 @@ class Collected:
     problems: list[tuple[str, str]] = field(default_factory=list)
     admission: Admission = field(default_factory=Admission)
     """What the trust rule (:mod:`..trust`) admitted, and what it set aside with why."""
+    not_asked: set[str] = field(default_factory=set)
+    """The chains (by last answer) made with a template that asks for no findings (the bundled
+    ``default``) and holding none: not a problem, summed up in one line."""
     without_block: set[str] = field(default_factory=set)
     """The chains (by last answer) whose answer holds no findings block at all: a review made
     with a template that asks for none. A gate passes over them (nothing appended to a chain
@@ -152,6 +155,18 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     return ReviewFindings(last, receipts, tuple(found))
 
 
+#: The bundled templates that ask the model for no findings block.
+TEMPLATES_WITHOUT_FINDINGS = frozenset({"default"})
+
+
+def _asks_for_none(chain: Sequence[ChainSegment]) -> bool:
+    """Whether the chain's review was made with a bundled template that asks for no findings
+    (its request record names the template)."""
+    record = chain[0].record
+    template = None if record is None else record.template
+    return template is not None and template[0] in TEMPLATES_WITHOUT_FINDINGS
+
+
 def merge(reviews: Sequence[ReviewFindings]) -> list[Anchored]:
     """Every review's findings, one per fingerprint (the most severe, then the first),
     most severe first."""
@@ -206,9 +221,13 @@ def collect(root: Path, paths: Sequence[str], policy: TrustPolicy | None = None)
             except InputError as exc:
                 if single or isinstance(exc, FindingsRefused):  # no gate passes without it
                     raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
-                out.problems.append((chain[-1].answer_path, exc.message))
+                last = chain[-1].answer_path
                 if "the answer has no ```json block" in exc.message:  # extract's words
-                    out.without_block.add(chain[-1].answer_path)
+                    out.without_block.add(last)
+                    if _asks_for_none(chain):
+                        out.not_asked.add(last)
+                        continue
+                out.problems.append((last, exc.message))
     out.findings = merge(out.reviews)
     return out
 
