@@ -184,5 +184,5 @@ def show(
 
     root = find_repo_root(repo_root)
     policy = TrustPolicy.configured(trusted_rev, allowed_signers)
-    chain = find_chain(root, path, trust=policy, what="show")
+    chain = find_chain(root, path, trust=policy)
     return ShownChain(root, tuple(chain), stitched_text(root, chain))

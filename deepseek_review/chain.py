@@ -67,16 +67,15 @@ def find_chain(
     *,
     index: ReceiptIndex[None] | None = None,
     trust: TrustPolicy | None = None,
-    what: str = "",
 ) -> list[ChainSegment]:
     """The whole chain ``user_path`` belongs to, primary first, every segment validated.
 
     A chain that forks, loops, or continues an answer claimed by no receipt or by several
     is refused (:class:`InputError`) naming where. ``index``: one shared with other calls
-    (:func:`chain_index`). ``trust``: the trust rule (:mod:`.trust`) is applied to the
-    chain's segments (its note logged, prefixed by ``what``); a chain with a segment it sets
-    aside is refused (:class:`VerificationFailed`) naming the segment and why, so nothing it
-    did not admit is shown or continued as part of a review.
+    (:func:`chain_index`). ``trust``: the trust rule (:mod:`.trust`), when in force, is
+    applied to the chain's segments; a chain with a segment it sets aside is refused
+    (:class:`VerificationFailed`) naming the segment and why, so nothing it did not admit is
+    shown or continued as part of a review.
     """
     start = load_segment(root, receipt_for(root, user_path))
     index = chain_index(root) if index is None else index
@@ -107,8 +106,8 @@ def find_chain(
     )
     if broken is not None:
         raise InputError(_refusal(broken, chain))
-    if trust is not None:
-        admission = admit_chain(root, [s.receipt_path for s in chain], trust, what)
+    if trust is not None and trust.enforced:
+        admission = admit_chain(root, [s.receipt_path for s in chain], trust)
         for seg in chain:
             if seg.receipt_path not in admission.admitted:
                 why = admission.set_aside.get(seg.receipt_path, "not among the reviews checked")
@@ -119,15 +118,12 @@ def find_chain(
     return chain
 
 
-def admit_chain(root: Path, receipts: list[str], trust: TrustPolicy, what: str) -> Admission:
-    """The trust rule over a chain's receipts, its note logged."""
-    from .logs import log
+def admit_chain(root: Path, receipts: list[str], trust: TrustPolicy) -> Admission:
+    """The trust rule over a chain's receipts (a segment it sets aside fails the chain, in
+    one line: no note of its own)."""
     from .trust import admit
 
     admission, _ = admit(root, receipts, trust)
-    note = admission.note()
-    if note is not None:
-        log.warning("%s%s", f"{what}: " if what else "", note)
     return admission
 
 

@@ -192,7 +192,7 @@ def continue_existing(
 ) -> ContinueOutcome:
     env = os.environ if env is None else env
     root = find_repo_root(options.repo_root)
-    chain_segs = find_chain(root, options.path, trust=TrustPolicy.configured(), what="continue")
+    chain_segs = find_chain(root, options.path, trust=TrustPolicy.configured())
     last = chain_segs[-1]
     primary = chain_segs[0]
     segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]

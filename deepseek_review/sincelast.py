@@ -41,7 +41,7 @@ def reviewed_heads(root: Path, folder: str, topic: str) -> list[tuple[str, str]]
         log.warning("%s: %s", name_of("since_last_review"), note)
     out = []
     for rel in receipts:
-        if rel not in admission.admitted:
+        if not admission.believed(rel):  # set aside, or (locally) does not verify
             continue
         record_rel = sibling(rel, "record")
         try:

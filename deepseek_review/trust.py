@@ -107,6 +107,14 @@ class Admission:
     set_aside: dict[str, str] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)
     """For a segment that does not verify: its first failed check's words."""
+    unverified: dict[str, str] = field(default_factory=dict)
+    """When the rule is not in force (local use): segments admitted although they do not
+    verify, with why. Read and shown as they are, but never what a gate passes on or what
+    ``--since-last-review`` skips by."""
+
+    def believed(self, rel: str) -> bool:
+        """Admitted and verified: what may decide anything."""
+        return rel in self.admitted and rel not in self.unverified
 
     def first(self) -> str | None:
         """The first segment set aside (in name order) and why, in full."""
@@ -270,6 +278,14 @@ def _judge(root: Path, report: VerifyReport, policy: TrustPolicy, out: Admission
     again without them (they were in the chain walks)."""
     passed: list[str] = []
     more: dict[str, str] = {}
+    if not policy.enforced:  # local use: the operator's own files, read as they are
+        for r in report.receipts:
+            out.admitted.add(r.receipt_path)
+            if r.status == "fail":
+                out.unverified[r.receipt_path] = "does not verify (" + ", ".join(r.failed) + ")"
+                failed = [c for c in r.checks if c.status == "fail"]
+                out.details[r.receipt_path] = f"{failed[0].name}: {failed[0].detail}"
+        return {}
     for r in report.receipts:
         if r.status == "fail":
             why = "does not verify (" + ", ".join(r.failed) + ")"
@@ -280,9 +296,6 @@ def _judge(root: Path, report: VerifyReport, policy: TrustPolicy, out: Admission
                 more[r.receipt_path] = why
         else:
             passed.append(r.receipt_path)
-    if not policy.enforced:
-        out.admitted.update(passed)
-        return {}
     signed = {r.receipt_path for r in report.receipts if r.signer is not None}
     for rel, unvouched in vouched(root, policy, passed, signed).items():
         if unvouched is None:

@@ -169,15 +169,29 @@ def test_a_continuation_without_its_request_record_fails_the_gate(pull_request, 
     assert f"a continuation without its request record ({rel} has no " in got.err
 
 
-def test_a_segment_that_does_not_verify_fails_the_gate(pull_request, cli, make_stub):
+def test_a_segment_that_does_not_verify_fails_the_gate(pull_request, cli, make_stub, monkeypatch):
     """A review the gate could not read is never a pass: here its answer was edited."""
     seg = review_answering(cli, make_stub, [PROSE_END + block(item(severity="nit"))],
                            "--output-dir", "ci-review").json()["segments"][0]  # fmt: skip
     with (pull_request / seg["answer_path"]).open("a") as f:
         f.write(" ")
+    monkeypatch.setenv("CI", "true")
     got = findings_gate(cli)
     assert got.code == 13
     assert "does not verify (answer)" in got.err
+
+
+def test_locally_an_edited_answer_fails_the_gate_as_a_failed_verification(
+    pull_request, cli, make_stub
+):
+    """Without the rule in force the review is read as it is, and its hash check fails."""
+    seg = review_answering(cli, make_stub, [PROSE_END + block(item(severity="nit"))],
+                           "--output-dir", "ci-review").json()["segments"][0]  # fmt: skip
+    with (pull_request / seg["answer_path"]).open("a") as f:
+        f.write(" ")
+    got = findings_gate(cli)
+    assert got.code == 9
+    assert "the answer was changed after the review" in got.err
 
 
 def test_the_gate_passes_on_this_runs_own_clean_review(pull_request, cli, make_stub, monkeypatch):

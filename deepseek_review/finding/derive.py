@@ -20,7 +20,7 @@ from ..errors import InputError, VerificationFailed
 from ..records.canonical import sha256_tag
 from ..records.parts import file_refs
 from ..records.rebuild import repo_reader
-from ..records.stored import ChainSegment
+from ..records.stored import ChainSegment, no_such_path
 from ..repo import git_output, resolve_inside
 from ..trust import Admission, TrustPolicy, admit
 from .anchor import Reviewed, anchor
@@ -195,6 +195,8 @@ def collect(root: Path, paths: Sequence[str], policy: TrustPolicy | None = None)
     folders = []
     for user_path in paths:
         path, rel = resolve_inside(root, user_path, what="PATH")
+        if not path.exists() and not path.is_symlink():
+            raise no_such_path(user_path)
         folders.append(rel if path.is_dir() else (rel.rpartition("/")[0] or "."))
     out.admission, _ = admit(root, list(dict.fromkeys(folders)), policy)
     done: set[str] = set(out.admission.set_aside)

@@ -94,6 +94,14 @@ class FindingsExport:
         note = admission.note()
         if note is not None:
             raise FindingsGate(f"the gate cannot pass: {note} (first: {admission.first()})")
+        if admission.unverified:
+            rel = min(admission.unverified)
+            n = len(admission.unverified)
+            raise FindingsGate(
+                f"the gate cannot pass: {n} segment{'s' if n != 1 else ''} "
+                f"{'do' if n != 1 else 'does'} not verify (first: {rel}: "
+                f"{admission.unverified[rel]}: {admission.details[rel]})"
+            )
         unread = [p for p in self.collected.problems if p[0] not in self.collected.without_block]
         if unread:
             path, why = unread[0]
