@@ -36,22 +36,37 @@ def repo_root(path: PathArg | None = None) -> Path:
 def configuration(
     *, repo_root: PathArg | None = None, env: Mapping[str, str] | None = None
 ) -> Configuration:
-    """The effective settings (environment > config file > defaults) and their sources."""
+    """The effective settings (environment > config file > defaults) and their sources.
+
+    Never fails on a refused setting: what was read is all there, each refusal listed in
+    :attr:`~.api_views.Configuration.refused` with the error a run would stop with (a run
+    uses the next source only in ``config``: it stops)."""
     from .api_views import Configuration
-    from .config import resolve
+    from .config import Refusal, resolve, spelled, spellings
     from .endpoint import resolve_endpoint
+    from .errors import ConfigError
+    from .options import naming_as
     from .repo import find_repo_root
 
     env = os.environ if env is None else env
     root = find_repo_root(repo_root)
-    found = resolve(root, env=env)
-    endpoint = resolve_endpoint(
-        found["endpoint"],
-        env,
-        key_env=found["api_key_env"],
-        named_by=found.items["endpoint"].named_by,
-    )
-    return Configuration(root, found, endpoint.url)
+    found = resolve(root, env=env, collect=True)
+    refused = list(found.refused)
+    url: str | None
+    try:
+        with naming_as(spellings(found.items)):
+            url = resolve_endpoint(
+                found["endpoint"],
+                env,
+                key_env=found["api_key_env"],
+                named_by=found.items["endpoint"].named_by,
+            ).url
+    except ConfigError as exc:
+        url = None
+        setting = found.items["endpoint"]
+        where = spelled(setting) or setting.source
+        refused.append(Refusal(where, "endpoint", setting.value, exc.message))
+    return Configuration(root, found, url, tuple(refused))
 
 
 def api_key(api_key_env: str | None = None, *, env: Mapping[str, str] | None = None) -> str | None:
@@ -71,13 +86,15 @@ def plan_review(
 ) -> ReviewPlan:
     """Check everything and build the exact request of :func:`review`, sending and writing
     nothing (``run --dry-run``); :func:`send_review` sends it."""
-    from .frontdoor import review_options
+    from .frontdoor import review_setup
+    from .options import naming_as
 
     try:  # a change's diff may start early (frontdoor): it ends with this call
-        _, planned = review_options(options, repo_root=repo_root, env=env)
+        _, planned, names = review_setup(options, repo_root=repo_root, env=env)
         from .plan import plan_review as _plan  # imported while that diff runs
 
-        return _plan(planned, env)
+        with naming_as(names):  # a refusal names the variable or file key that was set
+            return _plan(planned, env)
     finally:
         early = sys.modules.get(f"{__package__}.gitstream")  # never imported: none started
         if early is not None:

@@ -227,7 +227,7 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
         key_env=options.api_key_env,
         named_by=options.endpoint_named_by,
         operator=options.operator_endpoints,
-        what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
+        what=name_of("endpoint"),
     )
     endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
     root = find_repo_root(options.repo_root)

@@ -654,7 +654,7 @@ def _(w: World) -> list[str]:
     return spec("--no-such-option")
 
 
-@case("config/unknown-setting", 2, ".deepseek-review.toml: unknown setting 'modle'")
+@case("config/unknown-setting", 2, ".deepseek-review.toml modle: unknown setting (did you mean 'model'?)")
 def _(w: World) -> list[str]:
     w.write(".deepseek-review.toml", 'modle = "x"\n')
     return ["config"]
@@ -663,7 +663,7 @@ def _(w: World) -> list[str]:
 @case(
     "config/env-setting-not-a-number",
     2,
-    "DEEPSEEK_REVIEW_MAX_TOKENS: max_tokens must be an integer, not 'lots'",
+    "DEEPSEEK_REVIEW_MAX_TOKENS must be an integer, not 'lots'",
 )
 def _(w: World) -> list[str]:
     w.env("DEEPSEEK_REVIEW_MAX_TOKENS", "lots")
