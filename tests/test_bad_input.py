@@ -654,10 +654,14 @@ def _(w: World) -> list[str]:
     return spec("--no-such-option")
 
 
-@case("config/unknown-setting", 2, ".deepseek-review.toml modle: unknown setting (did you mean 'model'?)")
+@case(
+    "config/unknown-setting",
+    2,
+    ".deepseek-review.toml modle: unknown setting (did you mean 'model'?)",
+)
 def _(w: World) -> list[str]:
     w.write(".deepseek-review.toml", 'modle = "x"\n')
-    return ["config"]
+    return spec()  # `config` shows it and exits 2: tests/test_option_sources.py
 
 
 @case(
@@ -673,7 +677,7 @@ def _(w: World) -> list[str]:
 @case("config/file-malformed", 2, ".deepseek-review.toml: not valid TOML")
 def _(w: World) -> list[str]:
     w.write(".deepseek-review.toml", "model = [unclosed\n")
-    return ["config"]
+    return spec()
 
 
 # ----------------------------------------------------------------- run: server answers

@@ -146,8 +146,8 @@ def test_the_repository_config_cannot_send_context_to_a_remote_endpoint(repo, op
     r = cli("run", "-c", "docs/spec.md", "-p", "x")
     assert r.code == 2
     assert (
-        f".deepseek-review.toml endpoint {REMOTE}/v1/chat/completions: the repository's config may name only a "
-        "loopback endpoint or one the operator chose"
+        f".deepseek-review.toml endpoint {REMOTE}/v1/chat/completions: the repository's "
+        "config may name only a loopback endpoint or one the operator chose"
     ) in r.err
     assert "--endpoint" in r.err
 

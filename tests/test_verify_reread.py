@@ -103,9 +103,7 @@ def test_a_copy_without_git_names_a_changed_pinned_file_without_git_advice(
     monkeypatch.chdir(copy)
     result = cli("verify", "--strict")
     assert result.code == 9, result.err
-    assert "changed since the review, and no git repository here holds docs/spec.md" in (
-        result.err
-    )
+    assert "changed since the review, and no git repository here holds docs/spec.md" in (result.err)
     assert "fetch" not in result.err and "unshallow" not in result.err
 
 

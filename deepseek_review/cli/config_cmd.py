@@ -61,7 +61,8 @@ def config(
             if name == "api_key_env" and value is None:
                 shown = key_default
             lines.append(f"{name:<{width}}  {shown:<44}  {s.source}")
-            lines += [f"{'':<{width}}  refused: {escape(r.message)}" for r in refused if r.key == name]
+            mine = [r for r in refused if r.key == name]
+            lines += [f"{'':<{width}}  refused: {escape(r.message)}" for r in mine]
         others = [r for r in refused if r.key is None or r.key not in settings.items]
         if others:
             lines.append("refused (not a setting here):")
