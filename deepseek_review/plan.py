@@ -143,6 +143,12 @@ class ReviewPlan:
     """What the request record pins in git (:mod:`.pinning`)."""
     receipt_paths: tuple[str, ...] = ()
     """The receipt's ``context_files``: a diff's changed paths, then the whole files."""
+    change_lines: int | None = None
+    """The lines of the patch of a change under review (``--diff``, ``--staged``); None
+    when no change is."""
+    names: Mapping[str, str] = field(default_factory=dict)
+    """How errors name the options set by the environment or the config file
+    (:func:`.options.naming_as`), for what sending it may still refuse."""
 
     @property
     def messages(self) -> tuple[WireMessage, ...]:
@@ -335,6 +341,7 @@ def plan_review(
     # plan keeps what the record needs (path, hash, size): the body is the one large thing left.
     texts = {f.path: f.text for f in files}
     files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
+    change_lines = _lines(gitplan.scanned[0].text) if gitplan.scanned else None
     del gitplan
     prepared = prepare(body_options, messages, texts, sizes)
     estimate = estimate_sizes(sizes)
@@ -376,7 +383,13 @@ def plan_review(
         skipped=skipped,
         pins=pins,
         receipt_paths=tuple(receipt_paths),
+        change_lines=change_lines,
     )
+
+
+def _lines(text: str) -> int:
+    """The lines of ``text``, a last one without its newline counted too."""
+    return text.count("\n") + (bool(text) and not text.endswith("\n"))
 
 
 def check_framed_size(framed: int, files: int, limits: ContextLimits) -> None:

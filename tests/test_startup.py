@@ -83,7 +83,9 @@ def _no_http(proc: subprocess.CompletedProcess[str], modules: set[str]) -> None:
         ["--help"],
         ["run", "--help"],
         ["config"],
-        ["run", "--dry-run", "-c", "docs/spec.md", "-p", "Check the mean."],
+        # A server that is not Ollama: a dry run against Ollama asks its metadata endpoints,
+        # as the run does before sending (tests/test_dry_run_preflight.py).
+        ["run", "--dry-run", "-c", "docs/spec.md", "-p", "Check the mean.", "--server", "vllm"],
     ],
     ids=["version", "help", "run-help", "config", "dry-run"],
 )

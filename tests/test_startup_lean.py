@@ -32,7 +32,11 @@ NOT_FOR_A_DRY_RUN_OF_FILES = {
 
 def test_a_dry_run_of_files_loads_no_diff_answer_or_probe_machinery(repo: Path) -> None:
     commit_all(repo)
-    proc, modules = _spawn(repo, "run", "--dry-run", "-c", "docs/spec.md", "-p", "Check.")
+    # A server that is not Ollama: against Ollama a dry run asks what the run asks before
+    # sending, and loads the probe for it (tests/test_dry_run_preflight.py).
+    proc, modules = _spawn(
+        repo, "run", "--dry-run", "-c", "docs/spec.md", "-p", "Check.", "--server", "vllm"
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(modules & NOT_FOR_A_DRY_RUN_OF_FILES) == []
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..context_types import plural
 from ..errors import BatchIncomplete, Interrupted
 from ..logs import log
 from .app import (
@@ -112,8 +113,8 @@ def _log_start(prepared: Any, jobs: int) -> None:
     shard = prepared.planned.shard
     of = f" (shard {shard} of {prepared.planned.total_entries} entries)" if shard else ""
     log.info(
-        "batch: %d reviews%s: %d to run, %d to continue, %d already done; %d at a time",
-        len(work),
+        "batch: %s%s: %d to run, %d to continue, %d already done; %d at a time",
+        plural(len(work), "review"),
         of,
         new,
         cont,
@@ -182,7 +183,7 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
     _write_lines(
         sys.stdout,
         (
-            f"{r['action']:<9} {r['topic']}  ({r['context_files']} files, "
+            f"{r['action']:<9} {r['topic']}  ({plural(r['context_files'], 'file')}, "
             + (f"{r['left_out_files']} left out, " if r["left_out_files"] else "")
             + f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})"
             for r in rows
@@ -190,4 +191,5 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
     )
     if total is not None:
         log.info("cost at most %g (each prompt and its whole max_tokens, no cache hit)", total)
-    log.info("dry run: %d entries checked; nothing was sent and nothing was written", len(rows))
+    checked = "1 entry" if len(rows) == 1 else f"{len(rows)} entries"
+    log.info("dry run: %s checked; nothing was sent and nothing was written", checked)

@@ -41,7 +41,8 @@ def run(flags: Flags) -> None:
     given = flags.given(root)
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
-    plan = api.plan_review(**{**given, "repo_root": root})  # found once: git runs once
+    # A dry run asks the server what the run would ask before sending (never its chat).
+    plan = api.plan_review(**{**given, "repo_root": root}, ask_server=flags["dry_run"])
     STATE.secret = plan.endpoint.api_key
     key = flags.signing_key(root)
     if flags["dry_run"]:
@@ -98,6 +99,7 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
 
 def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
     from ..api import cost_estimate
+    from ..context_types import plural
     from ..pinning import change_lines
 
     cost = cost_estimate(plan)
@@ -114,11 +116,12 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
             f"request        {len(plan.prepared.body_bytes)} bytes, ~{plan.token_estimate} tokens",
             f"framed         {plan.framed_bytes} bytes with headings, fences, file list, "
             f"template and prompt (--max-context-bytes {plan.options.limits.max_context_bytes})",
-            f"context        {len(plan.files)} files, {plan.context_bytes} bytes",
+            f"context        {plural(len(plan.files), 'file')}, "
+            f"{plural(plan.context_bytes, 'byte')}",
             *(f"  {f.size:>10}  {f.path}" for f in plan.files),
-            *change_lines(plan.pins),
+            *change_lines(plan.pins, plan.change_lines),
             *(
-                [f"left out       {sum(s.files for s in plan.skipped)} files"]
+                [f"left out       {plural(sum(s.files for s in plan.skipped), 'file')}"]
                 if plan.skipped
                 else []
             ),

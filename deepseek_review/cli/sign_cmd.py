@@ -89,6 +89,8 @@ def attest(
     typed = [typed_path(root, p) for p in paths or []]
     predicate = api.attest(typed, root=root)
     write_output(Path(output), pretty_json(predicate), shown=output)
-    n = len(predicate["reviews"])
-    _write_lines(sys.stderr, [f"deepseek-review: attest: wrote {output} ({n} segments)"])
+    from ..context_types import plural
+
+    n = plural(len(predicate["reviews"]), "segment")
+    _write_lines(sys.stderr, [f"deepseek-review: attest: wrote {output} ({n})"])
     print(ATTEST_PREDICATE_TYPE)
