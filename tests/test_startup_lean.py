@@ -48,4 +48,4 @@ def test_a_dry_run_of_a_change_loads_the_diff_machinery_it_needs(repo: Path) -> 
     proc, modules = _spawn(repo, "run", "--dry-run", "--diff", "HEAD~1..HEAD", "-p", "Check.")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {"deepseek_review.gitchange", "deepseek_review.gitdiff"} <= modules
-    assert "change         1 file," in proc.stdout
+    assert "change         1 file (" in proc.stdout

@@ -1,11 +1,17 @@
 """What a user reads (issue 30, rough edges): counts in the singular when there is one, a diff
-review described as a diff, and the commands listed in the order of the workflow."""
+review described as a diff, the commands listed in the order of the workflow, and an option's
+choices shown in the help and offered by the shell's completion."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from deepseek_review.simulator import Simulator
 from tests.test_git_processes import commit_all
@@ -108,3 +114,68 @@ def test_help_lists_the_commands_in_the_order_of_the_workflow(cli: Cli):
     expected = ["run", "continue", "show", "verify", "findings", "batch", "sign", "attest",
                 "stats", "config", "simulator"]  # fmt: skip
     assert listed[: len(expected)] == expected
+
+
+# --------------------------------------------------------------------------- choices
+
+
+CHOICES = {
+    ("run", "--template"): "[default|spec-review|code-review|diff-review]",
+    ("run", "--reasoning"): "[none|low|medium|high|max]",
+    ("run", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
+    ("run", "--api"): "[openai|ollama]",
+    ("run", "--continuation-style"): "[prefill|directive]",
+    ("continue", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
+    ("batch", "--format"): "[toml|jsonl]",
+    ("batch", "--reasoning"): "[none|low|medium|high|max]",
+    ("findings", "--format"): "[json|sarif|rdjson|rdjsonl|github|markdown]",
+}
+
+
+@pytest.mark.parametrize(("command", "flag"), list(CHOICES))
+def test_help_shows_the_choices_of_an_option_instead_of_its_type(cli: Cli, command: str, flag: str):
+    r = cli(command, "--help")
+    row = next(x for x in r.out.splitlines() if f"{flag} " in x and x.lstrip().startswith("-"))
+    assert f"{flag} {CHOICES[command, flag]}" in row
+    assert "<str>" not in row
+
+
+def complete(words: str, cword: int) -> list[str]:
+    """What the shell's completion offers for ``words`` (bash), from the console script."""
+    env = {**os.environ, "_DEEPSEEK_REVIEW_COMPLETE": "complete_bash",
+           "COMP_WORDS": f"deepseek-review {words}", "COMP_CWORD": str(cword)}  # fmt: skip
+    script = Path(sys.executable).parent / "deepseek-review"
+    out = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60)
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("words", "cword", "offered"),
+    [
+        ("run --reasoning h", 3, ["high"]),
+        ("run --reasoning ", 3, ["none", "low", "medium", "high", "max"]),
+        ("run --template ", 3, ["default", "spec-review", "code-review", "diff-review"]),
+        ("run --server ", 3, ["ollama", "llama.cpp", "vllm", "deepseek"]),
+        ("run --api o", 3, ["openai", "ollama"]),
+        ("batch m.toml --format j", 4, ["jsonl"]),
+        ("findings --format r", 3, ["rdjson", "rdjsonl"]),
+    ],
+)
+def test_the_shell_completes_the_values_of_an_option(
+    repo: Path, words: str, cword: int, offered: list[str]
+):
+    assert complete(words, cword) == offered
+
+
+def test_the_template_choices_are_the_bundled_templates():
+    from deepseek_review.opttable import TEMPLATES
+    from deepseek_review.prompt import list_templates
+
+    assert sorted(TEMPLATES) == list_templates()
+
+
+def test_the_findings_format_choices_are_the_exporters():
+    from deepseek_review.cli.findings_cmd import FORMATS
+    from deepseek_review.finding.export import FORMATS as EXPORTERS
+
+    assert list(FORMATS) == list(EXPORTERS)

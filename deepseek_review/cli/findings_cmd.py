@@ -13,11 +13,14 @@ import typer
 from ..logs import log
 from ..textsafe import escape
 from .app import QuietOpt, RepoRootOpt, VerboseOpt, app, example, typed_path
+from .table import choice_settings
 
 if TYPE_CHECKING:
     from ..finding.export import FindingsExport
 
-FORMATS = "json, sarif, rdjson, rdjsonl, github, markdown"
+#: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
+#: that the help and the shell's completion do not import the exporters.
+FORMATS = ("json", "sarif", "rdjson", "rdjsonl", "github", "markdown")
 
 
 PathsArg = Annotated[
@@ -28,7 +31,15 @@ PathsArg = Annotated[
         show_default=False,
     ),
 ]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"One of {FORMATS}.")]
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help=f"One of {', '.join(FORMATS)}.",
+        **choice_settings(FORMATS),
+    ),
+]
 OutputOpt = Annotated[
     str | None,
     typer.Option(
