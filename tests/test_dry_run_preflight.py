@@ -175,3 +175,57 @@ def test_the_run_names_where_the_level_was_set_as_the_dry_run_does(
     assert last_line(real.err) == last_line(dry.err)
     assert last_line(real.err).startswith("deepseek-review: error: DEEPSEEK_REVIEW_REASONING high:")
     assert sim.chat_requests() == []
+
+
+# --------------------------------------------------------------------------- batch
+
+
+def test_a_batch_dry_run_refuses_the_entries_the_batch_would_fail_before_sending(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    big_spec(repo)
+    sim = make_simulator(context_window=12288, preloaded=True, answer_words=20)
+    manifest(repo, ["small", "big"], per_entry={"big": {"context": ["docs/big.md"]}})
+    dry = batch(cli, sim, "--max-file-bytes", "1000000", "--dry-run")
+    assert sim.chat_requests() == []
+    assert api_paths(sim) == METADATA  # once per endpoint and model, as the run asks
+    real = batch(cli, sim, "--max-file-bytes", "1000000")
+    assert (dry.code, real.code) == (11, 11)
+    refused = {e["topic"]: e["refused"] for e in dry.json()["entries"]}
+    failed = {e["topic"]: e["error"] for e in real.json()["entries"] if e["status"] == "failed"}
+    assert refused == {"small": None, **failed}
+    assert "OLLAMA_CONTEXT_LENGTH=16384" in refused["big"]
+    assert "dry run: 1 entry would fail before sending; first: big: " in last_line(dry.err)
+
+
+def test_a_batch_dry_run_text_marks_the_refused_entry(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    from tests.test_batch import manifest
+
+    sim = make_simulator(reasoning_words=0)
+    manifest(repo, ["plain", "thinks"], per_entry={"thinks": {"reasoning": "high"}})
+    r = cli("batch", "reviews.toml", "--endpoint", sim.base_url, "--dry-run")
+    assert r.code == 11
+    lines = r.out.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("new       thinks"))
+    assert lines[at + 1].lstrip().startswith("refused: reasoning (entry 2, line")
+    assert "does not think" in lines[at + 1]
+    assert not any("refused" in x for x in lines[:at])
+    assert sim.chat_requests() == []
+
+
+def test_a_batch_dry_run_that_passes_exits_0_and_asks_only_metadata(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    sim = make_simulator(context_window=65536, preloaded=True)
+    manifest(repo, ["a", "b", "c"])
+    r = batch(cli, sim, "--dry-run")
+    assert r.code == 0, r.err
+    assert [e["refused"] for e in r.json()["entries"]] == [None, None, None]
+    assert api_paths(sim) == METADATA
+    assert sim.chat_requests() == []
