@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from deepseek_review import api
+from tests.test_config import run_dry
 
 Cli = Callable[..., Any]
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -57,17 +58,7 @@ def named(source: str, key: str) -> str:
 @pytest.mark.parametrize("source", ["flag", "env", "toml", "pyproject"])
 def test_a_limit_that_refuses_a_file_is_named_where_it_was_set(repo, cli, monkeypatch, source):
     extra = set_value(repo, monkeypatch, source, "max_file_bytes", "10")
-    r = cli(
-        "run",
-        "-c",
-        "docs/spec.md",
-        "-p",
-        "x",
-        "--dry-run",
-        "--endpoint",
-        "http://127.0.0.1:9",
-        *extra,
-    )
+    r = run_dry(cli, "--endpoint", "http://127.0.0.1:9", *extra)
     assert r.code == 3
     assert r.err.strip() == (
         "deepseek-review: error: context file docs/spec.md: 61 bytes is over "
@@ -78,7 +69,7 @@ def test_a_limit_that_refuses_a_file_is_named_where_it_was_set(repo, cli, monkey
 @pytest.mark.parametrize("source", ["env", "toml", "pyproject"])
 def test_an_out_of_range_value_is_named_where_it_was_set(repo, cli, monkeypatch, source):
     set_value(repo, monkeypatch, source, "max_tokens", "0")
-    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--dry-run")
+    r = run_dry(cli)
     assert r.code == 2
     assert r.err.strip() == (
         f"deepseek-review: error: {named(source, 'max_tokens')} must be positive, got 0"
@@ -108,7 +99,7 @@ def test_a_remote_endpoint_in_the_repository_config_is_refused_naming_the_file_a
     repo, cli, monkeypatch, source
 ):
     set_value(repo, monkeypatch, source, "endpoint", '"http://gpu-box:11434"')
-    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--dry-run")
+    r = run_dry(cli)
     assert r.code == 2
     assert r.err.strip() == (
         f"deepseek-review: error: {named(source, 'endpoint')} "
@@ -204,7 +195,7 @@ def test_config_marks_every_refused_key_and_suggests_the_closest_setting(repo, c
 
 def test_run_suggests_the_closest_setting_for_an_unknown_key(repo, cli):
     (repo / "pyproject.toml").write_text("[tool.deepseek-review]\ntemplat = 'spec-review'\n")
-    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--dry-run")
+    r = run_dry(cli)
     assert r.code == 2
     assert f"{PYPROJECT} templat: unknown setting (did you mean 'template'?)" in r.err
 
