@@ -233,3 +233,30 @@ def test_config_shows_the_key_variable_used_when_none_is_set(repo, cli):
     assert "(not set)" not in row
     data = cli("config", "--json").json()["settings"]["api_key_env"]
     assert (data["value"], data["effective"]) == (None, "OLLAMA_API_KEY")
+
+
+# --------------------------------------------------------------------------- verify's settings
+
+
+def test_a_missing_allowed_signers_file_the_environment_named_is_blamed_on_the_variable(
+    repo, cli, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("DEEPSEEK_REVIEW_ALLOWED_SIGNERS", str(tmp_path / "nope"))
+    r = cli("verify")
+    assert r.code == 2
+    assert r.err.strip() == (
+        f"deepseek-review: error: DEEPSEEK_REVIEW_ALLOWED_SIGNERS {tmp_path / 'nope'}: no such file"
+    )
+
+
+@pytest.mark.parametrize("source", ["env", "toml", "pyproject"])
+def test_require_signature_without_signers_names_where_it_was_required(
+    repo, cli, monkeypatch, source
+):
+    set_value(repo, monkeypatch, source, "require_signature", "true")
+    r = cli("verify")
+    assert r.code == 2
+    assert r.err.strip() == (
+        f"deepseek-review: error: {named(source, 'require_signature')} needs --allowed-signers "
+        "(or git's gpg.ssh.allowedSignersFile): whose signatures count?"
+    )
