@@ -179,3 +179,23 @@ def test_the_findings_format_choices_are_the_exporters():
     from deepseek_review.finding.export import FORMATS as EXPORTERS
 
     assert list(FORMATS) == list(EXPORTERS)
+
+
+def test_a_finished_run_and_show_say_one_segment(repo: Path, cli: Cli, simulator: Simulator):
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.base_url)
+    assert r.code == 0, r.err
+    assert "deepseek-review: done: 1 segment, " in r.err
+    answer = next(x for x in r.out.splitlines() if x.endswith(".md"))
+    shown = cli("show", "-v", answer)
+    assert shown.code == 0, shown.err
+    assert "1 segment, every answer_sha256 checked" in shown.err
+
+
+def test_a_review_still_cut_off_after_one_continuation_says_one(
+    repo: Path, cli: Cli, make_simulator: Callable[..., Simulator]
+):
+    sim = make_simulator(answer_words=200)
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url,
+            "--max-tokens", "20", "--max-continuations", "1")  # fmt: skip
+    assert r.code == 4, r.err
+    assert "still truncated after 1 continuation; last segment: " in r.err

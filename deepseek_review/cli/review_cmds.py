@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..context_types import plural
 from ..errors import InputError, NoProgress, TruncatedReview
 from ..logs import log
 from ..options import default
@@ -92,14 +93,13 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
             "review, a larger --max-tokens)",
         )
     raise TruncatedReview(
-        f"the review is still truncated after {cap} continuation(s); last segment: {last}",
+        f"the review is still truncated after {plural(cap, 'continuation')}; last segment: {last}",
         hint=f"continue it with: {command}",
     )
 
 
 def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
     from ..api import cost_estimate
-    from ..context_types import plural
     from ..pinning import change_lines
 
     cost = cost_estimate(plan)
@@ -192,9 +192,9 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
     _write_lines(sys.stdout, paths)
     last = result.segments[-1]
     log.info(
-        "%s: %d segment(s), %s, finish_reason %s",
+        "%s: %s, %s, finish_reason %s",
         "truncated" if result.truncated else "done",
-        len(result.segments),
+        plural(len(result.segments), "segment"),
         tokens_text(result.total_tokens, result.estimated_tokens),
         last.finish_reason,
     )
@@ -277,4 +277,4 @@ def show(flags: Flags) -> None:
             last.answer_path,
             _continue_command(root, last.answer_path, last.receipt.endpoint),
         )
-    log.info("%d segment(s), every answer_sha256 checked", len(chain))
+    log.info("%s, every answer_sha256 checked", plural(len(chain), "segment"))
