@@ -229,3 +229,15 @@ def test_a_batch_dry_run_that_passes_exits_0_and_asks_only_metadata(
     assert [e["refused"] for e in r.json()["entries"]] == [None, None, None]
     assert api_paths(sim) == METADATA
     assert sim.chat_requests() == []
+
+
+def test_a_dry_run_checks_the_signing_key_as_the_run_does(
+    repo: Path, make_simulator: MakeSim, cli: Any, tmp_path: Path
+) -> None:
+    sim = make_simulator()
+    args = ["run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url, "--sign",
+            "--signing-key", str(tmp_path / "nope")]  # fmt: skip
+    dry, real = cli(*args, "--dry-run"), cli(*args)
+    assert (dry.code, real.code) == (2, 2)
+    assert last_line(dry.err) == last_line(real.err)
+    assert sim.chat_requests() == []
