@@ -129,6 +129,7 @@ CHOICES = {
     ("batch", "--format"): "[toml|jsonl]",
     ("batch", "--reasoning"): "[none|low|medium|high|max]",
     ("findings", "--format"): "[json|sarif|rdjson|rdjsonl|github|markdown]",
+    ("findings", "--fail-on"): "[critical|major|minor|nit]",
 }
 
 
@@ -159,6 +160,7 @@ def complete(words: str, cword: int) -> list[str]:
         ("run --api o", 3, ["openai", "ollama"]),
         ("batch m.toml --format j", 4, ["jsonl"]),
         ("findings --format r", 3, ["rdjson", "rdjsonl"]),
+        ("findings --fail-on m", 3, ["major", "minor"]),
     ],
 )
 def test_the_shell_completes_the_values_of_an_option(
@@ -179,6 +181,13 @@ def test_the_findings_format_choices_are_the_exporters():
     from deepseek_review.finding.export import FORMATS as EXPORTERS
 
     assert list(FORMATS) == list(EXPORTERS)
+
+
+def test_the_fail_on_choices_are_the_severities():
+    from deepseek_review.cli.findings_cmd import SEVERITIES
+    from deepseek_review.finding.model import SEVERITIES as KNOWN
+
+    assert SEVERITIES == KNOWN
 
 
 def test_a_finished_run_and_show_say_one_segment(repo: Path, cli: Cli, simulator: Simulator):

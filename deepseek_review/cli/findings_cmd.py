@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 #: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
 #: that the help and the shell's completion do not import the exporters.
 FORMATS = ("json", "sarif", "rdjson", "rdjsonl", "github", "markdown")
+#: The severities (``finding.model.SEVERITIES``, kept equal by a test), for ``--fail-on``.
+SEVERITIES = ("critical", "major", "minor", "nit")
 
 
 PathsArg = Annotated[
@@ -52,6 +54,7 @@ FailOnOpt = Annotated[
         "--fail-on",
         help="Exit 13 when a finding is at or above this severity (critical, major, minor, nit).",
         show_default=False,
+        **choice_settings(SEVERITIES),
     ),
 ]
 
