@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CONTRACT_STAMP := $(VENV)/.installed-contract
 TESTS  ?=
 
-.PHONY: venv test test-slow lint demo bench clean
+.PHONY: venv test test-slow test-contract lint demo bench clean
 
 venv: $(STAMP)
 
@@ -17,13 +18,26 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## The fast suite (every test but those marked slow).
+## The fast suite (every test but those marked slow or contract).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m 'not slow' $(if $(TESTS),-k '$(TESTS)')
+	$(BIN)/python -m pytest -q -m 'not slow and not contract' $(if $(TESTS),-k '$(TESTS)')
 
 ## The slow fault and crash suites (marked slow); .ci/run runs them after make test.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow $(if $(TESTS),-k '$(TESTS)')
+	$(BIN)/python -m pytest -q -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
+
+## The contract extra: llama-cpp-python compiles llama.cpp (CPU only; minutes on 2 cores the
+## first time, seconds once pip's wheel cache holds the wheel). Its own stamp, so make test
+## never pays for it.
+$(CONTRACT_STAMP): $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+		$(BIN)/python -m pip install --quiet -e '.[dev,contract]'
+	touch $(CONTRACT_STAMP)
+
+## The contract suite (marked contract): the real CLI against a real llama-cpp-python server
+## on 127.0.0.1, serving a tiny model the suite writes itself (docs/DEVELOPING.md).
+test-contract: $(CONTRACT_STAMP)
+	$(BIN)/python -m pytest -q -m contract tests/contract $(if $(TESTS),-k '$(TESTS)')
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -20,6 +20,7 @@ from .errorbody import error_message, one_line
 from .errors import BadResponse
 from .ollama import native
 from .retry import Retryable
+from .tokens import bytes_as_tokens
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -100,8 +101,8 @@ def _read_events(
     if progress is not None:
         report = progress
 
-        def on_data(pieces: int) -> None:
-            report(pieces, time.monotonic() - t0)
+        def on_data(text_bytes: int) -> None:
+            report(bytes_as_tokens(text_bytes), time.monotonic() - t0)
 
     read = native.read_lines if client.native else chatwire.read_events
     try:
@@ -114,6 +115,20 @@ def _read_events(
         raise Retryable(BadResponse(f"{client.url}: bad stream chunk: {why}")) from None
     except chatwire.IdleStream as exc:
         raise Retryable(BadResponse(f"{client.url}: {exc}")) from None
+
+
+def check_first(client: ChatClient, completion: Completion) -> None:
+    """A chain's first answer with no text that was not cut off at the cap is garbage (retried
+    as any other). A continuation may be empty: the answer so far ended exactly at the
+    previous cap, and an empty one with its finish reason ends the chain."""
+    if completion.content.strip() or completion.finish_reason == "length":
+        return
+    raise Retryable(
+        BadResponse(
+            f"{client.url}: the answer carried no message content (finish_reason "
+            f"{completion.finish_reason or 'none'}): not a review"
+        )
+    )
 
 
 def _read_past_done(lines: Iterator[bytes]) -> None:

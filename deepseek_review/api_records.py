@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # api_run at run time would load logging, which nothing here uses
     from .api_run import PathArg
     from .finding.export import FindingsExport
+    from .review_stats import Stats
     from .signing.existing import SignReport
     from .signing.segments import SigningKey
-    from .stats import Stats
     from .verification import VerifyReport
 
 
@@ -94,7 +94,7 @@ def stats(
     from .config import resolve
     from .ollama.pricing import parse
     from .repo import find_repo_root
-    from .stats import collect_stats
+    from .review_stats import collect_stats
 
     root = find_repo_root(repo_root)
     prices = parse(resolve(root, env=env)["prices"])

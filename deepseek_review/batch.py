@@ -177,7 +177,14 @@ class _Runner:
             existing = _loaded(self.root, work.existing)
             # Continuations already on disk count against the cap.
             left = max(cap - (len(existing) - 1), 0) if existing else None
-            job = job_from_plan(plan, existing, max_continuations=left, label=work.topic)
+            first = work.existing[0].record if work.existing else None
+            job = job_from_plan(
+                plan,
+                existing,
+                max_continuations=left,
+                label=work.topic,
+                existing_git=None if first is None else first.git,
+            )
             client = self.clients[_client_key(plan)]
             run_job(
                 job,

@@ -13,7 +13,8 @@ from typing import NamedTuple
 from .errors import ConfigError
 from .options import check, default
 
-#: Called while a stream arrives: (completion pieces so far, seconds since the request).
+#: Called while a stream arrives: (the answer's tokens so far, estimated from the bytes of its
+#: text and reasoning: a stream chunk may carry one token or many; seconds since the request).
 ProgressFn = Callable[[int, float], None]
 
 

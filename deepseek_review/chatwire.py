@@ -26,6 +26,9 @@ MAX_IDLE_LINES = 10_000
 MAX_TOKEN_COUNT = 2**53
 #: Delta fields that carry the answer's text (or the model's thinking).
 TEXT_KEYS = frozenset({"content", "reasoning", "reasoning_content"})
+#: Delta fields that say whose message it is, not what it says: a delta of these alone is
+#: no message body (llama-cpp-python's first chunk is ``{"role": "assistant"}``).
+MESSAGE_META_KEYS = frozenset({"role"})
 
 
 class ReportedError(Exception):
@@ -189,6 +192,9 @@ class StreamState:
     model: str | None = None
     done: bool = False
     pieces: int = 0
+    text_bytes: int = 0
+    """UTF-8 bytes of content and reasoning so far: what the live progress estimates tokens
+    from (a chunk may carry one token or many)."""
     seen: bool = False
     """Any line but blank ones arrived."""
 
@@ -197,6 +203,12 @@ def sse_data(line: bytes) -> bytes | None:
     """The payload of an SSE ``data:`` line; None for any other line (comments, ``event:``,
     blanks)."""
     return line[5:].strip() if line.startswith(b"data:") else None
+
+
+def _size(text: str) -> int:
+    """UTF-8 bytes of a piece of text; half a surrogate pair (joined, or refused, once the
+    stream ends: :func:`join_text`) counts as its three bytes."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def apply_chunk(st: StreamState, chunk: Any) -> None:
@@ -228,9 +240,11 @@ def apply_chunk(st: StreamState, chunk: Any) -> None:
         if text:
             st.content.append(text)
             st.pieces += 1
+            st.text_bytes += _size(text)
         if thought:
             st.reasoning.append(thought)
             st.pieces += 1
+            st.text_bytes += _size(thought)
         if choice.get("finish_reason") is not None:
             fr = choice["finish_reason"]
             if not isinstance(fr, str):
@@ -246,7 +260,8 @@ def read_events(
     on_data: Callable[[int], None] | None = None,
 ) -> None:
     """Read the stream's lines into ``st`` up to ``data: [DONE]`` or the lines' end;
-    ``on_data`` is told the pieces so far after each ``data:`` line.
+    ``on_data`` is told the bytes of text so far (:attr:`StreamState.text_bytes`) after each
+    ``data:`` line.
 
     An error the server reports in the stream ends it (:class:`ReportedError`): a ``data:``
     chunk holding ``error``, the data of an ``event: error``, or llama.cpp's ``error:`` line
@@ -284,7 +299,7 @@ def read_events(
                 "content, reasoning, finish_reason or usage"
             )
         if on_data is not None and payload is not None:
-            on_data(st.pieces)
+            on_data(st.text_bytes)
 
 
 def check_ended(st: StreamState) -> None:
@@ -296,12 +311,16 @@ def check_ended(st: StreamState) -> None:
 
 def stream_completion(st: StreamState, elapsed: float) -> Completion:
     """The completion an ended stream carried (``attempts`` is the caller's to fill in)."""
-    if st.keys and not st.keys.keys() & TEXT_KEYS:
+    body = st.keys.keys() - MESSAGE_META_KEYS
+    if body and not body & TEXT_KEYS:
         # A stream that ended with its finish chunk is complete whatever its content: an
         # empty answer may be just `delta: {}` + finish (llama.cpp, when the answer ended
-        # exactly at the previous cap). But deltas that carry fields and never a text
+        # exactly at the previous cap), after a first chunk holding the role alone
+        # (llama-cpp-python). But deltas that carry a message's fields and never a text
         # field hold a message in a shape we cannot read: not an answer.
-        raise ValueError("stream carried no message content")
+        raise ValueError(
+            f"stream carried no message content (its deltas held only {', '.join(sorted(body))})"
+        )
     try:
         content, reasoning = join_text(st.content), join_text(st.reasoning)
     except ValueError as exc:

@@ -144,11 +144,13 @@ class ChatClient:
         progress: ProgressFn | None = None,
         on_attempt: Callable[[], None] | None = None,
         label: str | None = None,
+        first_answer: bool = False,
     ) -> Completion:
         """Send ``body`` (exactly these bytes) until one attempt yields a usable completion.
 
         ``on_attempt`` is told of each attempt as it is sent; ``label`` (a batch: the entry's
-        topic) goes on the retry lines logged, as ``batch_topic``."""
+        topic) goes on the retry lines logged, as ``batch_topic``. ``first_answer``: the
+        chain's first request, whose answer must hold text (:func:`.answers.check_first`)."""
         started = time.monotonic()
         attempts = 0
 
@@ -161,6 +163,8 @@ class ChatClient:
                     if on_attempt is not None:
                         on_attempt()
                     result = self._attempt(body, model=model, stream=stream, progress=progress)
+                    if first_answer:
+                        answers.check_first(self, result)
                     return Completion(
                         content=result.content,
                         reasoning=result.reasoning,

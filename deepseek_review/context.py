@@ -44,6 +44,7 @@ from .context_types import (
     DEFAULT_MAX_CONTEXT_BYTES,
     DEFAULT_MAX_FILE_BYTES,
     GIT_DATA,
+    KIND_EXCLUDED,
     KIND_WRITTEN,
     UNSAFE_NAME,
     WARNED_KINDS,
@@ -53,6 +54,8 @@ from .context_types import (
     Gathered,
     Output,
     Skipped,
+    excluded,
+    exclusion,
     is_glob,
     plural,
     written_by_tool,
@@ -196,6 +199,10 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
         seen.update(new)
         entries.extend([(rel, False) for rel in new])
 
+    specs = list(specs)
+    excludes = [x for spec in specs if (x := exclusion(spec)) is not None]
+    specs = [spec for spec in specs if exclusion(spec) is None]
+
     any_spec = False
     for spec in specs:
         any_spec = True
@@ -239,6 +246,12 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
             f"{name_of('diff')} or {name_of('staged')} to review a change"
         )
     left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
+    if excludes:
+        for rel in listed:
+            if rel not in named and rel not in left_out_of and excluded(rel, excludes):
+                skip = Skipped(rel, f"matches {name_of('exclude')}", KIND_EXCLUDED)
+                left_out.append(skip)
+                left_out_of[rel] = skip
     if left_out_of:
         entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
     return Expansion(entries, groups, left_out, left_out_of)

@@ -20,6 +20,7 @@ from pathlib import Path
 from .context_places import git_data, layout_of, why_not_context
 from .context_types import (
     GIT_DATA,
+    KIND_BAD_NAME,
     KIND_BINARY,
     KIND_GIT_DATA,
     KIND_NOT_UTF8,
@@ -281,8 +282,7 @@ def read_context_file(
             return read_context_file(
                 root, rel, explicit=explicit, max_file_bytes=max_file_bytes, opener=own
             )
-    _check_name(rel)
-    return _read(opener, rel, explicit, max_file_bytes)
+    return _check_name(rel, explicit) or _read(opener, rel, explicit, max_file_bytes)
 
 
 def read_entries(
@@ -297,8 +297,10 @@ def read_entries(
     # Listed files take the quick path (:func:`_quick`) unless they may be in git's data.
     full = _maybe_git_data(rels, plain) if not opener.layout.git_dirs else None
     for rel, explicit in entries:
-        if not plain:
-            _check_name(rel)
+        bad_name = None if plain else _check_name(rel, explicit)
+        if bad_name is not None:
+            yield bad_name
+            continue
         quick = not explicit and full is not None and rel not in full
         got = _quick(opener, rel, max_file_bytes) if quick else None
         yield _read(opener, rel, explicit, max_file_bytes) if got is None else got
@@ -353,15 +355,21 @@ def _quick(opener: Opener, rel: str, max_file_bytes: int) -> ContextFile | None:
 _new = tuple.__new__
 
 
-def _check_name(rel: str) -> None:
-    """Refuse a name that could fake the framing, or that is not UTF-8."""
+def _check_name(rel: str, explicit: bool) -> Skipped | None:
+    """A name that could fake the framing, or that is not UTF-8: refused when named, left
+    out with a warning when a folder or glob listed it (one bad name does not sink ``-c .``)."""
     if has_unsafe_chars(rel):
-        raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
+        if explicit:
+            raise InputError(f"context file {rel!r}: {UNSAFE_NAME}")
+        return Skipped(rel, UNSAFE_NAME, KIND_BAD_NAME)
     if not rel.isascii():
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:
-            raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
+            if explicit:
+                raise InputError(f"context file {rel!r}: name is not valid UTF-8") from None
+            return Skipped(rel, "name is not valid UTF-8", KIND_BAD_NAME)
+    return None
 
 
 def _read(

@@ -6,9 +6,10 @@ takes a gathered file list (prompt framing, the secret scan, records).
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -59,9 +60,12 @@ KIND_NOT_UTF8 = "not UTF-8"
 KIND_TOO_BIG = "over --max-file-bytes"
 KIND_UNREADABLE = "unreadable"
 KIND_WRITTEN = "written by deepseek-review"
+KIND_BAD_NAME = "badly named"
+KIND_EXCLUDED = "excluded"
 #: Left out for safety: each is warned about on its own line (a repository that links into
-#: git's data or to an ignored file may be trying something).
-WARNED_KINDS = frozenset({KIND_GIT_DATA, KIND_IGNORED_LINK})
+#: git's data or to an ignored file, or names a file with control characters, may be trying
+#: something).
+WARNED_KINDS = frozenset({KIND_GIT_DATA, KIND_IGNORED_LINK, KIND_BAD_NAME})
 
 
 @dataclass(frozen=True)
@@ -137,3 +141,31 @@ def sha256_tag(data: bytes) -> str:
 
 def is_glob(spec: str) -> bool:
     return _GLOB_CHARS.search(spec) is not None
+
+
+#: How a context spec says "leave this out": git's ``:(exclude)``, ``:!`` and ``:^`` magic
+#: (``--exclude PATTERN`` is passed on as ``:(exclude)PATTERN``).
+_EXCLUDE_PREFIXES = (":(exclude)", ":!", ":^")
+
+
+def exclusion(spec: str) -> str | None:
+    """The pattern of an exclusion spec, or None for a spec that names context."""
+    for prefix in _EXCLUDE_PREFIXES:
+        if spec.startswith(prefix):
+            return spec[len(prefix) :]
+    return None
+
+
+def excluded(rel: str, patterns: Sequence[str]) -> bool:
+    """Whether a git pathspec of ``patterns`` matches ``rel``, as git matches one without
+    magic: the path itself or a folder above it, wildcards (``*``, ``?``, ``[...]``) matching
+    across ``/`` too."""
+    for pattern in patterns:
+        p = pattern.rstrip("/")
+        if p in ("", "."):
+            return True
+        if rel == p or rel.startswith(p + "/"):
+            return True
+        if is_glob(p) and (fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(rel, p + "/*")):
+            return True
+    return False

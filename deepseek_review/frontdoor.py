@@ -35,6 +35,7 @@ GIT_KEYS = (
 #: for its nested dataclasses).
 REVIEW_FIELDS = {
     "context": "context",
+    "exclude": "exclude",
     "topic": "topic",
     "model": "model",
     "endpoint": "endpoint",

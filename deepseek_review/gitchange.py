@@ -11,7 +11,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .context_types import ContextFile, ContextLimits, Output, Skipped, written_by_tool
+from .context_types import (
+    ContextFile,
+    ContextLimits,
+    Output,
+    Skipped,
+    excluded,
+    exclusion,
+    written_by_tool,
+)
 from .errors import InputError
 from .gitdiff import (
     LOCK_FILES,
@@ -51,7 +59,9 @@ def plan_change(
         from .sincelast import narrow
 
         rng = narrow(root, out_dir, topic, rng)
-    rules = _NoiseRules(root, rng.base, opts, outputs)
+    excludes = [x for spec in specs if (x := exclusion(spec)) is not None]
+    specs = [spec for spec in specs if exclusion(spec) is None]
+    rules = _NoiseRules(root, rng.base, opts, outputs, excludes)
     diff = make_diff(root, rng, opts.settings, rules)
     if not diff.shown:
         why = f" ({diff.left_out[0][0]}: {diff.left_out[0][1]})" if diff.left_out else ""
@@ -69,7 +79,7 @@ def plan_change(
     skipped: tuple[Skipped, ...] = ()
     pins = []
     if specs:
-        gathered = gather(root, specs, limits, outputs)
+        gathered = gather(root, [*specs, *(f":(exclude){x}" for x in excludes)], limits, outputs)
         files, skipped, pins = list(gathered), gathered.skipped, auto_pin(root, gathered)
     whole = diff
     if not opts.whole_files:
@@ -107,8 +117,16 @@ class _NoiseRules:
     ``-diff`` is not noise: it is kept, and :attr:`binary_by_change` names it so that its
     new version is sent whole (the patch shows none of its lines)."""
 
-    def __init__(self, root: Path, base: str, opts: GitOptions, outputs: Sequence[Output]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        base: str,
+        opts: GitOptions,
+        outputs: Sequence[Output],
+        excludes: Sequence[str] = (),
+    ) -> None:
         self.root, self.base, self.opts, self.outputs = root, base, opts, outputs
+        self.excludes = excludes
         self.binary_by_change: set[str] = set()
 
     def __call__(self, changes: list[Change]) -> Decide:
@@ -128,6 +146,8 @@ class _NoiseRules:
                     return output.what
             if written_by_tool(path):
                 return "written by deepseek-review"
+            if self.excludes and excluded(path, self.excludes):
+                return f"matches {name_of('exclude')}"
             if not opts.include_lock_files and path.rpartition("/")[2] in LOCK_FILES:
                 return WHY_LOCK
             if path in generated:

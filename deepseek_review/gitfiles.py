@@ -11,13 +11,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .context_types import (
+    KIND_BAD_NAME,
     KIND_BINARY,
+    KIND_EXCLUDED,
     KIND_NOT_UTF8,
     KIND_TOO_BIG,
+    UNSAFE_NAME,
     ContextFile,
     ContextLimits,
     Output,
     Skipped,
+    excluded,
+    exclusion,
     sha256_tag,
 )
 from .errors import InputError, MissingObject
@@ -64,12 +69,15 @@ def gather_at_commit(
     """The files ``specs`` (paths, folders, globs) name in ``commit``, read from its blobs,
     each with its blob id, and what a folder or glob listed that cannot be sent. A spec that
     names nothing there, or a file named that cannot be sent, is refused."""
+    excludes = [x for spec in specs if (x := exclusion(spec)) is not None]
+    specs = [spec for spec in specs if exclusion(spec) is None]
     if not specs:
         raise InputError(f"no context given: pass {name_of('context')} with a file, folder or glob")
     if not in_git_work_tree(root):
         raise InputError(f"{name_of('rev')}: the repository root {root} is not a git work tree")
     entries: dict[str, str] = {}
     named: set[str] = set()
+    left_out: dict[str, None] = {}
     for spec in specs:
         clean = spec.removeprefix("./").rstrip("/") or "."
         if has_unsafe_chars(spec) or spec.startswith("/") or ".." in clean.split("/"):
@@ -84,13 +92,28 @@ def gather_at_commit(
             raise InputError(f"context path {spec}: names no file in commit {short(commit)}")
         if not glob and [e.path for e in found] == [clean]:
             named.add(clean)
+        elif excludes:
+            out_of = {e.path for e in found if excluded(e.path, excludes)}
+            if len(out_of) == len(found):
+                raise InputError(
+                    f"context path {spec}: every file it names in commit {short(commit)} "
+                    f"matches {name_of('exclude')}"
+                )
+            left_out.update(dict.fromkeys(sorted(out_of)))
+            found = [e for e in found if e.path not in out_of]
         for e in found:
             entries.setdefault(e.path, e.oid)
     blobs = read_blobs(root, list(entries.values()))
     out: list[tuple[ContextFile, str]] = []
-    skipped: list[Skipped] = []
+    why = f"matches {name_of('exclude')}"
+    skipped = [Skipped(p, why, KIND_EXCLUDED) for p in left_out if p not in entries]
     total = 0
     for path, oid in entries.items():
+        if has_unsafe_chars(path):
+            if path in named:
+                raise InputError(f"context file {path!r}: {UNSAFE_NAME}")
+            skipped.append(Skipped(path, UNSAFE_NAME, KIND_BAD_NAME))
+            continue
         data = blobs.get(oid)
         if data is None:
             raise MissingObject(

@@ -139,9 +139,10 @@ class _Run:
         return r
 
     def _ask(
-        self, prepared: PreparedRequest, body: BodyOptions, note: str | None
+        self, prepared: PreparedRequest, body: BodyOptions, note: str | None, *, primary: bool
     ) -> Completion | None:
-        """One request through the gate; None when the gate refused the job's first."""
+        """One request through the gate; None when the gate refused the job's first.
+        ``primary``: the chain's first request, whose answer may not be empty."""
         first = not self.result.started
         if not self.gate.acquire(first=first):
             if first:
@@ -157,6 +158,7 @@ class _Run:
                 progress=self.events.streamed,
                 on_attempt=self.events.attempt,
                 label=self.job.label,
+                first_answer=primary,
             )
             if completion.usage is not None:
                 self.events.answered(completion, completion.usage.total_tokens, False, body.model)
@@ -211,7 +213,7 @@ class _Run:
         job = self.job
         # Before the job's first request, outside the gate: the Ollama pre-flight.
         preflight_primary(job, p, self.client)
-        completion = self._ask(p.prepared, job.body, None)
+        completion = self._ask(p.prepared, job.body, None, primary=True)
         if completion is None:
             return False
         self._received(completion, p.token_estimate)
@@ -290,7 +292,7 @@ class _Run:
                 f"continuation {made}/{options.max_continuations}: "
                 f"{segments[-1].answer_path} {why}; asking {body.model} to go on"
             )
-            completion = self._ask(prepared, body, note)
+            completion = self._ask(prepared, body, note, primary=False)
             if completion is None:  # refused before the job sent anything
                 self.result.not_started = True
                 return
@@ -314,6 +316,7 @@ class _Run:
                     completion=completion,
                     content=content,
                     echo_stripped_chars=echoed,
+                    git=job.git,
                     prompt_token_estimate=estimate,
                     continuation=Continuation(
                         index=len(segments),

@@ -46,8 +46,8 @@ class EventSink(Protocol):
     def attempt(self) -> None:
         """One HTTP attempt of the request (retries included) is sent."""
 
-    def streamed(self, pieces: int, elapsed: float) -> None:
-        """Pieces of the answer streamed in so far."""
+    def streamed(self, tokens: int, elapsed: float) -> None:
+        """The answer's tokens streamed in so far (estimated from its bytes of text)."""
 
     def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         """The answer arrived: its tokens (an estimate when the server reported none); the
@@ -83,9 +83,9 @@ class ProgressSink:
     def attempt(self) -> None:
         return None
 
-    def streamed(self, pieces: int, elapsed: float) -> None:
+    def streamed(self, tokens: int, elapsed: float) -> None:
         if self.progress is not None:
-            self.progress(pieces, elapsed)
+            self.progress(tokens, elapsed)
 
     def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         return None
@@ -135,6 +135,10 @@ class Job(NamedTuple):
     """The ``reasoning`` level, checked by the pre-flight before the primary."""
     findings: FindingsHook | None = None
     """``findings``: makes the findings file of the segment that ends the chain."""
+    git: Mapping[str, Any] | None = None
+    """What the chain's primary record pins in git (:mod:`.pinning`), pinned by every
+    continuation's record too: the same files, so the whole chain rebuilds from the same
+    blobs after the working tree moved on."""
 
 
 def job_from_plan(
@@ -143,8 +147,10 @@ def job_from_plan(
     *,
     max_continuations: int | None = None,
     label: str | None = None,
+    existing_git: Mapping[str, Any] | None = None,
 ) -> Job:
-    """The job of a planned review: its primary unless ``existing`` segments are given."""
+    """The job of a planned review: its primary unless ``existing`` segments are given
+    (then ``existing_git``: what their primary's record pins, which the new ones pin too)."""
     o = plan.options
     cont = o.continuation
     if max_continuations is not None:
@@ -171,6 +177,7 @@ def job_from_plan(
         label=label,
         reasoning=o.reasoning,
         findings=findings_hook(plan) if o.findings else None,
+        git=existing_git if existing else plan.pins,
     )
 
 

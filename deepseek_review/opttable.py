@@ -67,6 +67,10 @@ TABLE: tuple[Option, ...] = (
            frozenset({"batch"})),
     Option("context", "paths", (), "A file, folder or glob inside the repository (repeatable)",
            frozenset({"run", ENTRY, DEFAULTS}), short="-c", review=True, under_root=True),
+    Option("exclude", "paths", (),
+           "Leave out what a folder or glob lists that matches this git pathspec "
+           "(repeatable; a folder, or wildcards matching across /)",
+           frozenset({"run", ENTRY, DEFAULTS}), review=True, under_root=True),
     Option("prompt", "str", None, "The review request", frozenset({"run", ENTRY}), short="-p",
            review=True),
     Option("prompt_file", "path", None,

@@ -71,6 +71,8 @@ class ReviewOptions:
 
     context: tuple[str, ...]
     prompt: str
+    exclude: tuple[str, ...] = ()
+    """git pathspecs of what folders and globs list that is left out (``--exclude``)."""
     topic: str = default("topic")
     model: str = default("model")
     repo_root: str | None = None
@@ -240,8 +242,10 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
     out_dir, out_named = resolve_inside(root, options.output_dir, what=name_of("output_dir"))
     template = load_template(options.template, options.template_file)
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
+    # Exclusions travel with the specs, as git's ``:(exclude)`` magic (a change drops them too).
+    specs = (*options.context, *(f":(exclude){x}" for x in options.exclude))
     gitplan = plan_git(
-        options.git, root, options.context, options.limits, outputs, gather,
+        options.git, root, specs, options.limits, outputs, gather,
         topic=options.topic, out_dir=out_named,
     )  # fmt: skip
     return _Base(body_options, endpoint, root, out_dir, template, gitplan)

@@ -323,7 +323,23 @@ def _find_repo_root(explicit: str | os.PathLike[str] | None, here: Path) -> Path
             raise ConfigError(f"{name_of('repo_root')} {os.fspath(explicit)!s}: not a folder")
         return root
     top = git_toplevel(here)
-    return (top if top is not None else here).resolve()
+    if top is not None:
+        return top.resolve()
+    root = here.resolve()
+    if root not in _TOLD_NOT_GIT:
+        _TOLD_NOT_GIT.add(root)
+        from .logs import log
+
+        log.info(
+            "not in a git repository: %s is the root (paths are taken from it; %s names another)",
+            root,
+            name_of("repo_root"),
+        )
+    return root
+
+
+#: Roots already said to be outside git (a batch finds its root more than once).
+_TOLD_NOT_GIT: set[Path] = set()
 
 
 def in_git_work_tree(root: Path) -> bool:
@@ -376,6 +392,16 @@ def resolve_inside(root: Path, user_path: str, *, what: str = "path") -> tuple[P
     return settled(("inside", root, user_path), lambda: _resolve_inside(root, user_path, what))
 
 
+def _other_root_hint(target: Path) -> str:
+    """How to reach ``target``, a path outside the root: the repository (or folder) holding
+    it, named with ``--repo-root`` ("" when it does not exist: nothing to suggest)."""
+    folder = target if target.is_dir() else target.parent
+    if not folder.is_dir():
+        return ""
+    top = git_toplevel(folder)
+    return f"for files of another repository, pass {name_of('repo_root')} {top or folder}"
+
+
 def _resolve_inside(root: Path, user_path: str, what: str) -> tuple[Path, str]:
     if user_path == "" or user_path.strip() == "":
         raise InputError(f"{what} is empty")
@@ -393,7 +419,10 @@ def _resolve_inside(root: Path, user_path: str, what: str) -> tuple[Path, str]:
         try:
             lexical_rel = resolved.relative_to(root)
         except ValueError:
-            raise InputError(f"{what} {user_path}: outside the repository root {root}") from None
+            raise InputError(
+                f"{what} {user_path}: outside the repository root {root}",
+                hint=_other_root_hint(resolved),
+            ) from None
     try:
         resolved.relative_to(root)
     except ValueError:

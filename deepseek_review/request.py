@@ -111,15 +111,19 @@ class PreparedRequest:
     options: BodyOptions
     messages: tuple[WireMessage, ...]
     """The messages as parts (texts dropped: the body holds them), for :attr:`record_body`."""
+    sent_fields: Mapping[str, Any]
+    """Every field of the body sent but its messages (``options.num_ctx`` among them): the
+    record takes them from here, never computes them again from its references."""
 
     @cached_property
     def record_body(self) -> dict[str, Any]:
         """The body with references in place of file texts: what the record stores (made
-        when a record is written: a dry run of 20,000 files never needs it)."""
+        when a record is written: a dry run of 20,000 files never needs it). Only the messages
+        differ from the body sent; they rebuild to its bytes (:mod:`.records.rebuild`)."""
         recorded = [
             {"role": m.role, "content": encode_content(m.parts), **m.extra} for m in self.messages
         ]
-        return _body(self.options, recorded)
+        return {**self.sent_fields, "messages": recorded}
 
 
 def _body(
@@ -173,7 +177,8 @@ def prepare(
     body = _body(options, wire, estimate)
     body_bytes = CANONICAL.encode(body).encode("utf-8") if small else canonical_bytes(body)
     parts = tuple(m if m.content is None else replace(m, content=None) for m in messages)
-    return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, parts)
+    fields = {k: v for k, v in body.items() if k != "messages"}
+    return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, parts, fields)
 
 
 def _content(m: WireMessage, texts: MutableMapping[str, str], *, joined: bool) -> str | Streamed:

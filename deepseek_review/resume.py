@@ -264,6 +264,7 @@ def continue_existing(
         allow_truncated_prompt=options.allow_truncated_prompt,
         keep_reasoning=options.keep_reasoning,
         force=options.force,
+        git=None if primary.record is None else primary.record.git,
     )
     own = client is None
     client = client or make_client(endpoint, options)

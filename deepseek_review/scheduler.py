@@ -29,8 +29,8 @@ from .options import name_of
 @dataclass(frozen=True)
 class Progress:
     """A snapshot of the batch, carried by every event, taken as the event happened: the
-    snapshots of successive events never go back, and ``finished + in_flight + waiting`` is
-    ``total`` in each."""
+    snapshots of successive events never go back, and ``finished + pending + in_flight +
+    waiting`` is ``total`` in each."""
 
     total: int
     counts: Mapping[str, int]
@@ -45,17 +45,24 @@ class Progress:
     requests: int = 0
     """Requests in flight, each holding one of the ``jobs`` slots (at most ``jobs``)."""
     streaming: int = 0
-    """Pieces of the answers still streaming in: an estimate of their tokens, counted in
-    ``tokens`` (as the server's count, where it gives one) once each answer is complete."""
+    """Tokens of the answers still streaming in, estimated from their bytes of text; counted
+    in ``tokens`` (as the server's count, where it gives one) once each answer is complete."""
 
     @property
     def finished(self) -> int:
-        return sum(self.counts.values())
+        """Entries that came to an end: ok, skipped, truncated or failed."""
+        return sum(self.counts.values()) - self.pending
+
+    @property
+    def pending(self) -> int:
+        """Entries that never will in this run: interrupted, or not started after a halt (a
+        resumed batch takes them up)."""
+        return self.counts.get("pending", 0)
 
     @property
     def waiting(self) -> int:
-        """Entries not started yet."""
-        return self.total - self.finished - self.in_flight
+        """Entries not started yet (and not given up)."""
+        return self.total - self.finished - self.pending - self.in_flight
 
 
 @dataclass(frozen=True)
@@ -320,9 +327,9 @@ class EntryEvents:
     def attempt(self) -> None:
         self.attempts += 1
 
-    def streamed(self, pieces: int, elapsed: float) -> None:
+    def streamed(self, tokens: int, elapsed: float) -> None:
         with self.board.lock:
-            self.board.streaming[self] = pieces
+            self.board.streaming[self] = tokens
 
     def answered(self, completion: Completion, tokens: int, estimated: bool, model: str) -> None:
         b = self.board

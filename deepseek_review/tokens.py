@@ -27,6 +27,11 @@ def utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))  # no 5 MB copy for ASCII
 
 
+def bytes_as_tokens(size: int) -> int:
+    """The tokens of a text of ``size`` bytes, estimated (what a stream received so far)."""
+    return -(-size // BYTES_PER_TOKEN)
+
+
 def estimate_sizes(sizes: Iterable[int]) -> int:
     """The estimate of messages whose texts have these sizes in bytes."""
     return sum(-(-size // BYTES_PER_TOKEN) + MESSAGE_OVERHEAD for size in sizes)

@@ -423,17 +423,31 @@ def test_file_name_with_a_newline_is_refused(repo, simulator, cli):
     assert_refused(r, simulator, repo, "two\\nlines.md")
 
 
-def test_file_name_with_a_newline_found_in_a_folder_is_refused(repo, simulator, cli):
+def test_file_name_with_a_newline_found_in_a_folder_is_left_out_with_a_warning(
+    repo, simulator, cli
+):
     write(repo, "docs/two\nlines.md", "text\n")
-    r = run_against(cli, simulator, "-c", "docs")
-    assert_refused(r, simulator, repo, "two\\nlines.md")
+    r = run_against(cli, simulator, "-c", "docs", "--json")
+    assert r.code == 0, r.err
+    assert "skipped docs/two\\x0alines.md: name holds control characters" in r.err
+    assert r.json()["context_files"] == ["docs/spec.md"]
 
 
-def test_file_name_that_is_not_utf8_found_in_a_folder_is_refused(repo, simulator, cli):
+def test_file_name_that_is_not_utf8_found_in_a_folder_is_left_out_with_a_warning(
+    repo, simulator, cli
+):
     with open(os.fsencode(repo / "docs") + b"/caf\xe9.md", "wb") as fh:
         fh.write(b"text\n")
-    r = run_against(cli, simulator, "-c", "docs")
-    assert_refused(r, simulator, repo, "caf", "not valid UTF-8")
+    r = run_against(cli, simulator, "-c", "docs", "--json")
+    assert r.code == 0, r.err
+    assert "skipped docs/caf\\udce9.md: name is not valid UTF-8" in r.err
+    assert r.json()["context_files"] == ["docs/spec.md"]
+
+
+def test_file_name_with_a_newline_named_explicitly_is_refused(repo, simulator, cli):
+    write(repo, "docs/two\nlines.md", "text\n")
+    r = run_against(cli, simulator, "-c", "docs/two\nlines.md")
+    assert_refused(r, simulator, repo, "two\\nlines.md")
 
 
 def test_no_context_at_all_is_refused(repo, simulator, cli):

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from deepseek_review.simulator import Simulator
-from tests.conftest import files_under, run_review
+from tests.conftest import files_under, git, run_review
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -623,6 +623,38 @@ def test_a_missing_path_from_a_subfolder_gets_the_same_message(repo, cli, monkey
         3,
         "deepseek-review: error: reviews/none.md: no such file or folder\n",
     )
+
+
+def test_outside_git_a_run_says_which_folder_became_the_root(tmp_path, cli, monkeypatch):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.md").write_text("a note\n", encoding="utf-8")
+    monkeypatch.chdir(plain)
+    r = cli("run", "--dry-run", "-c", "notes.md", "-p", "x")
+    assert r.code == 0, r.err
+    assert (
+        f"deepseek-review: not in a git repository: {plain.resolve()} is the root (paths are "
+        "taken from it; --repo-root names another)\n"
+    ) in r.err
+
+
+def test_inside_git_nothing_is_said_of_the_root(repo, cli):
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 0, r.err
+    assert "is the root" not in r.err
+
+
+@pytest.mark.parametrize("command", ["verify", "findings", "stats", "show"])
+def test_a_path_in_another_repository_is_refused_with_its_repo_root(repo, cli, tmp_path, command):
+    other = tmp_path / "other"
+    (other / "reviews").mkdir(parents=True)
+    git(other, "init", "-q")
+    target = other / "reviews" / ("x.md" if command == "show" else "")
+    if command == "show":
+        target.write_text("x\n", encoding="utf-8")
+    r = cli(command, str(target))
+    assert r.code == 3, r.err
+    assert f"(for files of another repository, pass --repo-root {other.resolve()})" in r.err
 
 
 def test_path_leading_out_of_the_root_from_a_subfolder_is_refused(repo, cli, monkeypatch):

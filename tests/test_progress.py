@@ -38,9 +38,11 @@ MakeSimulator = Callable[..., Simulator]
 
 #: The counters every plain batch line starts with: finished of total, then the reviews in
 #: flight (asking the server, each with one of the --jobs slots; or writing their answer),
-#: then those waiting: ``[3/6 finished, 2 asking, 0 writing, 1 waiting]``.
+#: then those waiting: ``[3/6 finished, 2 asking, 0 writing, 1 waiting]`` (after a halt or an
+#: interrupt, the pending ones after the finished: ``[4/7 finished, 3 pending, ...]``).
 COUNTERS = re.compile(
-    r"^deepseek-review: \[(\d+)/(\d+) finished, (\d+) asking, (\d+) writing, (\d+) waiting\] "
+    r"^deepseek-review: \[(\d+)/(\d+) finished, (?:\d+ pending, )?(\d+) asking, (\d+) writing, "
+    r"(\d+) waiting\] "
 )
 #: A request taking one of the slots: a review's first request, or a continuation request.
 TAKES_SLOT = re.compile(r"\] (?:start (\S+)|(\S+): continuation \d+/\d+)")

@@ -65,6 +65,41 @@ def test_signed_run_writes_statement_and_signature_beside_the_receipt(repo, cli,
     ]  # fmt: skip
 
 
+def test_signed_run_lists_the_statement_and_signature_it_wrote(repo, cli, simulator, alice):
+    r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", simulator.base_url,
+            "--sign", "--signing-key", str(alice.private))  # fmt: skip
+    assert r.code == 0, r.err
+    files = segment_files(repo)
+    assert r.out.splitlines() == [
+        f"reviews/{files[s].name}"
+        for s in (".md", ".receipt.json", ".request.json", ".intoto.json", ".intoto.json.sig")
+    ]
+
+
+def test_signed_run_json_names_the_statement_and_signature(repo, cli, simulator, alice):
+    (segment,) = signed_review(cli, simulator, alice)["segments"]
+    files = segment_files(repo)
+    assert segment["statement_path"] == f"reviews/{files['.intoto.json'].name}"
+    assert segment["signature_path"] == f"reviews/{files['.intoto.json.sig'].name}"
+
+
+def test_unsigned_run_json_has_no_statement_or_signature(repo, cli, simulator):
+    (segment,) = run_review(cli, simulator).json()["segments"]
+    assert (segment["statement_path"], segment["signature_path"]) == (None, None)
+
+
+def test_verify_ok_line_names_the_signer_and_key(repo, cli, simulator, alice, tmp_path):
+    signed_review(cli, simulator, alice)
+    signers = allowed_signers(tmp_path / "allowed", alice.allowed_line())
+    r = cli("verify", "--allowed-signers", str(signers))
+    assert r.code == 0, r.err
+    receipt = next(f for f in segment_files(repo).values() if f.name.endswith(".receipt.json"))
+    fingerprint = verify(cli, signers).json()["receipts"][0]["signer"]["fingerprint"]
+    assert (
+        f"OK   reviews/{receipt.name} (signed by alice@example.com, key {fingerprint})\n" in r.err
+    )
+
+
 def test_statement_is_an_in_toto_statement_v1_with_the_predicate_schema(
     repo, cli, simulator, alice
 ):

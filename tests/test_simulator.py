@@ -490,7 +490,7 @@ def test_requests_are_recorded_exactly(simulator: Simulator) -> None:
 
 def test_fault_catalogue_is_split_into_transient_and_garbage() -> None:
     assert ALL_FAULTS == TRANSIENT_FAULTS + GARBAGE_FAULTS
-    assert len(set(ALL_FAULTS)) == 16
+    assert len(set(ALL_FAULTS)) == 17
 
 
 @pytest.mark.parametrize("kind", ["500", "502", "503"])

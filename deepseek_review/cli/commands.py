@@ -148,6 +148,10 @@ class LazyGroup(TyperGroup):
     ) -> tuple[str | None, _click.Command | None, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
         collector.command_named(name)
+        if command is not None:
+            from .repeats import refuse_repeats
+
+            refuse_repeats(ctx, command, rest)
         return name, command, rest
 
     def list_commands(self, ctx: _click.Context) -> list[str]:

@@ -113,24 +113,32 @@ def _one_line(text: str) -> Text:
 
 
 class _Receiving:
-    """The answer's tokens as they stream (pieces of the stream: an estimate, shown as one),
-    or how long the request has waited for its first one."""
+    """The answer's tokens as they stream (estimated from the bytes of text received, and
+    labelled so: no server counts them before the end), or how long the request has waited
+    for its first one."""
 
     def __init__(self) -> None:
         self.since = time.monotonic()
-        self.pieces = 0
+        self.tokens = 0
         self.elapsed = 0.0
 
-    def __call__(self, pieces: int, elapsed: float) -> None:
-        self.pieces, self.elapsed = pieces, elapsed
+    def __call__(self, tokens: int, elapsed: float) -> None:
+        self.tokens, self.elapsed = tokens, elapsed
         self.since = time.monotonic() - elapsed  # this request's (or retry's) start
 
     def render(self) -> RenderableType:
-        if not self.pieces:
+        return _one_line(self.text())
+
+    def text(self) -> str:
+        if not self.tokens:
             waited = time.monotonic() - self.since
-            return _one_line(f"  waiting for the answer: {_fmt_seconds(waited)}")
-        rate = self.pieces / self.elapsed if self.elapsed > 0 else 0.0
-        return _one_line(f"  receiving: ~{self.pieces} tokens, ~{rate:.1f} tokens/s")
+            return f"  waiting for the answer: {_fmt_seconds(waited)}"
+        rate = self.tokens / self.elapsed if self.elapsed > 0 else 0.0
+        return f"  receiving: {_estimated(self.tokens)}, ~{rate:.1f} tokens/s"
+
+
+def _estimated(tokens: int) -> str:
+    return f"~{tokens} tokens (estimated)"
 
 
 @contextlib.contextmanager
@@ -161,7 +169,8 @@ def _in_flight(p: Progress) -> str:
 
 
 def _counters(p: Progress) -> str:
-    return f"[{p.finished}/{p.total} finished, {_in_flight(p)}, {p.waiting} waiting]"
+    pending = f"{p.pending} pending, " if p.pending else ""
+    return f"[{p.finished}/{p.total} finished, {pending}{_in_flight(p)}, {p.waiting} waiting]"
 
 
 class _TopicFilter(logging.Filter):
@@ -287,14 +296,14 @@ def _status(p: Progress) -> str:
     parts.append(f"{c['failed']} failed")
     if c["truncated"]:
         parts.append(f"{c['truncated']} truncated")
-    if c["pending"]:
-        parts.append(f"{c['pending']} not started")
+    if p.pending:
+        parts.append(f"{p.pending} pending")
     parts += [_in_flight(p), f"{p.waiting} waiting"]
     tokens = p.tokens + p.streaming
     estimated = p.tokens_estimated or p.streaming > 0
-    parts.append(f"~{tokens} tokens" if estimated else f"{tokens} tokens")
+    parts.append(_estimated(tokens) if estimated else f"{tokens} tokens")
     ran = p.finished - c["skipped"]
-    remaining = p.total - p.finished
+    remaining = p.total - p.finished - p.pending
     if remaining == 0:
         eta = "done"
     elif ran > 0:

@@ -10,6 +10,7 @@ from ..context_types import plural
 from ..errors import InputError, NoProgress, TruncatedReview
 from ..logs import log
 from ..options import default
+from ..records.naming import SIGNATURE_SUFFIX, STATEMENT_SUFFIX, sibling
 from ..textsafe import escape
 from .app import (
     STATE,
@@ -179,14 +180,21 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
                 if result.usage_reported
                 else None,
                 "estimated_tokens": result.estimated_tokens,
-                "segments": [_segment_json(s) for s in result.segments],
+                "segments": [_segment_json(root, s) for s in result.segments],
             }
         )
         return
     paths = (
         shown_path(root, p)
         for s in result.segments
-        for p in (s.answer_path, s.receipt_path, s.record_path, s.reasoning_path, s.findings_path)
+        for p in (
+            s.answer_path,
+            s.receipt_path,
+            s.record_path,
+            s.reasoning_path,
+            s.findings_path,
+            *_signed_files(root, s),
+        )
         if p
     )
     _write_lines(sys.stdout, paths)
@@ -200,8 +208,15 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
     )
 
 
-def _segment_json(s: Segment) -> dict[str, Any]:
+def _signed_files(root: Path, s: Segment) -> list[str]:
+    """The statement and signature ``--sign`` wrote beside the segment's receipt."""
+    names = (sibling(s.receipt_path, "statement"), sibling(s.receipt_path, "signature"))
+    return [n for n in names if (root / n).is_file()]
+
+
+def _segment_json(root: Path, s: Segment) -> dict[str, Any]:
     """One segment in ``--json`` output (paths relative to the root, as in receipts)."""
+    signed = _signed_files(root, s)
     return {
         "answer_path": s.answer_path,
         "receipt_path": s.receipt_path,
@@ -216,6 +231,8 @@ def _segment_json(s: Segment) -> dict[str, Any]:
         "attempts": s.attempts,
         "reasoning_path": s.reasoning_path,
         "findings_path": s.findings_path,
+        "statement_path": next((p for p in signed if p.endswith(STATEMENT_SUFFIX)), None),
+        "signature_path": next((p for p in signed if p.endswith(SIGNATURE_SUFFIX)), None),
     }
 
 

@@ -31,7 +31,10 @@ def _line(r: "ReceiptReport") -> str:
         named = ", ".join(r.failed)
         details = "; ".join(f"{c.name}: {c.detail}" for c in r.checks if c.status == "fail")
         return f"FAIL {r.receipt_path}: {named} ({details})"
-    notes = [f"warning: {c.name}: {c.detail}" for c in r.checks if c.status == "warn"]
+    notes = (
+        [] if r.signer is None else [f"signed by {r.signer.principal}, key {r.signer.fingerprint}"]
+    )
+    notes += [f"warning: {c.name}: {c.detail}" for c in r.checks if c.status == "warn"]
     notes += [f"note: {c.name}: {c.detail}" for c in r.checks if c.status == "info"]
     notes += [n for n in [reread_note(r.checks)] if n is not None]
     return f"OK   {r.receipt_path}" + (f" ({'; '.join(notes)})" if notes else "")

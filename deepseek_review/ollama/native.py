@@ -171,4 +171,4 @@ def read_lines(
                 f"{chatwire.MAX_IDLE_LINES} stream lines in a row carried no content or thinking"
             )
         if on_data is not None:
-            on_data(st.pieces)
+            on_data(st.text_bytes)

@@ -296,7 +296,8 @@ class RequestRecord:
     findings: tuple[str, str] | None = None
     """The findings file written beside the answer (``run --findings``): (path, sha256)."""
     git: Mapping[str, Any] | None = None
-    """A primary's pins in git (:mod:`..pinning`): commits, the diff's settings and hash,
+    """A chain's pins in git (:mod:`..pinning`), its primary's in every record of the chain:
+    commits, the diff's settings and hash,
     each context file's blob or working-tree hash. Absent from records before pinning."""
     _messages: list[RecordedMessage] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -334,8 +335,8 @@ class RequestRecord:
             t = self.template
             d["template"] = None if t is None else {"name": t[0], "sha256": t[1]}
             d["context_files"] = [f.to_json() for f in self.context_files or ()]
-            if self.git is not None:
-                d["git"] = self.git
+        if self.git is not None:
+            d["git"] = self.git
         if self.findings is not None:
             d["findings"] = {"path": self.findings[0], "sha256": self.findings[1]}
         return d

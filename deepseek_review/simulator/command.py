@@ -109,6 +109,7 @@ _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
      "stream) do", {"choices": CONTEXT_OVERFLOWS}),
     ("legacy_stream", "the older Ollama stream framing", {}),
     ("llama_stream", "llama.cpp's stream framing", {}),
+    ("role_chunk", "llama-cpp-python's stream framing: the role alone in a first chunk", {}),
     ("end_token", "an answer that fills the cap ends with length", {}),
     ("directive_restarts", "a directive continuation starts the answer over", {}),
     ("fault_rate", "share of requests that fail, 0-1", {}),

@@ -48,6 +48,9 @@ class SimulatorConfig:
     llama_stream: bool = False
     """llama.cpp's stream framing: no empty role chunk, ``reasoning_content`` deltas, and a
     last ``delta: {}`` with the finish reason (an empty answer is that chunk alone)."""
+    role_chunk: bool = False
+    """llama-cpp-python's stream framing: llama.cpp's, but a first chunk holding the role alone
+    (``delta: {"role": "assistant"}``), so an empty answer is that chunk and the finish one."""
     end_token: bool = False
     """The end of the answer costs one token, as with a real model: an answer that fills
     ``max_tokens`` exactly ends with ``length``, and the next request gets nothing and

@@ -262,6 +262,7 @@ class Handler(Writer):
             ident=ident,
             legacy=cfg.legacy_stream,
             llama=cfg.llama_stream,
+            role_chunk=cfg.role_chunk,
             include_usage=include_usage,
             details=cfg.usage_details,
         )

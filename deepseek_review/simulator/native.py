@@ -176,7 +176,11 @@ def mutate(obj: dict[str, Any], fault: str) -> None:
     if fault == "content-not-string":
         message["content"] = 42
     elif fault == "content-missing":
-        message.pop("content", None)
+        text = message.pop("content", None)
+        if obj.get("done") is False and text is not None:
+            message["text"] = text  # streamed: the text under a key no chat API reads
+    elif fault == "blank-answer" and "content" in message:
+        message["content"] = ""
     elif fault == "negative-usage" and "prompt_eval_count" in obj:
         obj["prompt_eval_count"] = -5
     elif fault == "no-choices":

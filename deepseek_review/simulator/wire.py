@@ -32,6 +32,7 @@ GARBAGE_FAULTS: tuple[str, ...] = (
     "no-choices",
     "content-not-string",
     "content-missing",
+    "blank-answer",
     "negative-usage",
     "huge",
 )
@@ -160,6 +161,7 @@ def stream_chunks(
     llama: bool = False,
     group: int = 8,
     details: bool = False,
+    role_chunk: bool = False,
 ) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of one stream, in order ([DONE] not included).
 
@@ -168,7 +170,9 @@ def stream_chunks(
     (before Ollama 0.32.6): role on every chunk, the finish reason on the last one, and a
     fresh ``created`` per chunk. llama.cpp framing: the role rides on the first delta that
     carries text, reasoning comes as ``reasoning_content``, and ``delta:{}`` carries the finish
-    reason, so an empty answer is that one chunk.
+    reason, so an empty answer is that one chunk. llama-cpp-python framing (``role_chunk``):
+    llama.cpp's, but the role comes alone in a first chunk, so an empty answer is that chunk
+    and the finish one.
     """
     created = int(time.time())
     deltas: list[dict[str, Any]] = [
@@ -188,9 +192,11 @@ def stream_chunks(
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
 
-    if llama:
+    if llama or role_chunk:
         deltas = [{"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas]
-        if deltas:
+        if role_chunk:
+            deltas.insert(0, {"role": "assistant"})
+        elif deltas:
             deltas[0] = {"role": "assistant", **deltas[0]}
         chunks = [chunk(d, None) for d in deltas]
         chunks.append(chunk({}, plan.finish_reason))
@@ -222,7 +228,11 @@ def mutate(body: dict[str, Any], fault: str) -> None:
         if fault == "content-not-string" and "content" in part:
             part["content"] = 42
         elif fault == "content-missing":
-            part.pop("content", None)
+            text = part.pop("content", None)
+            if "delta" in choice and text is not None:
+                part["text"] = text  # streamed: the text under a key no chat API reads
+        elif fault == "blank-answer" and "content" in part:
+            part["content"] = ""
     if fault == "no-choices" and "choices" in body:
         body["choices"] = []
 

@@ -112,7 +112,7 @@ class RecordChecks:
             )
         files: FileHashes = {}  # filled when the request is rebuilt on the fast path
         try:
-            if record.git is not None and not record.is_continuation:
+            if record.git is not None:
                 from .pins import check_pinned  # only now: the git modules are many
 
                 rebuilt = check_pinned(
