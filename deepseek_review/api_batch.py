@@ -71,7 +71,7 @@ def preflight_batch(plan: BatchPlan) -> dict[str, str]:
     from .job import preflight_primary
     from .jobspec import job_from_plan
     from .ollama.fit import asks_server
-    from .options import naming_at
+    from .options import naming_as, naming_at
     from .pipeline import make_client
 
     refused: dict[str, str] = {}
@@ -89,7 +89,7 @@ def preflight_batch(plan: BatchPlan) -> dict[str, str]:
             job = job_from_plan(p, label=work.topic)
             assert job.primary is not None, "a new entry has its primary"
             try:
-                with naming_at(work.planned.entry.places):  # as the run names it
+                with naming_as(p.names), naming_at(work.planned.entry.places):  # as the run does
                     preflight_primary(job, job.primary, clients[key])
             except ReviewError as exc:
                 refused[work.topic] = one_line(exc)

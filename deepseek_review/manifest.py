@@ -326,6 +326,8 @@ def plan_manifest(
                             shared=shared_options,
                         )
                         plan_one = plan(options, env, gather=gather, shared=shared)
+                        # Sending names them so too (the Ollama pre-flight).
+                        plan_one = replace(plan_one, names=own) if own else plan_one
                         planned.append(PlannedEntry(entry, plan_one))
                 except ReviewError as exc:
                     problems.append(Problem(exc.message, entry.index, entry.line, entry.topic))

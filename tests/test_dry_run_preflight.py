@@ -241,3 +241,26 @@ def test_a_dry_run_checks_the_signing_key_as_the_run_does(
     assert (dry.code, real.code) == (2, 2)
     assert last_line(dry.err) == last_line(real.err)
     assert sim.chat_requests() == []
+
+
+@pytest.mark.parametrize("source", ["env", "config"])
+def test_a_batch_and_its_dry_run_name_where_a_refused_level_was_set(
+    repo: Path, make_simulator: MakeSim, cli: Any, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    from tests.test_batch import batch, manifest
+
+    sim = make_simulator(reasoning_words=0)
+    if source == "env":
+        monkeypatch.setenv("DEEPSEEK_REVIEW_REASONING", "high")
+        name = "DEEPSEEK_REVIEW_REASONING"
+    else:
+        (repo / ".deepseek-review.toml").write_text('reasoning = "high"\n')
+        name = ".deepseek-review.toml reasoning"
+    manifest(repo, ["a"])
+    dry, real = batch(cli, sim, "--dry-run"), batch(cli, sim)
+    assert (dry.code, real.code) == (11, 11)
+    (refused,) = [e["refused"] for e in dry.json()["entries"]]
+    (error,) = [e["error"] for e in real.json()["entries"]]
+    assert refused == error
+    assert error.startswith(f"{name} high: ")
+    assert sim.chat_requests() == []
