@@ -71,7 +71,9 @@ def run(work: Path, rounds: int = ROUNDS, files: int = FILES) -> BenchResult:
         f"gather_context(Path('.').resolve(), ['.'], ContextLimits({limit}, {limit}))"
     )
     library = Command((sys.executable, "-c", gather_code), root)
-    cli = [tool(), "-q", "run", "--dry-run", "-c", ".", "-p", "Review."]
+    # A server that is not Ollama: the row times gathering and planning, not the pre-flight
+    # a dry run makes against an Ollama server.
+    cli = [tool(), "-q", "run", "--dry-run", "-c", ".", "-p", "Review.", "--server", "vllm"]
     ours_cmd = Command((*cli, "--max-context-bytes", limit, "--max-file-bytes", limit), root)
     base_cmd = Command(("sh", "-c", "git ls-files -z | xargs -0 cat"), root)
     plain = Command((sys.executable, str(HERE / "floor_dryrun.py"), "."), root)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         BatchPlan,
         execute_batch,
         plan_batch,
+        preflight_batch,
         run_batch,
     )
     from .api_records import (
@@ -69,6 +70,7 @@ _HOME = {
     "findings": "api_records",
     "plan_batch": "api_batch",
     "plan_review": "api_run",
+    "preflight_batch": "api_batch",
     "repo_root": "api_run",
     "review": "api_run",
     "run_batch": "api_batch",
@@ -108,6 +110,7 @@ __all__ = [
     "findings",
     "plan_batch",
     "plan_review",
+    "preflight_batch",
     "repo_root",
     "review",
     "run_batch",

@@ -59,6 +59,43 @@ def plan_batch(
     return BatchPlan(prepared, planned, path)
 
 
+def preflight_batch(plan: BatchPlan) -> dict[str, str]:
+    """What ``batch`` would refuse before sending an entry's first request (Ollama's
+    pre-flight), asked for a dry run: each new entry's topic and the error it would fail
+    with. Only the servers' metadata endpoints are asked (once per endpoint and model, as a
+    run asks), never a chat endpoint."""
+    import contextlib
+
+    from .batch_report import one_line
+    from .errors import ReviewError
+    from .job import preflight_primary
+    from .jobspec import job_from_plan
+    from .ollama.fit import asks_server
+    from .options import naming_as, naming_at
+    from .pipeline import make_client
+
+    refused: dict[str, str] = {}
+    with contextlib.ExitStack() as stack:
+        clients: dict[tuple[str, str | None], Any] = {}
+        for work in plan.prepared.work:
+            p = work.planned.plan
+            if work.action != "new" or not asks_server(
+                p.options.continuation.server, p.endpoint.url
+            ):
+                continue
+            key = (p.endpoint.url, p.endpoint.api_key)
+            if key not in clients:
+                clients[key] = stack.enter_context(make_client(p.endpoint, p.options))
+            job = job_from_plan(p, label=work.topic)
+            assert job.primary is not None, "a new entry has its primary"
+            try:
+                with naming_as(p.names), naming_at(work.planned.entry.places):  # as the run does
+                    preflight_primary(job, job.primary, clients[key])
+            except ReviewError as exc:
+                refused[work.topic] = one_line(exc)
+    return refused
+
+
 def execute_batch(
     plan: BatchPlan,
     *,

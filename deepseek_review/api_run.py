@@ -36,22 +36,37 @@ def repo_root(path: PathArg | None = None) -> Path:
 def configuration(
     *, repo_root: PathArg | None = None, env: Mapping[str, str] | None = None
 ) -> Configuration:
-    """The effective settings (environment > config file > defaults) and their sources."""
+    """The effective settings (environment > config file > defaults) and their sources.
+
+    Never fails on a refused setting: what was read is all there, each refusal listed in
+    :attr:`~.api_views.Configuration.refused` with the error a run would stop with (a run
+    uses the next source only in ``config``: it stops)."""
     from .api_views import Configuration
-    from .config import resolve
+    from .config import Refusal, resolve, spelled, spellings
     from .endpoint import resolve_endpoint
+    from .errors import ConfigError
+    from .options import naming_as
     from .repo import find_repo_root
 
     env = os.environ if env is None else env
     root = find_repo_root(repo_root)
-    found = resolve(root, env=env)
-    endpoint = resolve_endpoint(
-        found["endpoint"],
-        env,
-        key_env=found["api_key_env"],
-        named_by=found.items["endpoint"].named_by,
-    )
-    return Configuration(root, found, endpoint.url)
+    found = resolve(root, env=env, collect=True)
+    refused = list(found.refused)
+    url: str | None
+    try:
+        with naming_as(spellings(found.items)):
+            url = resolve_endpoint(
+                found["endpoint"],
+                env,
+                key_env=found["api_key_env"],
+                named_by=found.items["endpoint"].named_by,
+            ).url
+    except ConfigError as exc:
+        url = None
+        setting = found.items["endpoint"]
+        where = spelled(setting) or setting.source
+        refused.append(Refusal(where, "endpoint", setting.value, exc.message))
+    return Configuration(root, found, url, tuple(refused))
 
 
 def api_key(api_key_env: str | None = None, *, env: Mapping[str, str] | None = None) -> str | None:
@@ -67,17 +82,33 @@ def api_key(api_key_env: str | None = None, *, env: Mapping[str, str] | None = N
 
 
 def plan_review(
-    *, env: Mapping[str, str] | None = None, repo_root: PathArg | None = None, **options: Any
+    *,
+    env: Mapping[str, str] | None = None,
+    repo_root: PathArg | None = None,
+    ask_server: bool = False,
+    **options: Any,
 ) -> ReviewPlan:
     """Check everything and build the exact request of :func:`review`, sending and writing
-    nothing (``run --dry-run``); :func:`send_review` sends it."""
-    from .frontdoor import review_options
+    nothing (``run --dry-run``); :func:`send_review` sends it.
+
+    With ``ask_server`` the server is also asked what :func:`send_review` asks it before its
+    first request (an Ollama server: does the prompt fit the context it runs the model with,
+    can the model think at ``reasoning``'s level; only its metadata endpoints, never the chat
+    one), and refuses as the run would: what ``run --dry-run`` does."""
+    from .frontdoor import review_setup
+    from .options import naming_as
 
     try:  # a change's diff may start early (frontdoor): it ends with this call
-        _, planned = review_options(options, repo_root=repo_root, env=env)
+        _, planned, names = review_setup(options, repo_root=repo_root, env=env)
         from .plan import plan_review as _plan  # imported while that diff runs
 
-        return _plan(planned, env)
+        with naming_as(names):  # a refusal names the variable or file key that was set
+            plan = dataclasses.replace(_plan(planned, env), names=names)
+            if ask_server:
+                from .pipeline import preflight_review
+
+                preflight_review(plan)
+            return plan
     finally:
         early = sys.modules.get(f"{__package__}.gitstream")  # never imported: none started
         if early is not None:
@@ -102,19 +133,36 @@ def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> 
 
 def send_review(plan: ReviewPlan, *, progress: ProgressFn | None = None) -> ReviewResult:
     """Send a planned review, write its files, and continue it while it is cut off."""
+    from .options import naming_as
     from .pipeline import make_client
     from .pipeline import send_review as _send
 
     log.info(
-        "sending %d context files (%d bytes, ~%d tokens) to %s as %s",
-        len(plan.files),
-        plan.context_bytes,
-        plan.token_estimate,
+        "sending %s to %s as %s (~%d tokens)",
+        sent_summary(plan),
         plan.endpoint.url,
         plan.options.model,
+        plan.token_estimate,
     )
-    with make_client(plan.endpoint, plan.options) as client:
+
+    with naming_as(plan.names), make_client(plan.endpoint, plan.options) as client:
         return _send(plan, client, progress=progress)
+
+
+def sent_summary(plan: ReviewPlan) -> str:
+    """What a review sends, in words: ``a diff of 3 files (41 lines) and 1 context file (61
+    bytes)`` (a change's files are counted as the diff shows them)."""
+    from .context_types import plural
+
+    parts = []
+    if plan.change_lines is not None:
+        diff = (plan.pins or {}).get("diff") or {}
+        shown = len(diff.get("shown") or ())
+        parts.append(f"a diff of {plural(shown, 'file')} ({plural(plan.change_lines, 'line')})")
+    if plan.files or not parts:
+        files = plural(len(plan.files), "context file")
+        parts.append(f"{files} ({plural(plan.context_bytes, 'byte')})")
+    return " and ".join(parts)
 
 
 def review(

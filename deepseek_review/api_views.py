@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from .config import Refusal, Settings
     from .records.stored import ChainSegment
 
 
@@ -21,8 +21,10 @@ class Configuration:
 
     root: Path
     settings: Settings
-    endpoint: str
-    """The chat-completions URL a review would be sent to."""
+    endpoint: str | None
+    """The chat-completions URL a review would be sent to; None when it is refused."""
+    refused: tuple[Refusal, ...] = ()
+    """What was read but refused, each with the error a run stops with."""
 
 
 @dataclass(frozen=True)

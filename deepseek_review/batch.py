@@ -47,7 +47,7 @@ from .errors import Interrupted, ReviewError
 from .job import JobResult, job_from_plan, run_job
 from .logs import log
 from .ollama import pricing
-from .options import name_of, naming_at
+from .options import name_of, naming_as, naming_at
 from .plan import ReviewPlan
 from .records.receipt import fast_validators
 from .records.stored import ChainSegment
@@ -158,7 +158,10 @@ class _Runner:
                 return self.board.finish(self._not_started(work), started=False)
             url = work.planned.plan.endpoint.url
             events = EntryEvents(self.board, work.topic, work.action, url)
-            with naming_at(work.planned.entry.places):  # model (entry 3, line 12)
+            with (
+                naming_as(work.planned.plan.names),  # DEEPSEEK_REVIEW_MODEL, a config file's key
+                naming_at(work.planned.entry.places),  # model (entry 3, line 12)
+            ):
                 report = self._review(work, events)
             report.attempts = events.attempts
             return self.board.finish(report, started=events.started)

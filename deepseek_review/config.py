@@ -49,7 +49,7 @@ def _checked(option: Option, raw: Any, where: str, *, text: bool = False) -> Any
     try:
         return option.parse_text(raw) if text else option.checked(raw)
     except BadValue as exc:
-        raise ConfigError(f"{where}: {option.key} {exc.why}") from None
+        raise ConfigError(f"{where} {exc.why}") from None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -69,8 +69,30 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML (nested too deeply)") from None
 
 
-def load_file(root: Path) -> tuple[dict[str, Any], str | None]:
-    """The config file's settings (validated) and its name, or ({}, None)."""
+class Refusal(NamedTuple):
+    """A setting that was read but refused (``config`` shows it; a run stops on it)."""
+
+    name: str
+    """Where it was read, as the user wrote it: ``pyproject.toml [tool.deepseek-review]
+    endpoint``, ``DEEPSEEK_REVIEW_MAX_TOKENS``, or a file as a whole."""
+    key: str | None
+    """The setting it would have set; None for an unknown key or a whole file."""
+    value: Any
+    message: str
+    """The one-line error a run stops with."""
+
+
+#: Collects refusals instead of raising the first (``config`` shows them all); None: raise.
+_Refusals = list[Refusal] | None
+
+
+def _refuse(refused: _Refusals, refusal: Refusal) -> None:
+    if refused is None:
+        raise ConfigError(refusal.message)
+    refused.append(refusal)
+
+
+def _find_file(root: Path) -> tuple[dict[str, Any], str] | None:
     own = root / CONFIG_FILE
     pyproject = root / "pyproject.toml"
     found: list[tuple[dict[str, Any], str]] = []
@@ -83,29 +105,57 @@ def load_file(root: Path) -> tuple[dict[str, Any], str | None]:
                 raise ConfigError(f"pyproject.toml: [tool.{PYPROJECT_TABLE}] must be a table")
             found.append((table, f"pyproject.toml [tool.{PYPROJECT_TABLE}]"))
     if not found:
-        return {}, None
+        return None
     if len(found) > 1:
         raise ConfigError(
             f"settings in both {CONFIG_FILE} and pyproject.toml [tool.{PYPROJECT_TABLE}]; keep one"
         )
-    data, name = found[0]
+    return found[0]
+
+
+def _unknown(name: str, k: str) -> str:
+    known = sorted(o.key for o in KEYS.values() if _CONFIG_SCOPE in o.scopes)
+    close = difflib.get_close_matches(k.replace("-", "_"), known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{name} {k}: unknown setting{hint} (see `deepseek-review config`)"
+
+
+def load_file(root: Path, refused: _Refusals = None) -> tuple[dict[str, Any], str | None]:
+    """The config file's settings (validated) and its name, or ({}, None). With ``refused``,
+    a refused key or file is added to it and left out rather than raised."""
+    try:
+        found = _find_file(root)
+    except ConfigError as exc:
+        _refuse(refused, Refusal(exc.message.partition(":")[0], None, None, exc.message))
+        return {}, None
+    if found is None:
+        return {}, None
+    data, name = found
     values: dict[str, Any] = {}
     for k, v in data.items():
         option = OPTIONS.get(k.replace("-", "_"))
         if option is None or (option.refusal is None and _CONFIG_SCOPE not in option.scopes):
-            raise ConfigError(f"{name}: unknown setting {k!r} (see `deepseek-review config`)")
+            _refuse(refused, Refusal(f"{name} {k}", None, v, _unknown(name, k)))
+            continue
+        where = f"{name} {k}"
         if _CONFIG_SCOPE not in option.scopes:
-            place = "the repository's config"
-            raise ConfigError(f"{name}: {option.key} {option.not_here(place)}")
-        values[option.key] = _checked(option, v, name)
+            why = option.not_here("the repository's config")
+            _refuse(refused, Refusal(where, option.key, v, f"{where} {why}"))
+            continue
+        try:
+            values[option.key] = _checked(option, v, where)
+        except ConfigError as exc:
+            _refuse(refused, Refusal(where, option.key, v, exc.message))
     return values, name
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting's effective value and source."""
+    """Every setting's effective value and source, and what was read but refused (only
+    when asked to collect it: :func:`resolve` with ``collect``)."""
 
     items: dict[str, Setting]
+    refused: tuple[Refusal, ...] = ()
 
     def __getitem__(self, name: str) -> Any:
         return self.items[name].value
@@ -114,32 +164,67 @@ class Settings:
         return {k: {"value": s.value, "source": s.source} for k, s in self.items.items()}
 
 
+def spelled(setting: Setting) -> str | None:
+    """Where ``setting``'s value was written, as the user wrote it (the environment
+    variable, ``<file> <key>``); None for a flag, a keyword or the default, which the
+    reporting layer spells (:func:`.options.name_of`)."""
+    kind, _, where = setting.source.partition(" ")
+    if kind == "env":
+        return where
+    if kind == "config":
+        return f"{where} {setting.name}"
+    return None
+
+
+def spellings(settings: Mapping[str, Setting]) -> dict[str, str]:
+    """Each setting's :func:`spelled` name, for those that have one (:func:`.options.naming_as`)."""
+    out = {}
+    for key, s in settings.items():
+        name = spelled(s)
+        if name is not None:
+            out[key] = name
+    return out
+
+
 def resolve(
-    root: Path, flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    root: Path,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    collect: bool = False,
 ) -> Settings:
-    """Effective settings. ``flags`` holds only options given on the command line (not None)."""
+    """Effective settings. ``flags`` holds only options given on the command line (not None).
+    A refused value raises its :class:`ConfigError`; with ``collect`` it is listed in
+    :attr:`Settings.refused` instead and the setting falls back to the next source."""
     import os
 
     flags = flags or {}
     env = os.environ if env is None else env
+    refused: list[Refusal] | None = [] if collect else None
     _warn_unknown_env(env)
-    file_values, file_name = load_file(root)
+    file_values, file_name = load_file(root, refused)
     items: dict[str, Setting] = {}
     for name, option in KEYS.items():
         env_name = option.env_name
         if flags.get(name) is not None:
             items[name] = Setting(name, flags[name], "flag")
-        elif env_name is not None and env.get(env_name, "").strip():
-            value = _checked(option, env[env_name], env_name, text=True)
-            items[name] = Setting(name, value, f"env {env_name}")
-        elif name == "endpoint" and env.get("OLLAMA_HOST", "").strip():
+            continue
+        if env_name is not None and env.get(env_name, "").strip():
+            try:
+                value = _checked(option, env[env_name], env_name, text=True)
+            except ConfigError as exc:
+                _refuse(refused, Refusal(env_name, name, env[env_name], exc.message))
+            else:
+                items[name] = Setting(name, value, f"env {env_name}")
+                continue
+        if name == "endpoint" and env.get("OLLAMA_HOST", "").strip():
             items[name] = Setting(name, None, "env OLLAMA_HOST")
         elif name in file_values:
             named_by = file_name if option.origin_matters else None
             items[name] = Setting(name, file_values[name], f"config {file_name}", named_by)
         else:
             items[name] = Setting(name, option.default, "default")
-    return Settings(items)
+    return Settings(items, tuple(refused or ()))
 
 
 _warned: set[str] = set()

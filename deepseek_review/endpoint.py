@@ -287,8 +287,11 @@ def resolve_endpoint(
     if _origin(url) in {_origin(u) for u in chosen}:
         return Endpoint(url, _key_for(url, key, key_env), named_by)
     if not is_loopback_host(urlsplit(url).hostname or ""):
+        what = what or name_of("endpoint")
+        # ``what`` names the file already when the config file set it: said once.
+        who = "the repository's config" if what.startswith(named_by) else named_by
         raise ConfigError(
-            f"{what or name_of('endpoint')} {safe_url(url)}: {named_by} may name only a loopback "
+            f"{what} {safe_url(url)}: {who} may name only a loopback "
             f"endpoint or one the operator chose; choose it with {OPTIONS['endpoint'].long_flag}, "
             f"{ENDPOINT_ENV} or OLLAMA_HOST, or "
             f"allow it with {ALLOWED_ENV}"

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import Setting, resolve
+from .config import Setting, resolve, spellings
 from .errors import ConfigError, InputError, ReviewError
 from .options import OPTIONS, check, in_scope, name_of
 from .repo import find_repo_root
@@ -247,12 +247,24 @@ def review_options(
 
     ``given`` holds the options of ``run`` in snake_case, each only when the caller set it
     (None is "not set"); ``prompt`` may also be a text stream."""
+    root, options, _ = review_setup(given, repo_root=repo_root, env=env)
+    return root, options
+
+
+def review_setup(
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, ReviewOptions, dict[str, str]]:
+    """:func:`review_options`, and how to name the options whose values came from the
+    environment or the config file (planning's errors name them so: :func:`.options.naming_as`)."""
     given = given_options(given, "run", "review()")
     root = find_repo_root(repo_root)
     values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))
     prompt = _prompt(given, values["max_context_bytes"].value, root)
     _head_start(values, root)
-    return root, build_review_options(values, prompt, root)
+    return root, build_review_options(values, prompt, root), spellings(values)
 
 
 def _head_start(values: Mapping[str, Setting], root: Path) -> None:

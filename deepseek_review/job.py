@@ -70,6 +70,21 @@ __all__ = [
 # --------------------------------------------------------------------------- the job
 
 
+def preflight_primary(job: Job, primary: Primary, client: ChatClient) -> None:
+    """What the server is asked before a job's first request (Ollama's pre-flight: does the
+    prompt fit, can the model think at the level asked): the one check of ``run`` before it
+    sends and of ``run --dry-run`` instead of sending, so that both refuse alike."""
+    preflight(
+        client,
+        server=job.continuation.server,
+        model=job.body.model,
+        estimate=primary.token_estimate,
+        max_tokens=job.body.max_tokens,
+        allow=job.allow_truncated_prompt,
+        reasoning=job.reasoning,
+    )
+
+
 def run_job(
     job: Job,
     client: ChatClient,
@@ -197,15 +212,7 @@ class _Run:
     def _primary(self, p: Primary) -> bool:
         job = self.job
         # Before the job's first request, outside the gate: the Ollama pre-flight.
-        preflight(
-            self.client,
-            server=job.continuation.server,
-            model=job.body.model,
-            estimate=p.token_estimate,
-            max_tokens=job.body.max_tokens,
-            allow=job.allow_truncated_prompt,
-            reasoning=job.reasoning,
-        )
+        preflight_primary(job, p, self.client)
         completion = self._ask(p.prepared, job.body, None, primary=True)
         if completion is None:
             return False

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .calls import RetryPolicy, Timeouts
-from .config import Setting, configured_review_values
+from .config import Setting, configured_review_values, spellings
 from .context import Output
 from .context_places import refuse_git_data, refuse_ignored
 from .context_types import is_glob
@@ -44,7 +44,7 @@ from .manifestfile import (
     scan_toml_lines,
 )
 from .manifestshare import ContextCache, EntryOptions, PromptFiles
-from .options import OPTIONS, name_of, naming
+from .options import OPTIONS, name_of, naming, naming_as
 from .optvalues import BadValue
 from .pipeline import DEFAULT_OUTPUT_DIR, ReviewOptions, ReviewPlan, plan_review
 from .plan import SharedPlans
@@ -360,12 +360,17 @@ def plan_manifest(
         gather = ContextCache()
         shared = SharedPlans()
         below = [_settled(_levels_below(manifest, overrides, base))]
+        # What an entry does not set itself is named where it was set: batch's flag (as the
+        # caller spells it), the variable, the config file's key.
+        names = spellings(below[0])
+        names |= {k: name_of(k) for k, s in below[0].items() if s.source == "flag"}
         with paths_settled():  # the root and the output folders, resolved once for all
             written = (*_output_folders(manifest, below, root), *outputs)
             shared_options = EntryOptions(written)
             for entry in selected:
                 try:
-                    with naming("manifest"):
+                    own = {k: n for k, n in names.items() if k not in entry.values}
+                    with naming("manifest"), naming_as(own):
                         options = entry_options(
                             manifest,
                             entry,
@@ -381,13 +386,16 @@ def plan_manifest(
                         )
                         try:
                             plan_one = plan(options, env, gather=gather, shared=shared)
-                            planned.append(PlannedEntry(entry, plan_one))
+                            nothing_new = None
                         except NothingNew as exc:
                             whole = replace(
                                 options, git=replace(options.git, since_last_review=False)
                             )
                             plan_one = plan(whole, env, gather=gather, shared=shared)
-                            planned.append(PlannedEntry(entry, plan_one, exc.message))
+                            nothing_new = exc.message
+                        # Sending names them so too (the Ollama pre-flight).
+                        plan_one = replace(plan_one, names=own) if own else plan_one
+                        planned.append(PlannedEntry(entry, plan_one, nothing_new))
                 except ReviewError as exc:
                     line = _line_of(manifest, entry, exc)
                     problems.append(Problem(exc.message, entry.index, line, entry.topic))

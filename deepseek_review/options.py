@@ -55,6 +55,7 @@ __all__ = [
     "in_scope",
     "name_of",
     "naming",
+    "naming_as",
     "naming_at",
 ]
 
@@ -127,6 +128,23 @@ def naming_at(places: Mapping[str, str]) -> Iterator[None]:
     as before (``--model`` on the command line)."""
     outer = _naming.get()
     token = _naming.set(lambda o: (o.key, places[o.key]) if o.key in places else outer(o))
+    try:
+        yield
+    finally:
+        _naming.reset(token)
+
+
+@contextmanager
+def naming_as(names: Mapping[str, str]) -> Iterator[None]:
+    """Inside, an option ``names`` holds is named as the user wrote it where its value came
+    from (``DEEPSEEK_REVIEW_SIGNING_KEY``, ``pyproject.toml [tool.deepseek-review]
+    endpoint``: :func:`.config.spellings`); any other as before (``--model`` on the command
+    line). An error then names the source of the value it is about, not a flag never typed."""
+    if not names:
+        yield
+        return
+    outer = _naming.get()
+    token = _naming.set(lambda o: (names[o.key], "") if o.key in names else outer(o))
     try:
         yield
     finally:

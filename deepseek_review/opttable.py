@@ -22,6 +22,9 @@ SERVER_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 CONTINUATION_STYLES = ("prefill", "directive")
 REASONING_LEVELS = ("none", "low", "medium", "high", "max")
 CHAT_APIS = ("openai", "ollama")
+#: The bundled templates (``prompts/*.md``; a test keeps this equal to the folder): what
+#: ``--template``'s help and completion offer.
+TEMPLATES = ("default", "spec-review", "code-review", "diff-review")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
 

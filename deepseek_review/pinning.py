@@ -241,8 +241,9 @@ def receipt_paths(files: Sequence[str], git: Mapping[str, Any] | None) -> list[s
     return list(dict.fromkeys([*first, *files]))
 
 
-def change_lines(git: Mapping[str, Any] | None) -> list[str]:
-    """What ``--dry-run`` says of the change under review: its commits and the paths shown."""
+def change_lines(git: Mapping[str, Any] | None, lines: int | None = None) -> list[str]:
+    """What ``--dry-run`` says of the change under review: its commits, the paths shown and
+    (given) the patch's ``lines``."""
     diff = git.get("diff") if isinstance(git, Mapping) else None
     if not isinstance(git, Mapping) or not isinstance(diff, Mapping):
         return []
@@ -250,4 +251,6 @@ def change_lines(git: Mapping[str, Any] | None) -> list[str]:
     base, head = str(c.get("base") or "")[:7], str(c.get("head") or "")[:7]
     shown = [p for p in diff.get("shown") or () if isinstance(p, str)]
     count = plural(len(shown), "file")
+    if lines is not None:
+        count += f" ({plural(lines, 'line')})"
     return [f"change         {count}, {base} to {head}", *(f"  {p}" for p in shown)]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .calls import ProgressFn, RetryPolicy, Timeouts
 from .endpoint import Endpoint
-from .job import ProgressSink, job_from_plan, no_progress_message, run_job
+from .job import ProgressSink, job_from_plan, no_progress_message, preflight_primary, run_job
 from .plan import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_OUTPUT_DIR,
@@ -130,6 +130,20 @@ def make_client(endpoint: Endpoint, options: ClientOptions) -> ChatClient:
         timeouts=options.timeouts,
         advice=Advice.of(endpoint, options.continuation.server, options.api_key_env),
     )
+
+
+def preflight_review(plan: ReviewPlan) -> None:
+    """The checks ``run`` asks the server before its first request (:func:`.job.preflight_primary`),
+    made for a dry run: only the server's metadata is asked (Ollama's ``/api/version``,
+    ``/api/show``, ``/api/ps``), never its chat endpoint."""
+    from .ollama.fit import asks_server
+
+    if not asks_server(plan.options.continuation.server, plan.endpoint.url):
+        return
+    job = job_from_plan(plan)
+    assert job.primary is not None, "a planned review has its primary"
+    with make_client(plan.endpoint, plan.options) as client:
+        preflight_primary(job, job.primary, client)
 
 
 def review(

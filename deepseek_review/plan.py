@@ -149,6 +149,12 @@ class ReviewPlan:
     """What the request record pins in git (:mod:`.pinning`)."""
     receipt_paths: tuple[str, ...] = ()
     """The receipt's ``context_files``: a diff's changed paths, then the whole files."""
+    change_lines: int | None = None
+    """The lines of the patch of a change under review (``--diff``, ``--staged``); None
+    when no change is."""
+    names: Mapping[str, str] = field(default_factory=dict)
+    """How errors name the options set by the environment or the config file
+    (:func:`.options.naming_as`), for what sending it may still refuse."""
 
     @property
     def messages(self) -> tuple[WireMessage, ...]:
@@ -233,7 +239,7 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
         key_env=options.api_key_env,
         named_by=options.endpoint_named_by,
         operator=options.operator_endpoints,
-        what=name_of("endpoint") if options.endpoint_named_by is None else "endpoint",
+        what=name_of("endpoint"),
     )
     endpoint = native_endpoint(endpoint, options.api, options.continuation.server)
     root = find_repo_root(options.repo_root)
@@ -347,6 +353,7 @@ def plan_review(
     # plan keeps what the record needs (path, hash, size): the body is the one large thing left.
     texts = {f.path: f.text for f in files}
     files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
+    change_lines = _lines(gitplan.scanned[0].text) if gitplan.scanned else None
     del gitplan
     prepared = prepare(body_options, messages, texts, sizes)
     estimate = estimate_sizes(sizes)
@@ -389,6 +396,7 @@ def plan_review(
         skipped=skipped,
         pins=pins,
         receipt_paths=tuple(receipt_paths),
+        change_lines=change_lines,
     )
 
 
@@ -397,6 +405,11 @@ def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
     cont = options.continuation
     later = cont.max_tokens or options.max_tokens
     return worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
+
+
+def _lines(text: str) -> int:
+    """The lines of ``text``, a last one without its newline counted too."""
+    return text.count("\n") + (bool(text) and not text.endswith("\n"))
 
 
 def check_framed_size(framed: int, files: int, limits: ContextLimits) -> None:

@@ -654,16 +654,20 @@ def _(w: World) -> list[str]:
     return spec("--no-such-option")
 
 
-@case("config/unknown-setting", 2, ".deepseek-review.toml: unknown setting 'modle'")
+@case(
+    "config/unknown-setting",
+    2,
+    ".deepseek-review.toml modle: unknown setting (did you mean 'model'?)",
+)
 def _(w: World) -> list[str]:
     w.write(".deepseek-review.toml", 'modle = "x"\n')
-    return ["config"]
+    return spec()  # `config` shows it and exits 2: tests/test_option_sources.py
 
 
 @case(
     "config/env-setting-not-a-number",
     2,
-    "DEEPSEEK_REVIEW_MAX_TOKENS: max_tokens must be an integer, not 'lots'",
+    "DEEPSEEK_REVIEW_MAX_TOKENS must be an integer, not 'lots'",
 )
 def _(w: World) -> list[str]:
     w.env("DEEPSEEK_REVIEW_MAX_TOKENS", "lots")
@@ -673,7 +677,7 @@ def _(w: World) -> list[str]:
 @case("config/file-malformed", 2, ".deepseek-review.toml: not valid TOML")
 def _(w: World) -> list[str]:
     w.write(".deepseek-review.toml", "model = [unclosed\n")
-    return ["config"]
+    return spec()
 
 
 # ----------------------------------------------------------------- run: server answers

@@ -261,7 +261,7 @@ def test_zero_max_continuations_disables_continuing(repo, make_simulator, cli):
     sim = make_simulator(answer_words=100)
     r = run_review(cli, sim, "--max-tokens", "10", "--max-continuations", "0")
     assert r.code == 4
-    assert "the review is still truncated after 0 continuation(s)" in r.err
+    assert "the review is still truncated after 0 continuations" in r.err
     assert len(sim.chat_requests()) == 1
 
 

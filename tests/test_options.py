@@ -200,7 +200,7 @@ def test_a_flag_is_named_as_the_flag(repo, cli, key, text, value, why):
 def test_a_variable_is_named_as_the_variable(repo, cli, monkeypatch, key, text, value, why):
     monkeypatch.setenv(f"DEEPSEEK_REVIEW_{key.upper()}", text)
     r = _run(cli)
-    expected = f"deepseek-review: error: DEEPSEEK_REVIEW_{key.upper()}: {key} {why}"
+    expected = f"deepseek-review: error: DEEPSEEK_REVIEW_{key.upper()} {why}"
     assert (r.code, r.err.strip()) == (2, expected)
 
 
@@ -208,7 +208,7 @@ def test_a_variable_is_named_as_the_variable(repo, cli, monkeypatch, key, text, 
 def test_a_config_value_is_named_by_its_file_and_key(repo, cli, key, text, value, why):
     (repo / ".deepseek-review.toml").write_text(f"{key} = {json.dumps(value)}\n")
     r = _run(cli)
-    expected = f"deepseek-review: error: .deepseek-review.toml: {key} {why}"
+    expected = f"deepseek-review: error: .deepseek-review.toml {key} {why}"
     assert (r.code, r.err.strip()) == (2, expected)
 
 

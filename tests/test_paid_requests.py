@@ -477,7 +477,7 @@ def test_done_line_says_tokens_are_unknown(repo: Path, make_simulator: MakeSim, 
     sim = make_simulator(omit_usage=True)
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url)
     assert r.code == 0, r.err
-    done = [ln for ln in r.err.splitlines() if "segment(s)" in ln]
+    done = [ln for ln in r.err.splitlines() if ": done: 1 segment, " in ln]
     assert len(done) == 1 and "unknown" in done[0] and " 0 tokens" not in done[0]
 
 

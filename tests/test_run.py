@@ -124,7 +124,7 @@ def test_stdout_lists_the_written_paths_and_status_goes_to_stderr(repo, simulato
     assert lines[0].endswith(".md") and lines[1].endswith(".receipt.json")
     assert lines[2].endswith(".request.json")
     assert all((repo / line).is_file() for line in lines)
-    assert "sending 1 context files" in r.err
+    assert "sending 1 context file (" in r.err
 
 
 def test_json_output_is_one_object_with_paths_hashes_usage_and_finish_reason(repo, simulator, cli):

@@ -60,8 +60,38 @@ def test_no_key_anywhere_is_one_line_naming_where_to_set_one(repo, cli, simulato
     r = run_review(cli, simulator, "--sign")
     assert r.code == 2
     assert r.err.strip() == (
-        "deepseek-review: error: no signing key: give --signing-key, "
-        "or set git's user.signingkey with gpg.format ssh"
+        "deepseek-review: error: no signing key: give --signing-key or set "
+        "DEEPSEEK_REVIEW_SIGNING_KEY, or set git's user.signingkey with gpg.format ssh"
+    )
+    assert simulator.chat_requests() == []
+
+
+def test_a_missing_key_file_the_environment_named_is_blamed_on_the_variable(
+    repo, cli, simulator, tmp_path, monkeypatch
+):
+    missing = tmp_path / "nope"
+    monkeypatch.setenv("DEEPSEEK_REVIEW_SIGNING_KEY", str(missing))
+    for sign in (("--sign",), ()):
+        if not sign:
+            monkeypatch.setenv("DEEPSEEK_REVIEW_SIGN", "true")
+        r = run_review(cli, simulator, *sign)
+        assert r.code == 2
+        assert r.err.strip() == (
+            f"deepseek-review: error: DEEPSEEK_REVIEW_SIGNING_KEY {missing}: no such key file"
+        )
+    assert simulator.chat_requests() == []
+
+
+def test_a_passphrase_protected_key_the_environment_named_is_blamed_on_the_variable(
+    repo, cli, simulator, tmp_path, monkeypatch
+):
+    key = make_key(tmp_path / "keys", "ed25519", "alice@example.com", passphrase="s3cret-pass")
+    monkeypatch.setenv("DEEPSEEK_REVIEW_SIGNING_KEY", str(key.private))
+    r = run_review(cli, simulator, "--sign")
+    assert r.code == 2
+    assert r.err.strip().startswith(
+        f"deepseek-review: error: DEEPSEEK_REVIEW_SIGNING_KEY {key.private}: protected by a "
+        "passphrase"
     )
     assert simulator.chat_requests() == []
 
@@ -117,7 +147,7 @@ def test_the_repository_config_may_not_name_the_signing_key(repo, cli, simulator
     r = run_review(cli, simulator, "--sign")
     assert r.code == 2
     assert r.err.strip() == (
-        "deepseek-review: error: .deepseek-review.toml: signing_key cannot be set in the "
+        "deepseek-review: error: .deepseek-review.toml signing_key cannot be set in the "
         "repository's config (a file under review must not choose which of your keys signs); "
         "use --signing-key or DEEPSEEK_REVIEW_SIGNING_KEY"
     )

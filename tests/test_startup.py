@@ -83,7 +83,9 @@ def _no_http(proc: subprocess.CompletedProcess[str], modules: set[str]) -> None:
         ["--help"],
         ["run", "--help"],
         ["config"],
-        ["run", "--dry-run", "-c", "docs/spec.md", "-p", "Check the mean."],
+        # A server that is not Ollama: a dry run against Ollama asks its metadata endpoints,
+        # as the run does before sending (tests/test_dry_run_preflight.py).
+        ["run", "--dry-run", "-c", "docs/spec.md", "-p", "Check the mean.", "--server", "vllm"],
     ],
     ids=["version", "help", "run-help", "config", "dry-run"],
 )
@@ -179,7 +181,7 @@ def test_a_successful_run_ends_with_its_output_flushed_and_its_files_complete(
     answer = (repo / segment["answer_path"]).read_bytes()
 
     assert receipt["answer_sha256"] == "sha256:" + hashlib.sha256(answer).hexdigest()
-    assert proc.stderr.startswith("deepseek-review: sending 1 context files")
+    assert proc.stderr.startswith("deepseek-review: sending 1 context file (")
     assert proc.stderr.endswith("\n")
 
 

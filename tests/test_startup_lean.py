@@ -32,7 +32,11 @@ NOT_FOR_A_DRY_RUN_OF_FILES = {
 
 def test_a_dry_run_of_files_loads_no_diff_answer_or_probe_machinery(repo: Path) -> None:
     commit_all(repo)
-    proc, modules = _spawn(repo, "run", "--dry-run", "-c", "docs/spec.md", "-p", "Check.")
+    # A server that is not Ollama: against Ollama a dry run asks what the run asks before
+    # sending, and loads the probe for it (tests/test_dry_run_preflight.py).
+    proc, modules = _spawn(
+        repo, "run", "--dry-run", "-c", "docs/spec.md", "-p", "Check.", "--server", "vllm"
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(modules & NOT_FOR_A_DRY_RUN_OF_FILES) == []
 
@@ -44,4 +48,4 @@ def test_a_dry_run_of_a_change_loads_the_diff_machinery_it_needs(repo: Path) -> 
     proc, modules = _spawn(repo, "run", "--dry-run", "--diff", "HEAD~1..HEAD", "-p", "Check.")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {"deepseek_review.gitchange", "deepseek_review.gitdiff"} <= modules
-    assert "change         1 file," in proc.stdout
+    assert "change         1 file (" in proc.stdout

@@ -126,7 +126,7 @@ def test_the_repository_config_cannot_choose_which_variable_is_sent(repo, operat
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", operator.base_url)
     assert r.code == 2
     assert r.err.strip() == (
-        "deepseek-review: error: .deepseek-review.toml: api_key_env cannot be set in the "
+        "deepseek-review: error: .deepseek-review.toml api_key_env cannot be set in the "
         "repository's config (a file under review must not choose which secret is sent); use "
         "--api-key-env or DEEPSEEK_REVIEW_API_KEY_ENV"
     )
@@ -137,7 +137,7 @@ def test_pyproject_config_cannot_choose_which_variable_is_sent(repo, operator, c
     (repo / "pyproject.toml").write_text('[tool.deepseek-review]\napi_key_env = "GITHUB_TOKEN"\n')
     r = cli("run", "-c", "docs/spec.md", "-p", "x")
     assert r.code == 2
-    assert "pyproject.toml [tool.deepseek-review]: api_key_env cannot be set" in r.err
+    assert "pyproject.toml [tool.deepseek-review] api_key_env cannot be set" in r.err
     assert operator.chat_requests() == []
 
 
@@ -146,8 +146,8 @@ def test_the_repository_config_cannot_send_context_to_a_remote_endpoint(repo, op
     r = cli("run", "-c", "docs/spec.md", "-p", "x")
     assert r.code == 2
     assert (
-        f"endpoint {REMOTE}/v1/chat/completions: .deepseek-review.toml may name only a "
-        "loopback endpoint or one the operator chose"
+        f".deepseek-review.toml endpoint {REMOTE}/v1/chat/completions: the repository's "
+        "config may name only a loopback endpoint or one the operator chose"
     ) in r.err
     assert "--endpoint" in r.err
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..context_types import plural
 from ..errors import BatchIncomplete, Interrupted
 from ..logs import log
 from .app import (
@@ -53,7 +54,15 @@ def batch(flags: Flags) -> None:
     for path in plan.prepared.removed_temp_files:
         log.info("removed %s (a temporary file left by a killed run)", path)
     if flags["dry_run"]:
-        _render_dry_run(plan.prepared, flags["as_json"])
+        # The servers are asked what the run would ask before sending (never their chat).
+        refused = api.preflight_batch(plan)
+        _render_dry_run(plan.prepared, flags["as_json"], refused)
+        if refused:
+            n, first = len(refused), next(iter(refused.items()))
+            raise BatchIncomplete(
+                f"dry run: {'1 entry' if n == 1 else f'{n} entries'} would fail before "
+                f"sending; first: {first[0]}: {first[1]}"
+            )
         return
     _log_start(plan.prepared, plan.options.jobs)
     stop = threading.Event()
@@ -114,8 +123,8 @@ def _log_start(prepared: Any, jobs: int) -> None:
     shard = prepared.planned.shard
     of = f" (shard {shard} of {prepared.planned.total_entries} entries)" if shard else ""
     log.info(
-        "batch: %d reviews%s: %d to run, %d to continue, %d already done; %d at a time",
-        len(work),
+        "batch: %s%s: %d to run, %d to continue, %d already done; %d at a time",
+        plural(len(work), "review"),
         of,
         new,
         cont,
@@ -143,7 +152,7 @@ def _log_summary(result: Any, report: Path | None) -> None:
         log.warning("%s", line)
 
 
-def _render_dry_run(prepared: Any, as_json: bool) -> None:
+def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> None:
     from ..api import cost_estimate
 
     rows = []
@@ -165,6 +174,7 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
                 "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
                 "left_out_files": sum(s.files for s in plan.skipped),
                 "cost_estimate": None if w.action == "skip" else cost_estimate(plan),
+                "refused": refused.get(w.topic),
             }
         )
     to_send = [r for r in rows if r["action"] != "skip"]
@@ -182,15 +192,17 @@ def _render_dry_run(prepared: Any, as_json: bool) -> None:
             }
         )
         return
-    _write_lines(
-        sys.stdout,
-        (
-            f"{r['action']:<9} {r['topic']}  ({r['context_files']} files, "
+    lines = []
+    for r in rows:
+        lines.append(
+            f"{r['action']:<9} {r['topic']}  ({plural(r['context_files'], 'file')}, "
             + (f"{r['left_out_files']} left out, " if r["left_out_files"] else "")
             + f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})"
-            for r in rows
-        ),
-    )
+        )
+        if r["refused"]:
+            lines.append(f"          refused: {r['refused']}")
+    _write_lines(sys.stdout, lines)
     if total is not None:
         log.info("cost at most %g (each prompt and its whole max_tokens, no cache hit)", total)
-    log.info("dry run: %d entries checked; nothing was sent and nothing was written", len(rows))
+    checked = "1 entry" if len(rows) == 1 else f"{len(rows)} entries"
+    log.info("dry run: %s checked; nothing was sent and nothing was written", checked)

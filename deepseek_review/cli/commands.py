@@ -31,18 +31,6 @@ class Entry(NamedTuple):
 
 
 COMMANDS: dict[str, Entry] = {
-    "batch": Entry(
-        "batch_cmd",
-        "Run every review of a manifest, N at a time; re-running resumes; --shard splits it.",
-    ),
-    "config": Entry(
-        "config_cmd",
-        "Show every setting's effective value and its source (flag, env, config file, default).",
-    ),
-    "findings": Entry(
-        "findings_cmd",
-        "Export the findings block of reviews made with a findings-asking template.",
-    ),
     "run": Entry(
         "review_cmds",
         "Run one review: gather context, send it, write the answer, receipt and request record.",
@@ -53,6 +41,19 @@ COMMANDS: dict[str, Entry] = {
     "show": Entry(
         "review_cmds",
         "Print a chain's whole stitched answer, after checking every segment's hash.",
+    ),
+    "verify": Entry(
+        "verify_cmd",
+        "Check receipts: schema, answer hash, chain, context files, the exact prompt, and "
+        "signatures.",
+    ),
+    "findings": Entry(
+        "findings_cmd",
+        "Export the findings block of reviews made with a findings-asking template.",
+    ),
+    "batch": Entry(
+        "batch_cmd",
+        "Run every review of a manifest, N at a time; re-running resumes; --shard splits it.",
     ),
     "sign": Entry(
         "sign_cmd",
@@ -65,18 +66,17 @@ COMMANDS: dict[str, Entry] = {
         "predicate-path) over the reviews; print its predicate type (actions/attest's "
         "predicate-type).",
     ),
-    "simulator": Entry(
-        "simulator_cmd",
-        "Serve the bundled OpenAI-compatible simulator (a test double, not a model).",
-    ),
     "stats": Entry(
         "stats_cmd",
         "Count reviews, segments and tokens per model and per month, read from the receipts.",
     ),
-    "verify": Entry(
-        "verify_cmd",
-        "Check receipts: schema, answer hash, chain, context files, the exact prompt, and "
-        "signatures.",
+    "config": Entry(
+        "config_cmd",
+        "Show every setting's effective value and its source (flag, env, config file, default).",
+    ),
+    "simulator": Entry(
+        "simulator_cmd",
+        "Serve the bundled OpenAI-compatible simulator (a test double, not a model).",
     ),
 }
 

@@ -23,11 +23,16 @@ from .app import (
     example,
     typed_path,
 )
+from .table import choice_settings
 
 if TYPE_CHECKING:
     from ..finding.export import FindingsExport
 
-FORMATS = "json, sarif, rdjson, rdjsonl, github, markdown"
+#: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
+#: that the help and the shell's completion do not import the exporters.
+FORMATS = ("json", "sarif", "rdjson", "rdjsonl", "github", "markdown")
+#: The severities (``finding.model.SEVERITIES``, kept equal by a test), for ``--fail-on``.
+SEVERITIES = ("critical", "major", "minor", "nit")
 
 
 PathsArg = Annotated[
@@ -38,7 +43,15 @@ PathsArg = Annotated[
         show_default=False,
     ),
 ]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"One of {FORMATS}.")]
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help=f"One of {', '.join(FORMATS)}.",
+        **choice_settings(FORMATS),
+    ),
+]
 OutputOpt = Annotated[
     str | None,
     typer.Option(
@@ -52,6 +65,7 @@ FailOnOpt = Annotated[
         help="Exit 13 when a finding is at or above this severity (critical, major, minor, "
         "nit), or when a review under the paths was set aside or could not be read whole.",
         show_default=False,
+        **choice_settings(SEVERITIES),
     ),
 ]
 

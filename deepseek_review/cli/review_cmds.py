@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..context_types import plural
 from ..errors import InputError, NoProgress, TruncatedReview
 from ..logs import log
 from ..options import default
@@ -44,8 +45,9 @@ def run(flags: Flags) -> None:
     given.pop("trusted_rev", None)  # the trust rule's (--since-last-review), not the review's
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
+    # A dry run asks the server what the run would ask before sending (never its chat).
     with given_on_the_command_line(flags["trusted_rev"], flags["allowed_signers"]):
-        plan = api.plan_review(**{**given, "repo_root": root})  # found once: git runs once
+        plan = api.plan_review(**{**given, "repo_root": root}, ask_server=flags["dry_run"])
     STATE.secret = plan.endpoint.api_key
     key = flags.signing_key(root)
     if flags["dry_run"]:
@@ -95,7 +97,7 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
             "review, a larger --max-tokens)",
         )
     raise TruncatedReview(
-        f"the review is still truncated after {cap} continuation(s); last segment: {last}",
+        f"the review is still truncated after {plural(cap, 'continuation')}; last segment: {last}",
         hint=f"continue it with: {command}",
     )
 
@@ -118,11 +120,12 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
             f"request        {len(plan.prepared.body_bytes)} bytes, ~{plan.token_estimate} tokens",
             f"framed         {plan.framed_bytes} bytes with headings, fences, file list, "
             f"template and prompt (--max-context-bytes {plan.options.limits.max_context_bytes})",
-            f"context        {len(plan.files)} files, {plan.context_bytes} bytes",
+            f"context        {plural(len(plan.files), 'file')}, "
+            f"{plural(plan.context_bytes, 'byte')}",
             *(f"  {f.size:>10}  {f.path}" for f in plan.files),
-            *change_lines(plan.pins),
+            *change_lines(plan.pins, plan.change_lines),
             *(
-                [f"left out       {sum(s.files for s in plan.skipped)} files"]
+                [f"left out       {plural(sum(s.files for s in plan.skipped), 'file')}"]
                 if plan.skipped
                 else []
             ),
@@ -212,9 +215,9 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
     _write_lines(sys.stdout, paths)
     last = result.segments[-1]
     log.info(
-        "%s: %d segment(s), %s, finish_reason %s",
+        "%s: %s, %s, finish_reason %s",
         "truncated" if result.truncated else "done",
-        len(result.segments),
+        plural(len(result.segments), "segment"),
         tokens_text(result.total_tokens, result.estimated_tokens),
         last.finish_reason,
     )
@@ -314,4 +317,4 @@ def show(flags: Flags) -> None:
             last.answer_path,
             _continue_command(root, last.answer_path, last.receipt.endpoint),
         )
-    log.info("%d segment(s), every answer_sha256 checked", len(chain))
+    log.info("%s, every answer_sha256 checked", plural(len(chain), "segment"))

@@ -108,14 +108,16 @@ def attest(
         typed, root=root, trusted_rev=trusted_rev, allowed_signers=allowed_signers
     )
     write_output(Path(output), pretty_json(predicate), shown=output)
-    n = len(predicate["reviews"])
-    lines = [f"deepseek-review: attest: wrote {output} ({n} segments)"]
+    from ..context_types import plural
+
+    n = plural(len(predicate["reviews"]), "segment")
+    lines = [f"deepseek-review: attest: wrote {output} ({n})"]
     left = Counter(x["reason"] for x in predicate.get("left_out", []))
     if left:
-        why = "; ".join(f"{n}: {escape(reason)}" for reason, n in left.most_common())
+        why = "; ".join(f"{k}: {escape(reason)}" for reason, k in left.most_common())
         lines.append(
-            f"deepseek-review: attest: left out {left.total()} segment(s), listed under "
-            f"left_out: {why}"
+            f"deepseek-review: attest: left out {plural(left.total(), 'segment')}, listed "
+            f"under left_out: {why}"
         )
     _write_lines(sys.stderr, lines)
     print(ATTEST_PREDICATE_TYPE)

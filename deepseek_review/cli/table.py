@@ -16,12 +16,33 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..options import OPTIONS, Option, in_scope
+from ..opttable import TEMPLATES
+from ..optvalues import OneOf
 from .app import JsonOpt, QuietOpt, VerboseOpt, _parse_json_object, app, typed_path
 
 if TYPE_CHECKING:
     from ..signing.segments import SigningKey
 
 _PY = {"str": str, "path": Path, "int": int, "float": float, "json": str}
+
+
+def choices(option: Option) -> tuple[str, ...]:
+    """The values ``option`` takes, when they are a few names (none for free values)."""
+    if isinstance(option.check, OneOf):
+        return option.check.choices
+    return TEMPLATES if option.key == "template" else ()
+
+
+def choice_settings(names: tuple[str, ...]) -> dict[str, Any]:
+    """What a typer option of one of ``names`` is given: the help shows the names instead of
+    ``<str>``, and the shell's completion offers them."""
+    if not names:
+        return {}
+
+    def complete(incomplete: str) -> list[str]:
+        return [n for n in names if n.startswith(incomplete)]
+
+    return {"metavar": "[" + "|".join(names) + "]", "autocompletion": complete}
 
 
 def _parameter(option: Option) -> inspect.Parameter:
@@ -48,7 +69,9 @@ def _parameter(option: Option) -> inspect.Parameter:
             kind = kind | None
         if option.required:
             default = ...
-        info = typer.Option(default, *decls, help=help_text, show_default=False)
+        info = typer.Option(
+            default, *decls, help=help_text, show_default=False, **choice_settings(choices(option))
+        )
     return inspect.Parameter(
         option.key, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind
     )

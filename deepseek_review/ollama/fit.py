@@ -39,6 +39,16 @@ def step_for(tokens: int) -> int:
     return -(-tokens // 65536) * 65536
 
 
+def asks_server(server: str, url: str) -> bool:
+    """Whether :func:`preflight` asks the server at ``url`` anything (a dry run makes no
+    client, and loads no HTTP stack, when it would not)."""
+    if server != "ollama":
+        return False
+    from . import probe
+
+    return probe.probed_origin(url)
+
+
 def preflight(
     client: ChatClient,
     *,
@@ -54,7 +64,7 @@ def preflight(
     :class:`ConfigError` for a ``reasoning`` level the model cannot think at."""
     if server != "ollama":
         return
-    from . import probe  # asked only when sending: a dry run plans without it
+    from . import probe  # asked only when the server is (a run, a dry run), not by planning
 
     if probe.is_cloud(client.url):
         with client.learning:  # said once per client, not per entry of a batch

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..options import name_of
+from ..options import OPTIONS, name_of
 from ..repo import git_output
 
 if TYPE_CHECKING:  # loaded when a key is wanted: most runs do not sign
@@ -136,8 +136,10 @@ def signing_key(given: str | None, root: Path, env: Mapping[str, str] | None = N
         fmt = _git_setting(root, "gpg.format")
         git_key = _git_setting(root, "user.signingkey") if fmt == "ssh" else None
         if git_key is None:
+            variable = OPTIONS["signing_key"].env_name
             raise ConfigError(
-                f"no signing key: give {what}, or set git's user.signingkey with gpg.format ssh"
+                f"no signing key: give {what} or set {variable}, or set git's user.signingkey "
+                "with gpg.format ssh"
             )
         given, what = git_key, "git's user.signingkey"
     path = _path(given, what)
@@ -178,9 +180,14 @@ def configured_key(
 ) -> SigningKey | None:
     """:func:`signing_key` when signing is asked for (the arguments, else the environment
     and, for ``sign`` only, the config file), else None."""
-    from ..config import resolve
+    from ..config import resolve, spellings
+    from ..options import naming_as
 
     settings = resolve(root, env=env)
     if not (settings["sign"] if sign is None else sign):
         return None
-    return signing_key(given if given is not None else settings["signing_key"], root, env)
+    if given is not None:
+        return signing_key(given, root, env)
+    # The key the environment named is blamed on its variable, not on a flag never typed.
+    with naming_as(spellings({"signing_key": settings.items["signing_key"]})):
+        return signing_key(settings["signing_key"], root, env)

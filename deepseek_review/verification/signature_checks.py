@@ -106,18 +106,23 @@ class SignatureChecks:
         """From the operator's choices: the arguments, else the environment (and git's
         ``gpg.ssh.allowedSignersFile``); never the repository's config for the allowed
         signers (see :mod:`..signing.keys`)."""
-        from ..config import resolve
+        from ..config import resolve, spellings
+        from ..options import naming_as
         from ..signing.keys import allowed_signers as find_allowed
 
         settings = resolve(root, env=env)
-        given = allowed_signers if allowed_signers is not None else settings["allowed_signers"]
-        path = find_allowed(given, root)
-        required = settings["require_signature"] if require is None else require
-        if required and path is None:
-            raise ConfigError(
-                f"{name_of('require_signature')} needs {name_of('allowed_signers')} "
-                "(or git's gpg.ssh.allowedSignersFile): whose signatures count?"
-            )
+        # What the environment or the config file set is blamed on them, not on a flag.
+        unset = {"allowed_signers": allowed_signers, "require_signature": require}
+        names = spellings({k: settings.items[k] for k, v in unset.items() if v is None})
+        with naming_as(names):
+            given = allowed_signers if allowed_signers is not None else settings["allowed_signers"]
+            path = find_allowed(given, root)
+            required = settings["require_signature"] if require is None else require
+            if required and path is None:
+                raise ConfigError(
+                    f"{name_of('require_signature')} needs {name_of('allowed_signers')} "
+                    "(or git's gpg.ssh.allowedSignersFile): whose signatures count?"
+                )
         return cls(root, path, require=bool(required), shown=str(given or path))
 
     def apply(self, report: ReceiptReport) -> ReceiptReport:
