@@ -73,6 +73,6 @@ def refuse_over_cap(cap: int | None, estimate: int, what: str) -> None:
         f"{name_of('max_run_tokens')} {cap}: {what} may use up to {estimate} tokens (each "
         "prompt re-sent with every continuation allowed, every answer at its cap); nothing "
         "was sent",
-        hint=f"raise {name_of('max_run_tokens')}, or lower {name_of('max_tokens')} or "
-        f"{name_of('max_continuations')} on the command line",
+        hint=f"raise {name_of('max_run_tokens')}, or lower the caps on the command line "
+        "(--max-tokens, --max-continuations)",
     )

@@ -175,7 +175,7 @@ def test_the_command_lines_output_dir_in_gits_data_is_refused(planted, simulator
 
 def test_batchs_output_dir_flag_in_gits_data_is_refused(planted, simulator, cli):
     r = batch(cli, simulator, manifest(planted), "--output-dir", ".git/refs/heads")
-    assert_refused_once(r, simulator, planted, "output_dir .git/refs/heads", "git's own data")
+    assert_refused_once(r, simulator, planted, "--output-dir .git/refs/heads", "git's own data")
     assert git(planted, "for-each-ref").count("refs/heads/") == 1
 
 

@@ -404,7 +404,7 @@ def test_total_timeout_is_read_from_the_config_file(repo, cli, hostile):
     server = hostile(drip(SSE + chunk("slow ") * 1000))
     r = run(cli, server.base_url, "--max-attempts", "1")
     assert r.code == 5
-    assert "--total-timeout 0.5s" in one_error_line(r.err)
+    assert ".deepseek-review.toml total_timeout 0.5s" in one_error_line(r.err)  # its source
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])

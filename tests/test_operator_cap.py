@@ -70,7 +70,7 @@ def test_the_environments_cap_holds_against_the_repository_config(
     (repo / ".deepseek-review.toml").write_text("max_tokens = 100000\nmax_continuations = 9\n")
     estimate = worst_case(prompt_tokens(cli, simulator), 100000, 100000, 9)
     monkeypatch.setenv("DEEPSEEK_REVIEW_MAX_RUN_TOKENS", "50000")
-    assert_capped(run(cli, simulator), simulator, "--max-run-tokens 50000", estimate)
+    assert_capped(run(cli, simulator), simulator, "DEEPSEEK_REVIEW_MAX_RUN_TOKENS 50000", estimate)
 
 
 @pytest.mark.parametrize("name", [".deepseek-review.toml", "pyproject.toml"])
@@ -128,7 +128,7 @@ def test_a_manifest_entry_raising_max_tokens_is_refused_under_the_cap(
     monkeypatch.setenv("DEEPSEEK_REVIEW_MAX_RUN_TOKENS", "100000")
     r = batch(cli, simulator)
     assert r.code == 3, r.err
-    assert "entry 1" in r.err and "max-run-tokens 100000" in r.err, r.err
+    assert "entry 1" in r.err and "DEEPSEEK_REVIEW_MAX_RUN_TOKENS 100000" in r.err, r.err
     assert simulator.chat_requests() == []
 
 

@@ -330,7 +330,7 @@ def test_attest_leaves_out_a_forged_review_the_change_committed(
     assert attested(pred) == [seg["answer_path"]]
     assert pred["left_out"][0]["receipt_path"] == forged
     assert "not signed" in pred["left_out"][0]["reason"]
-    assert "left out 1 segment(s), listed under left_out" in got.err
+    assert "left out 1 segment, listed under left_out" in got.err
 
 
 def test_attest_with_nothing_admitted_writes_nothing(pull_request, cli, make_stub):

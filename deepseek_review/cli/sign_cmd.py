@@ -114,7 +114,7 @@ def attest(
     lines = [f"deepseek-review: attest: wrote {output} ({n})"]
     left = Counter(x["reason"] for x in predicate.get("left_out", []))
     if left:
-        why = "; ".join(f"{k}: {escape(reason)}" for reason, k in left.most_common())
+        why = "; ".join(f"{escape(reason)} ({k})" for reason, k in left.most_common())
         lines.append(
             f"deepseek-review: attest: left out {plural(left.total(), 'segment')}, listed "
             f"under left_out: {why}"
