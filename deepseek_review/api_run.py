@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,15 +72,10 @@ def plan_review(
     nothing (``run --dry-run``); :func:`send_review` sends it."""
     from .frontdoor import review_options
 
-    try:  # a change's diff may start early (frontdoor): it ends with this call
-        _, planned = review_options(options, repo_root=repo_root, env=env)
-        from .plan import plan_review as _plan  # imported while that diff runs
+    _, planned = review_options(options, repo_root=repo_root, env=env)
+    from .plan import plan_review as _plan
 
-        return _plan(planned, env)
-    finally:
-        early = sys.modules.get(f"{__package__}.gitstream")  # never imported: none started
-        if early is not None:
-            early.drop_early()
+    return _plan(planned, env)
 
 
 def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:
