@@ -121,8 +121,8 @@ def run(work: Path, rounds: int = ROUNDS, files: int = FILES) -> BenchResult:
             f"{patch_bytes / 1e6:.1f} MB patch.",
             "What each side does: ours is one Python process and its git processes (`rev-parse`"
             " finding the root, one `cat-file --batch-check` resolving both ends of the range, "
-            "the `diff-tree` below started as soon as the options are read and read as git "
-            "writes it, two `check-attr` asked while it runs), then the prompt framed, the "
+            "the `diff-tree` below read to its end, then two `check-attr` and a second "
+            "`cat-file` for the attributes), then the prompt framed, the "
             "request serialised and hashed, and the plan printed; the baseline is one `git "
             "diff` writing its patch to /dev/null.",
             "Same work, checked before timing: ours made its patch with `"

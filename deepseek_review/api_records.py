@@ -49,38 +49,19 @@ def verify(
 
     repo = find_repo_root(root)
     allowed = None if allowed_signers is None else os.fspath(allowed_signers)
-    with _signers_listed_early(repo, allowed, env):
-        from .verification import verify as _verify
-        from .verification.signature_checks import SignatureChecks
+    from .verification import verify as _verify
+    from .verification.signature_checks import SignatureChecks
 
-        default = _default_folder(repo, paths, env)
-        checks = SignatureChecks.configured(repo, allowed, require_signature, env)
-        return _verify(
-            list(paths),
-            root=repo,
-            strict=strict,
-            jobs=jobs,
-            default_folder=default,
-            signatures=checks,
-        )
-
-
-def _signers_listed_early(
-    root: Path, allowed_signers: str | None, env: Mapping[str, str] | None
-) -> contextlib.AbstractContextManager[None]:
-    """git's config listed in a thread while verify's modules load, when git's allowed signers
-    may count (neither the argument nor its variable names them; no config file may)."""
-    from .options import OPTIONS
-
-    variable = OPTIONS["allowed_signers"].env_name or ""
-    if (
-        allowed_signers is not None
-        or (os.environ if env is None else env).get(variable, "").strip()
-    ):
-        return contextlib.nullcontext()
-    from .signing.keys import listing_early
-
-    return listing_early(root)
+    default = _default_folder(repo, paths, env)
+    checks = SignatureChecks.configured(repo, allowed, require_signature, env)
+    return _verify(
+        list(paths),
+        root=repo,
+        strict=strict,
+        jobs=jobs,
+        default_folder=default,
+        signatures=checks,
+    )
 
 
 def stats(

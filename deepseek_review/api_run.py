@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,21 +97,16 @@ def plan_review(
     from .frontdoor import review_setup
     from .options import naming_as
 
-    try:  # a change's diff may start early (frontdoor): it ends with this call
-        _, planned, names = review_setup(options, repo_root=repo_root, env=env)
-        from .plan import plan_review as _plan  # imported while that diff runs
+    _, planned, names = review_setup(options, repo_root=repo_root, env=env)
+    from .plan import plan_review as _plan
 
-        with naming_as(names):  # a refusal names the variable or file key that was set
-            plan = dataclasses.replace(_plan(planned, env), names=names)
-            if ask_server:
-                from .pipeline import preflight_review
+    with naming_as(names):  # a refusal names the variable or file key that was set
+        plan = dataclasses.replace(_plan(planned, env), names=names)
+        if ask_server:
+            from .pipeline import preflight_review
 
-                preflight_review(plan)
-            return plan
-    finally:
-        early = sys.modules.get(f"{__package__}.gitstream")  # never imported: none started
-        if early is not None:
-            early.drop_early()
+            preflight_review(plan)
+        return plan
 
 
 def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:

@@ -9,56 +9,16 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .errors import ReviewError
-from .repo import git_output, in_git_work_tree, resolve_inside
-
-#: What the front door's ``git ls-files`` is noted as (:func:`start_listing`).
-_LISTING = "a context folder's listing"
-
-
-def _ls_files(pathspecs: Sequence[str]) -> tuple[str, ...]:
-    """The ``git ls-files`` arguments that list what ``pathspecs`` hold, git's ignore rules
-    applied (written once: an early start runs exactly this)."""
-    return (
-        *("-c", "core.quotePath=false", "ls-files", "-z", "--cached", "--others"),
-        *("--exclude-standard", "--", *pathspecs),
-    )
-
-
-def start_listing(root: Path, specs: Sequence[str]) -> None:
-    """Start now, while planning is imported, the ``git ls-files`` gathering runs first: that
-    of the first spec naming a folder, when the files named before it are only files (a
-    spec that names nothing is a glob, or an error: then nothing is started). Gathering
-    takes it in :func:`git_ls_files` only if it is the very command it runs; the call that
-    started it stops it if nobody did (:func:`.gitstream.drop_early`)."""
-    if not in_git_work_tree(root):
-        return
-    for spec in specs:
-        try:
-            resolved, rel = resolve_inside(root, spec, what="context path")
-        except ReviewError:
-            return  # gathering says why, in its own words and order
-        if os.path.isdir(resolved):
-            from .gitstream import start_early
-
-            start_early(root, *_ls_files([rel]), note=_LISTING)
-            return
-        if not os.path.lexists(resolved):
-            return
+from .repo import git_output, in_git_work_tree
 
 
 def git_ls_files(root: Path, pathspecs: Sequence[str]) -> list[str] | None:
-    """Paths git would consider part of the tree under ``pathspecs``, or None without git
-    (from the ``ls-files`` :func:`start_listing` started, when it is this one)."""
-    args = _ls_files(pathspecs)
-    stream = sys.modules.get(f"{__package__}.gitstream")  # never imported: none started
-    if stream is not None and stream.early_note(root) == _LISTING:
-        with stream.take(root, *args) as git:
-            out: bytes | None = b"".join(git.chunks())
-            if not git.finish():
-                out = None
-    else:
-        out = git_output(root, *args)
+    """Paths git would consider part of the tree under ``pathspecs``, or None without git."""
+    out = git_output(
+        root,
+        *("-c", "core.quotePath=false", "ls-files", "-z", "--cached", "--others"),
+        *("--exclude-standard", "--", *pathspecs),
+    )
     if out is None:
         return None
     # Decoded whole, as os.fsdecode decodes each name (the encoding is ASCII-compatible, its

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Setting, resolve, spellings
-from .errors import ConfigError, InputError, ReviewError
+from .errors import ConfigError, InputError
 from .options import OPTIONS, check, in_scope, name_of
 from .repo import find_repo_root
 
@@ -263,28 +263,7 @@ def review_setup(
     root = find_repo_root(repo_root)
     values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))
     prompt = _prompt(given, values["max_context_bytes"].value, root)
-    _head_start(values, root)
     return root, build_review_options(values, prompt, root), spellings(values)
-
-
-def _head_start(values: Mapping[str, Setting], root: Path) -> None:
-    """A change's diff, or else the first context folder's listing, started now, while
-    planning is imported (:func:`.gitstart.head_start`, :func:`.context_ignore.start_listing`);
-    options that do not hold start nothing (planning refuses them in its own order)."""
-    if values["diff"].value is None and not values["staged"].value:
-        # No change: nothing of git's diffing is even imported; a folder's listing starts.
-        from .context_ignore import start_listing
-
-        start_listing(root, values["context"].value or ())
-        return
-    from .gitoptions import GitOptions
-    from .gitstart import head_start
-
-    try:
-        opts = GitOptions(**_fields(values, {k: REVIEW_FIELDS[k] for k in GIT_KEYS})["git"])
-    except ReviewError:
-        return
-    head_start(root, opts)
 
 
 def continue_options(

@@ -28,17 +28,19 @@ from .gitdiff import (
     WHY_LOCK,
     Change,
     Decide,
+    Range,
     base_marks,
     binary_by_attribute,
     make_diff,
+    resolve_range,
 )
 from .gitfiles import new_versions
+from .gitread import resolve_commit
 from .gitreview import GatherFn, GitOptions, GitPlan, frame_diff, plan
-from .gitstart import change_range
 from .logs import log
 from .options import name_of
 from .pinning import FilePin, auto_pin
-from .repo import has_unsafe_chars
+from .repo import git_output, has_unsafe_chars
 
 
 def plan_change(
@@ -94,6 +96,17 @@ def plan_change(
                 pins.append(FilePin(f.path, blob=blob, commit=rng.head))
     left = tuple(Skipped(p, _put_back(why), why) for p, why in diff.left_out)
     return plan(files, skipped + left, (diff, framed), pins, {})
+
+
+def change_range(root: Path, opts: GitOptions) -> Range:
+    """The change ``opts`` reviews: ``--diff``'s range, or the index against ``HEAD``."""
+    if opts.diff is not None:
+        return resolve_range(root, opts.diff, name_of("diff"))
+    base = resolve_commit(root, "HEAD", name_of("staged"))
+    tree = git_output(root, "write-tree")
+    if tree is None:
+        raise InputError(f"{name_of('staged')}: the index cannot be written as a tree (a merge?)")
+    return Range(base, tree.decode().strip())
 
 
 #: The option that puts back what each noise rule leaves out.

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .gitkeep import Aside, Keeper
-from .gitkeep import Decide as Decide  # defined there; named here by who makes a diff
 from .gitpatch import Change as Change  # listed there; named here by who makes a diff
-from .gitpatch import PatchReader
+from .gitpatch import Patch, parse_patch
 from .gitread import merge_base, resolve_commits, short
-from .gitstream import take
 from .repo import git_output
+
+#: Why a file is left out of the diff (None: shown), given its change and whether git
+#: shows it as binary.
+Decide = Callable[[Change, bool], str | None]
 
 #: File names that are lock files (left out unless asked for).
 LOCK_FILES = frozenset(
@@ -170,7 +171,7 @@ class Diff:
     left_out: tuple[tuple[str, str], ...]
     """(path, why) of every file left out."""
     fence: str | None = None
-    """A backtick fence no line of ``text`` can close, found as the patch was read (None:
+    """A backtick fence no line of ``text`` can close, found as the patch was split (None:
     :func:`.prompt.fence_for` of the text)."""
 
 
@@ -185,41 +186,55 @@ def make_diff(
     """List the change and make its patch in one git process (a second only when a diff
     driver must be set back: :func:`driver_config`), and keep the sections that the
     ``rules`` made for the listed changes let in. ``drivers=False`` leaves the drivers
-    as configured (how records made before they were set back were made).
+    as configured (how records made before they were set back were made)."""
+    out = git_output(root, *diff_command(rng, settings))
+    if out is None:
+        raise InputError("git could not show the change (diff-tree failed)")
+    patch = parse_patch(out)
+    changes = patch.changes
+    config = driver_config(root, changes) if drivers else []
+    if config:
+        args = ("diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS)
+        patch = parse_patch(
+            _git(root, *args, rng.base, rng.head, "--", config=config), listing=False
+        )
+    decide = rules(changes)
+    if len(patch.starts) != sum(c.sections for c in changes):
+        raise InputError(
+            f"git listed {len(changes)} changed files but its patch has "
+            f"{len(patch.starts)} sections: cannot tell them apart"
+        )
+    return _kept(rng, settings, patch, changes, decide)
 
-    git's output is read as it comes: once the listing is whole, the drivers and the
-    ``rules`` are worked out on other threads (each asks git, in the caller's context) while
-    git makes the patch, which is split as it arrives."""
-    patch_args = ("diff-tree", "-r", "-p", *settings.flags(), *_PINNED_FLAGS)
-    ends = (rng.base, rng.head, "--")
-    reader, aside, keeper = PatchReader(), None, Keeper([])
-    setback = (lambda changes: driver_config(root, changes)) if drivers else None
-    try:
-        with take(root, *diff_command(rng, settings)) as git:
-            for chunk in git.chunks():
-                reader.feed(chunk)
-                if aside is None and reader.changes is not None:
-                    aside, keeper = Aside(reader.changes, rules, setback), Keeper(reader.changes)
-                decide = aside.ready() if aside is not None else None
-                if decide is not None:
-                    keeper.advance(reader, decide)
-            if not git.finish():
-                raise InputError("git could not show the change (diff-tree failed)")
-        reader.end()
-        if aside is None:  # the listing was only whole at the end
-            changes = reader.changes or []
-            aside, keeper = Aside(changes, rules, setback), Keeper(changes)
-        config = aside.config()
-        if config:
-            reader, keeper = PatchReader(listing=False), Keeper(keeper.changes)
-            reader.feed(_git(root, *patch_args, *ends, config=config))
-            reader.end()
-        keeper.advance(reader, aside.decide(), final=True)
-        text = keeper.text(reader)
-        return Diff(rng, settings, text, tuple(keeper.shown), tuple(keeper.left), keeper.fence())
-    finally:
-        if aside is not None:
-            aside.join()
+
+def _kept(
+    rng: Range, settings: DiffSettings, patch: Patch, changes: list[Change], decide: Decide
+) -> Diff:
+    """Each listed change paired with its section(s) of the patch, kept or left out."""
+    kept: list[tuple[int, int]] = []  # the kept sections' bounds, contiguous ones as one
+    shown: list[Change] = []
+    left: list[tuple[str, str]] = []
+    run, i = 0, 0
+    for change in changes:
+        j = i + change.sections
+        start, end = patch.starts[i], patch.end(j - 1)
+        why = decide(change, any(patch.binary[i:j]))
+        if why is None:
+            if kept and kept[-1][1] == start:
+                kept[-1] = (kept[-1][0], end)
+            else:
+                kept.append((start, end))
+            shown.append(change)
+            run = max(run, *patch.runs[i:j])
+        else:
+            left.append((change.path, why))
+        i = j
+    with memoryview(patch.data) as view:
+        text = "".join(str(view[s:e], "utf-8", "replace") for s, e in kept)
+    # A fence no line of the text can close (what prompt.fence_for finds in it: a backtick
+    # is one byte in UTF-8).
+    fence = "`" * (run + 1) if run >= 3 else "```"
+    return Diff(rng, settings, text, tuple(shown), tuple(left), fence)
 
 
 def diff_command(rng: Range, settings: DiffSettings) -> tuple[str, ...]:

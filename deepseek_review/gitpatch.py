@@ -1,9 +1,5 @@
-"""``diff-tree --raw -z -p``'s output read as git writes it: the change's listing once it is
-whole, then where each file's section of the patch begins and whether git shows it as binary.
-
-One pass over the bytes as they arrive (:class:`PatchReader`), so the listing's other
-questions to git and the splitting of the patch run while git is still making the rest of
-the patch; what is found is exactly what reading the whole output at once finds.
+"""``diff-tree --raw -z -p``'s whole output split: the change's listing, then where each
+file's section of the patch begins and whether git shows it as binary (:func:`parse_patch`).
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ _NEXT_SECTION = b"\n" + _SECTION
 _BINARY_RE = re.compile(rb"^(?:Binary files .* differ|GIT binary patch)$", re.MULTILINE)
 
 
-def _is_binary(patch: bytes | bytearray, start: int, end: int) -> bool:
+def _is_binary(patch: bytes, start: int, end: int) -> bool:
     """Whether git shows the section ``patch[start:end]`` as binary (in its header)."""
     head = patch.find(b"\n@@", start, end)
     stop = end if head < 0 else head
@@ -52,7 +48,7 @@ def _is_binary(patch: bytes | bytearray, start: int, end: int) -> bool:
 _BACKTICKS_RE = re.compile(rb"`{3,}")
 
 
-def _longest_run(patch: bytes | bytearray, start: int, end: int) -> int:
+def _longest_run(patch: bytes, start: int, end: int) -> int:
     """The longest run of 3 or more backticks in ``patch[start:end]``; 0 when none."""
     tick = patch.find(b"`", start, end)  # one byte is looked for far quicker than three
     if tick < 0 or patch.find(b"```", tick, end) < 0:
@@ -80,76 +76,46 @@ def _records(listing: bytes) -> tuple[list[Change], int]:
     return changes, sum(map(len, fields[:i])) + i  # each field and its NUL
 
 
-class PatchReader:
-    """Fed git's output chunk by chunk (:meth:`feed`, then :meth:`end`).
+class Patch(NamedTuple):
+    """``diff-tree``'s whole output split: the listed changes and each section's bounds."""
 
-    With ``listing``, the output starts with a ``--raw -z`` listing (NUL-ended records, then
-    an empty one) and :attr:`changes` is None until it is whole; without, it is a patch alone.
-    A section begins at a line ``diff --git `` (no line of a hunk starts so: each has its
-    ``+``, ``-`` or space)."""
+    data: bytes
+    """The output as git printed it."""
+    changes: list[Change]
+    """The listed changes, in the patch's order (empty for a patch alone)."""
+    starts: list[int]
+    """Where each section begins in :attr:`data`."""
+    binary: list[bool]
+    """Whether git shows each section as binary."""
+    runs: list[int]
+    """The longest run of 3 or more backticks in each section (else 0): what a fence
+    around it must be longer than."""
 
-    def __init__(self, *, listing: bool = True) -> None:
-        self.data = bytearray()
-        """Everything read so far."""
-        self.changes: list[Change] | None = None if listing else []
-        """The listed changes, in the patch's order, once the listing is whole."""
-        self.starts: list[int] = []
-        """Where each section found so far begins, in :attr:`data`."""
-        self.binary: list[bool] = []
-        """Whether git shows each section whose end is known as binary."""
-        self.runs: list[int] = []
-        """The longest run of backticks in each section whose end is known, when it holds
-        one of 3 or more (else 0): what a fence around it must be longer than."""
-        self._at = 0  # where the listing's end is looked for next
-        self._begin: int | None = None if listing else 0  # where the patch begins
-        self._first = False  # whether a section at the patch's first byte was looked for
-        self._next = 0  # where the next look for a section's start begins
+    def end(self, section: int) -> int:
+        """Where section ``section`` ends in :attr:`data`."""
+        return self.starts[section + 1] if section + 1 < len(self.starts) else len(self.data)
 
-    def feed(self, chunk: bytes) -> None:
-        self.data += chunk
-        self._advance(final=False)
 
-    def end(self) -> None:
-        """Everything was fed: the listing and the last section are whole."""
-        self._advance(final=True)
-
-    def _advance(self, *, final: bool) -> None:
-        if self.changes is None and not self._list(final):
-            return
-        if self._begin is not None:
-            self._split(final)
-
-    def _list(self, final: bool) -> bool:
-        """Read the listing once it is whole (an empty record ends it: paths are never
-        empty, so the first two NULs in a row are its end); whether it is."""
-        data = self.data
-        end = data.find(b"\0\0", self._at)
-        if end < 0 and not final:
-            self._at = max(self._at, len(data) - 1)  # where two NULs may yet begin
-            return False
-        self.changes, pos = _records(bytes(data[: end + 1] if end >= 0 else data))
-        if self.changes:  # the empty record, then the patch
-            self._begin = self._next = pos + 1
-        return True
-
-    def _split(self, final: bool) -> None:
-        """Find the sections' starts in what arrived, and look at each section now whole."""
-        data, begin = self.data, self._begin
-        assert begin is not None
-        if not self._first:
-            if len(data) - begin < len(_SECTION) and not final:
-                return
-            if data.startswith(_SECTION, begin):
-                self.starts.append(begin)
-            self._first = True
-        at = data.find(_NEXT_SECTION, self._next)
+def parse_patch(data: bytes, *, listing: bool = True) -> Patch:
+    """Split git's whole output. With ``listing``, it starts with a ``--raw -z`` listing
+    (NUL-ended records, then an empty one: paths are never empty, so the first two NULs in
+    a row are its end); without, it is a patch alone. A section begins at a line
+    ``diff --git `` (no line of a hunk starts so: each has its ``+``, ``-`` or space)."""
+    changes: list[Change] = []
+    begin: int | None = 0
+    if listing:
+        end = data.find(b"\0\0")
+        changes, pos = _records(data[: end + 1] if end >= 0 else data)
+        begin = pos + 1 if changes else None  # the empty record, then the patch
+    starts: list[int] = []
+    if begin is not None:
+        if data.startswith(_SECTION, begin):
+            starts.append(begin)
+        at = data.find(_NEXT_SECTION, begin)
         while at >= 0:
-            self.starts.append(at + 1)
+            starts.append(at + 1)
             at = data.find(_NEXT_SECTION, at + 1)
-        self._next = max(self._next, len(data) - len(_NEXT_SECTION) + 1)
-        whole = len(self.starts) if final else len(self.starts) - 1
-        bounds = self.starts
-        for j in range(len(self.binary), whole):
-            start, end = bounds[j], bounds[j + 1] if j + 1 < len(bounds) else len(data)
-            self.binary.append(_is_binary(data, start, end))
-            self.runs.append(_longest_run(data, start, end))
+    ends = [*starts[1:], len(data)][: len(starts)]
+    binary = [_is_binary(data, s, e) for s, e in zip(starts, ends, strict=True)]
+    runs = [_longest_run(data, s, e) for s, e in zip(starts, ends, strict=True)]
+    return Patch(data, changes, starts, binary, runs)

@@ -162,8 +162,8 @@ def git_command(cwd: Path, args: list[str]) -> list[str] | None:
     """The command line that runs ``git ARGS`` in ``cwd`` as :func:`_git` runs it (with
     :data:`SAFE_GIT_CONFIG`, filters switched off where git would run them); None when git
     is missing or cannot list the filters (one it cannot switch off: :class:`ConfigError`).
-    Run it with :func:`git_env`, then :func:`check_refusal`: a command whose output is read
-    as it comes (:mod:`.gitstream`)."""
+    Run it with :func:`git_env`, then :func:`check_refusal`: a command kept running
+    (:class:`.gitread.BlobStore`)."""
     git = git_executable()
     if git is None:
         return None

@@ -1,6 +1,5 @@
-"""What a diff review asks of git, and when: the range's revisions resolved by one process,
-the change listed and made by one ``diff-tree`` started as soon as its command is known
-(before planning is even imported), and nothing of that early start outliving its call."""
+"""What a diff review asks of git: the range's revisions resolved by one process, the change
+listed and made by one ``diff-tree``, and nothing of one call's range kept for the next."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import pytest
 
 from deepseek_review import api
 from deepseek_review.errors import ReviewError
-from deepseek_review.gitoptions import GitOptions
+from deepseek_review.gitreview import GitOptions
 from deepseek_review.plan import ReviewOptions, plan_review
 from tests.conftest import git
 from tests.test_diff_review import base_commit, commit
@@ -54,32 +53,6 @@ def test_a_single_revision_dry_run_adds_only_the_merge_base(repo: Path, tmp_path
     )
 
 
-def test_the_diff_starts_before_the_rest_of_planning_is_imported(repo: Path) -> None:
-    """The early start: ``diff-tree`` is running (and its range resolved) by the time the
-    modules that frame and serialise the prompt are imported."""
-    import subprocess
-    import sys
-
-    a, b = _two_commits(repo)
-    probe = (
-        "import sys, subprocess\n"
-        "real = subprocess.Popen.__init__\n"
-        "def spy(self, args, *a, **k):\n"
-        "    if 'diff-tree' in args:\n"
-        "        loaded = 'deepseek_review.request' in sys.modules\n"
-        "        print('diff-tree started; request loaded:', loaded)\n"
-        "    real(self, args, *a, **k)\n"
-        "subprocess.Popen.__init__ = spy\n"
-        "from deepseek_review.cli import main\n"
-        f"main(['run', '--dry-run', '--diff', '{a}..{b}', '-p', 'x'])\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert "diff-tree started; request loaded: False" in out.stdout
-
-
 def test_a_bad_second_revision_is_named_as_before(repo: Path, cli: Any) -> None:
     a = base_commit(repo)
     result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..nope")
@@ -87,8 +60,7 @@ def test_a_bad_second_revision_is_named_as_before(repo: Path, cli: Any) -> None:
     assert "error: --diff nope: not a commit of the repository" in result.err
 
 
-def test_a_refusal_after_the_early_start_is_the_same_one_line(repo: Path, cli: Any) -> None:
-    """The diff was started early; planning then refuses the template, as it always did."""
+def test_a_bad_template_with_a_good_range_is_one_line(repo: Path, cli: Any) -> None:
     a, b = _two_commits(repo)
     result = cli("run", "-p", "x", "--dry-run", "--diff", f"{a}..{b}", "--template", "nope")
     assert result.code == 2, result.err
@@ -100,15 +72,14 @@ def test_a_refusal_after_the_early_start_is_the_same_one_line(repo: Path, cli: A
 
 @pytest.mark.parametrize("first_fails", [False, True])
 def test_a_later_call_sees_where_the_branch_is_now(repo: Path, first_fails: bool) -> None:
-    """What a call started early (the range, the running git) ends with that call, failed or
-    not: the next plan of the same process (here one that starts nothing early) reads the
-    branch afresh."""
+    """Nothing of one call's range outlives it, failed or not: the next plan of the same
+    process reads the branch afresh."""
     base_commit(repo)
     git(repo, "checkout", "-q", "-b", "feature")
     first = commit(repo, "one", {"src/pkg/a.py": "A = 1\n"})
     kw: dict[str, Any] = {"prompt": "x", "repo_root": str(repo), "diff": "main..feature"}
     git(repo, "branch", "-q", "-f", "main", f"{first}~1")
-    if first_fails:  # refused after the diff was started early, before planning takes it
+    if first_fails:  # refused after the range was read
         with pytest.raises(ReviewError):
             api.plan_review(**kw, template="no-such-template")
     else:

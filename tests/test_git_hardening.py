@@ -192,9 +192,9 @@ def _args(call: list[str]) -> list[str]:
 
 
 #: The modules that start a program, each through its one runner: git's (argv from
-#: ``repo.git_command``: the safe config, filters off; gitstream's streamed diffs and
-#: gitread's one ``cat-file --batch`` a verify run keeps open) and ssh-keygen's.
-PROCESS_STARTERS = {"repo.py", "gitstream.py", "gitread.py", "signing/sshsig.py"}
+#: ``repo.git_command``: the safe config, filters off; gitread's one ``cat-file --batch`` a
+#: verify run keeps open) and ssh-keygen's.
+PROCESS_STARTERS = {"repo.py", "gitread.py", "signing/sshsig.py"}
 _STARTERS = {
     "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput",
                    "getstatusoutput"},

@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
-from deepseek_review.signing.keys import _git_setting, listing_early
+from deepseek_review.signing.keys import _git_setting
 
 NAME = "gpg.ssh.allowedSignersFile"
 
@@ -133,22 +132,8 @@ def test_no_setting_anywhere_costs_one_git_process(repo, system_config, git_call
     assert _reference(repo, NAME) is None
 
 
-def test_a_listing_started_early_is_the_one_the_setting_is_read_from(
-    repo, system_config, git_calls
-):
-    """verify starts git's listing while its modules load, and reads the setting from it."""
-    _write(_global(), '[gpg "ssh"]\n\tallowedSignersFile = /home/me/signers\n')
-    with listing_early(repo):
-        assert _git_setting(repo, NAME) == "/home/me/signers"
-    assert len(git_calls.read_text().splitlines()) == 1
-
-
-def test_an_early_listing_not_taken_is_never_used_later(repo, system_config):
-    """A verify that stopped before asking (a PATH that does not exist) leaves nothing stale
-    for the next one to read."""
-    with listing_early(repo):
-        for t in threading.enumerate():
-            if t.name == "git-config":
-                t.join()  # listed before the setting changes
+def test_a_setting_changed_between_two_reads_is_read_afresh(repo, system_config):
+    """Nothing of one verify's reading of git's config is kept for the next one."""
+    assert _git_setting(repo, NAME) is None
     _write(_global(), '[gpg "ssh"]\n\tallowedSignersFile = /home/me/signers\n')
     assert _git_setting(repo, NAME) == _reference(repo, NAME) == "/home/me/signers"

@@ -17,9 +17,6 @@ from tests.test_startup import _spawn
 NOT_FOR_A_DRY_RUN_OF_FILES = {
     "deepseek_review.gitdiff",
     "deepseek_review.gitchange",
-    "deepseek_review.gitstream",
-    "deepseek_review.gitstart",
-    "deepseek_review.gitkeep",
     "deepseek_review.gitpatch",
     "deepseek_review.gitfiles",
     "deepseek_review.chatwire",

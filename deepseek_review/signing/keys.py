@@ -12,9 +12,7 @@ signs, nor whose signatures are believed.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,48 +33,11 @@ _SCOPES = ("global", "system")
 
 
 _Listed = dict[tuple[str, bytes], bytes] | None
-#: Listings started early (:func:`listing_early`), by folder: the thread and what it got.
-_EARLY: dict[Path, tuple[threading.Thread, list[tuple[_Listed, BaseException | None]]]] = {}
-
-
-@contextmanager
-def listing_early(root: Path) -> Iterator[None]:
-    """:func:`_listed_settings` for ``root`` started now, in a thread, for a
-    :func:`_git_setting` there inside the block to take: ``verify`` asks git's allowed
-    signers on every run, and the git process's milliseconds then pass while the checks'
-    modules are imported. A listing not taken inside the block is dropped, never used."""
-    got: list[tuple[_Listed, BaseException | None]] = []
-
-    def run() -> None:
-        try:
-            got.append((_listed_settings(root), None))
-        except BaseException as exc:  # handed to whoever takes the listing
-            got.append((None, exc))
-
-    thread = threading.Thread(target=run, name="git-config", daemon=True)
-    _EARLY[root] = (thread, got)
-    thread.start()
-    try:
-        yield
-    finally:
-        _EARLY.pop(root, None)
-
-
-def _listing(root: Path) -> _Listed:
-    """:func:`_listed_settings`, or the early one (:func:`listing_early`) when one was started."""
-    early = _EARLY.pop(root, None)
-    if early is None:
-        return _listed_settings(root)
-    early[0].join()
-    listed, error = early[1][0]
-    if error is not None:
-        raise error
-    return listed
 
 
 def _git_setting(root: Path, name: str) -> str | None:
     """``name`` from the user's git config, else the system's (not the repository's)."""
-    listed = _listing(root)
+    listed = _listed_settings(root)
     for scope in _SCOPES:
         if listed is None:  # git said nothing we can rely on: ask as git reads each scope
             out = git_output(root, "config", f"--{scope}", "--get", name)

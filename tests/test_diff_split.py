@@ -1,7 +1,6 @@
-"""A change's patch read as git writes it (:mod:`deepseek_review.gitpatch`,
-:mod:`deepseek_review.gitstream`): however the bytes arrive, the listing, the sections and
-what is binary are what reading git's whole output at once finds, and a git that fails part
-way is still one line and its exit code."""
+"""A change's patch split per file (:mod:`deepseek_review.gitpatch`): the listing, each
+file's section and what is binary are where git puts them, a git that fails part way is one
+line and its exit code, and the fence found while splitting is the one the kept text needs."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from typing import Any
 import pytest
 
 from deepseek_review.gitdiff import Decide, DiffSettings, Range, make_diff
-from deepseek_review.gitpatch import Change, PatchReader
-from deepseek_review.gitstream import GitStream
+from deepseek_review.gitpatch import Change, parse_patch
 from deepseek_review.prompt import fence_for
 from deepseek_review.repo import git_output
 from tests.conftest import git
@@ -47,32 +45,11 @@ def _many_kinds(repo: Path) -> tuple[str, str]:
     return a, b
 
 
-def _read(out: bytes, size: int) -> PatchReader:
-    reader = PatchReader()
-    for at in range(0, len(out), size):
-        reader.feed(out[at : at + size])
-    reader.end()
-    return reader
-
-
-def _found(reader: PatchReader) -> tuple[Any, ...]:
-    return reader.changes, reader.starts, reader.binary, bytes(reader.data)
-
-
-@pytest.mark.parametrize("size", [1, 2, 7, 64, 4096])
-def test_a_patch_read_in_pieces_is_split_as_it_is_read_whole(repo: Path, size: int) -> None:
+def test_the_patch_is_split_where_git_begins_each_file(repo: Path) -> None:
     a, b = _many_kinds(repo)
     out = git_output(repo, *_LISTED_AND_PATCH, a, b, "--")
     assert out is not None
-    assert _found(_read(out, size)) == _found(_read(out, len(out)))
-
-
-def test_the_patch_read_whole_is_split_where_git_begins_each_file(repo: Path) -> None:
-    a, b = _many_kinds(repo)
-    out = git_output(repo, *_LISTED_AND_PATCH, a, b, "--")
-    assert out is not None
-    reader = _read(out, len(out))
-    assert reader.changes is not None
+    reader = parse_patch(out)
     names = git(repo, "diff-tree", "-r", "-M50%", "--name-status", a, b).splitlines()
     assert [f"{c.status}\t{c.old_path}\t{c.path}" if c.status[0] == "R" else
             f"{c.status}\t{c.path}" for c in reader.changes] == names  # fmt: skip
@@ -85,35 +62,30 @@ def test_the_patch_read_whole_is_split_where_git_begins_each_file(repo: Path) ->
     assert [p for p, flag in zip(by_section, reader.binary, strict=True) if flag] == ["logo.png"]
 
 
-def test_the_listing_is_whole_before_the_patch_has_arrived(repo: Path) -> None:
-    """What lets the listing's questions to git start while git still makes the patch."""
+def test_a_patch_alone_is_split_as_the_same_patch_after_its_listing(repo: Path) -> None:
+    """The patch made again with a diff driver set back has no listing: its sections are
+    the same ones, found from its first byte."""
     a, b = _many_kinds(repo)
-    out = git_output(repo, *_LISTED_AND_PATCH, a, b, "--")
-    assert out is not None
-    reader = PatchReader()
-    reader.feed(out[: out.index(b"\0\0diff --git ") + 2])
-    assert reader.changes == _read(out, len(out)).changes
-    assert reader.changes is not None and len(reader.changes) == 7
-    assert reader.starts == []
+    listed = git_output(repo, *_LISTED_AND_PATCH, a, b, "--")
+    alone = git_output(repo, "diff-tree", "-r", "-p", "-M50%", a, b, "--")
+    assert listed is not None and alone is not None
+    begin = listed.index(b"\0\0diff --git ") + 2
+    assert listed[begin:] == alone
+    whole, patch = parse_patch(listed), parse_patch(alone, listing=False)
+    assert patch.changes == []
+    assert [s + begin for s in patch.starts] == whole.starts
+    assert (patch.binary, patch.runs) == (whole.binary, whole.runs)
 
 
-def test_a_git_that_fails_while_streaming_says_so(repo: Path) -> None:
-    with GitStream(repo, "diff-tree", "-p", "no-such-commit", "HEAD") as stream:
-        assert b"".join(stream.chunks()) == b""
-        assert stream.finish() is False
-
-
-def test_a_streamed_git_prints_what_git_prints(repo: Path) -> None:
-    a, b = _many_kinds(repo)
-    with GitStream(repo, *_LISTED_AND_PATCH, a, b, "--") as stream:
-        got = b"".join(stream.chunks())
-        assert stream.finish() is True
-    assert got == git_output(repo, *_LISTED_AND_PATCH, a, b, "--")
+def test_an_empty_change_has_no_sections(repo: Path) -> None:
+    a = base_commit(repo)
+    out = git_output(repo, *_LISTED_AND_PATCH, a, a, "--")
+    assert out == b""
+    assert parse_patch(out)[1:] == ([], [], [], [])
 
 
 def test_a_blob_missing_from_the_patch_is_one_line_and_exit_3(repo: Path, cli: Any) -> None:
-    """git lists the change, then fails while making the patch: the listing's questions to
-    git, already under way, change nothing of what the user sees."""
+    """git lists the change, then fails while making the patch: one line, nothing more."""
     a = base_commit(repo)
     b = commit(repo, "gone", {"src/pkg/a.py": "a blob that will be lost\n"})
     blob = git(repo, "rev-parse", f"{b}:src/pkg/a.py").strip()
@@ -132,8 +104,8 @@ def test_a_blob_missing_from_the_patch_is_one_line_and_exit_3(repo: Path, cli: A
 def test_the_fence_found_while_reading_is_the_one_the_kept_text_needs(
     repo: Path, kept: str, fence: str
 ) -> None:
-    """Worked out from the bytes as they arrive, over the files kept only (a longer run in a
-    file left out does not lengthen it): what :func:`fence_for` finds in the text."""
+    """Worked out over the files kept only (a longer run in a file left out does not
+    lengthen it): what :func:`fence_for` finds in the text."""
     a = base_commit(repo)
     b = commit(repo, "ticks", {"notes.md": kept, "poetry.lock": "``````````\n"})
 
