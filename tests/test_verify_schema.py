@@ -1,8 +1,8 @@
 """verify's fast paths agree with the reference implementations they stand in for.
 
-- The compiled fastjsonschema validator decides valid/invalid; jsonschema (the authority)
-  words the errors. On valid receipts and many single-field mutations the verdict must be
-  jsonschema's, and the fast validator must never accept what jsonschema rejects.
+- The plain-Python quick yes for the tool's own receipt forms never accepts what jsonschema
+  (the one validator, which also words the errors) rejects: on valid receipts and many
+  single-field mutations the verdict is jsonschema's.
 - The prompt check hashes the rebuilt request without serialising every file text again; it
   must give the hash of ``request.rebuild_body``'s bytes.
 """
@@ -122,8 +122,7 @@ def test_mutation_corpus_is_mostly_invalid() -> None:
 @pytest.mark.parametrize(("name", "data"), mutations(), ids=[n for n, _ in mutations()])
 def test_verdict_on_a_mutation_is_jsonschemas(name: str, data: Any) -> None:
     valid = jsonschema_valid(copy.deepcopy(data))
-    if R.fast_valid(data):
-        assert valid, f"the fast validator accepted what jsonschema rejects: {name}"
+    assert R.fast_valid(data) == valid, name
     problems = R.schema_problems(data)
     assert (problems == []) == valid, (name, problems)
     if not valid:
@@ -131,10 +130,10 @@ def test_verdict_on_a_mutation_is_jsonschemas(name: str, data: Any) -> None:
 
 
 def test_trailing_newline_in_a_hash_is_judged_as_jsonschema_judges_it() -> None:
-    # Python's "$" matches before a final newline (jsonschema accepts); fastjsonschema's "\Z"
-    # does not: the fast validator then refers the receipt to jsonschema, which decides.
+    # Python's "$" matches before a final newline (jsonschema accepts); the quick yes does
+    # not, and refers the receipt to jsonschema, which decides.
     receipt = {**load(OURS[0]), "answer_sha256": H + "\n"}
-    assert jsonschema_valid(receipt) and not R.fast_valid(receipt)
+    assert jsonschema_valid(receipt) and R.fast_valid(receipt)
     assert R.schema_problems(receipt) == []
 
 
@@ -247,37 +246,3 @@ def test_name_order_keeps_to_the_naming_regex(path: str) -> None:
     from deepseek_review.records.naming import name_order
 
     assert name_order.__wrapped__(path) == _name_order_by_regex(path)
-
-
-def test_the_shipped_compiled_schema_matches_the_bundled_schema():
-    import hashlib
-
-    from deepseek_review import _compiled_schema
-    from deepseek_review.resources import schema_path
-
-    assert hashlib.sha256(schema_path().read_bytes()).hexdigest() == _compiled_schema.SCHEMA_SHA256
-
-
-def test_the_shipped_compiled_schema_is_what_the_generator_writes_today():
-    import importlib.util
-    from pathlib import Path
-
-    script = Path(__file__).parent.parent / "scripts" / "compile_receipt_schema.py"
-    spec = importlib.util.spec_from_file_location("compile_receipt_schema", script)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.OUT.read_text(encoding="utf-8") == module.generate()
-
-
-def test_receipt_checks_in_a_run_never_import_jsonschema_or_fastjsonschema():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from deepseek_review.records.receipt import fast_valid; "
-        "fast_valid({'schema': 'x'}); "
-        "print('jsonschema' in sys.modules, 'fastjsonschema' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]

@@ -25,9 +25,8 @@ resolved in full), so no receipt can make verify read or hash a file outside the
 
 Speed (issue 17: a small multiple of ``sha256sum`` over the files verify reads, with as many
 processes): a plain-Python check accepts the receipts of the form the tool writes
-(:mod:`..records.receipt_fast`); any other form goes to the schema compiled with
-fastjsonschema, which decides valid/invalid; jsonschema (the authority, and slow to import)
-runs only on receipts the fast validator rejects, to name the errors. Every file is read at
+(:mod:`..records.receipt_fast`); any other form goes to jsonschema, which decides and
+names the errors. Every file is read at
 most once per run and every hash taken once; what ordinary receipts do not need (the git
 modules, the signing modules, the worker processes, the RFC validators) is not imported.
 """
