@@ -246,3 +246,76 @@ def test_name_order_keeps_to_the_naming_regex(path: str) -> None:
     from deepseek_review.records.naming import name_order
 
     assert name_order.__wrapped__(path) == _name_order_by_regex(path)
+
+
+# --------------------------------------------------------- the quick yes's format checks
+
+_ENDPOINTS = [
+    "localhost",
+    "127.0.0.1:8080",
+    "http://[::1]:11434",
+    "https://ollama.com",
+    "https://api.deepseek.com/v1",
+    "http://gpu-box.lan:8000/proxy/v1/chat/completions",
+    "http://10.0.0.7:11434/v1/chat/completions?api-version=2024-01",
+]
+_URLS = [
+    "http://h",
+    "http://h:",
+    "http://h/a b",
+    "http://h/%zz",
+    "http://h/%41",
+    "http://h/#frag",
+    "http://h/a?b=c&d=e;f:g@h/i?",
+    "http://h:99999999/x",
+    "http://a_b~c.-d/e!$&'()*+,;=:@f",
+    "http://h/\u00e9",
+    "http://user@h/",
+    "https://",
+    "ftp://h/",
+    "http://h/../x",
+    "http://h//x",
+]
+
+
+def test_every_endpoint_url_the_tool_builds_is_plainly_a_uri() -> None:
+    """The receipt's endpoint is checked without the full RFC 3986 validator for these."""
+    from deepseek_review.endpoint import chat_url
+    from deepseek_review.records.receipt_fast import plainly_uri
+
+    built = [chat_url(e) for e in _ENDPOINTS if "[" not in e]
+    assert [u for u in built if not plainly_uri(u)] == []
+
+
+def test_a_url_taken_as_plainly_a_uri_is_one_by_the_full_rfc_3986_check() -> None:
+    from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
+
+    from deepseek_review.endpoint import chat_url
+    from deepseek_review.records.receipt_fast import plainly_uri
+
+    urls = [*_URLS, *(chat_url(e) for e in _ENDPOINTS)]
+    taken = [u for u in urls if plainly_uri(u)]
+    assert len(taken) >= 8
+    assert [u for u in taken if not validate_rfc3986(u, rule="URI")] == []
+
+
+def test_a_timestamp_taken_as_written_is_rfc_3339_by_the_full_check() -> None:
+    from datetime import UTC, datetime
+
+    from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
+
+    from deepseek_review.records.receipt import _as_written, created_at
+
+    stamps = [
+        created_at(datetime.now(UTC)),
+        created_at(datetime(1, 1, 1, tzinfo=UTC)),
+        "2024-02-29T23:59:59+00:00",
+        "2023-02-29T00:00:00+00:00",
+        "2026-12-01T03:01:38",
+        "2026-12-01T03:01:38.250+00:00",
+        "2026-12-01T24:00:00+00:00",
+        "2026-12-01 03:01:38+00:00",
+    ]
+    taken = [s for s in stamps if _as_written(s)]
+    assert taken == stamps[:3]
+    assert all(validate_rfc3339(s) for s in taken)
