@@ -5,6 +5,7 @@ outlives the call that started it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,15 @@ from deepseek_review import api, gitstream
 from deepseek_review.context_ignore import git_ls_files, start_listing
 from deepseek_review.errors import InputError
 from deepseek_review.repo import git_output
-from tests.test_gather_forked import no_child_left
+
+
+def no_child_left() -> bool:
+    """Whether this process has no child (running, or exited and not reaped)."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
 
 
 @pytest.fixture
