@@ -77,13 +77,7 @@ def test_a_successful_run_ends_with_its_output_flushed_and_its_files_complete(
     """Everything the console script printed arrives, and every file it wrote is whole."""
     url = simulator.base_url  # type: ignore[attr-defined]
     args = ["run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", url, "--json"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "deepseek_review", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _console(repo, *args)
     assert proc.returncode == 0, proc.stderr
     segment = json.loads(proc.stdout)["segments"][0]
     receipt = json.loads((repo / segment["receipt_path"]).read_text(encoding="utf-8"))
