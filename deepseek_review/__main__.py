@@ -1,7 +1,7 @@
 """The ``deepseek-review`` console script and ``python -m deepseek_review``.
 
-``--version`` alone is answered here, before the command line (typer) is imported: the
-same line as typer's ``--version`` prints, in a fraction of the time.
+``--version`` alone is answered here, before the command line (typer) is imported: the same
+line as typer's ``--version`` prints, within the 0.1 s a version check may take.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ def main() -> None:
     """The process's own command line: ``--version`` at once, anything else by the CLI."""
     if sys.argv[1:] == ["--version"]:
         _print_version()
-    from deepseek_review import collector
-
-    collector.pause()  # resumed once the command is named, unless it is brief
+        return
     from deepseek_review.cli import main as cli_main
 
     cli_main()
@@ -29,10 +27,8 @@ def _print_version() -> None:
         sys.stdout.write(f"deepseek-review {__version__}\n")
         sys.stdout.flush()
     except BrokenPipeError:  # the reader left (`| true`): nothing to say, as for any command
-        pass
-    # Flushed, or nobody reads it: the interpreter's teardown (an eighth of this process's
-    # work) has nothing left to do, as after any successful command (cli.streams.exit_now).
-    os._exit(0)
+        # Python's own advice: stdout to devnull, so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

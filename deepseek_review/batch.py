@@ -49,7 +49,6 @@ from .logs import log
 from .ollama import pricing
 from .options import name_of, naming_as, naming_at
 from .plan import ReviewPlan
-from .records.receipt import fast_validators
 from .records.stored import ChainSegment
 from .retry import Throttle
 from .scheduler import BatchEvent, Board, EntryEvents, EventFn, Progress, RequestSlots
@@ -262,9 +261,6 @@ class _Runner:
                 finished: queue.SimpleQueue[Future[EntryReport]] = queue.SimpleQueue()
                 for f in futures:
                     f.add_done_callback(finished.put)
-                # Compile the receipt schema while the first requests are out, rather than
-                # in every worker at its first receipt (or before anything is sent).
-                fast_validators()
                 left = len(futures)
                 while left:
                     for f in _finished_within(finished, 0.1):

@@ -37,10 +37,9 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .context_forked import read_all
 from .context_ignore import IgnoreWalker, git_ls_files, glob_to_regex
 from .context_places import why_not_context
-from .context_read import Opener, read_context_file, read_entries
+from .context_read import Opener, read_context_file, read_entries, read_runs
 from .context_types import (
     DEFAULT_MAX_CONTEXT_BYTES,
     DEFAULT_MAX_FILE_BYTES,
@@ -284,7 +283,7 @@ def gather_context(
     except OSError as exc:
         raise InputError(f"repository root {root}: cannot open ({exc.strerror})") from None
     most = limits.max_context_bytes
-    with opener, closing(read_all(opener, expansion.entries, limits.max_file_bytes)) as reads:
+    with opener, closing(read_runs(opener, expansion.entries, limits.max_file_bytes)) as reads:
         for run in reads:  # results of consecutive entries: a run is checked as a whole
             kept = [cf for cf in run if isinstance(cf, ContextFile)]
             if len(kept) != len(run):

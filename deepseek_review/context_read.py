@@ -14,7 +14,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 
 from .context_places import git_data, layout_of, why_not_context
@@ -398,3 +398,28 @@ def _read(
     if explicit and not size:
         raise InputError(f"context file {rel}: is empty, nothing to review")
     return ContextFile(rel, text, sha256, size)
+
+
+#: Listed files handed over at a time by :func:`read_runs`.
+RUN = 128
+
+
+def read_runs(
+    opener: Opener, entries: Sequence[tuple[str, bool]], max_file_bytes: int
+) -> Generator[list[ContextFile | Skipped | None], None, None]:
+    """:func:`read_entries` in runs of consecutive results: listed files :data:`RUN` at a
+    time, a file named explicitly alone, and only once what came before it was handed over
+    (what is refused first is what one file at a time refuses first: a listed file is left
+    out, never refused)."""
+    reads = read_entries(opener, entries, max_file_bytes)
+    run: list[ContextFile | Skipped | None] = []
+    for _, explicit in entries:
+        if explicit and run:
+            yield run
+            run = []
+        run.append(next(reads))
+        if explicit or len(run) >= RUN:
+            yield run
+            run = []
+    if run:
+        yield run

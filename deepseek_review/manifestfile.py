@@ -6,8 +6,8 @@ library) or JSON Lines (one review object a line; an optional first line
 snake_case; ``[defaults]`` may hold any of them but ``topic``, ``prompt`` and ``prompt_file``.
 
 Every entry and the ``[defaults]`` are checked against the JSON Schema derived from the
-option table (:mod:`.optschema`, published for editors): fastjsonschema decides, and only
-for what it refuses jsonschema finds each key at fault, which the option table words (the
+option table (:mod:`.optschema`, published for editors): jsonschema finds each key at fault,
+which the option table words (the
 same words as for a flag, the environment or the config file). Every problem is collected
 with its entry and line; nothing here raises for a bad entry.
 """

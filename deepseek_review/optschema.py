@@ -12,8 +12,8 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .options import (
     CONFIG_FILE,
@@ -27,9 +27,12 @@ from .options import (
 )
 from .optvalues import BadValue
 
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
 MANIFEST_SCHEMA_NAME = "deepseek-review-manifest.schema.json"
 CONFIG_SCHEMA_NAME = "deepseek-review-config.schema.json"
-#: Draft 4: what taplo (Even Better TOML) reads in full; fastjsonschema and jsonschema too.
+#: Draft 4: what taplo (Even Better TOML) reads in full; jsonschema too.
 DRAFT = "http://json-schema.org/draft-04/schema#"
 _CONFIG_PLACE = "the repository's config"
 
@@ -126,8 +129,6 @@ def config_schema() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- checking
 
-_Validate = Callable[[Any], Any]
-
 
 def table_schemas() -> dict[str, dict[str, Any]]:
     """The schemas a manifest's tables are checked against, by kind (entry, defaults)."""
@@ -138,29 +139,12 @@ def with_draft(schema: dict[str, Any]) -> dict[str, Any]:
     return {"$schema": DRAFT, **schema}
 
 
-def schemas_sha256(schemas: Mapping[str, dict[str, Any]]) -> str:
-    """What the shipped validators (``_compiled_manifest_schema.py``) were generated from."""
-    import hashlib
-
-    text = json.dumps({k: with_draft(s) for k, s in schemas.items()}, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 @functools.cache
-def _schemas() -> dict[str, tuple[dict[str, Any], _Validate]]:
-    """The entry and ``[defaults]`` schemas, each with its fast validator: the one generated at
-    development time (``scripts/compile_manifest_schema.py``) when it was generated from these
-    very schemas, else compiled now (~50 ms, and the import of fastjsonschema)."""
-    from . import _compiled_manifest_schema as shipped
+def _schemas() -> dict[str, tuple[dict[str, Any], Validator]]:
+    """The entry and ``[defaults]`` schemas, each with its validator, built once a process."""
+    from jsonschema import Draft4Validator
 
-    made = table_schemas()
-    if schemas_sha256(made) == shipped.SCHEMA_SHA256:
-        fns = {"entry": shipped.validate_entry, "defaults": shipped.validate_defaults}
-    else:  # pragma: no cover  (only when the generated file is stale)
-        import fastjsonschema
-
-        fns = {k: fastjsonschema.compile(with_draft(s)) for k, s in made.items()}
-    return {k: (s, fns[k]) for k, s in made.items()}
+    return {k: (s, Draft4Validator(with_draft(s))) for k, s in table_schemas().items()}
 
 
 def _unknown_key(key: str, allowed: Sequence[str]) -> str:
@@ -190,14 +174,10 @@ def _key_problem(key: str, value: Any, kind: str) -> str:
 def table_problems(table: Mapping[str, Any], kind: str) -> dict[str | None, str]:
     """Every problem of one entry or ``[defaults]`` (``kind``), by the key at fault (None:
     the table as a whole); empty when it checks out."""
-    schema, fast = _schemas()[kind]
+    schema, validator = _schemas()[kind]
     problems: dict[str | None, str] = {}
-    try:
-        fast(dict(table))
-    except Exception:  # fastjsonschema.JsonSchemaException: jsonschema says which keys
-        from jsonschema import Draft4Validator
-
-        for error in Draft4Validator(schema).iter_errors(dict(table)):
+    if not validator.is_valid(dict(table)):  # jsonschema finds each key at fault
+        for error in validator.iter_errors(dict(table)):
             if error.absolute_path:
                 key = str(error.absolute_path[0])
                 problems.setdefault(key, _key_problem(key, table[key], kind))

@@ -278,8 +278,9 @@ def frame_messages(
     lead: Sequence[str] = (),
 ) -> list[tuple[str, tuple[Part, ...]]]:
     """The chat messages of a review as (role, parts), the files' texts left out (a body
-    can be written from the parts without joining them: :mod:`.bodyjson`). ``lead``: framed
-    text before the files in the context (a change under review)."""
+    can be written from the parts without joining them:
+    :func:`.records.canonical.canonical_json`). ``lead``: framed text before the files in the
+    context (a change under review)."""
     if not prompt.strip():
         raise InputError(
             f"the prompt is empty: give {name_of('prompt')}, {name_of('prompt_file')} or text "

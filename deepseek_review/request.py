@@ -1,7 +1,7 @@
 """The exact request body and its hash, and the recorded form of its messages.
 
 The body is canonical JSON (:mod:`.records.canonical`): ``prompt_sha256`` is the sha256 of
-exactly the bytes sent. :func:`prepare` serialises it once (:mod:`.bodyjson`: a message given
+exactly the bytes sent. :func:`prepare` serialises it once (a message given
 as parts is written straight from the file texts, which are released as they are written) and
 also gives the body as the request record holds it, every file text and earlier answer replaced
 by a reference (:mod:`.records.parts`), from which :func:`.records.rebuild.rebuild_body`
@@ -16,11 +16,10 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from .bodyjson import Streamed, canonical_bytes
 from .errors import ConfigError
 from .options import check, default, name_of
 from .prompt import Message, Part, text_bytes
-from .records.canonical import CANONICAL, sha256_tag
+from .records.canonical import CANONICAL, Streamed, canonical_json, sha256_tag
 from .records.parts import AnswerRef, encode_content
 from .tokens import estimate_sizes, utf8_size
 
@@ -175,7 +174,7 @@ def prepare(
         {"role": m.role, "content": _content(m, texts, joined=small), **m.extra} for m in messages
     ]
     body = _body(options, wire, estimate)
-    body_bytes = CANONICAL.encode(body).encode("utf-8") if small else canonical_bytes(body)
+    body_bytes = canonical_json(body)
     parts = tuple(m if m.content is None else replace(m, content=None) for m in messages)
     fields = {k: v for k, v in body.items() if k != "messages"}
     return PreparedRequest(body_bytes, sha256_tag(body_bytes), options, parts, fields)

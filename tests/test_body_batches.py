@@ -1,12 +1,12 @@
-"""A body written from many parts a batch at a time (:func:`deepseek_review.bodyjson.
-_write_streamed`) is the canonical encoding, whether a batch is escaped as one string or,
+"""A body written from many parts a batch at a time (:func:`deepseek_review.records.
+canonical._write_streamed`) is the canonical encoding, whether a batch is escaped as one string or,
 holding more than a slice, piece by piece; and every file's text is handed over."""
 
 from __future__ import annotations
 
 import pytest
 
-from deepseek_review.bodyjson import BATCH, SLICE
+from deepseek_review.records.canonical import BATCH, SLICE
 from deepseek_review.request import BodyOptions
 from tests.test_body_memory import TRICKY, both_ways, file_of
 

@@ -3,10 +3,10 @@
 Large context files are read and decoded piece by piece (no file-sized bytes object made and
 dropped); what they are refused for, and at which offset, is as for the whole bytes.
 
-The request body is written part by part into one buffer (:mod:`deepseek_review.bodyjson`),
-never joined into a prompt string first. These tests pin that the bytes are exactly those of
-the canonical ``json.dumps`` encoding of the joined messages, and that planning a large
-context keeps about one copy of it.
+The request body is written part by part into one buffer
+(:func:`deepseek_review.records.canonical.canonical_json`), never joined into a prompt string
+first. These tests pin that the bytes are exactly those of the canonical ``json.dumps``
+encoding of the joined messages, and that planning a large context keeps about one copy of it.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.bodyjson import SLICE, canonical_bytes
 from deepseek_review.context import ContextFile, ContextLimits
 from deepseek_review.context_read import PIECE, read_context_file
 from deepseek_review.errors import InputError
 from deepseek_review.plan import ReviewOptions, plan_review
 from deepseek_review.prompt import frame_messages, load_template
-from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.canonical import SLICE, canonical_json, sha256_tag
 from deepseek_review.request import BodyOptions, WireMessage, prepare
 
 #: Text a JSON encoder must get right: quotes, backslashes, every control character, DEL,
@@ -115,7 +114,7 @@ def test_a_lone_surrogate_in_the_prompt_is_refused_as_by_the_canonical_encoder()
 
 def test_values_that_hold_no_large_text_are_left_to_the_encoder_unchanged():
     obj = {"b": [1, 2.5, None, True], "a": {"z": "é", "y": []}, "c": "x" * (SLICE + 1)}
-    assert canonical_bytes(obj) == dumps(obj)
+    assert canonical_json(obj) == dumps(obj)
 
 
 def test_planning_a_large_context_holds_about_one_copy_of_the_body(repo: Path) -> None:

@@ -1,8 +1,8 @@
 """verify's fast paths agree with the reference implementations they stand in for.
 
-- The compiled fastjsonschema validator decides valid/invalid; jsonschema (the authority)
-  words the errors. On valid receipts and many single-field mutations the verdict must be
-  jsonschema's, and the fast validator must never accept what jsonschema rejects.
+- The plain-Python quick yes for the tool's own receipt forms never accepts what jsonschema
+  (the one validator, which also words the errors) rejects: on valid receipts and many
+  single-field mutations the verdict is jsonschema's.
 - The prompt check hashes the rebuilt request without serialising every file text again; it
   must give the hash of ``request.rebuild_body``'s bytes.
 """
@@ -122,8 +122,7 @@ def test_mutation_corpus_is_mostly_invalid() -> None:
 @pytest.mark.parametrize(("name", "data"), mutations(), ids=[n for n, _ in mutations()])
 def test_verdict_on_a_mutation_is_jsonschemas(name: str, data: Any) -> None:
     valid = jsonschema_valid(copy.deepcopy(data))
-    if R.fast_valid(data):
-        assert valid, f"the fast validator accepted what jsonschema rejects: {name}"
+    assert R.fast_valid(data) == valid, name
     problems = R.schema_problems(data)
     assert (problems == []) == valid, (name, problems)
     if not valid:
@@ -131,10 +130,10 @@ def test_verdict_on_a_mutation_is_jsonschemas(name: str, data: Any) -> None:
 
 
 def test_trailing_newline_in_a_hash_is_judged_as_jsonschema_judges_it() -> None:
-    # Python's "$" matches before a final newline (jsonschema accepts); fastjsonschema's "\Z"
-    # does not: the fast validator then refers the receipt to jsonschema, which decides.
+    # Python's "$" matches before a final newline (jsonschema accepts); the quick yes does
+    # not, and refers the receipt to jsonschema, which decides.
     receipt = {**load(OURS[0]), "answer_sha256": H + "\n"}
-    assert jsonschema_valid(receipt) and not R.fast_valid(receipt)
+    assert jsonschema_valid(receipt) and R.fast_valid(receipt)
     assert R.schema_problems(receipt) == []
 
 
@@ -249,35 +248,74 @@ def test_name_order_keeps_to_the_naming_regex(path: str) -> None:
     assert name_order.__wrapped__(path) == _name_order_by_regex(path)
 
 
-def test_the_shipped_compiled_schema_matches_the_bundled_schema():
-    import hashlib
+# --------------------------------------------------------- the quick yes's format checks
 
-    from deepseek_review import _compiled_schema
-    from deepseek_review.resources import schema_path
+_ENDPOINTS = [
+    "localhost",
+    "127.0.0.1:8080",
+    "http://[::1]:11434",
+    "https://ollama.com",
+    "https://api.deepseek.com/v1",
+    "http://gpu-box.lan:8000/proxy/v1/chat/completions",
+    "http://10.0.0.7:11434/v1/chat/completions?api-version=2024-01",
+]
+_URLS = [
+    "http://h",
+    "http://h:",
+    "http://h/a b",
+    "http://h/%zz",
+    "http://h/%41",
+    "http://h/#frag",
+    "http://h/a?b=c&d=e;f:g@h/i?",
+    "http://h:99999999/x",
+    "http://a_b~c.-d/e!$&'()*+,;=:@f",
+    "http://h/\u00e9",
+    "http://user@h/",
+    "https://",
+    "ftp://h/",
+    "http://h/../x",
+    "http://h//x",
+]
 
-    assert hashlib.sha256(schema_path().read_bytes()).hexdigest() == _compiled_schema.SCHEMA_SHA256
+
+def test_every_endpoint_url_the_tool_builds_is_plainly_a_uri() -> None:
+    """The receipt's endpoint is checked without the full RFC 3986 validator for these."""
+    from deepseek_review.endpoint import chat_url
+    from deepseek_review.records.receipt_fast import plainly_uri
+
+    built = [chat_url(e) for e in _ENDPOINTS if "[" not in e]
+    assert [u for u in built if not plainly_uri(u)] == []
 
 
-def test_the_shipped_compiled_schema_is_what_the_generator_writes_today():
-    import importlib.util
-    from pathlib import Path
+def test_a_url_taken_as_plainly_a_uri_is_one_by_the_full_rfc_3986_check() -> None:
+    from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
-    script = Path(__file__).parent.parent / "scripts" / "compile_receipt_schema.py"
-    spec = importlib.util.spec_from_file_location("compile_receipt_schema", script)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.OUT.read_text(encoding="utf-8") == module.generate()
+    from deepseek_review.endpoint import chat_url
+    from deepseek_review.records.receipt_fast import plainly_uri
+
+    urls = [*_URLS, *(chat_url(e) for e in _ENDPOINTS)]
+    taken = [u for u in urls if plainly_uri(u)]
+    assert len(taken) >= 8
+    assert [u for u in taken if not validate_rfc3986(u, rule="URI")] == []
 
 
-def test_receipt_checks_in_a_run_never_import_jsonschema_or_fastjsonschema():
-    import subprocess
-    import sys
+def test_a_timestamp_taken_as_written_is_rfc_3339_by_the_full_check() -> None:
+    from datetime import UTC, datetime
 
-    code = (
-        "import sys; from deepseek_review.records.receipt import fast_valid; "
-        "fast_valid({'schema': 'x'}); "
-        "print('jsonschema' in sys.modules, 'fastjsonschema' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
+
+    from deepseek_review.records.receipt import _as_written, created_at
+
+    stamps = [
+        created_at(datetime.now(UTC)),
+        created_at(datetime(1, 1, 1, tzinfo=UTC)),
+        "2024-02-29T23:59:59+00:00",
+        "2023-02-29T00:00:00+00:00",
+        "2026-12-01T03:01:38",
+        "2026-12-01T03:01:38.250+00:00",
+        "2026-12-01T24:00:00+00:00",
+        "2026-12-01 03:01:38+00:00",
+    ]
+    taken = [s for s in stamps if _as_written(s)]
+    assert taken == stamps[:3]
+    assert all(validate_rfc3339(s) for s in taken)

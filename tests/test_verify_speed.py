@@ -4,7 +4,9 @@ receipt schema's format checks, held to the validators they stand in front of.""
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +220,34 @@ def test_workers_given_small_chunks_give_the_report_of_one_process() -> None:
     assert [case for case, (same, _) in got.items() if not same] == []
     failed = {check for _, checks in got.values() for check in checks}
     assert failed >= {"schema", "answer", "chain", "context", "prompt"}
+
+
+@pytest.mark.parametrize("fault", ["dies", "fails"])
+@pytest.mark.parametrize("case", ["untouched", "record-prompt_sha256"])
+def test_receipts_a_worker_could_not_check_are_checked_here_with_the_same_report(
+    monkeypatch: pytest.MonkeyPatch, fault: str, case: str
+) -> None:
+    """A worker killed, or failing on its chunks: the report is the one a single process
+    makes, nothing raised, no receipt missing."""
+    from deepseek_review import verification as V
+
+    root = Path(__file__).parent / "fixtures" / "tampered" / case
+    alone = V.verify([], root=root, jobs=1, strict=True).to_json()
+    parent = os.getpid()
+    real = V._local_checks
+
+    def faulty(*args: Any) -> Any:
+        work = real(*args)
+
+        def in_worker(chunk: list[str]) -> Any:
+            if os.getpid() != parent:
+                if fault == "dies":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                raise OSError("the worker's disk went away")
+            return work(chunk)
+
+        return in_worker
+
+    monkeypatch.setattr(V, "_CHUNK", 1)
+    monkeypatch.setattr(V, "_local_checks", faulty)
+    assert V.verify([], root=root, jobs=2, strict=True).to_json() == alone

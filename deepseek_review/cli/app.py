@@ -30,7 +30,7 @@ from ..redact import redact
 from ..textsafe import escape, escape_lines, json_safe
 from .commands import LazyGroup
 from .signals import Signalled, interrupting
-from .streams import PipeGuard, StdoutClosed, exit_now, stdout_closed
+from .streams import PipeGuard, StdoutClosed, stdout_closed
 
 if TYPE_CHECKING:
     from logging import Logger
@@ -348,8 +348,6 @@ def main(argv: list[str] | None = None) -> None:
     if code == 130:  # typer turns Ctrl-C into a bare exit code 130
         _fail(Interrupted("interrupted"))
     code = code if isinstance(code, int) else 0
-    if code == 0 and argv is None:
-        exit_now()
     sys.exit(code)
 
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +39,7 @@ def batch(flags: Flags) -> None:
     from ..trust import given_on_the_command_line
 
     try:
-        with _collector_paused(), given_on_the_command_line(flags["trusted_rev"], None):
+        with given_on_the_command_line(flags["trusted_rev"], None):
             plan = api.plan_batch(
                 flags["manifest"], clean=not flags["dry_run"], **flags.given(root)
             )
@@ -73,21 +70,6 @@ def batch(flags: Flags) -> None:
         _json_out(result.as_json())
     _log_summary(result, plan.report)
     _raise_unless_complete(result, plan.report)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic collector off while the batch is imported and planned: what that makes
-    (modules, every entry's plan) lives as long as the batch, and scanning it again and again
-    only delays the first request (some 40 collections while 200 entries are planned)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _raise_unless_complete(result: Any, report: Path | None) -> None:

@@ -20,8 +20,6 @@ from typer import _click
 from typer.core import TyperGroup
 from typer.main import get_command_from_info, get_command_name
 
-from .. import collector
-
 
 class Entry(NamedTuple):
     module: str
@@ -147,7 +145,6 @@ class LazyGroup(TyperGroup):
         self, ctx: _click.Context, args: list[str]
     ) -> tuple[str | None, _click.Command | None, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
-        collector.command_named(name)
         if command is not None:
             from .repeats import refuse_repeats
 

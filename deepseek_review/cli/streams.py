@@ -49,30 +49,3 @@ def stdout_closed() -> NoReturn:
     except (OSError, ValueError):
         pass
     os._exit(0)
-
-
-def exit_now() -> None:
-    """End a successful command without the interpreter's teardown (15-20 ms of freeing
-    some 300 modules, for nothing: the process ends anyway).
-
-    Safe only because of what has already happened: every file a command writes went through
-    :mod:`..storage` (written, fsynced, linked or renamed, its folder fsynced) before the
-    command returned, and stdout and stderr are flushed here; any failure to flush, or a
-    thread still running that a normal exit would wait for, takes the normal way out. Only
-    the console script (``argv`` None) and only on success: error paths keep every cleanup,
-    and a caller of :func:`main` in-process keeps its interpreter.
-    """
-    import threading
-
-    if any(
-        t.is_alive() and not t.daemon
-        for t in threading.enumerate()
-        if t is not threading.main_thread()
-    ):
-        return
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        return
-    os._exit(0)

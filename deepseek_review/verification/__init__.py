@@ -25,9 +25,8 @@ resolved in full), so no receipt can make verify read or hash a file outside the
 
 Speed (issue 17: a small multiple of ``sha256sum`` over the files verify reads, with as many
 processes): a plain-Python check accepts the receipts of the form the tool writes
-(:mod:`..records.receipt_fast`); any other form goes to the schema compiled with
-fastjsonschema, which decides valid/invalid; jsonschema (the authority, and slow to import)
-runs only on receipts the fast validator rejects, to name the errors. Every file is read at
+(:mod:`..records.receipt_fast`); any other form goes to jsonschema, which decides and
+names the errors. Every file is read at
 most once per run and every hash taken once; what ordinary receipts do not need (the git
 modules, the signing modules, the worker processes, the RFC validators) is not imported.
 """
@@ -35,7 +34,14 @@ modules, the signing modules, the worker processes, the RFC validators) is not i
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Sequence
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +96,7 @@ def _local_checks(
     root: Path, strict: bool, signatures: SignatureChecks | None, exclude: frozenset[str]
 ) -> Callable[[list[str]], list[_Packed]]:
     """What a worker process does with a chunk of receipts: the local checks (with its own
-    caches), as plain tuples (marshalled back to the parent).
+    caches), as plain tuples (sent back to the parent).
 
     Each carries its receipt's :func:`name_order` key, which the report is sorted by: made
     here, in parallel, not one by one in the parent; so is its signature check, when there
@@ -123,12 +129,34 @@ def _local_checks(
 
 
 def default_jobs(receipts: int) -> int:
-    """Worker processes for ``receipts``: 1 (none) unless there are many and a fork is safe."""
-    if receipts < POOL_MIN_RECEIPTS:
-        return 1  # and the worker module is not even imported
-    from ..forkwork import default_jobs as jobs_for
+    """Worker processes for ``receipts``: 1 (none) unless there are many and a fork is safe
+    (Linux, one thread, several cores): records pinned to git spend much of their time
+    waiting on git, which a second process overlaps."""
+    if receipts < POOL_MIN_RECEIPTS or not sys.platform.startswith("linux"):
+        return 1
+    cpus = len(os.sched_getaffinity(0))
+    if cpus < 2 or threading.active_count() > 1:  # forking a threaded process can deadlock
+        return 1
+    return min(cpus, 4)
 
-    return jobs_for(receipts, POOL_MIN_RECEIPTS)
+
+#: The chunk worker of the pool's processes, set in the parent just before they fork.
+_WORK: Callable[[list[str]], list[_Packed]] | None = None
+
+
+def _start_worker() -> None:
+    """In a worker: Ctrl-C is the parent's to handle (it stops the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _work_chunk(chunk: list[str]) -> list[_Packed] | None:
+    """A chunk's results, or None when it failed here: the parent then checks it itself and
+    fails (or not) exactly as one process would."""
+    assert _WORK is not None
+    try:
+        return _WORK(chunk)
+    except Exception:
+        return None
 
 
 def _parallel(
@@ -139,16 +167,25 @@ def _parallel(
     signatures: SignatureChecks | None,
     exclude: frozenset[str],
 ) -> list[_Local]:
-    """The local checks of ``receipts`` in ``jobs`` worker processes (:mod:`..forkwork`),
-    each chunk's results indexed in ``v`` in receipt order, as they arrive."""
-    from ..forkwork import chunked, run_chunks
-
-    chunks = chunked(receipts, _CHUNK)
+    """The local checks of ``receipts`` in a pool of ``jobs`` forked worker processes, each
+    chunk's results indexed in ``v`` in receipt order; a chunk a worker could not check
+    (it failed, or died) is checked here."""
+    global _WORK
+    chunks = [receipts[i : i + _CHUNK] for i in range(0, len(receipts), _CHUNK)]
+    _WORK = work = _local_checks(v.root, strict, signatures, exclude)
     done: list[_Local] = []
-    parts = run_chunks(chunks, jobs, _local_checks(v.root, strict, signatures, exclude))
+    fork = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(jobs, mp_context=fork, initializer=_start_worker)
     try:
-        for part in parts:
-            for rel, data, problems, checks, continues, order, signed in part:
+        results: Iterator[list[_Packed] | None] | None = pool.map(_work_chunk, chunks)
+        for chunk in chunks:
+            part = None
+            if results is not None:
+                try:
+                    part = next(results)
+                except BrokenProcessPool:  # a worker died: the rest is checked here
+                    results = None
+            for rel, data, problems, checks, continues, order, signed in part or work(chunk):
                 if signatures is not None and signed is not None:
                     result, who = signed
                     signatures.adopt(
@@ -160,9 +197,10 @@ def _parallel(
                 d = _Local(rel, data, problems, checked, continues)
                 v.adopt(d, order)
                 done.append(d)
-        return done
     finally:
-        parts.close()  # the children are stopped when the parent leaves early
+        pool.shutdown(cancel_futures=True)  # the workers are stopped when leaving early
+        _WORK = None
+    return done
 
 
 def verify(
@@ -190,7 +228,8 @@ def verify(
     found = discover(root, paths, default_folder)
     receipts = [r for r in found.receipts if r not in exclude] if exclude else found.receipts
     # Tens of thousands of small objects stay alive for the whole run and make no cycles
-    # worth collecting: the cyclic collector would only walk them again and again.
+    # worth collecting: the cyclic collector would only walk them again and again (about a
+    # tenth of verify's CPU at 10,000 receipts, against its 3x sha256sum guard).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     v = Verifier(root, strict=strict, exclude=exclude)
