@@ -14,8 +14,8 @@ from typing import Any
 #: Runs a Python script (ours' console script, or a floor script) as ``__main__`` with the
 #: spans given timed (also where a module imported by an earlier span bound one by name before
 #: it was patched), ``dataclasses.dataclass`` timed and every module load timed, and writes, as
-#: the process ends by ``os._exit``, the spans, the dataclasses built by our package, the self
-#: time of each module loaded and every module loaded. Argv: the spans as JSON, then the script
+#: the process ends (by ``os._exit``, ``sys.exit`` or returning), the spans, the dataclasses
+#: built by our package, the self time of each module loaded and every module loaded. Argv: the spans as JSON, then the script
 #: and its arguments.
 #:
 #: A load is timed where the interpreter calls ``_find_and_load`` for a module not yet in
@@ -77,16 +77,21 @@ for name, module in list(sys.modules.items()):  # a name bound by import before 
             if inner is value:
                 setattr(module, attr, run)
 real_exit = os._exit
-def report(code):
+def write_report():
     ours = [t for m, t in built if m.split(".")[0] == "deepseek_review"]
     found = {"spans": spans, "dataclasses": [len(ours), sum(ours)], "loads": loads,
              "modules": sorted(sys.modules)}
     sys.stderr.write("\\nWRAPPED " + json.dumps(found) + "\\n")
     sys.stderr.flush()
+def report(code):
+    write_report()
     real_exit(code)
 os._exit = report
 sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:  # a script that ends by returning or sys.exit, not os._exit
+    write_report()
 """
 
 
