@@ -15,8 +15,8 @@ from typing import Any
 #: spans given timed (also where a module imported by an earlier span bound one by name before
 #: it was patched), ``dataclasses.dataclass`` timed and every module load timed, and writes, as
 #: the process ends (by ``os._exit``, ``sys.exit`` or returning), the spans, the dataclasses
-#: built by our package, the self time of each module loaded and every module loaded. Argv: the spans as JSON, then the script
-#: and its arguments.
+#: built by our package, the self time of each module loaded and every module loaded. Argv:
+#: the spans as JSON, then the script and its arguments.
 #:
 #: A load is timed where the interpreter calls ``_find_and_load`` for a module not yet in
 #: ``sys.modules`` (``import`` and ``importlib.import_module`` alike), with a stack of nested
