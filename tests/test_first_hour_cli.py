@@ -189,9 +189,22 @@ def test_simulator_help_lists_every_fault_kind_and_shows_defaults():
     text = _help("simulator")
     for kind in ALL_FAULTS:
         assert kind in text
-    assert "--latency LATENCY     seconds per request (default: 0.0)" in text
+    assert "--latency <float>               Seconds per request (default: 0.0)." in text
     assert "(default: 127.0.0.1)" in text
-    assert "0 picks a free port (default: 11435)" in text
+    assert "0 picks a free port (default: 11435)." in text
+
+
+@pytest.mark.parametrize("command", ["simulator", "stats", "verify"])
+def test_the_simulator_help_is_laid_out_as_every_other_commands(command):
+    """``Usage: ... [OPTIONS]``, the summary indented, an ``Options:`` section whose values
+    show their type, ``-h, --help`` last among them, the example at the end."""
+    text = _help(command)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"Usage: deepseek-review {command} [OPTIONS]")
+    assert lines[1] == "" and lines[2].startswith("  ")
+    assert "\nOptions:\n" in text
+    assert "  --repo-root <str>" in text or "  --port <int>" in text
+    assert re.search(r"^  -h, --help +Show this message and exit\.$", text, re.M)
 
 
 # --------------------------------------------------------------------------- the simulator

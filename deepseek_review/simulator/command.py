@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from deepseek_review.errors import ConfigError
@@ -57,13 +58,49 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Help(argparse.RawDescriptionHelpFormatter):
-    """Every option's default after its help; the description and example kept as written."""
+    """The help laid out as every other command's (typer's): ``Usage: ... [OPTIONS]``, the
+    summary indented, ``Options:`` with ``<type>`` metavars and sentences, each default
+    after its help, the example last."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, indent_increment=2, max_help_position=34, width=80)
+
+    def _format_usage(
+        self,
+        usage: str | None,
+        actions: Iterable[argparse.Action],
+        groups: Iterable[argparse._MutuallyExclusiveGroup],
+        prefix: str | None,
+    ) -> str:
+        return f"Usage: {self._prog} [OPTIONS]\n\n"
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def start_section(self, heading: str | None) -> None:
+        super().start_section(heading.capitalize() if heading else heading)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        if not text.startswith("llama"):  # a name keeps its own case
+            text = text[:1].upper() + text[1:]
         if action.default not in (None, argparse.SUPPRESS) and action.default is not False:
             text += " (default: %(default)s)"
-        return text
+        return text if text.endswith(".") else text + "."
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"  {line}" if line else "" for line in text.splitlines())
+
+
+def _metavar(default: object, more: dict[str, Any]) -> str:
+    """``<int>``, ``<float>``, ``<str>`` or ``[a|b]``, as the other commands show a value."""
+    if "choices" in more:
+        return "[" + "|".join(more["choices"]) + "]"
+    kind = more.get("type", type(default) if default is not None else str)
+    if kind is _port:
+        return "<int>"
+    return f"<{kind.__name__ if kind in (int, float) else 'str'}>"
 
 
 def _kinds(title: str, kinds: tuple[str, ...]) -> str:
@@ -129,10 +166,13 @@ def build_parser(prog: str = "python -m deepseek_review.simulator") -> argparse.
     d = SimulatorConfig()
     p = _Parser(
         prog=prog,
-        description="Serve a deterministic fake of Ollama's /v1/chat/completions (a test "
-        "double, not a model).\n\n" + _FAULTS_HELP,
-        epilog="Example: deepseek-review simulator --port 8080 --latency 0.2 --capacity 8",
+        description=_indented(
+            "Serve a deterministic fake of Ollama's /v1/chat/completions (a test double, not a "
+            "model).\n\n" + _FAULTS_HELP
+        ),
+        epilog="  Example: deepseek-review simulator --port 8080 --latency 0.2 --capacity 8",
         formatter_class=_Help,
+        add_help=False,
     )
     for field, text, more in _FLAGS:
         default = getattr(d, field)
@@ -141,8 +181,10 @@ def build_parser(prog: str = "python -m deepseek_review.simulator") -> argparse.
             p.add_argument(flag, action="store_true", help=text)
         else:
             implied = {} if default is None or isinstance(default, str) else {"type": type(default)}
-            p.add_argument(flag, **{"default": default, **implied, **more}, help=text)
+            shown = {"metavar": _metavar(default, more)}
+            p.add_argument(flag, **{"default": default, **implied, **shown, **more}, help=text)
     p.add_argument("--quiet", action="store_true", help="no per-request log lines")
+    p.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     return p
 
 
