@@ -202,8 +202,15 @@ class ChatClient:
                 method = "GET" if data is None else "POST"
                 try:
                     with (
-                        deadline.within(timeout),
-                        side.stream(method, url, headers=headers, content=data) as r,
+                        deadline.within(timeout) as attempt,
+                        side.stream(
+                            method,
+                            url,
+                            headers=headers,
+                            content=data,
+                            timeout=attempt.timeout(side.timeout),
+                            extensions=attempt.extensions,
+                        ) as r,
                     ):
                         if r.status_code != 200:
                             return None
@@ -227,11 +234,17 @@ class ChatClient:
     ) -> Completion:
         t0 = time.monotonic()
         answered = False
+        attempt = deadline.within(self.timeouts.total)
         try:
             with (
-                deadline.within(self.timeouts.total) as end,
+                attempt,
                 self._http.stream(
-                    "POST", self._target, content=body, headers=self._headers[stream]
+                    "POST",
+                    self._target,
+                    content=body,
+                    headers=self._headers[stream],
+                    timeout=attempt.timeout(self._http.timeout),
+                    extensions=attempt.extensions,
                 ) as resp,
             ):
                 if resp.status_code != 200:
@@ -242,7 +255,7 @@ class ChatClient:
                     return answers.read_stream(self, resp, progress, t0, model)
                 return answers.read_json(self, resp, model)
         except httpx.TimeoutException as exc:
-            if deadline.passed(end):
+            if deadline.passed(attempt.end):
                 raise Retryable(refusals.total_timeout(self)) from None
             kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
             raise Retryable(
@@ -251,8 +264,12 @@ class ChatClient:
         except bodyread.TooBig as exc:
             raise refusals.too_big(self, exc) from None
         except bodyread.BodyError as exc:
+            if deadline.passed(attempt.end):  # the deadline cut the connection mid-body
+                raise Retryable(refusals.total_timeout(self)) from None
             raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
         except httpx.TransportError as exc:
+            if deadline.passed(attempt.end):  # the deadline cut the connection
+                raise Retryable(refusals.total_timeout(self)) from None
             why = one_line(self.scrub(str(exc))) or type(exc).__name__
             if answered:  # reached, and it said 200: the answer itself broke off
                 raise Retryable(

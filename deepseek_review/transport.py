@@ -12,7 +12,7 @@ import ssl
 
 import httpx
 
-from . import __version__, deadline
+from . import __version__
 from .calls import Timeouts
 
 #: Connections per client at least (a batch with more jobs gets one per job).
@@ -46,11 +46,12 @@ def make_http_client(
     pool = max(MIN_CONNECTIONS, connections)
     http = httpx.Client(
         timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, pool=None),
-        limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
+        # No idle connection is kept: each attempt opens its own, which its deadline can
+        # then cut (deadline.Attempt sees a connection's socket only as it is opened).
+        limits=httpx.Limits(max_connections=pool, max_keepalive_connections=0),
         follow_redirects=False,
         verify=tls_context() if https else no_tls_context(),
     )
-    deadline.bound_client(http)
     return http
 
 
