@@ -46,7 +46,7 @@ from .redact import redact, redact_bytes
 from .refusals import MAX_ERROR_BODY_BYTES, RETRY_STATUSES
 from .retry import Retryable, Throttle
 from .serverhints import Advice
-from .transport import make_http_client, request_headers
+from .transport import HttpClients, make_http_client, request_headers
 
 #: Asks one path of the endpoint's origin (a POST when given a body): its JSON, or None.
 SideAsk = Callable[..., object]
@@ -83,7 +83,7 @@ class ChatClient:
         max_response_bytes: int | None = None,
         max_line_bytes: int | None = None,
         throttle: Throttle | None = None,
-        http: httpx.Client | None = None,
+        http: HttpClients | None = None,
         advice: Advice | None = None,
     ) -> None:
         self.url = url
@@ -202,13 +202,14 @@ class ChatClient:
                 method = "GET" if data is None else "POST"
                 try:
                     with (
-                        deadline.within(timeout) as attempt,
-                        side.stream(
+                        side.lease() as lane,
+                        deadline.within(timeout, lane.sockets) as attempt,
+                        lane.client.stream(
                             method,
                             url,
                             headers=headers,
                             content=data,
-                            timeout=attempt.timeout(side.timeout),
+                            timeout=attempt.timeout(lane.client.timeout),
                             extensions=attempt.extensions,
                         ) as r,
                     ):
@@ -233,17 +234,19 @@ class ChatClient:
         self, body: bytes, *, model: str, stream: bool, progress: ProgressFn | None
     ) -> Completion:
         t0 = time.monotonic()
-        answered = False
         attempt = deadline.within(self.timeouts.total)
+        end = attempt.end
+        answered = False
         try:
             with (
-                attempt,
-                self._http.stream(
+                self._http.lease() as lane,
+                attempt.through(lane.sockets),
+                lane.client.stream(
                     "POST",
                     self._target,
                     content=body,
                     headers=self._headers[stream],
-                    timeout=attempt.timeout(self._http.timeout),
+                    timeout=attempt.timeout(lane.client.timeout),
                     extensions=attempt.extensions,
                 ) as resp,
             ):
@@ -255,7 +258,7 @@ class ChatClient:
                     return answers.read_stream(self, resp, progress, t0, model)
                 return answers.read_json(self, resp, model)
         except httpx.TimeoutException as exc:
-            if deadline.passed(attempt.end):
+            if deadline.passed(end):
                 raise Retryable(refusals.total_timeout(self)) from None
             kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
             raise Retryable(
@@ -264,11 +267,11 @@ class ChatClient:
         except bodyread.TooBig as exc:
             raise refusals.too_big(self, exc) from None
         except bodyread.BodyError as exc:
-            if deadline.passed(attempt.end):  # the deadline cut the connection mid-body
+            if deadline.passed(end):  # the deadline cut the connection mid-body
                 raise Retryable(refusals.total_timeout(self)) from None
             raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
         except httpx.TransportError as exc:
-            if deadline.passed(attempt.end):  # the deadline cut the connection
+            if deadline.passed(end):  # the deadline cut the connection
                 raise Retryable(refusals.total_timeout(self)) from None
             why = one_line(self.scrub(str(exc))) or type(exc).__name__
             if answered:  # reached, and it said 200: the answer itself broke off

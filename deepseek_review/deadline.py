@@ -6,9 +6,11 @@ the whole of one request with httpx's public API alone:
 
 - each operation's timeout is at most the attempt's budget (httpx's per-request
   ``timeout``);
-- the request's ``trace`` extension hands over each connection's socket as it is opened (the
-  client keeps no idle connection, so every attempt opens its own), and a timer shuts that
-  socket down at the deadline: a read blocked in the headers or the body returns at once;
+- the request's ``trace`` extension hands over each connection's socket as it is opened, and
+  a timer shuts the attempt's sockets down at the deadline: a read blocked in the headers or
+  the body returns at once. A connection opened earlier and kept open is found too: a
+  request goes through a lane (:class:`~deepseek_review.transport.Lane`) that no other
+  request uses meanwhile, whose sockets are the only ones the attempt can be using;
 - a body reader checks the deadline between reads (:func:`check`).
 
 Whatever error the cut-off surfaces as (a timeout, a closed connection, a broken body), the
@@ -35,21 +37,27 @@ _OPENED = (".connect_tcp.complete", ".connect_unix_socket.complete", ".start_tls
 
 
 class Attempt:
-    """The deadline of one HTTP attempt, ``seconds`` from when the block is entered."""
+    """The deadline of one HTTP attempt, ``seconds`` from now, over the connections whose
+    sockets are in ``sockets``: the list of the lane the attempt goes through
+    (:class:`~deepseek_review.transport.Lane`), to which a connection it opens is added."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float, sockets: list[socket.socket] | None = None) -> None:
         self.end = time.monotonic() + seconds
+        self.seconds = seconds
+        self.sockets: list[socket.socket] = [] if sockets is None else sockets
         self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
         self._fired = False
         self._timer: threading.Timer | None = None
         self._token: Token[float | None] | None = None
 
+    def through(self, sockets: list[socket.socket]) -> Attempt:
+        """This attempt, over the connections of a lane with ``sockets``."""
+        self.sockets = sockets
+        return self
+
     def __enter__(self) -> Attempt:
-        self.end = time.monotonic() + self.seconds
         self._token = _END.set(self.end)
-        self._timer = threading.Timer(self.seconds, self._cut)
+        self._timer = threading.Timer(max(0.0, self.end - time.monotonic()), self._cut)
         self._timer.daemon = True
         self._timer.start()
         return self
@@ -89,18 +97,20 @@ class Attempt:
             sock = stream.get_extra_info("socket") if stream is not None else None
             if isinstance(sock, socket.socket):
                 with self._lock:
-                    self._sockets.append(sock)
+                    # Closed ones go: a lane keeps the sockets of its live connection.
+                    self.sockets[:] = [s for s in self.sockets if s.fileno() != -1] + [sock]
                     fired = self._fired
                 if fired:
                     _shut(sock)
-        if passed(self.end):
+        # Past the deadline no next step starts (closing is not a step: it must run).
+        if event.endswith(".started") and "close" not in event and passed(self.end):
             raise httpx.ReadTimeout("the attempt's deadline passed")
 
     def _cut(self) -> None:
         """The deadline: every socket of the attempt is shut down, so no read waits on."""
         with self._lock:
             self._fired = True
-            sockets = list(self._sockets)
+            sockets = list(self.sockets)
         for sock in sockets:
             _shut(sock)
 
@@ -110,9 +120,9 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-def within(seconds: float) -> Attempt:
-    """An attempt under a deadline ``seconds`` from when its block is entered."""
-    return Attempt(seconds)
+def within(seconds: float, sockets: list[socket.socket] | None = None) -> Attempt:
+    """An attempt under a deadline ``seconds`` from now, over ``sockets`` (a lane's)."""
+    return Attempt(seconds, sockets)
 
 
 def passed(end: float) -> bool:
