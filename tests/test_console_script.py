@@ -85,7 +85,7 @@ def test_a_successful_run_ends_with_its_output_flushed_and_its_files_complete(
     answer = (repo / segment["answer_path"]).read_bytes()
 
     assert receipt["answer_sha256"] == "sha256:" + hashlib.sha256(answer).hexdigest()
-    assert proc.stderr.startswith("deepseek-review: sending 1 context files")
+    assert proc.stderr.startswith("deepseek-review: sending 1 context file ")
     assert proc.stderr.endswith("\n")
 
 
