@@ -109,9 +109,8 @@ class _Runner:
         self.http = make_http_client(
             options.timeouts,
             https=any(w.planned.plan.endpoint.url.startswith("https:") for w in prepared.work),
-            connections=options.jobs,
         )
-        # One client per endpoint, key and hints, sharing one connection pool; one throttle
+        # One client per endpoint, key and hints, sharing one set of connections; one throttle
         # per endpoint, so a 429 slows every job sending there.
         throttles: dict[str, Throttle] = {}
         self.clients: dict[tuple[str, str | None, Advice], ChatClient] = {}

@@ -86,6 +86,8 @@ def iter_body(resp: httpx.Response, max_bytes: int) -> Iterator[bytes]:
             if decoded > max_bytes:
                 raise TooBig(f"{what} over {max_bytes} bytes")
             yield piece
+    # The deadline shuts the connection down, which may read as the body's end.
+    deadline.check()
     if inflater is not None:
         tail = inflater.flush()
         if decoded + len(tail) > max_bytes:

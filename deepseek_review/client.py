@@ -46,7 +46,7 @@ from .redact import redact, redact_bytes
 from .refusals import MAX_ERROR_BODY_BYTES, RETRY_STATUSES
 from .retry import Retryable, Throttle
 from .serverhints import Advice
-from .transport import make_http_client, request_headers
+from .transport import HttpClients, make_http_client, request_headers
 
 #: Asks one path of the endpoint's origin (a POST when given a body): its JSON, or None.
 SideAsk = Callable[..., object]
@@ -83,7 +83,7 @@ class ChatClient:
         max_response_bytes: int | None = None,
         max_line_bytes: int | None = None,
         throttle: Throttle | None = None,
-        http: httpx.Client | None = None,
+        http: HttpClients | None = None,
         advice: Advice | None = None,
     ) -> None:
         self.url = url
@@ -202,8 +202,16 @@ class ChatClient:
                 method = "GET" if data is None else "POST"
                 try:
                     with (
-                        deadline.within(timeout),
-                        side.stream(method, url, headers=headers, content=data) as r,
+                        side.lease() as lane,
+                        deadline.within(timeout, lane.sockets) as attempt,
+                        lane.client.stream(
+                            method,
+                            url,
+                            headers=headers,
+                            content=data,
+                            timeout=attempt.timeout(lane.client.timeout),
+                            extensions=attempt.extensions,
+                        ) as r,
                     ):
                         if r.status_code != 200:
                             return None
@@ -226,12 +234,20 @@ class ChatClient:
         self, body: bytes, *, model: str, stream: bool, progress: ProgressFn | None
     ) -> Completion:
         t0 = time.monotonic()
+        attempt = deadline.within(self.timeouts.total)
+        end = attempt.end
         answered = False
         try:
             with (
-                deadline.within(self.timeouts.total) as end,
-                self._http.stream(
-                    "POST", self._target, content=body, headers=self._headers[stream]
+                self._http.lease() as lane,
+                attempt.through(lane.sockets),
+                lane.client.stream(
+                    "POST",
+                    self._target,
+                    content=body,
+                    headers=self._headers[stream],
+                    timeout=attempt.timeout(lane.client.timeout),
+                    extensions=attempt.extensions,
                 ) as resp,
             ):
                 if resp.status_code != 200:
@@ -251,8 +267,12 @@ class ChatClient:
         except bodyread.TooBig as exc:
             raise refusals.too_big(self, exc) from None
         except bodyread.BodyError as exc:
+            if deadline.passed(end):  # the deadline cut the connection mid-body
+                raise Retryable(refusals.total_timeout(self)) from None
             raise Retryable(BadResponse(f"{self.url}: {exc}")) from None
         except httpx.TransportError as exc:
+            if deadline.passed(end):  # the deadline cut the connection
+                raise Retryable(refusals.total_timeout(self)) from None
             why = one_line(self.scrub(str(exc))) or type(exc).__name__
             if answered:  # reached, and it said 200: the answer itself broke off
                 raise Retryable(

@@ -7,16 +7,17 @@ deadline of :mod:`.deadline`, and a TLS context only when some endpoint is https
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import socket
 import ssl
+import threading
+from collections.abc import Callable, Iterator
 
 import httpx
 
-from . import __version__, deadline
+from . import __version__
 from .calls import Timeouts
-
-#: Connections per client at least (a batch with more jobs gets one per job).
-MIN_CONNECTIONS = 64
 
 
 @functools.cache
@@ -34,24 +35,68 @@ def no_tls_context() -> ssl.SSLContext:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
-def make_http_client(
-    timeouts: Timeouts,
-    *,
-    https: bool,
-    connections: int = MIN_CONNECTIONS,
-) -> httpx.Client:
-    """A client for chat requests: ``https`` when any endpoint it will reach is https (only
-    then is the CA bundle loaded, a sixth of a whole local review); ``connections`` for the
-    requests in flight at once."""
-    pool = max(MIN_CONNECTIONS, connections)
-    http = httpx.Client(
-        timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, pool=None),
-        limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-        follow_redirects=False,
-        verify=tls_context() if https else no_tls_context(),
-    )
-    deadline.bound_client(http)
-    return http
+class Lane:
+    """One client used by one request at a time (so it keeps one connection open): the
+    sockets it opened are the only ones a request through it can be using."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self.client = client
+        self.sockets: list[socket.socket] = []
+        """Its connections' sockets, as :mod:`.deadline` saw them opened."""
+
+
+class HttpClients:
+    """The httpx clients of chat requests (a batch's jobs share one :class:`HttpClients`):
+    a request leases a :class:`Lane` for its whole exchange, so an attempt's deadline
+    (:mod:`.deadline`) knows the socket of the connection it uses, also one kept open from
+    an earlier request. There are as many lanes as requests were ever in flight at once."""
+
+    def __init__(self, make: Callable[[], httpx.Client]) -> None:
+        self._make = make
+        self._free: list[Lane] = []
+        self._made: list[Lane] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Lane]:
+        """A lane no other request is using, until the block ends."""
+        with self._lock:
+            lane = self._free.pop() if self._free else None
+        if lane is None:
+            lane = Lane(self._make())
+            with self._lock:
+                self._made.append(lane)
+        try:
+            yield lane
+        finally:
+            with self._lock:
+                self._free.append(lane)
+
+    def close(self) -> None:
+        with self._lock:
+            made, self._made, self._free = self._made, [], []
+        for lane in made:
+            lane.client.close()
+
+    def __enter__(self) -> HttpClients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_http_client(timeouts: Timeouts, *, https: bool) -> HttpClients:
+    """The clients for chat requests: ``https`` when any endpoint they will reach is https
+    (only then is the CA bundle loaded, a sixth of a whole local review)."""
+
+    def make() -> httpx.Client:
+        return httpx.Client(
+            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, pool=None),
+            follow_redirects=False,
+            verify=tls_context() if https else no_tls_context(),
+        )
+
+    return HttpClients(make)
 
 
 def request_headers(stream: bool, api_key: str | None) -> dict[str, str]:

@@ -448,15 +448,6 @@ def test_keep_alive_comments_between_content_are_fine(repo, cli, hostile):
     assert (repo / r.json()["segments"][0]["answer_path"]).read_text() == "Hello."
 
 
-def test_every_connection_pool_is_under_the_attempt_deadline():
-    """The deadline reaches into httpx's pools (no public hook): if an httpx upgrade moves
-    them, this fails rather than the header-phase deadline silently vanishing."""
-    from deepseek_review import deadline
-
-    with ChatClient("http://127.0.0.1:9/v1/chat/completions") as c:
-        assert deadline.bound_client(c._http)
-
-
 # --------------------------------------------------------------------------- 10: depth
 
 

@@ -7,7 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 
+from deepseek_review.cli.app import app
+from deepseek_review.cli.parsing import Flag, subcommand_flags
+from deepseek_review.cli.repeats import repeated_flag
+from deepseek_review.options import in_scope
 from deepseek_review.simulator import Simulator
 
 ERROR = "deepseek-review: error: "
@@ -84,18 +89,30 @@ def test_a_prompt_that_looks_like_a_flag_is_a_value(repo: Path, cli: Any) -> Non
     assert r.json()["endpoint"].startswith("http://x")
 
 
-def test_words_after_a_double_dash_are_not_options() -> None:
-    import typer
-    from typer import _click
-
-    from deepseek_review.cli.app import app
-    from deepseek_review.cli.commands import LazyGroup
-    from deepseek_review.cli.repeats import repeated_flag
-
+def _flags(command: str) -> list[Flag]:
+    """The options of ``command`` as the parser view reads them from typer."""
     group = typer.main.get_command(app)
-    assert isinstance(group, LazyGroup)
-    command = group.get_command(_click.Context(group), "run")
-    assert command is not None
-    assert repeated_flag(command, ["--endpoint", "a", "--", "--endpoint", "b"]) is None
-    assert repeated_flag(command, ["-pfirst", "-p", "second"]) == "--prompt"
-    assert repeated_flag(command, ["-vq", "-c", "a", "-c", "b", "-p", "-p"]) is None
+    flags = subcommand_flags(typer.Context(group), command)
+    assert flags is not None
+    return flags
+
+
+def test_the_parser_view_reads_each_option_s_spellings_and_arity_from_typer() -> None:
+    """cli/parsing.py reads typer's parser objects, which typer does not publish: if a
+    release moves them, this fails rather than repeated options silently passing."""
+    flags = {f.name: f for f in _flags("run")}
+    assert set(flags) >= {o.key for o in in_scope("run") if not o.argument}
+    endpoint, context, stream = flags["endpoint"], flags["context"], flags["stream"]
+    assert (endpoint.takes_value, endpoint.repeatable) == (True, False)
+    assert "--endpoint" in endpoint.spellings
+    assert (context.takes_value, context.repeatable) == (True, True)
+    assert {"-c", "--context"} <= set(context.spellings)
+    assert (stream.takes_value, set(stream.spellings)) == (False, {"--stream", "--no-stream"})
+    assert subcommand_flags(typer.Context(typer.main.get_command(app)), "nosuch") is None
+
+
+def test_words_after_a_double_dash_are_not_options() -> None:
+    run = _flags("run")
+    assert repeated_flag(run, ["--endpoint", "a", "--", "--endpoint", "b"]) is None
+    assert repeated_flag(run, ["-pfirst", "-p", "second"]) == "--prompt"
+    assert repeated_flag(run, ["-vq", "-c", "a", "-c", "b", "-p", "-p"]) is None

@@ -1,7 +1,23 @@
-"""The command line. Each command module registers itself on :data:`app` when imported, and
-the app's group imports only the module of the command that was named (``commands.py``).
+"""The command line: :data:`app` and its console script :func:`main`. Each command module
+registers its commands on the app when imported, here, in the order ``--help`` lists them.
 """
+
+from importlib import import_module
 
 from .app import app, main
 
-__all__ = ["app", "main"]
+#: The modules of :mod:`deepseek_review.cli` that define commands, in ``--help`` order.
+COMMAND_MODULES = (
+    "review_cmds",  # run, continue, show
+    "verify_cmd",
+    "findings_cmd",
+    "batch_cmd",
+    "sign_cmd",  # sign, attest
+    "stats_cmd",
+    "config_cmd",
+    "simulator_cmd",
+)
+for _name in COMMAND_MODULES:
+    import_module(f"{__name__}.{_name}")
+
+__all__ = ["COMMAND_MODULES", "app", "main"]

@@ -12,7 +12,6 @@ a string; objects it takes as they are (an empty ``verify`` ran 3.4M instruction
 """
 
 import contextlib
-import difflib
 import os
 import posixpath
 import sys
@@ -28,7 +27,8 @@ from ..errors import ConfigError, Interrupted, NothingNew, ReviewError
 from ..options import OPTIONS, naming
 from ..redact import redact
 from ..textsafe import escape, escape_lines, json_safe
-from .commands import LazyGroup
+from .parsing import subcommand_flags, unknown_option
+from .repeats import Repeated, refuse_repeats
 from .signals import Signalled, interrupting
 from .streams import PipeGuard, StdoutClosed, stdout_closed
 
@@ -43,12 +43,10 @@ def example(command_line: str) -> str:
 
 app = typer.Typer(
     name="deepseek-review",
-    cls=LazyGroup,
     help="Ask a DeepSeek model to review repository files, and keep verifiable receipts.\n\n"
     "Paths you type are relative to the current folder and must lie inside the repository "
     "root (--repo-root, else the enclosing git work tree, else the current folder); paths in "
     "receipts, records and JSON output are relative to the root.",
-    no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -65,6 +63,8 @@ class _State:
     """``--json`` was given: a failure prints a JSON error object on stdout."""
     json_written = False
     """A JSON document is already on stdout (so a failure after it adds none)."""
+    args: tuple[str, ...] = ()
+    """The command line :func:`main` is parsing."""
 
 
 STATE = _State()
@@ -136,13 +136,25 @@ _RootVersion = Annotated[
 ]
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def _root(
-    verbose: _RootVerbose = False, quiet: _RootQuiet = False, version: _RootVersion = False
+    ctx: typer.Context,
+    verbose: _RootVerbose = False,
+    quiet: _RootQuiet = False,
+    version: _RootVersion = False,
 ) -> None:
     """Ask a DeepSeek model to review repository files, and keep verifiable receipts."""
     STATE.verbose, STATE.quiet = verbose, quiet
     _setup_logging(verbose, quiet)
+    name = ctx.invoked_subcommand
+    if name is None:  # no command: the whole help, as a usage error
+        sys.stderr.write(ctx.get_help().rstrip("\n") + "\n")
+        raise typer.Exit(2)
+    # The root's own options are switches: the command is the first word that is not one.
+    words = [i for i, a in enumerate(STATE.args) if not a.startswith("-")]
+    options = subcommand_flags(ctx, name)
+    if words and STATE.args[words[0]] == name and options is not None:
+        refuse_repeats(options, STATE.args[words[0] + 1 :])
 
 
 # --------------------------------------------------------------------------- helpers
@@ -285,50 +297,33 @@ def _noted(exc: BaseException) -> str:
     return "".join(f" ({note})" for note in notes)
 
 
-def _usage_message(exc: Exception) -> str:
+def _usage_message(exc: typer.TyperException) -> str:
     """A usage error as one line: an unknown option is named, with a suggestion only when
-    one of the command's options is really close (click offers any loose match)."""
-    from typer._click.exceptions import NoSuchOption, UsageError
-
-    if isinstance(exc, NoSuchOption):
-        text = f"no such option {exc.option_name}"
-        ctx = exc.ctx
-        params = ctx.command.params if ctx else []
-        names = {o[2:]: o for p in params for o in (*p.opts, *p.secondary_opts) if o[:2] == "--"}
-        close = difflib.get_close_matches(exc.option_name.lstrip("-"), names, n=1, cutoff=0.7)
-        if close:
-            text += f" (did you mean {names[close[0]]}?)"
-        return text
-    text = exc.format_message() if isinstance(exc, UsageError) else str(exc)
-    return text.replace("\n", " ")
+    one of the command's options is really close."""
+    return unknown_option(exc) or exc.format_message().replace("\n", " ")
 
 
 def main(argv: list[str] | None = None) -> None:
     """The console script: one place maps every failure to its exit code."""
-    from typer._click.exceptions import NoArgsIsHelpError
-
     args = sys.argv[1:] if argv is None else argv
     STATE.json = STATE.json_written = False
     STATE.secret = None
-    command = typer.main.get_command(app)
+    STATE.args = tuple(args)
     real_stdout = sys.stdout
     sys.stdout = PipeGuard(real_stdout)
     try:
         with interrupting(), naming("flag"):  # errors name options as flags here
-            code = command.main(args=args, prog_name="deepseek-review", standalone_mode=False)
+            code = app(args=args, prog_name="deepseek-review", standalone_mode=False)
     except ReviewError as exc:
         _fail(exc)
     except Signalled as exc:
         _fail(Interrupted(f"interrupted by {exc.name}{_noted(exc)}"))
     except (KeyboardInterrupt, typer.Abort) as exc:
         _fail(Interrupted(f"interrupted{_noted(exc)}"))
-    except NoArgsIsHelpError as exc:  # bare `deepseek-review`: the help, as a usage error
-        sys.stderr.write(exc.format_message().rstrip("\n") + "\n")
-        sys.exit(exc.exit_code)
-    except typer.TyperException as exc:  # usage errors from argument parsing
+    except (typer.TyperException, Repeated) as exc:  # usage errors from argument parsing
         if "--json" in args[: args.index("--") if "--" in args else len(args)]:
             STATE.json = True
-        text = _usage_message(exc)
+        text = _usage_message(exc) if isinstance(exc, typer.TyperException) else str(exc)
         _report("UsageError", 2, f"deepseek-review: error: {text} (see --help)", text)
     except StdoutClosed:
         stdout_closed()

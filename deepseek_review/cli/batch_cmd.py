@@ -27,8 +27,9 @@ from .table import Flags, table_command
     epilog=example("deepseek-review batch reviews.toml --jobs 8 --report batch-report.json"),
 )
 def batch(flags: Flags) -> None:
-    # Its help: its summary in commands.COMMANDS, then this docstring.
-    """Options of a review given here apply to every entry that does not set the key itself
+    """Run every review of a manifest, N at a time; re-running resumes; --shard splits it.
+
+    Options of a review given here apply to every entry that does not set the key itself
     (entry > flags > [defaults] > environment > config file > built-in defaults). Exit 0 only
     if every entry is ok or skipped; 11 if any failed, stayed truncated or was not started; 3
     for a bad manifest (nothing sent); 130 when interrupted.

@@ -31,8 +31,9 @@ def config(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    # Its help: its summary in commands.COMMANDS, then this docstring.
-    """Everything read is shown, also what a run would refuse: each refused value is marked
+    """Show every setting's effective value and its source (flag, env, config file, default).
+
+    Everything read is shown, also what a run would refuse: each refused value is marked
     under its setting with the error a run stops with, and then config exits 2 (with --json,
     the same document, listing them under "refused")."""
     from .. import api

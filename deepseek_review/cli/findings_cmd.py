@@ -82,7 +82,7 @@ def findings(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    # Its help: its summary in commands.COMMANDS.
+    """Export the findings block of reviews made with a findings-asking template."""
     from .. import api
 
     root = api.repo_root(repo_root)

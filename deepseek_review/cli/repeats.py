@@ -13,66 +13,55 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from typer import _click
-from typer._click.exceptions import UsageError
-from typer.core import TyperOption
+from .parsing import Flag
 
 
-def _options(command: _click.Command) -> dict[str, TyperOption]:
-    return {
-        name: p
-        for p in command.params
-        if isinstance(p, TyperOption)
-        for name in (*p.opts, *p.secondary_opts)
-    }
+class Repeated(Exception):
+    """A single-valued option given more than once: a usage error (exit 2)."""
 
 
-def _takes_value(p: TyperOption) -> bool:
-    return not p.is_flag and not p.count and p.nargs != 0
-
-
-def repeated_flag(command: _click.Command, args: Sequence[str]) -> str | None:
-    """The first single-valued option of ``command`` that ``args`` give twice (its long
+def repeated_flag(options: Sequence[Flag], args: Sequence[str]) -> str | None:
+    """The first single-valued option of ``options`` that ``args`` give twice (its long
     flag), or None."""
-    options = _options(command)
-    seen: set[str | None] = set()
+    spelled = {s: f for f in options for s in f.spellings}
+    seen: set[str] = set()
     words = iter(args)
     for word in words:
         if word == "--":
             return None
+        found: list[Flag | None]
         if word.startswith("--"):
             name, eq, _ = word.partition("=")
-            found = [options.get(name)]
-            if found[0] is not None and _takes_value(found[0]) and not eq:
+            found = [spelled.get(name)]
+            if found[0] is not None and found[0].takes_value and not eq:
                 next(words, None)
         elif word.startswith("-") and len(word) > 1:
             found = []
             for i, letter in enumerate(word[1:], start=2):
-                p = options.get("-" + letter)
-                found.append(p)
-                if p is None:
+                f = spelled.get("-" + letter)
+                found.append(f)
+                if f is None:
                     break
-                if _takes_value(p):
+                if f.takes_value:
                     if i == len(word):  # the value is the next word, else the rest of this one
                         next(words, None)
                     break
         else:
             continue
-        for p in found:
-            if p is None or p.multiple or not _takes_value(p):
+        for f in found:
+            if f is None or f.repeatable or not f.takes_value:
                 continue
-            if p.name in seen:
-                return next((o for o in p.opts if o.startswith("--")), p.opts[0])
-            seen.add(p.name)
+            if f.name in seen:
+                return next((s for s in f.spellings if s.startswith("--")), f.spellings[0])
+            seen.add(f.name)
     return None
 
 
-def refuse_repeats(ctx: _click.Context, command: _click.Command, args: Sequence[str]) -> None:
-    """A usage error when ``args`` give one of ``command``'s single-valued options twice."""
-    flag = repeated_flag(command, args)
+def refuse_repeats(options: Sequence[Flag], args: Sequence[str]) -> None:
+    """:class:`Repeated` when ``args`` give one of ``options``' single-valued options twice."""
+    flag = repeated_flag(options, args)
     if flag is not None:
-        raise UsageError(
+        raise Repeated(
             f"{flag} was given more than once; it takes one value (only the last would be "
-            "used, silently)",
-            ctx=ctx,
+            "used, silently)"
         )

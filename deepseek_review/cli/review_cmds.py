@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     ),
 )
 def run(flags: Flags) -> None:
-    # Its help: its summary in commands.COMMANDS.
+    """Run one review: gather context, send it, write the answer, receipt and request record."""
     from .. import api
     from ..trust import given_on_the_command_line
 
@@ -261,7 +261,7 @@ def _segment_json(root: Path, s: Segment) -> dict[str, Any]:
     ),
 )
 def continue_(flags: Flags) -> None:
-    # Its help: its summary in commands.COMMANDS.
+    """Continue a truncated review from the last segment of its chain."""
     from .. import api
     from ..trust import given_on_the_command_line
 
@@ -285,8 +285,9 @@ def continue_(flags: Flags) -> None:
     json=False,
 )
 def show(flags: Flags) -> None:
-    # Its help: its summary in commands.COMMANDS, then this docstring.
-    """Piped or redirected, the output is exactly the stitched answer, byte for byte; on a
+    """Print a chain's whole stitched answer, after checking every segment's hash.
+
+    Piped or redirected, the output is exactly the stitched answer, byte for byte; on a
     terminal a final newline is added when the answer lacks one (so the prompt does not land
     on its last line). A chain still cut off at the token cap is noted on stderr.
     """

@@ -45,8 +45,10 @@ def sign(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    # Its help: its summary in commands.COMMANDS, then this docstring.
-    """Exit 0 when every segment is signed, 9 when some fail verification (left unsigned),
+    """Sign every segment that verifies and has no signature yet: reviews written without --sign,
+    or a run stopped between a receipt and its signature.
+
+    Exit 0 when every segment is signed, 9 when some fail verification (left unsigned),
     2 when the key cannot sign.
     """
     from .. import api
@@ -92,8 +94,10 @@ def attest(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    # Its help: its summary in commands.COMMANDS, then this docstring.
-    """Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
+    """Write the predicate of a GitHub artifact attestation (actions/attest's predicate-path) over
+    the reviews; print its predicate type (actions/attest's predicate-type).
+
+    Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
     there are no receipts or the trust rule admits none of them (see the README's trust
     model: segments a commit brought need --trusted-rev or a signature).
     """

@@ -10,8 +10,9 @@ from .app import app
     add_help_option=False,
 )
 def simulator(ctx: typer.Context) -> None:
-    # Its help: its summary in commands.COMMANDS, then this docstring.
-    """Its options, defaults, fault kinds and an example: ``deepseek-review simulator --help``."""
+    """Serve the bundled OpenAI-compatible simulator (a test double, not a model).
+
+    Its options, defaults, fault kinds and an example: ``deepseek-review simulator --help``."""
     from ..simulator import serve
 
     raise typer.Exit(serve(list(ctx.args), prog="deepseek-review simulator"))

@@ -34,7 +34,7 @@ def stats(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    # Its help: its summary in commands.COMMANDS.
+    """Count reviews, segments and tokens per model and per month, read from the receipts."""
     from .. import api
 
     root = api.repo_root(repo_root)

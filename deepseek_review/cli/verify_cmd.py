@@ -136,8 +136,9 @@ def verify(
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    # Its help: its summary in commands.COMMANDS, then this docstring.
-    """Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
+    """Check receipts: schema, answer hash, chain, context files, the exact prompt, and signatures.
+
+    Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
     3 when a PATH does not exist, 2 on a usage error.
     """
     from .. import api
