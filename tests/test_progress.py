@@ -362,25 +362,3 @@ def test_dumb_terminal_gets_plain_lines(repo, simulator):
 
 
 # --------------------------------------------------------------------------- start-up time
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--version"],
-        ["--help"],
-        ["run", "-c", "docs/spec.md", "-p", "Check.", "--dry-run"],
-        ["batch", "reviews.toml", "--dry-run"],
-        ["verify"],
-    ],
-    ids=["version", "help", "run-dry-run", "batch-dry-run", "verify"],
-)
-def test_commands_that_draw_no_progress_do_not_import_rich(repo, args):
-    manifest(repo, ["a"])
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "deepseek_review", *args],
-        cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()]
-    assert not [m for m in imported if m == "rich" or m.startswith("rich.")]
