@@ -278,24 +278,23 @@ def _judge(root: Path, report: VerifyReport, policy: TrustPolicy, out: Admission
     again without them (they were in the chain walks)."""
     passed: list[str] = []
     more: dict[str, str] = {}
-    if not policy.enforced:  # local use: the operator's own files, read as they are
-        for r in report.receipts:
-            out.admitted.add(r.receipt_path)
-            if r.status == "fail":
-                out.unverified[r.receipt_path] = "does not verify (" + ", ".join(r.failed) + ")"
-                failed = [c for c in r.checks if c.status == "fail"]
-                out.details[r.receipt_path] = f"{failed[0].name}: {failed[0].detail}"
-        return {}
     for r in report.receipts:
-        if r.status == "fail":
-            why = "does not verify (" + ", ".join(r.failed) + ")"
-            out.set_aside[r.receipt_path] = why
-            failed = [c for c in r.checks if c.status == "fail"]
-            out.details[r.receipt_path] = f"{failed[0].name}: {failed[0].detail}"
-            if "signature" in r.failed:
-                more[r.receipt_path] = why
-        else:
+        if r.status != "fail":
             passed.append(r.receipt_path)
+            continue
+        why = "does not verify (" + ", ".join(r.failed) + ")"
+        failed = [c for c in r.checks if c.status == "fail"]
+        out.details[r.receipt_path] = f"{failed[0].name}: {failed[0].detail}"
+        if not policy.enforced:  # local use: read as it is, but it decides nothing
+            out.admitted.add(r.receipt_path)
+            out.unverified[r.receipt_path] = why
+            continue
+        out.set_aside[r.receipt_path] = why
+        if "signature" in r.failed:
+            more[r.receipt_path] = why
+    if not policy.enforced:  # local use: the operator's own files, read as they are
+        out.admitted.update(passed)
+        return {}
     signed = {r.receipt_path for r in report.receipts if r.signer is not None}
     for rel, unvouched in vouched(root, policy, passed, signed).items():
         if unvouched is None:
