@@ -138,6 +138,16 @@ class PinnedBytes(NamedTuple):
     """Whether git could be asked at all (outside a repository there is no fix to name)."""
     from_git: frozenset[str]
     """The paths read from git's objects (the others are the working tree's bytes)."""
+    pinned: frozenset[str]
+    """Every pinned path (read from here); other references are the working tree's."""
+
+    def reader(self, tree: Reader) -> Reader:
+        """The record's references: pinned files as found here, the rest through ``tree``."""
+
+        def read(path: str) -> bytes | None:
+            return self.found.get(path) if path in self.pinned else tree(path)
+
+        return read
 
 
 class TreeHashes:
@@ -175,6 +185,7 @@ def pinned_bytes(
     the files without ``.git`` verifies by hashes, and git is asked only for files that moved."""
     hashes = hashes or TreeHashes()
     pins = [p for p in file_pins(git).values() if p.blob is not None]
+    pinned = frozenset(p.path for p in pins)
     found: dict[str, bytes] = {}
     wanted: list[FilePin] = []
     for pin in pins:
@@ -186,7 +197,7 @@ def pinned_bytes(
             wanted.append(pin)
     store = BlobStore(root) if blobs is None and wanted else blobs
     if not wanted or store is None:
-        return PinnedBytes(found, [], True, frozenset())
+        return PinnedBytes(found, [], True, frozenset(), pinned)
     try:
         got = store.read([pin.blob or "" for pin in wanted])
     finally:
@@ -200,7 +211,7 @@ def pinned_bytes(
         else:
             found[pin.path] = data
     from_git = frozenset(p.path for p in wanted) - {p.path for p in missing}
-    return PinnedBytes(found, missing, store.in_repository, from_git)
+    return PinnedBytes(found, missing, store.in_repository, from_git, pinned)
 
 
 def pinned_reader(
@@ -224,12 +235,7 @@ def pinned_reader(
             f"context file {gone.path}: changed since the review, and there is no git "
             f"repository here to read its pinned blob {short(gone.blob or '')} from"
         )
-    pinned = {p for p, pin in file_pins(git).items() if pin.blob is not None}
-
-    def read(path: str) -> bytes | None:
-        return got.found.get(path) if path in pinned else fallback(path)
-
-    return read
+    return got.reader(fallback)
 
 
 def receipt_paths(files: Sequence[str], git: Mapping[str, Any] | None) -> list[str]:

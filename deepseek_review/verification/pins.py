@@ -82,18 +82,14 @@ def check_pinned(
             problem = f"changed since the review, and no git repository here holds {named}"
         return soft(strict, "prompt", f"cannot rebuild the request: {problem}")
     pins = file_pins(git)
-
-    def read(path: str) -> bytes | None:
-        pin = pins.get(path)
-        return got.found.get(path) if pin is not None and pin.blob else fallback(path)
-
+    read = got.reader(fallback)
     refs = file_refs(record.messages)
 
     def digest(path: str) -> str:
         data = read(path) or b""
         return sha256_tag(data) if path in got.from_git else hashes.sha256(path, data)
 
-    bad = [p for p, ref in refs.items() if pins.get(p) and pins[p].blob and digest(p) != ref.sha256]
+    bad = [p for p, ref in refs.items() if p in got.pinned and digest(p) != ref.sha256]
     if bad:
         return CheckResult(
             "prompt",
