@@ -55,9 +55,9 @@ from .context_types import (
     Output,
     Skipped,
     excluded,
-    exclusion,
     is_glob,
     plural,
+    split_exclusions,
     written_by_tool,
 )
 from .errors import InputError
@@ -199,9 +199,7 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
         seen.update(new)
         entries.extend([(rel, False) for rel in new])
 
-    specs = list(specs)
-    excludes = [x for spec in specs if (x := exclusion(spec)) is not None]
-    specs = [spec for spec in specs if exclusion(spec) is None]
+    specs, excludes = split_exclusions(specs)
 
     any_spec = False
     for spec in specs:

@@ -148,12 +148,17 @@ def is_glob(spec: str) -> bool:
 _EXCLUDE_PREFIXES = (":(exclude)", ":!", ":^")
 
 
-def exclusion(spec: str) -> str | None:
-    """The pattern of an exclusion spec, or None for a spec that names context."""
-    for prefix in _EXCLUDE_PREFIXES:
-        if spec.startswith(prefix):
-            return spec[len(prefix) :]
-    return None
+def split_exclusions(specs: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The specs that name context, and the patterns of those that exclude (git's magic)."""
+    names: list[str] = []
+    patterns: list[str] = []
+    for spec in specs:
+        prefix = next((p for p in _EXCLUDE_PREFIXES if spec.startswith(p)), None)
+        if prefix is None:
+            names.append(spec)
+        else:
+            patterns.append(spec[len(prefix) :])
+    return names, patterns
 
 
 def excluded(rel: str, patterns: Sequence[str]) -> bool:

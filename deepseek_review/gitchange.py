@@ -17,7 +17,7 @@ from .context_types import (
     Output,
     Skipped,
     excluded,
-    exclusion,
+    split_exclusions,
     written_by_tool,
 )
 from .errors import InputError
@@ -61,8 +61,7 @@ def plan_change(
         from .sincelast import narrow
 
         rng = narrow(root, out_dir, topic, rng)
-    excludes = [x for spec in specs if (x := exclusion(spec)) is not None]
-    specs = [spec for spec in specs if exclusion(spec) is None]
+    specs, excludes = split_exclusions(specs)
     rules = _NoiseRules(root, rng.base, opts, outputs, excludes)
     diff = make_diff(root, rng, opts.settings, rules)
     if not diff.shown:

@@ -22,8 +22,8 @@ from .context_types import (
     Output,
     Skipped,
     excluded,
-    exclusion,
     sha256_tag,
+    split_exclusions,
 )
 from .errors import InputError, MissingObject
 from .gitdiff import Diff
@@ -69,8 +69,7 @@ def gather_at_commit(
     """The files ``specs`` (paths, folders, globs) name in ``commit``, read from its blobs,
     each with its blob id, and what a folder or glob listed that cannot be sent. A spec that
     names nothing there, or a file named that cannot be sent, is refused."""
-    excludes = [x for spec in specs if (x := exclusion(spec)) is not None]
-    specs = [spec for spec in specs if exclusion(spec) is None]
+    specs, excludes = split_exclusions(specs)
     if not specs:
         raise InputError(f"no context given: pass {name_of('context')} with a file, folder or glob")
     if not in_git_work_tree(root):
