@@ -256,28 +256,30 @@ def _scrub(text: str) -> str:
     return redact(text, STATE.secret)
 
 
-def _report(kind: str, exit_code: int, line: str, message: str, hint: str = "") -> NoReturn:
-    """The one way a command fails: one stderr line, the JSON error object on stdout when
-    ``--json`` asked for JSON and none was printed yet, and the exit code."""
+def _end(exit_code: int, line: str, document: dict[str, Any]) -> NoReturn:
+    """End the command: one stderr line, ``document`` on stdout when ``--json`` asked for
+    JSON and none was printed yet, and the exit code."""
     # The line may quote a server, a receipt or a file name: shown, never obeyed.
     sys.stderr.write(escape(_scrub(line).replace("\n", " ")) + "\n")
     sys.stderr.flush()
     if STATE.json and not STATE.json_written:
-        error = {"kind": kind, "exit_code": exit_code, "message": _scrub(message)}
-        if hint:
-            error["hint"] = _scrub(hint)
         with contextlib.suppress(StdoutClosed):
-            _json_out({"error": error})
+            _json_out(document)
     sys.exit(exit_code)
+
+
+def _report(kind: str, exit_code: int, line: str, message: str, hint: str = "") -> NoReturn:
+    """The one way a command fails: :func:`_end` with the JSON error object."""
+    error = {"kind": kind, "exit_code": exit_code, "message": _scrub(message)}
+    if hint:
+        error["hint"] = _scrub(hint)
+    _end(exit_code, line, {"error": error})
 
 
 def _nothing_new(exc: ReviewError) -> NoReturn:
     """Not a failure: one line, ``--json`` says so, exit 0."""
-    sys.stderr.write(escape(_scrub(f"deepseek-review: {exc.message}")) + "\n")
-    if STATE.json and not STATE.json_written:
-        with contextlib.suppress(StdoutClosed):
-            _json_out({"status": "nothing_new", "message": _scrub(exc.message)})
-    sys.exit(0)
+    message = _scrub(exc.message)
+    _end(0, f"deepseek-review: {exc.message}", {"status": "nothing_new", "message": message})
 
 
 def _fail(exc: ReviewError) -> NoReturn:
