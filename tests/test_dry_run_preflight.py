@@ -94,6 +94,16 @@ def test_the_dry_run_with_json_reports_the_refusal_as_its_error_object(
     assert sim.chat_requests() == []
 
 
+def _set_reasoning_high(repo: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> str:
+    """``reasoning = high`` from the environment or the repository's config: how an error
+    names where it was set."""
+    if source == "env":
+        monkeypatch.setenv("DEEPSEEK_REVIEW_REASONING", "high")
+        return "DEEPSEEK_REVIEW_REASONING"
+    (repo / ".deepseek-review.toml").write_text('reasoning = "high"\n')
+    return ".deepseek-review.toml reasoning"
+
+
 @pytest.mark.parametrize(
     "source",
     ["env", "config"],
@@ -102,12 +112,7 @@ def test_a_dry_run_refusal_names_where_the_level_was_set(
     repo: Path, make_simulator: MakeSim, cli: Any, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
     sim = make_simulator(reasoning_words=0)
-    if source == "env":
-        monkeypatch.setenv("DEEPSEEK_REVIEW_REASONING", "high")
-        name = "DEEPSEEK_REVIEW_REASONING"
-    else:
-        (repo / ".deepseek-review.toml").write_text('reasoning = "high"\n')
-        name = ".deepseek-review.toml reasoning"
+    name = _set_reasoning_high(repo, monkeypatch, source)
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url, "--dry-run")
     assert r.code == 2
     assert last_line(r.err).startswith(f"deepseek-review: error: {name} high: ")
@@ -250,12 +255,7 @@ def test_a_batch_and_its_dry_run_name_where_a_refused_level_was_set(
     from tests.test_batch import batch, manifest
 
     sim = make_simulator(reasoning_words=0)
-    if source == "env":
-        monkeypatch.setenv("DEEPSEEK_REVIEW_REASONING", "high")
-        name = "DEEPSEEK_REVIEW_REASONING"
-    else:
-        (repo / ".deepseek-review.toml").write_text('reasoning = "high"\n')
-        name = ".deepseek-review.toml reasoning"
+    name = _set_reasoning_high(repo, monkeypatch, source)
     manifest(repo, ["a"])
     dry, real = batch(cli, sim, "--dry-run"), batch(cli, sim)
     assert (dry.code, real.code) == (11, 11)
