@@ -57,12 +57,11 @@ def _pattern(kind: str) -> re.Pattern[str]:
 
 
 def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _shown(match.group())
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    return _json_shown(match.group())
 
 
 def _shown(c: str) -> str:
