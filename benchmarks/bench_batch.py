@@ -54,14 +54,14 @@ ARRIVAL_ROUNDS = 3
 #: Where ours' time before its first request goes: the wall time inside each of these in one
 #: run (patched before anything imports them by name), in the order a batch reaches them.
 SPANS = (
-    ("deepseek_review.manifestfile", "read_manifest", "reading and checking the manifest"),
-    ("deepseek_review.plan", "plan_review", "planning an entry"),
+    ("deepseek_review.batch.manifest_file", "read_manifest", "reading and checking the manifest"),
+    ("deepseek_review.reviewing.plan", "plan_review", "planning an entry"),
     (
-        "deepseek_review.batch_plan",
+        "deepseek_review.batch.plan",
         "prepare_batch",
         "the manifest read, checked and every entry planned (the two above included)",
     ),
-    ("deepseek_review.repo", "_run_git", "git run (the repository, each glob's files)"),
+    ("deepseek_review.git.runner", "_run_git", "git run (the repository, each glob's files)"),
 )
 
 _FILES = {

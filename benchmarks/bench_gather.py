@@ -66,7 +66,7 @@ def run(work: Path, rounds: int = ROUNDS, files: int = FILES) -> BenchResult:
     total = _make_repo(root, files)
     limit = str(total * 2)
     gather_code = (
-        "from pathlib import Path; from deepseek_review.context import ContextLimits, "
+        "from pathlib import Path; from deepseek_review.context.gather import ContextLimits, "
         "gather_context; "
         f"gather_context(Path('.').resolve(), ['.'], ContextLimits({limit}, {limit}))"
     )

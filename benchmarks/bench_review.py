@@ -149,11 +149,19 @@ class Sides:
 #: Where ours' time goes besides imports: the wall time spent inside each of these functions in
 #: one run (patched before anything imports them by name), in the order a run reaches them.
 SPANS = (
-    ("deepseek_review.repo", "_run_git", "git processes"),
-    ("deepseek_review.segment", "write_segment", "answer, record and receipt written and fsynced"),
+    ("deepseek_review.git.runner", "_run_git", "git processes"),
+    (
+        "deepseek_review.reviewing.segment",
+        "write_segment",
+        "answer, record and receipt written and fsynced",
+    ),
     ("deepseek_review.ollama.fit", "preflight", "the Ollama pre-flight (3 requests)"),
-    ("deepseek_review.client", "ChatClient._attempt", "the chat request and its streamed answer"),
-    ("deepseek_review.plan", "plan_review", "planning once imported"),
+    (
+        "deepseek_review.chat.client",
+        "ChatClient._attempt",
+        "the chat request and its streamed answer",
+    ),
+    ("deepseek_review.reviewing.plan", "plan_review", "planning once imported"),
 )
 
 

@@ -66,7 +66,7 @@ class _Client:
 
     def complete(self, body: bytes, *, model: str, stream: bool, **hooks: object) -> Any:
         """ChatClient.complete's shape; the progress and attempt hooks are not needed here."""
-        from deepseek_review.calls import Completion, Usage
+        from deepseek_review.chat.types import Completion, Usage
 
         self.calls += 1
         self.segments_left -= 1
@@ -88,7 +88,7 @@ def make_corpus(root: Path, receipts: int = RECEIPTS, *, pinned: bool = False) -
     """Write ``receipts`` receipts (with answers and records) under ``root/reviews``;
     ``pinned``: the context files committed first, so every record pins them to their blobs
     (verify then checks each against its blob)."""
-    from deepseek_review.pipeline import ReviewOptions, plan_review
+    from deepseek_review.reviewing.pipeline import ReviewOptions, plan_review
 
     logging.getLogger("deepseek_review").setLevel(logging.ERROR)
     root.mkdir(parents=True, exist_ok=True)
@@ -124,7 +124,7 @@ def make_corpus(root: Path, receipts: int = RECEIPTS, *, pinned: bool = False) -
 
 
 def _write_reviews(plans: list[Any], client: _Client, now: datetime, receipts: int) -> int:
-    from deepseek_review.pipeline import ContinuationOptions, send_review
+    from deepseek_review.reviewing.pipeline import ContinuationOptions, send_review
 
     made = i = 0
     while made < receipts:

@@ -232,7 +232,7 @@ class SimulatorProcess:
     def __init__(
         self, *flags: str, record: Path | None = None, arrivals: Path | None = None
     ) -> None:
-        argv = [sys.executable, "-m", "deepseek_review.simulator"]
+        argv = [sys.executable, "-m", "deepseek_review.testing.simulator"]
         if record is not None or arrivals is not None:
             argv = [sys.executable, "-m", "benchmarks.simrecord"]
             argv += ["--record", str(record)] if record is not None else []

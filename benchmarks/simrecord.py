@@ -1,7 +1,7 @@
 """The bundled simulator, recording what it was sent: for the benchmarks' same-work checks.
 
 ``python -m benchmarks.simrecord [--record FILE] [--arrivals FILE] [simulator flags]`` serves
-like ``python -m deepseek_review.simulator`` and, when stopped (SIGTERM or SIGINT), writes the
+like ``python -m deepseek_review.testing.simulator`` and, when stopped (SIGTERM or SIGINT), writes the
 sha256 of every chat request body it received to the ``--record`` FILE, and the time each
 arrived (seconds since the epoch, as the simulator admitted it, before its latency) to the
 ``--arrivals`` FILE, one per line, in the order they came. Never the simulator of a timed
@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.simulator import RecordedRequest, Simulator
-from deepseek_review.simulator.command import build_parser
-from deepseek_review.simulator.config import SimulatorConfig
+from deepseek_review.testing.simulator import RecordedRequest, Simulator
+from deepseek_review.testing.simulator.command import build_parser
+from deepseek_review.testing.simulator.config import SimulatorConfig
 
 
 def main(argv: list[str]) -> int:

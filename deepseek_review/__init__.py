@@ -15,12 +15,12 @@ from __future__ import annotations
 # Not typing's: `deepseek-review --version` imports this package and nothing else it need not.
 TYPE_CHECKING = False
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from .api import (
+    from deepseek_review.api import (
         attest,
         configuration,
         continue_review,
@@ -38,24 +38,24 @@ if TYPE_CHECKING:
         stats,
         verify,
     )
-    from .batch import BatchOptions, BatchReport, EntryReport
-    from .errors import ReviewError
-    from .pipeline import ContinuationOptions, ReviewOptions, ReviewResult
-    from .segment import Segment
-    from .verification import CheckResult, ReceiptReport, VerifyReport
+    from deepseek_review.batch.run import BatchOptions, BatchReport, EntryReport
+    from deepseek_review.errors import ReviewError
+    from deepseek_review.reviewing.pipeline import ContinuationOptions, ReviewOptions, ReviewResult
+    from deepseek_review.reviewing.segment import Segment
+    from deepseek_review.verification import CheckResult, ReceiptReport, VerifyReport
 
 #: Where each public name that is not a library call lives (the calls are in :mod:`.api`).
 _HOMES = {
-    "ReviewOptions": "pipeline",
-    "ContinuationOptions": "pipeline",
-    "ReviewResult": "pipeline",
-    "Segment": "segment",
+    "ReviewOptions": "reviewing.pipeline",
+    "ContinuationOptions": "reviewing.pipeline",
+    "ReviewResult": "reviewing.pipeline",
+    "Segment": "reviewing.segment",
     "VerifyReport": "verification",
     "ReceiptReport": "verification",
     "CheckResult": "verification",
-    "BatchOptions": "batch",
-    "BatchReport": "batch",
-    "EntryReport": "batch",
+    "BatchOptions": "batch.run",
+    "BatchReport": "batch.run",
+    "EntryReport": "batch.run",
     "ReviewError": "errors",
 }
 

@@ -21,7 +21,7 @@ def main() -> None:
 
 
 def _print_version() -> None:
-    from deepseek_review import __version__
+    from deepseek_review._version import __version__
 
     try:
         sys.stdout.write(f"deepseek-review {__version__}\n")

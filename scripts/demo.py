@@ -98,7 +98,7 @@ def start_simulator() -> tuple[subprocess.Popen[str], str]:
         [
             sys.executable,
             "-m",
-            "deepseek_review.simulator",
+            "deepseek_review.testing.simulator",
             "--port",
             "0",
             "--quiet",

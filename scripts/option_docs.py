@@ -3,7 +3,7 @@
 README.md and docs/batch.md hold blocks between `<!-- options: SCOPE -->` and
 `<!-- /options -->` markers (SCOPE: `entry`, the keys of a manifest entry; `config_file`, the
 settings of a config file and the environment); `python scripts/option_docs.py` rewrites each
-from the option table (deepseek_review/opttable.py), and `--check` exits 1 if any differs
+from the option table (deepseek_review/options/rows.py), and `--check` exits 1 if any differs
 (tests/test_options.py runs the same comparison).
 """
 
@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from deepseek_review.options import DEFAULTS, ENV, OPTIONS, in_scope
+from deepseek_review.options.table import DEFAULTS, ENV, OPTIONS, in_scope
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = (ROOT / "README.md", ROOT / "docs" / "batch.md")

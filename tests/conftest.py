@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.stubs import Reply, Stub
 
 

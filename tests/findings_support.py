@@ -57,7 +57,7 @@ def assert_valid_findings_json(doc: Any) -> None:
     """Against this tool's own export schema (``schemas/deepseek-review-findings-v1``)."""
     from jsonschema import Draft202012Validator
 
-    from deepseek_review.resources import resource_dir
+    from deepseek_review.util.resources import resource_dir
 
     path = resource_dir("schemas") / "deepseek-review-findings-v1.schema.json"
     schema = json.loads(path.read_text(encoding="utf-8"))

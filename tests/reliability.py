@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.batch import BatchOptions, prepare_batch
-from deepseek_review.chain import find_chain, read_answer, stitched_text
+from deepseek_review.batch.run import BatchOptions, prepare_batch
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.chain import find_chain, read_answer, stitched_text
 from deepseek_review.records.naming import RECEIPT_SUFFIX, RECORD_SUFFIX
 from deepseek_review.records.rebuild import rebuild_body, repo_reader
+from deepseek_review.records.storage import TEMP_PREFIX, TEMP_SUFFIX
 from deepseek_review.records.stored import ChainSegment, load_segment
-from deepseek_review.simulator import RecordedRequest, full_answer
-from deepseek_review.simulator.answer import key_digest
-from deepseek_review.storage import TEMP_PREFIX, TEMP_SUFFIX
+from deepseek_review.testing.simulator import RecordedRequest, full_answer
+from deepseek_review.testing.simulator.answer import key_digest
 from deepseek_review.verification import verify
 
 OUT = "reviews"

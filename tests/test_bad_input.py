@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from deepseek_review.records.request_record import RECORD_SCHEMA
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.builders import continuation_receipt, primary_receipt, sha
 from tests.stubs import Reply, Stub
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.batch import BatchOptions, run_batch
-from deepseek_review.manifest import Shard
-from deepseek_review.simulator import Simulator, full_answer
+from deepseek_review.batch.manifest import Shard
+from deepseek_review.batch.run import BatchOptions, run_batch
+from deepseek_review.testing.simulator import Simulator, full_answer
 from tests.conftest import files_under
 
 

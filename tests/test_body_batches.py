@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from deepseek_review.records.canonical import BATCH, SLICE
-from deepseek_review.request import BodyOptions
+from deepseek_review.reviewing.request import BodyOptions
 from tests.test_body_memory import TRICKY, both_ways, file_of
 
 
 @pytest.fixture(autouse=True)
 def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("deepseek_review.request.STREAM_ABOVE", 0)
+    monkeypatch.setattr("deepseek_review.reviewing.request.STREAM_ABOVE", 0)
 
 
 def test_many_small_files_are_written_as_the_canonical_encoding() -> None:

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.context import ContextFile, ContextLimits
-from deepseek_review.context_read import PIECE, read_context_file
+from deepseek_review.context.gather import ContextFile, ContextLimits
+from deepseek_review.context.read import PIECE, read_context_file
 from deepseek_review.errors import InputError
-from deepseek_review.plan import ReviewOptions, plan_review
-from deepseek_review.prompt import frame_messages, load_template
 from deepseek_review.records.canonical import SLICE, canonical_json, sha256_tag
-from deepseek_review.request import BodyOptions, WireMessage, prepare
+from deepseek_review.reviewing.plan import ReviewOptions, plan_review
+from deepseek_review.reviewing.prompt import frame_messages, load_template
+from deepseek_review.reviewing.request import BodyOptions, WireMessage, prepare
 
 #: Text a JSON encoder must get right: quotes, backslashes, every control character, DEL,
 #: line and paragraph separators, non-ASCII in 2, 3 and 4 UTF-8 bytes.
@@ -39,7 +39,7 @@ TRICKY = (
 def body_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs with bodies written piece by piece and encoded in one go (small)."""
     if request.param == "streamed":
-        monkeypatch.setattr("deepseek_review.request.STREAM_ABOVE", 0)
+        monkeypatch.setattr("deepseek_review.reviewing.request.STREAM_ABOVE", 0)
     return str(request.param)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import CliResult, run_review
 from tests.test_batch import batch, manifest
 from tests.test_diff_review import base_commit, commit

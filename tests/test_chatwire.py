@@ -1,4 +1,4 @@
-"""The wire parsing of :mod:`deepseek_review.chatwire`, without a server: bytes in, a
+"""The wire parsing of :mod:`deepseek_review.chat.wire`, without a server: bytes in, a
 Completion (or the reason there is none) out."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from deepseek_review import chatwire
+from deepseek_review.chat import wire as chatwire
 
 
 def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:

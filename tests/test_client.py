@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.retry import parse_retry_after
-from deepseek_review.simulator import GARBAGE_FAULTS, TRANSIENT_FAULTS, Simulator
+from deepseek_review.chat.retry import parse_retry_after
+from deepseek_review.testing.simulator import GARBAGE_FAULTS, TRANSIENT_FAULTS, Simulator
 from tests.conftest import files_under
 from tests.stubs import Reply
 

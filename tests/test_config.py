@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.config import resolve
 from deepseek_review.errors import ConfigError
+from deepseek_review.options.config import resolve
 
 
 def write(root: Path, name: str, text: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from deepseek_review import api
-from deepseek_review.api_views import Configuration, ShownChain
+from deepseek_review.api.views import Configuration, ShownChain
 
 _MAIN = "from deepseek_review.__main__ import main; main()"
 
@@ -34,7 +34,7 @@ def _console(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_version_prints_the_version_line_without_loading_the_command_line(repo: Path) -> None:
     """``--version`` is answered before typer is imported: it must stay within 0.1 s."""
-    from deepseek_review import __version__
+    from deepseek_review._version import __version__
 
     code = (
         "import sys; sys.argv[1:] = ['--version']; from deepseek_review.__main__ import main; "

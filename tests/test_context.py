@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.context import ContextLimits, gather_context
+from deepseek_review.context.gather import ContextLimits, gather_context
 from deepseek_review.errors import InputError
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under, git
 
 Cli = Callable[..., Any]
@@ -256,7 +256,7 @@ def test_outside_git_the_fallback_lists_what_git_lists(plain_tree, cli):
     """The pathspec fallback lists exactly what git lists for the same tree."""
     outside = listed(cli, ".")
     git(plain_tree, "init", "-q")
-    from deepseek_review import repo
+    from deepseek_review.git import runner as repo
 
     repo.forget_git_facts()
     assert listed(cli, ".") == outside

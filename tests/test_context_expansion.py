@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under
 from tests.test_context import assert_refused, run_against, write
 

@@ -12,8 +12,8 @@ from jsonschema import Draft202012Validator
 
 from deepseek_review.records.canonical import canonical_json, sha256_tag
 from deepseek_review.records.rebuild import rebuild_body, repo_reader
-from deepseek_review.resources import schema_path
-from deepseek_review.simulator import full_answer
+from deepseek_review.testing.simulator import full_answer
+from deepseek_review.util.resources import schema_path
 from tests.conftest import run_review
 
 pytestmark = pytest.mark.usefixtures("both_apis")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_review.simulator import full_answer
+from deepseek_review.testing.simulator import full_answer
 from tests.conftest import run_review
 
 pytestmark = pytest.mark.usefixtures("both_apis")

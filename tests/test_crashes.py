@@ -32,10 +32,10 @@ from typing import Any
 
 import pytest
 
-from deepseek_review import storage
 from deepseek_review.errors import ConfigError
-from deepseek_review.simulator import RecordedRequest
-from deepseek_review.storage import CRASH_POINTS
+from deepseek_review.records import storage
+from deepseek_review.records.storage import CRASH_POINTS
+from deepseek_review.testing.simulator import RecordedRequest
 from tests.reliability import (
     ANSWER_WORDS,
     MANIFEST,

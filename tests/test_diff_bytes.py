@@ -156,7 +156,7 @@ def test_the_record_verifies_strict_after_the_user_driver_config_changed(repo, c
 def test_a_record_made_before_drivers_were_set_back_still_verifies(
     repo, cli, simulator, monkeypatch
 ):
-    import deepseek_review.gitdiff as gitdiff
+    import deepseek_review.git.diff as gitdiff
 
     rng = change(repo)
     with monkeypatch.context() as m:  # as earlier versions made it: the driver as configured

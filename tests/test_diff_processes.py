@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from deepseek_review import api
+from deepseek_review.context.git_plan import GitOptions
 from deepseek_review.errors import ReviewError
-from deepseek_review.gitreview import GitOptions
-from deepseek_review.plan import ReviewOptions, plan_review
+from deepseek_review.reviewing.plan import ReviewOptions, plan_review
 from tests.conftest import git
 from tests.test_diff_review import base_commit, commit
 from tests.test_git_processes import _git_calls

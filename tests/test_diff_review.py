@@ -351,7 +351,7 @@ def test_a_batch_skips_an_entry_with_nothing_new_and_continues_a_truncated_one(
 
 
 def test_a_manifest_entry_reviews_a_change(repo: Path) -> None:
-    from deepseek_review.manifest import plan_manifest
+    from deepseek_review.batch.manifest import plan_manifest
 
     a = base_commit(repo)
     b = commit(repo, "fix", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n"})
@@ -363,7 +363,7 @@ def test_a_manifest_entry_reviews_a_change(repo: Path) -> None:
 
 
 def test_a_manifest_entry_may_not_review_the_staged_change(repo: Path) -> None:
-    from deepseek_review.manifest import ManifestError, plan_manifest
+    from deepseek_review.batch.manifest import ManifestError, plan_manifest
 
     base_commit(repo)
     (repo / "r.toml").write_text(
@@ -436,7 +436,7 @@ def test_a_change_over_the_context_limit_is_refused_before_anything_is_sent(
 
 
 def test_a_manifest_entry_reads_its_context_from_a_commit(repo: Path) -> None:
-    from deepseek_review.manifest import plan_manifest
+    from deepseek_review.batch.manifest import plan_manifest
 
     a = base_commit(repo)
     (repo / "docs" / "spec.md").write_text("changed since\n", encoding="utf-8")

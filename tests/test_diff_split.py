@@ -1,4 +1,4 @@
-"""A change's patch split per file (:mod:`deepseek_review.gitpatch`): the listing, each
+"""A change's patch split per file (:mod:`deepseek_review.git.patch`): the listing, each
 file's section and what is binary are where git puts them, a git that fails part way is one
 line and its exit code, and the fence found while splitting is the one the kept text needs."""
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.gitdiff import Decide, DiffSettings, Range, make_diff
-from deepseek_review.gitpatch import Change, parse_patch
-from deepseek_review.prompt import fence_for
-from deepseek_review.repo import git_output
+from deepseek_review.git.diff import Decide, DiffSettings, Range, make_diff
+from deepseek_review.git.patch import Change, parse_patch
+from deepseek_review.git.runner import git_output
+from deepseek_review.reviewing.prompt import fence_for
 from tests.conftest import git
 from tests.test_diff_review import base_commit, commit
 

@@ -13,7 +13,7 @@ import pytest
 
 from deepseek_review import api
 from deepseek_review.errors import ConfigError, PromptDoesNotFit
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under
 from tests.test_prompt_truncation import big_spec
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.endpoint import chat_url, ollama_host_url, resolve_endpoint
+from deepseek_review.chat.endpoint import chat_url, ollama_host_url, resolve_endpoint
 from deepseek_review.errors import ConfigError
 from tests.conftest import files_under, use_key
 

@@ -14,7 +14,7 @@ import pytest
 
 from deepseek_review import errors
 from deepseek_review.errors import EXIT_CODES, ReviewError
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -148,7 +148,7 @@ def test_unexpected_exception_is_one_line_naming_it_and_exit_1(repo, cli, monkey
     def broken(*a: Any, **kw: Any) -> Any:
         raise RuntimeError("something broke\nsecond line")
 
-    monkeypatch.setattr("deepseek_review.plan.plan_review", broken)
+    monkeypatch.setattr("deepseek_review.reviewing.plan.plan_review", broken)
     r = cli("run", "-p", "x", "-c", "docs/spec.md")
     assert r.code == 1
     assert r.err.splitlines() == [
@@ -161,7 +161,7 @@ def test_unexpected_exception_with_verbose_shows_the_traceback(repo, cli, monkey
     def broken(*a: Any, **kw: Any) -> Any:
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr("deepseek_review.plan.plan_review", broken)
+    monkeypatch.setattr("deepseek_review.reviewing.plan.plan_review", broken)
     with pytest.raises(RuntimeError):
         cli("--verbose", "run", "-p", "x", "-c", "docs/spec.md")
 
@@ -170,7 +170,7 @@ def test_interrupt_exits_130_with_one_line(repo, cli, monkeypatch):
     def interrupted(*a: Any, **kw: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("deepseek_review.plan.plan_review", interrupted)
+    monkeypatch.setattr("deepseek_review.reviewing.plan.plan_review", interrupted)
     r = cli("run", "-p", "x", "-c", "docs/spec.md")
     assert r.code == 130
     assert r.err.splitlines() == ["deepseek-review: error: interrupted"]

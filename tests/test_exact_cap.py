@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review import chatwire
-from deepseek_review.simulator import Simulator, full_answer
+from deepseek_review.chat import wire as chatwire
+from deepseek_review.testing.simulator import Simulator, full_answer
 from tests.conftest import CliResult, run_review
 from tests.test_chatwire import chunk, read
 from tests.test_paid_requests import answers, primary_messages, refused

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.chain import find_chain
-from deepseek_review.simulator import TRANSIENT_FAULTS
+from deepseek_review.records.chain import find_chain
+from deepseek_review.testing.simulator import TRANSIENT_FAULTS
 from tests.reliability import (
     ANSWER_WORDS,
     REASONING_WORDS,

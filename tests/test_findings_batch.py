@@ -39,7 +39,7 @@ def test_a_batch_without_findings_reports_none_and_never_loads_the_findings_modu
     sim = make_simulator(answer_words=20)
     manifest(repo, ["a", "b"])
     code = (
-        "import sys; from deepseek_review.batch import BatchOptions, run_batch; "
+        "import sys; from deepseek_review.batch.run import BatchOptions, run_batch; "
         "r = run_batch(BatchOptions(manifest='reviews.toml', "
         f"overrides={{'endpoint': {sim.base_url!r}}})); "
         "print([e.status for e in r.entries], [e.findings for e in r.entries], "

@@ -159,7 +159,7 @@ def test_the_library_call_returns_the_export_and_leaves_the_gate_to_the_caller(
 
 def test_a_folder_of_many_chains_glances_at_each_receipt_once(repo, cli, make_stub, monkeypatch):
     """One chain index for the whole folder: finding every chain stays linear."""
-    import deepseek_review.chain as chain_module
+    import deepseek_review.records.chain as chain_module
 
     for _ in range(6):
         review_answering(cli, make_stub, [PROSE_END + block(item())])

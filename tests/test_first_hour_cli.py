@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under, git, run_review
 
 Cli = Callable[..., Any]
@@ -184,7 +184,7 @@ def test_every_help_ends_with_its_example(command):
 
 
 def test_simulator_help_lists_every_fault_kind_and_shows_defaults():
-    from deepseek_review.simulator import ALL_FAULTS
+    from deepseek_review.testing.simulator import ALL_FAULTS
 
     text = _help("simulator")
     for kind in ALL_FAULTS:
@@ -253,7 +253,7 @@ def test_simulator_unknown_host_is_one_line_exit_2():
 
 def test_simulator_module_entry_point_reports_usage_errors_in_one_line():
     out = subprocess.run(
-        [sys.executable, "-m", "deepseek_review.simulator", "--fault-kinds", "gremlins"],
+        [sys.executable, "-m", "deepseek_review.testing.simulator", "--fault-kinds", "gremlins"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -527,7 +527,7 @@ class _FrozenClock:
 def test_verify_lists_receipts_in_chain_order_not_name_order(
     repo, make_simulator, cli, monkeypatch
 ):
-    monkeypatch.setattr("deepseek_review.pipeline.datetime", _FrozenClock)
+    monkeypatch.setattr("deepseek_review.reviewing.pipeline.datetime", _FrozenClock)
     sim = make_simulator(answer_words=120)
     r = run_review(cli, sim, "--max-tokens", "10", "--max-continuations", "11")
     assert r.code == 0, r.err

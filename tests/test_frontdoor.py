@@ -16,7 +16,7 @@ import pytest
 
 from deepseek_review import api
 from deepseek_review.errors import ConfigError
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import run_review
 
 ENTRY = '[[review]]\ntopic = "spec"\nprompt = "Check."\ncontext = "docs/spec.md"\n'

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from deepseek_review import api
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import run_review
 from tests.findings_support import PROSE_END, block, item, review_answering
 from tests.sshkeys import make_key, needs_openssh

@@ -1,4 +1,4 @@
-"""The quick read of a listed file (:func:`deepseek_review.context_read.read_entries`) gives
+"""The quick read of a listed file (:func:`deepseek_review.context.read.read_entries`) gives
 what reading each file the full way gives, for every kind of file a folder can list, and the
 framing's quick ``FileRef`` is the ``FileRef`` its constructor makes."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from deepseek_review.context_read import PIECE, Opener, read_context_file, read_entries
-from deepseek_review.prompt import FileRef
+from deepseek_review.context.read import PIECE, Opener, read_context_file, read_entries
 from deepseek_review.records.parts import file_ref
+from deepseek_review.reviewing.prompt import FileRef
 
 MAX = 100_000
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_review.context import ContextFile, ContextLimits, gather_context
-from deepseek_review.context_read import Opener
-from deepseek_review.pinning import auto_pin
-from deepseek_review.prompt import (
+from deepseek_review.context.gather import ContextFile, ContextLimits, gather_context
+from deepseek_review.context.pins import auto_pin
+from deepseek_review.context.read import Opener
+from deepseek_review.reviewing.prompt import (
     _LANGUAGES,
     FileRef,
     _language,
@@ -28,7 +28,7 @@ from deepseek_review.prompt import (
     frame_messages,
     load_template,
 )
-from deepseek_review.request import BodyOptions, WireMessage, prepare
+from deepseek_review.reviewing.request import BodyOptions, WireMessage, prepare
 from tests.conftest import CliResult, git
 
 
@@ -189,7 +189,7 @@ def test_a_section_renders_to_the_parts_one_merge_of_everything_gives(
 ) -> None:
     """Joining only at the seams gives exactly the parts one merge of the whole list gave:
     placeholders next to each other, empty values, no files and a change before them."""
-    from deepseek_review.prompt import _render_section, frame_parts
+    from deepseek_review.reviewing.prompt import _render_section, frame_parts
 
     files = (
         [] if empty else [ContextFile("a.py", "x\n", "sha256:a", 2), ContextFile("b", "", "", 0)]

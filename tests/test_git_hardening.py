@@ -22,7 +22,12 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.repo import FILTER_FREE_COMMANDS, forget_git_facts, git_command, runs_filters
+from deepseek_review.git.runner import (
+    FILTER_FREE_COMMANDS,
+    forget_git_facts,
+    git_command,
+    runs_filters,
+)
 from tests.conftest import git
 from tests.sshkeys import allowed_signers, make_key, needs_openssh
 from tests.test_diff_review import base_commit, commit, dry
@@ -227,7 +232,7 @@ def _process_starts() -> dict[str, set[str]]:
 def test_every_program_the_package_starts_goes_through_one_of_its_runners() -> None:
     """The enumeration's other half: no module starts git (or anything) on its own, so every
     git command is one ``repo.git_command`` built, under the filter rule; programs are looked
-    up in one place (:mod:`deepseek_review.programs`)."""
+    up in one place (:mod:`deepseek_review.git.programs`)."""
     starts = _process_starts()
     assert starts.pop("programs.py") == {"shutil.which"}
     assert set(starts) == PROCESS_STARTERS

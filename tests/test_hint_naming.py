@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from deepseek_review import review
+from deepseek_review.chat.server_hints import Advice, context_overflow
 from deepseek_review.errors import ServerError
-from deepseek_review.options import naming, naming_at, switched_off
-from deepseek_review.serverhints import Advice, context_overflow
-from deepseek_review.simulator import Simulator
+from deepseek_review.options.table import naming, naming_at, switched_off
+from deepseek_review.testing.simulator import Simulator
 from tests.stubs import Reply, Stub
 from tests.test_client import error_json, one_error_line, run
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under, git
 
 Cli = Callable[..., Any]
@@ -343,7 +343,7 @@ def test_batch_folders_are_created_0755_under_umask_000(repo, simulator, cli, um
 
 
 def test_folders_never_get_more_than_the_umask_allows(tmp_path):
-    from deepseek_review.storage import ensure_dir
+    from deepseek_review.records.storage import ensure_dir
 
     old = os.umask(0o077)
     try:
@@ -354,7 +354,7 @@ def test_folders_never_get_more_than_the_umask_allows(tmp_path):
 
 
 def test_an_existing_folders_mode_is_left_alone(tmp_path, umask_000):
-    from deepseek_review.storage import ensure_dir
+    from deepseek_review.records.storage import ensure_dir
 
     (tmp_path / "shared").mkdir(mode=0o775)
     ensure_dir(tmp_path / "shared" / "new", shown="shared/new")

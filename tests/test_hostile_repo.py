@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.context import read_context_file
+from deepseek_review.context.gather import read_context_file
 from deepseek_review.errors import ConfigError, InputError
-from deepseek_review.repo import git_output
-from deepseek_review.simulator import Simulator
+from deepseek_review.git.runner import git_output
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import git
 from tests.test_context import assert_refused, run_against
 

@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from deepseek_review import client as client_module
-from deepseek_review.bodyread import TooBig, split_lines
-from deepseek_review.calls import RetryPolicy
-from deepseek_review.client import ChatClient
+from deepseek_review.chat import client as client_module
+from deepseek_review.chat.body import TooBig, split_lines
+from deepseek_review.chat.client import ChatClient
+from deepseek_review.chat.retry import Throttle
+from deepseek_review.chat.types import RetryPolicy
 from deepseek_review.errors import Interrupted
-from deepseek_review.retry import Throttle
 from tests.conftest import files_under
 from tests.stubs import Reply
 

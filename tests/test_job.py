@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_review.calls import Completion, RetryPolicy
-from deepseek_review.client import ChatClient
+from deepseek_review.chat.client import ChatClient
+from deepseek_review.chat.types import Completion, RetryPolicy
 from deepseek_review.errors import Interrupted, ReviewError
-from deepseek_review.job import JobResult, job_from_plan, run_job
-from deepseek_review.plan import ContinuationOptions, ReviewOptions, ReviewPlan, plan_review
-from deepseek_review.simulator import Simulator
+from deepseek_review.reviewing.job import JobResult, job_from_plan, run_job
+from deepseek_review.reviewing.plan import (
+    ContinuationOptions,
+    ReviewOptions,
+    ReviewPlan,
+    plan_review,
+)
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under
 from tests.test_batch import batch, manifest
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.errors import ConfigError
-from deepseek_review.manifest import (
+from deepseek_review.batch.manifest import (
     ManifestError,
     Shard,
     plan_manifest,
@@ -17,7 +16,8 @@ from deepseek_review.manifest import (
     scan_toml_lines,
     shard_of,
 )
-from deepseek_review.prompt import list_templates
+from deepseek_review.errors import ConfigError
+from deepseek_review.reviewing.prompt import list_templates
 from tests.conftest import files_under
 
 GOOD_TOML = """\
@@ -299,7 +299,7 @@ def test_context_is_relative_to_the_repository_root_not_the_manifest(repo):
 
 
 def test_entries_sharing_context_share_the_bytes_read(repo, monkeypatch):
-    from deepseek_review import context_read
+    from deepseek_review.context import read as context_read
 
     reads: list[str] = []
     real = context_read.read_entries

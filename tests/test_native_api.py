@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
-from deepseek_review.simulator.answer import prompt_token_estimate
+from deepseek_review.testing.simulator import Simulator
+from deepseek_review.testing.simulator.answer import prompt_token_estimate
 from tests.test_prompt_truncation import big_spec, run_big
 
 MakeSim = Callable[..., Simulator]
@@ -50,7 +50,7 @@ def test_native_receipt_names_the_url_called_and_verifies(
 def test_native_cut_off_answer_is_continued_by_prefill_and_stitched(
     repo: Path, make_simulator: MakeSim, cli: Any, stream: str
 ) -> None:
-    from deepseek_review.simulator import full_answer
+    from deepseek_review.testing.simulator import full_answer
 
     sim = make_simulator(answer_words=120)
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", sim.base_url, "--api",

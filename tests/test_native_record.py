@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from deepseek_review.chat.tokens import estimate_tokens
 from deepseek_review.ollama.fit import STEPS, step_for
-from deepseek_review.simulator import Simulator
-from deepseek_review.tokens import estimate_tokens
+from deepseek_review.testing.simulator import Simulator
 
 MakeSim = Callable[..., Simulator]
 

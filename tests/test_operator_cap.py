@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
-from deepseek_review.tokens import worst_case
+from deepseek_review.chat.tokens import worst_case
+from deepseek_review.testing.simulator import Simulator
 
 Cli = Callable[..., Any]
 

@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 import typer
 
-from deepseek_review import options as table
 from deepseek_review.errors import ConfigError
-from deepseek_review.options import OPTIONS, in_scope
+from deepseek_review.options import table
+from deepseek_review.options.table import OPTIONS, in_scope
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_COMMANDS = ("run", "continue", "batch", "show")
@@ -118,8 +118,8 @@ def _leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 def test_the_library_dataclasses_default_to_the_table():
     """Each default is written once: ReviewOptions and every dataclass below it read it."""
-    from deepseek_review.frontdoor import REVIEW_FIELDS
-    from deepseek_review.pipeline import ReviewOptions
+    from deepseek_review.options.merge import REVIEW_FIELDS
+    from deepseek_review.reviewing.pipeline import ReviewOptions
 
     leaves = _leaves(ReviewOptions(context=(), prompt=""))
     mismatched = {
@@ -132,10 +132,10 @@ def test_the_library_dataclasses_default_to_the_table():
 
 
 def test_the_other_dataclasses_and_constants_default_to_the_table():
-    from deepseek_review.batch import BatchOptions
-    from deepseek_review.request import BodyOptions
-    from deepseek_review.resume import ContinueOptions
-    from deepseek_review.simulator.server import DEFAULT_MODEL
+    from deepseek_review.batch.run import BatchOptions
+    from deepseek_review.reviewing.continuation import ContinueOptions
+    from deepseek_review.reviewing.request import BodyOptions
+    from deepseek_review.testing.simulator.server import DEFAULT_MODEL
     from deepseek_review.verification import DEFAULT_FOLDER
 
     batch = BatchOptions(manifest="m.toml")
@@ -160,7 +160,7 @@ def test_the_other_dataclasses_and_constants_default_to_the_table():
 
 
 def test_settings_without_environment_or_config_are_the_table_defaults(tmp_path):
-    from deepseek_review.config import resolve
+    from deepseek_review.options.config import resolve
 
     settings = resolve(tmp_path, env={})
     assert {k: s.value for k, s in settings.items.items()} == {
@@ -351,7 +351,7 @@ def test_the_table_module_is_cheap_to_import():
     import sys
 
     code = (
-        "import sys, deepseek_review.options, deepseek_review.optschema; "
+        "import sys, deepseek_review.options.table, deepseek_review.options.schema; "
         "print(sorted(m for m in ('httpx', 'jsonschema', 'typer') "
         "if m in sys.modules))"
     )

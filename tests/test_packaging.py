@@ -146,7 +146,7 @@ def test_wheel_holds_the_package_and_no_tests_or_tooling(installed):
     names = _wheel_names(installed.wheel)
     assert "deepseek_review/py.typed" in names
     assert "deepseek_review/cli/__init__.py" in names
-    assert "deepseek_review/simulator/server.py" in names
+    assert "deepseek_review/testing/simulator/server.py" in names
     assert not [n for n in names if n.startswith(("tests/", ".venv/", "benchmarks/"))]
 
 
@@ -171,7 +171,7 @@ def test_installed_resources_come_from_the_installed_package(installed):
     out = installed.run(
         installed.python,
         "-c",
-        "import deepseek_review.resources as r; print(r.prompts_dir()); print(r.schema_path())",
+        "import deepseek_review.util.resources as r; print(r.prompts_dir()); print(r.schema_path())",
     )
     prompts, schema = (Path(line) for line in out.stdout.splitlines())
     assert prompts == installed.site_packages / "deepseek_review" / "prompts"
@@ -180,7 +180,7 @@ def test_installed_resources_come_from_the_installed_package(installed):
 
 
 def test_installed_console_script_prints_its_version(installed):
-    from deepseek_review import __version__
+    from deepseek_review._version import __version__
 
     out = installed.run(installed.script, "--version")
     assert out.stdout.strip() == f"deepseek-review {__version__}"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator, full_answer
+from deepseek_review.testing.simulator import Simulator, full_answer
 from tests.conftest import CliResult, files_under, run_review
 from tests.test_batch import batch, manifest, statuses
 from tests.test_simulator import MESSAGES, chat

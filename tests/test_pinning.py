@@ -50,7 +50,7 @@ def test_a_committed_file_is_pinned_to_its_blob_and_a_dirty_one_to_its_hash(
 def test_a_process_that_reads_git_again_pins_to_the_new_head(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
-    from deepseek_review.repo import forget_git_facts
+    from deepseek_review.git.runner import forget_git_facts
 
     base_commit(repo)
     assert run_review(cli, simulator, "--topic", "first").code == 0

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 
 MakeSim = Callable[..., Simulator]
 MODEL = "deepseek-v4-flash"

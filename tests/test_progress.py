@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.stubs import Reply
 from tests.terminal import read_until_closed
 from tests.test_batch import manifest

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.batch_report import STATUSES
+from deepseek_review.batch.report import STATUSES
+from deepseek_review.batch.schedule import Progress
 from deepseek_review.cli.progress import _counters, _status
-from deepseek_review.scheduler import Progress
 from tests.test_batch import _spawn_batch, _wait_for, batch, manifest
 from tests.test_progress import COUNTERS, counters
 

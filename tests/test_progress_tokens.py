@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import deepseek_review
-from deepseek_review.simulator import Simulator
-from deepseek_review.tokens import bytes_as_tokens
+from deepseek_review.chat.tokens import bytes_as_tokens
+from deepseek_review.testing.simulator import Simulator
 
 MakeSim = Callable[..., Simulator]
 
@@ -60,9 +60,9 @@ def test_the_live_line_labels_the_streamed_count_as_an_estimate() -> None:
 
 
 def test_the_batch_line_labels_tokens_still_streaming_as_an_estimate() -> None:
-    from deepseek_review.batch_report import STATUSES
+    from deepseek_review.batch.report import STATUSES
+    from deepseek_review.batch.schedule import Progress
     from deepseek_review.cli.progress import _status
-    from deepseek_review.scheduler import Progress
 
     counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
     snapshot = Progress(total=2, counts=counts, in_flight=1, tokens=0, elapsed=1.0, streaming=57)

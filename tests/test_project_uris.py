@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from deepseek_review import __version__, project
+from deepseek_review._version import __version__
 from deepseek_review.finding.derive import Collected
 from deepseek_review.finding.sarif import to_sarif
-from deepseek_review.signing.attest import ATTEST_PREDICATE_TYPE
 from deepseek_review.signing.statement import PREDICATE_TYPE
+from deepseek_review.trust.attest import ATTEST_PREDICATE_TYPE
+from deepseek_review.util import project
 from tests.conftest import run_review
 from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
 
@@ -73,7 +74,7 @@ def test_nothing_shipped_points_at_the_former_address_but_what_must_keep_it():
         for p in shipped
         if p.is_file() and FORMER_HOST in p.read_text(encoding="utf-8")
     )
-    assert naming == ["deepseek_review/project.py", f"schemas/{RECEIPT_SCHEMA}"]
+    assert naming == ["deepseek_review/util/project.py", f"schemas/{RECEIPT_SCHEMA}"]
 
 
 def test_the_readme_documents_the_predicates_fields():

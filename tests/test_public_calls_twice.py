@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     """
     import inspect, json, pathlib
     import deepseek_review as dr
-    from deepseek_review.simulator import Simulator
+    from deepseek_review.testing.simulator import Simulator
 
     sim = Simulator(answer_words=20).start()
     url = sim.base_url

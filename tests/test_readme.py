@@ -41,7 +41,7 @@ def test_every_command_help_ends_with_an_example():
 
 
 def test_readme_lists_exactly_the_keys_a_manifest_entry_may_hold():
-    from deepseek_review.options import ENTRY_KEYS
+    from deepseek_review.options.table import ENTRY_KEYS
 
     paragraph = re.split(r"What\s+belongs", README.split("An entry's keys:", 1)[1], maxsplit=1)[0]
     listed = set(re.findall(r"`([a-z_]+)`", paragraph))

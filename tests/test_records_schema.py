@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from deepseek_review.errors import InputError
 from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS, RequestRecord
-from deepseek_review.resources import record_schema_path
+from deepseek_review.util.resources import record_schema_path
 from tests.conftest import files_under, run_review
 
 HERE = Path(__file__).parent

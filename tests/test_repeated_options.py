@@ -12,8 +12,8 @@ import typer
 from deepseek_review.cli.app import app
 from deepseek_review.cli.parsing import Flag, subcommand_flags
 from deepseek_review.cli.repeats import repeated_flag
-from deepseek_review.options import in_scope
-from deepseek_review.simulator import Simulator
+from deepseek_review.options.table import in_scope
+from deepseek_review.testing.simulator import Simulator
 
 ERROR = "deepseek-review: error: "
 

@@ -15,8 +15,8 @@ import pytest
 
 from deepseek_review.records.canonical import canonical_json
 from deepseek_review.records.rebuild import rebuild_body, repo_reader
-from deepseek_review.request import BodyOptions, WireMessage, prepare
-from deepseek_review.simulator import Simulator
+from deepseek_review.reviewing.request import BodyOptions, WireMessage, prepare
+from deepseek_review.testing.simulator import Simulator
 from tests.builders import sha
 from tests.conftest import files_under, use_key
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from deepseek_review import storage
+from deepseek_review.records import storage
 from tests.builders import sha
 from tests.conftest import files_under, use_key
 from tests.stubs import Reply
@@ -168,7 +168,7 @@ class _FrozenClock(datetime):
 
 
 def test_two_runs_in_the_same_second_get_distinct_names(repo, simulator, cli, monkeypatch):
-    monkeypatch.setattr("deepseek_review.pipeline.datetime", _FrozenClock)
+    monkeypatch.setattr("deepseek_review.reviewing.pipeline.datetime", _FrozenClock)
     first = run(cli, simulator.base_url, "--json").json()["segments"][0]
     first_bytes = {
         k: (repo / first[k]).read_bytes() for k in ("answer_path", "receipt_path", "record_path")
@@ -191,7 +191,7 @@ def test_two_runs_in_the_same_second_get_distinct_names(repo, simulator, cli, mo
 def test_left_over_receipt_under_the_next_name_is_never_overwritten(
     repo, simulator, cli, monkeypatch
 ):
-    monkeypatch.setattr("deepseek_review.pipeline.datetime", _FrozenClock)
+    monkeypatch.setattr("deepseek_review.reviewing.pipeline.datetime", _FrozenClock)
     stem = "review_deepseek_deepseek-v4-flash_20260512T033551Z"
     (repo / "reviews").mkdir()
     (repo / "reviews" / f"{stem}.receipt.json").write_text("left over")
@@ -458,7 +458,7 @@ def test_dry_run_to_a_remote_endpoint_also_refuses_secrets(repo, cli):
 
 
 def test_library_review_returns_the_written_segments(repo, simulator):
-    from deepseek_review.pipeline import ReviewOptions, review
+    from deepseek_review.reviewing.pipeline import ReviewOptions, review
 
     result = review(
         ReviewOptions(context=("docs/spec.md",), prompt="Check.", endpoint=simulator.base_url),

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_review import safejson
-from deepseek_review.safejson import JSONRefused
+from deepseek_review.util import safejson
+from deepseek_review.util.safejson import JSONRefused
 
 
 def nested(depth: int, open_: str = "[", close: str = "]") -> str:

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.context import ContextFile
-from deepseek_review.secretscan import Finding, scan_files
+from deepseek_review.context.gather import ContextFile
+from deepseek_review.context.secrets import Finding, scan_files
 from tests.conftest import files_under
 from tests.test_secrets import REMOTE, Sent, offline  # noqa: F401  (a fixture, used below)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.secretscan import Finding
+from deepseek_review.context.secrets import Finding
 from tests.conftest import files_under
 from tests.test_secrets import REMOTE, Sent, offline  # noqa: F401  (a fixture, used below)
 
@@ -163,8 +163,8 @@ def test_hashes_uuids_the_word_basic_and_placeholders_are_sent(
 def test_keyword_secrets_in_yaml_and_ini_are_found_through_the_public_plugin_interface() -> None:
     """The keyword plugin is given the file name, so ``password: ...`` in a YAML or INI file
     reads as an assignment (ad-hoc ``scan_line`` has no file name and misses it)."""
-    from deepseek_review.context import ContextFile
-    from deepseek_review.secretscan import scan_files
+    from deepseek_review.context.gather import ContextFile
+    from deepseek_review.context.secrets import scan_files
 
     files = [
         ContextFile("deploy/db.yaml", "db:\n  password: hunter2hunter2x\n", "", 0),
@@ -181,7 +181,7 @@ def test_the_scan_uses_no_private_name_of_detect_secrets() -> None:
     nothing imported from it, nor any attribute of what was, nor a plugin module, is private."""
     import ast
 
-    import deepseek_review.secretscan as module
+    import deepseek_review.context.secrets as module
 
     tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
     imported: set[str] = set()
@@ -222,8 +222,8 @@ def test_the_scan_never_asks_a_service_whether_a_secret_is_live(
     from detect_secrets.plugins.slack import SlackDetector
     from detect_secrets.settings import get_settings
 
-    from deepseek_review.context import ContextFile
-    from deepseek_review.secretscan import scan_files
+    from deepseek_review.context.gather import ContextFile
+    from deepseek_review.context.secrets import scan_files
 
     asked: list[str] = []
 

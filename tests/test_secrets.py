@@ -28,8 +28,8 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from deepseek_review.endpoint import Endpoint
-from deepseek_review.simulator import Simulator
+from deepseek_review.chat.endpoint import Endpoint
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under, use_key
 from tests.stubs import Reply, Stub
 
@@ -404,7 +404,7 @@ def test_key_echoed_transformed_in_an_error_body_is_in_no_output_or_log(
 
 def test_redaction_keeps_text_that_only_resembles_the_key(key: str) -> None:
     """Digests, other base64 and the word "Bearer" are not taken for the key."""
-    from deepseek_review.redact import redact
+    from deepseek_review.util.redact import redact
 
     text = (
         "sha256:" + "ab" * 32 + " Bearer token " + base64.b64encode(b"user:other").decode()

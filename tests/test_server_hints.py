@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.calls import RetryPolicy
-from deepseek_review.client import ChatClient
+from deepseek_review.chat.client import ChatClient
+from deepseek_review.chat.types import RetryPolicy
 from deepseek_review.errors import ServerError
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import use_key
 from tests.stubs import Reply
 from tests.test_client import assert_nothing_written, chunk, error_json, one_error_line, run, sse

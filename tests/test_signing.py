@@ -134,7 +134,7 @@ def test_statement_subjects_are_the_segment_files_with_their_sha256(repo, cli, s
 def test_predicate_carries_receipt_record_digest_version_and_server_model(
     repo, cli, simulator, alice
 ):
-    from deepseek_review import __version__
+    from deepseek_review._version import __version__
 
     signed_review(cli, simulator, alice)
     files = segment_files(repo)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import (
+from deepseek_review.testing.simulator import (
     ALL_FAULTS,
     GARBAGE_FAULTS,
     TOKEN_RE,
@@ -753,7 +753,7 @@ def test_stop_returns_promptly_with_a_stalled_request_in_flight() -> None:
 
 def test_cli_prints_its_listening_line_and_serves() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "deepseek_review.simulator", "--port", "0", "--quiet"],
+        [sys.executable, "-m", "deepseek_review.testing.simulator", "--port", "0", "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -780,7 +780,15 @@ def test_cli_prints_its_listening_line_and_serves() -> None:
 
 def test_cli_logs_one_line_per_request_unless_quiet() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "deepseek_review.simulator", "--port", "0", "--fault-kinds", "500"],
+        [
+            sys.executable,
+            "-m",
+            "deepseek_review.testing.simulator",
+            "--port",
+            "0",
+            "--fault-kinds",
+            "500",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -802,7 +810,13 @@ def test_cli_logs_one_line_per_request_unless_quiet() -> None:
 
 def test_cli_rejects_unknown_fault_kinds() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "deepseek_review.simulator", "--fault-kinds", "500,gremlins"],
+        [
+            sys.executable,
+            "-m",
+            "deepseek_review.testing.simulator",
+            "--fault-kinds",
+            "500,gremlins",
+        ],
         capture_output=True,
         text=True,
         timeout=30,

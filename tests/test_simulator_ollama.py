@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from deepseek_review.simulator import Simulator, full_answer
+from deepseek_review.testing.simulator import Simulator, full_answer
 
 MakeSim = Callable[..., Simulator]
 MESSAGES = [{"role": "user", "content": "Review this: " + "word " * 300}]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_review import storage
 from deepseek_review.errors import ConfigError, OutputError
+from deepseek_review.records import storage
 from deepseek_review.records.naming import (
     check_topic,
     claim_answer,
@@ -19,7 +19,7 @@ from deepseek_review.records.naming import (
     stem_for,
     utc_stamp,
 )
-from deepseek_review.storage import ensure_dir, stale_temp_files, write_new, write_output
+from deepseek_review.records.storage import ensure_dir, stale_temp_files, write_new, write_output
 
 
 def temps(folder: Path) -> list[str]:

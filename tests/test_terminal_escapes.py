@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.textsafe import escape, escape_lines, json_safe
+from deepseek_review.util.textsafe import escape, escape_lines, json_safe
 from tests.builders import primary_receipt, sha, write_receipt
 from tests.stubs import Reply, Stub
 from tests.terminal import read_until_closed

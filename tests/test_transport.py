@@ -1,4 +1,4 @@
-"""The one factory for httpx clients (:mod:`deepseek_review.transport`): every client the
+"""The one factory for httpx clients (:mod:`deepseek_review.chat.transport`): every client the
 tool builds, the batch's shared one included, is under the attempt deadline, follows no
 redirect and loads the CA bundle only for https."""
 
@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from deepseek_review.calls import Timeouts
-from deepseek_review.transport import make_http_client, no_tls_context
+from deepseek_review.chat.transport import make_http_client, no_tls_context
+from deepseek_review.chat.types import Timeouts
 from tests.test_batch import manifest
 from tests.test_hostile_server import Hostile, Wire, answer, drip
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.conftest import CliResult, files_under, git, use_key
 
 Cli = Callable[..., CliResult]

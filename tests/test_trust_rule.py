@@ -1,4 +1,4 @@
-"""The trust rule (``deepseek_review/trust.py``): review files this run did not write are not
+"""The trust rule (``deepseek_review/trust/rule.py``): review files this run did not write are not
 believed until something the operator trusts vouches for them.
 
 Each test is an attack from the security review of issue 29, as a pull request would make it in

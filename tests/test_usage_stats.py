@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 
 MakeSim = Callable[..., Simulator]
 
@@ -39,14 +39,14 @@ def test_reasoning_and_cache_counts_go_into_the_request_record(
 
 
 def test_openai_style_cached_tokens_are_read_as_hits_and_the_rest_as_misses() -> None:
-    from deepseek_review.chatwire import usage_details
+    from deepseek_review.chat.wire import usage_details
 
     raw = {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 64}}
     assert usage_details(raw) == {"prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36}
 
 
 def test_malformed_extra_counts_are_left_out_not_trusted() -> None:
-    from deepseek_review.chatwire import usage_details
+    from deepseek_review.chat.wire import usage_details
 
     raw = {"prompt_tokens": 10, "prompt_cache_hit_tokens": -3, "prompt_cache_miss_tokens": True}
     assert usage_details(raw) == {}

@@ -196,7 +196,7 @@ def test_escaping_refuses_what_is_not_utf8() -> None:
 
 
 def test_default_folder_is_where_run_writes() -> None:
-    from deepseek_review.pipeline import DEFAULT_OUTPUT_DIR
+    from deepseek_review.reviewing.pipeline import DEFAULT_OUTPUT_DIR
 
     assert V.DEFAULT_FOLDER == DEFAULT_OUTPUT_DIR
 
@@ -210,7 +210,7 @@ def test_clean_paths_are_exactly_those_resolve_inside_keeps_as_named(
     rel: str, tmp_path: Path
 ) -> None:
     from deepseek_review.errors import InputError
-    from deepseek_review.repo import resolve_inside
+    from deepseek_review.git.runner import resolve_inside
 
     try:
         kept = resolve_inside(tmp_path, rel)[1] == rel
@@ -280,7 +280,7 @@ _URLS = [
 
 def test_every_endpoint_url_the_tool_builds_is_plainly_a_uri() -> None:
     """The receipt's endpoint is checked without the full RFC 3986 validator for these."""
-    from deepseek_review.endpoint import chat_url
+    from deepseek_review.chat.endpoint import chat_url
     from deepseek_review.records.receipt_fast import plainly_uri
 
     built = [chat_url(e) for e in _ENDPOINTS if "[" not in e]
@@ -290,7 +290,7 @@ def test_every_endpoint_url_the_tool_builds_is_plainly_a_uri() -> None:
 def test_a_url_taken_as_plainly_a_uri_is_one_by_the_full_rfc_3986_check() -> None:
     from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
-    from deepseek_review.endpoint import chat_url
+    from deepseek_review.chat.endpoint import chat_url
     from deepseek_review.records.receipt_fast import plainly_uri
 
     urls = [*_URLS, *(chat_url(e) for e in _ENDPOINTS)]

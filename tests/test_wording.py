@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.simulator import Simulator
+from deepseek_review.testing.simulator import Simulator
 from tests.test_git_processes import commit_all
 
 Cli = Callable[..., Any]
@@ -170,8 +170,8 @@ def test_the_shell_completes_the_values_of_an_option(
 
 
 def test_the_template_choices_are_the_bundled_templates():
-    from deepseek_review.opttable import TEMPLATES
-    from deepseek_review.prompt import list_templates
+    from deepseek_review.options.rows import TEMPLATES
+    from deepseek_review.reviewing.prompt import list_templates
 
     assert sorted(TEMPLATES) == list_templates()
 

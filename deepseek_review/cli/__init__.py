@@ -4,7 +4,7 @@ registers its commands on the app when imported, here, in the order ``--help`` l
 
 from importlib import import_module
 
-from .app import app, main
+from deepseek_review.cli.app import app, main
 
 #: The modules of :mod:`deepseek_review.cli` that define commands, in ``--help`` order.
 COMMAND_MODULES = (

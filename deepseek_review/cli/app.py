@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO
 
 import typer
 
-from .. import __version__, logs
-from ..errors import ConfigError, Interrupted, NothingNew, ReviewError
-from ..options import OPTIONS, naming
-from ..redact import redact
-from ..textsafe import escape, escape_lines, json_safe
-from .parsing import subcommand_flags, unknown_option
-from .repeats import Repeated, refuse_repeats
-from .signals import Signalled, interrupting
-from .streams import PipeGuard, StdoutClosed, stdout_closed
+from deepseek_review._version import __version__
+from deepseek_review.cli.parsing import subcommand_flags, unknown_option
+from deepseek_review.cli.repeats import Repeated, refuse_repeats
+from deepseek_review.cli.signals import Signalled, interrupting
+from deepseek_review.cli.streams import PipeGuard, StdoutClosed, stdout_closed
+from deepseek_review.errors import ConfigError, Interrupted, NothingNew, ReviewError
+from deepseek_review.options.table import OPTIONS, naming
+from deepseek_review.util import logs
+from deepseek_review.util.redact import redact
+from deepseek_review.util.textsafe import escape, escape_lines, json_safe
 
 if TYPE_CHECKING:
     from logging import Logger
@@ -76,7 +77,7 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     imports :mod:`logging`."""
 
     def setup(log: "Logger") -> None:
-        from .logsetup import install
+        from deepseek_review.cli.logsetup import install
 
         install(log, verbose=verbose, quiet=quiet, secret=lambda: STATE.secret)
 
@@ -179,7 +180,7 @@ def _write_lines(stream: TextIO, lines: Iterable[str]) -> None:
 def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     if not text:
         return {}
-    from .. import safejson
+    from deepseek_review.util import safejson
 
     try:
         value = safejson.loads(text, what="value")

@@ -7,19 +7,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..context_types import plural
-from ..errors import BatchIncomplete, Interrupted
-from ..logs import log
-from .app import (
+from deepseek_review.cli.app import (
     STATE,
     _json_out,
     _write_lines,
     example,
     tokens_text,
 )
-from .progress import BatchProgress
-from .signals import graceful_stop
-from .table import Flags, table_command
+from deepseek_review.cli.progress import BatchProgress
+from deepseek_review.cli.signals import graceful_stop
+from deepseek_review.cli.table import Flags, table_command
+from deepseek_review.context.types import plural
+from deepseek_review.errors import BatchIncomplete, Interrupted
+from deepseek_review.util.logs import log
 
 
 @table_command(
@@ -34,10 +34,10 @@ def batch(flags: Flags) -> None:
     if every entry is ok or skipped; 11 if any failed, stayed truncated or was not started; 3
     for a bad manifest (nothing sent); 130 when interrupted.
     """
-    from .. import api
+    from deepseek_review import api
 
     root = flags.root()
-    from ..trust import given_on_the_command_line
+    from deepseek_review.trust.rule import given_on_the_command_line
 
     try:
         with given_on_the_command_line(flags["trusted_rev"], None):
@@ -136,7 +136,7 @@ def _log_summary(result: Any, report: Path | None) -> None:
 
 
 def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> None:
-    from ..api import cost_estimate
+    from deepseek_review.api import cost_estimate
 
     rows = []
     for w in prepared.work:

@@ -8,9 +8,18 @@ of a refused setting) after printing it all, with ``--json`` too (one document, 
 import sys
 from typing import Any
 
-from ..errors import ConfigError
-from ..textsafe import escape
-from .app import JsonOpt, QuietOpt, RepoRootOpt, VerboseOpt, _json_out, _write_lines, app, example
+from deepseek_review.cli.app import (
+    JsonOpt,
+    QuietOpt,
+    RepoRootOpt,
+    VerboseOpt,
+    _json_out,
+    _write_lines,
+    app,
+    example,
+)
+from deepseek_review.errors import ConfigError
+from deepseek_review.util.textsafe import escape
 
 
 def _plain(value: Any) -> Any:
@@ -36,8 +45,8 @@ def config(
     Everything read is shown, also what a run would refuse: each refused value is marked
     under its setting with the error a run stops with, and then config exits 2 (with --json,
     the same document, listing them under "refused")."""
-    from .. import api
-    from ..endpoint import DEFAULT_KEY_ENV
+    from deepseek_review import api
+    from deepseek_review.chat.endpoint import DEFAULT_KEY_ENV
 
     found = api.configuration(repo_root=repo_root)
     root, settings, refused = found.root, found.settings, found.refused

@@ -10,10 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..context_types import plural
-from ..logs import log
-from ..textsafe import escape
-from .app import (
+from deepseek_review.cli.app import (
     AllowedSignersOpt,
     QuietOpt,
     RepoRootOpt,
@@ -23,10 +20,13 @@ from .app import (
     example,
     typed_path,
 )
-from .table import choice_settings
+from deepseek_review.cli.table import choice_settings
+from deepseek_review.context.types import plural
+from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import escape
 
 if TYPE_CHECKING:
-    from ..finding.export import FindingsExport
+    from deepseek_review.finding.export import FindingsExport
 
 #: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
 #: that the help and the shell's completion do not import the exporters.
@@ -83,7 +83,7 @@ def findings(
     quiet: QuietOpt = False,
 ) -> None:
     """Export the findings block of reviews made with a findings-asking template."""
-    from .. import api
+    from deepseek_review import api
 
     root = api.repo_root(repo_root)
     result = api.findings(

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..redact import redact
-from ..textsafe import escape
+from deepseek_review.util.redact import redact
+from deepseek_review.util.textsafe import escape
 
 
 class _ScrubFilter(logging.Filter):

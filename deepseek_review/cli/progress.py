@@ -21,15 +21,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from ..logs import log
-from .app import STATE, tokens_text
+from deepseek_review.cli.app import STATE, tokens_text
+from deepseek_review.util.logs import log
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.text import Text
 
-    from ..batch import BatchEvent, EntryReport, Progress
-    from ..calls import ProgressFn
+    from deepseek_review.batch.run import BatchEvent, EntryReport, Progress
+    from deepseek_review.chat.types import ProgressFn
 
 #: Terminals that cannot redraw a line in place.
 _DUMB_TERMINALS = ("dumb", "unknown")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .parsing import Flag
+from deepseek_review.cli.parsing import Flag
 
 
 class Repeated(Exception):

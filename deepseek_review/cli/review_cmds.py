@@ -6,13 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..context_types import plural
-from ..errors import InputError, NoProgress, TruncatedReview
-from ..logs import log
-from ..options import default
-from ..records.naming import SIGNATURE_SUFFIX, STATEMENT_SUFFIX, sibling
-from ..textsafe import escape
-from .app import (
+from deepseek_review.cli.app import (
     STATE,
     _json_out,
     _write_lines,
@@ -21,12 +15,18 @@ from .app import (
     tokens_text,
     typed_path,
 )
-from .progress import review_progress
-from .table import Flags, table_command
+from deepseek_review.cli.progress import review_progress
+from deepseek_review.cli.table import Flags, table_command
+from deepseek_review.context.types import plural
+from deepseek_review.errors import InputError, NoProgress, TruncatedReview
+from deepseek_review.options.table import default
+from deepseek_review.records.naming import SIGNATURE_SUFFIX, STATEMENT_SUFFIX, sibling
+from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import escape
 
 if TYPE_CHECKING:
-    from ..pipeline import ReviewPlan, ReviewResult
-    from ..segment import Segment
+    from deepseek_review.reviewing.pipeline import ReviewPlan, ReviewResult
+    from deepseek_review.reviewing.segment import Segment
 
 
 @table_command(
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 )
 def run(flags: Flags) -> None:
     """Run one review: gather context, send it, write the answer, receipt and request record."""
-    from .. import api
-    from ..trust import given_on_the_command_line
+    from deepseek_review import api
+    from deepseek_review.trust.rule import given_on_the_command_line
 
     root = flags.root()
     given = flags.given(root)
@@ -70,7 +70,7 @@ def _continue_command(root: Path | None, answer_path: str, endpoint: str) -> str
     """The command that continues a chain cut off at ``answer_path``, to type from here."""
     from urllib.parse import urlsplit
 
-    from ..endpoint import is_loopback_host
+    from deepseek_review.chat.endpoint import is_loopback_host
 
     shown = answer_path if root is None else shown_path(root, answer_path)
     command = f"deepseek-review continue {shown}"
@@ -81,7 +81,7 @@ def _continue_command(root: Path | None, answer_path: str, endpoint: str) -> str
 
 
 def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None:
-    from ..pipeline import no_progress_message
+    from deepseek_review.reviewing.pipeline import no_progress_message
 
     if not result.truncated:
         return
@@ -103,8 +103,8 @@ def _raise_if_truncated(result: Any, cap: int, root: Path | None = None) -> None
 
 
 def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
-    from ..api import cost_estimate
-    from ..pinning import change_lines
+    from deepseek_review.api import cost_estimate
+    from deepseek_review.context.pins import change_lines
 
     cost = cost_estimate(plan)
     if as_json:
@@ -262,8 +262,8 @@ def _segment_json(root: Path, s: Segment) -> dict[str, Any]:
 )
 def continue_(flags: Flags) -> None:
     """Continue a truncated review from the last segment of its chain."""
-    from .. import api
-    from ..trust import given_on_the_command_line
+    from deepseek_review import api
+    from deepseek_review.trust.rule import given_on_the_command_line
 
     root = flags.root()
     given = flags.given(root)
@@ -291,7 +291,7 @@ def show(flags: Flags) -> None:
     terminal a final newline is added when the answer lacks one (so the prompt does not land
     on its last line). A chain still cut off at the token cap is noted on stderr.
     """
-    from .. import api
+    from deepseek_review import api
 
     root = flags.root()
     shown = api.show(

@@ -7,10 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import VerificationFailed
-from ..options import OPTIONS
-from ..textsafe import escape
-from .app import (
+from deepseek_review.cli.app import (
     AllowedSignersOpt,
     JsonOpt,
     QuietOpt,
@@ -23,6 +20,9 @@ from .app import (
     example,
     typed_path,
 )
+from deepseek_review.errors import VerificationFailed
+from deepseek_review.options.table import OPTIONS
+from deepseek_review.util.textsafe import escape
 
 SegmentPaths = Annotated[
     list[str] | None,
@@ -51,7 +51,7 @@ def sign(
     Exit 0 when every segment is signed, 9 when some fail verification (left unsigned),
     2 when the key cannot sign.
     """
-    from .. import api
+    from deepseek_review import api
 
     root = api.repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
@@ -101,10 +101,10 @@ def attest(
     there are no receipts or the trust rule admits none of them (see the README's trust
     model: segments a commit brought need --trusted-rev or a signature).
     """
-    from .. import api
-    from ..records.canonical import pretty_json
-    from ..signing.attest import ATTEST_PREDICATE_TYPE
-    from ..storage import write_output
+    from deepseek_review import api
+    from deepseek_review.records.canonical import pretty_json
+    from deepseek_review.records.storage import write_output
+    from deepseek_review.trust.attest import ATTEST_PREDICATE_TYPE
 
     root = api.repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
@@ -112,7 +112,7 @@ def attest(
         typed, root=root, trusted_rev=trusted_rev, allowed_signers=allowed_signers
     )
     write_output(Path(output), pretty_json(predicate), shown=output)
-    from ..context_types import plural
+    from deepseek_review.context.types import plural
 
     n = plural(len(predicate["reviews"]), "segment")
     lines = [f"deepseek-review: attest: wrote {output} ({n})"]

@@ -80,7 +80,7 @@ def graceful_stop(stop: threading.Event, exit_code: int) -> Iterator[None]:
             sys.stderr.flush()
             os._exit(exit_code)
         stop.set()
-        from ..logs import log
+        from deepseek_review.util.logs import log
 
         log.warning(
             "%s: starting no new reviews; waiting for the ones in flight to be written "

@@ -2,7 +2,7 @@
 
 import typer
 
-from .app import app
+from deepseek_review.cli.app import app
 
 
 @app.command(
@@ -13,6 +13,6 @@ def simulator(ctx: typer.Context) -> None:
     """Serve the bundled OpenAI-compatible simulator (a test double, not a model).
 
     Its options, defaults, fault kinds and an example: ``deepseek-review simulator --help``."""
-    from ..simulator import serve
+    from deepseek_review.testing.simulator import serve
 
     raise typer.Exit(serve(list(ctx.args), prog="deepseek-review simulator"))

@@ -5,9 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..logs import log
-from ..textsafe import escape
-from .app import (
+from deepseek_review.cli.app import (
     JsonOpt,
     QuietOpt,
     RepoRootOpt,
@@ -18,6 +16,8 @@ from .app import (
     example,
     typed_path,
 )
+from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import escape
 
 
 @app.command(epilog=example("deepseek-review stats reviews --json"))
@@ -35,7 +35,7 @@ def stats(
     quiet: QuietOpt = False,
 ) -> None:
     """Count reviews, segments and tokens per model and per month, read from the receipts."""
-    from .. import api
+    from deepseek_review import api
 
     root = api.repo_root(repo_root)
     result = api.stats([typed_path(root, p) for p in paths or ()], repo_root=root)

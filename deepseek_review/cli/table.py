@@ -15,13 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..options import OPTIONS, Option, in_scope
-from ..opttable import TEMPLATES
-from ..optvalues import OneOf
-from .app import JsonOpt, QuietOpt, VerboseOpt, _parse_json_object, app, typed_path
+from deepseek_review.cli.app import (
+    JsonOpt,
+    QuietOpt,
+    VerboseOpt,
+    _parse_json_object,
+    app,
+    typed_path,
+)
+from deepseek_review.options.rows import TEMPLATES
+from deepseek_review.options.table import OPTIONS, Option, in_scope
+from deepseek_review.options.values import OneOf
 
 if TYPE_CHECKING:
-    from ..signing.segments import SigningKey
+    from deepseek_review.signing.segments import SigningKey
 
 _PY = {"str": str, "path": Path, "int": int, "float": float, "json": str}
 
@@ -93,13 +100,13 @@ class Flags:
 
     def root(self) -> Path:
         """The repository the command works in: ``--repo-root``, else the one around here."""
-        from .. import api
+        from deepseek_review import api
 
         return api.repo_root(self["repo_root"])
 
     def signing_key(self, root: Path) -> SigningKey | None:
         """The key ``--sign`` signs with, checked now by signing a probe; None unsigned."""
-        from .. import api
+        from deepseek_review import api
 
         return api.signing_key(self["sign"], self["signing_key"], repo_root=root)
 

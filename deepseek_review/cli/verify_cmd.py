@@ -5,9 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import VerificationFailed
-from ..options import OPTIONS
-from .app import (
+from deepseek_review.cli.app import (
     STATE,
     AllowedSignersOpt,
     JsonOpt,
@@ -20,13 +18,17 @@ from .app import (
     example,
     typed_path,
 )
+from deepseek_review.errors import VerificationFailed
+from deepseek_review.options.table import OPTIONS
 
 if TYPE_CHECKING:
-    from ..verification import ReceiptReport, VerifyReport
+    from deepseek_review.verification import ReceiptReport, VerifyReport
 
 
 def _line(r: "ReceiptReport") -> str:
-    from ..verification.reports import reread_note  # not pins: that imports git's modules
+    from deepseek_review.verification.reports import (
+        reread_note,  # not pins: that imports git's modules
+    )
 
     if r.status == "fail":
         named = ", ".join(r.failed)
@@ -141,8 +143,10 @@ def verify(
     Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
     3 when a PATH does not exist, 2 on a usage error.
     """
-    from .. import api
-    from ..repo import find_repo_root  # api.repo_root's module would load logging
+    from deepseek_review import api
+    from deepseek_review.git.runner import (
+        find_repo_root,  # api.repo_root's module would load logging
+    )
 
     root = find_repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .fingerprint import fingerprint
-from .hunks import DELETED, NewSide, parse_diff
-from .location import refusal
-from .model import Anchored, Finding, Level, rule_id
+from deepseek_review.finding.fingerprint import fingerprint
+from deepseek_review.finding.hunks import DELETED, NewSide, parse_diff
+from deepseek_review.finding.location import refusal
+from deepseek_review.finding.model import Anchored, Finding, Level, rule_id
 
 #: Per path, the new-side line ranges (first, last; inclusive) of a diff's hunks.
 Hunks = dict[str, list[tuple[int, int]]]

@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..chain import chain_index, find_chain, stitched_text
-from ..errors import InputError, VerificationFailed
-from ..records.canonical import sha256_tag
-from ..records.parts import file_refs
-from ..records.rebuild import repo_reader
-from ..records.stored import ChainSegment, no_such_path
-from ..repo import git_output, resolve_inside
-from ..trust import Admission, TrustPolicy, admit
-from .anchor import Reviewed, anchor
-from .extract import FindingsRefused, extract
-from .hunks import NewSide, change_in
-from .location import refusal
-from .model import SEVERITIES, Anchored, rank
+from deepseek_review.errors import InputError, VerificationFailed
+from deepseek_review.finding.anchor import Reviewed, anchor
+from deepseek_review.finding.extract import FindingsRefused, extract
+from deepseek_review.finding.hunks import NewSide, change_in
+from deepseek_review.finding.location import refusal
+from deepseek_review.finding.model import SEVERITIES, Anchored, rank
+from deepseek_review.git.runner import git_output, resolve_inside
+from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.chain import chain_index, find_chain, stitched_text
+from deepseek_review.records.parts import file_refs
+from deepseek_review.records.rebuild import repo_reader
+from deepseek_review.records.stored import ChainSegment, no_such_path
+from deepseek_review.trust.rule import Admission, TrustPolicy, admit
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def collect(root: Path, paths: Sequence[str], policy: TrustPolicy | None = None)
     folder, such a chain is listed in ``problems`` and the others are still exported, unless
     its block was refused over a limit (:class:`.extract.FindingsRefused`): then nothing is.
     """
-    from ..verification import discover
+    from deepseek_review.verification import discover
 
     policy = TrustPolicy.configured() if policy is None else policy
     out = Collected()

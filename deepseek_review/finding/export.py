@@ -8,17 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, FindingsGate, OutputError
-from ..records.canonical import pretty_json
-from ..storage import write_replacing
-from ..textsafe import json_safe
-from ..trust import TrustPolicy
-from .derive import Collected, collect, receipts_json
-from .github import to_github
-from .markdown import to_markdown
-from .model import SEVERITIES, Anchored
-from .rdjson import to_rdjson, to_rdjsonl
-from .sarif import to_sarif
+from deepseek_review.errors import ConfigError, FindingsGate, OutputError
+from deepseek_review.finding.derive import Collected, collect, receipts_json
+from deepseek_review.finding.github import to_github
+from deepseek_review.finding.markdown import to_markdown
+from deepseek_review.finding.model import SEVERITIES, Anchored
+from deepseek_review.finding.rdjson import to_rdjson, to_rdjsonl
+from deepseek_review.finding.sarif import to_sarif
+from deepseek_review.records.canonical import pretty_json
+from deepseek_review.records.storage import write_replacing
+from deepseek_review.trust.rule import TrustPolicy
+from deepseek_review.util.textsafe import json_safe
 
 #: The ``schema`` value of this tool's own findings JSON
 #: (``schemas/deepseek-review-findings-v1.schema.json``).

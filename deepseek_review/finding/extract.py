@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from .. import safejson
-from ..errors import InputError
-from ..resources import resource_dir
-from .model import Finding
+from deepseek_review.errors import InputError
+from deepseek_review.finding.model import Finding
+from deepseek_review.util import safejson
+from deepseek_review.util.resources import resource_dir
 
 SCHEMA_NAME = "findings.schema.json"
 #: The most bytes (UTF-8) a findings block may hold: 1,000 findings of ~1 KiB each. A

@@ -7,9 +7,9 @@ become ``%25``, ``%0D``, ``%0A``; in a property value ``:`` and ``,`` also becom
 
 from __future__ import annotations
 
-from ..textsafe import escape
-from .derive import Collected
-from .model import Anchored
+from deepseek_review.finding.derive import Collected
+from deepseek_review.finding.model import Anchored
+from deepseek_review.util.textsafe import escape
 
 #: Workflow command by finding severity.
 COMMANDS = {"critical": "error", "major": "error", "minor": "warning", "nit": "notice"}

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records.canonical import sha256_tag
+from deepseek_review.records.canonical import sha256_tag
 
 _HUNK_RE = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _OCTAL_RE = re.compile(rb"\\([0-7]{3})")

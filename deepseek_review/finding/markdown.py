@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import html
 
-from ..textsafe import escape
-from .derive import Collected
-from .model import SEVERITIES, Anchored
+from deepseek_review.finding.derive import Collected
+from deepseek_review.finding.model import SEVERITIES, Anchored
+from deepseek_review.util.textsafe import escape
 
 
 def _cell(text: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .location import repo_path
+from deepseek_review.finding.location import repo_path
 
 #: Most severe first; the index is the rank (``--fail-on`` compares ranks).
 SEVERITIES = ("critical", "major", "minor", "nit")

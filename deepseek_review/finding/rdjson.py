@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .derive import Collected
-from .model import Anchored
+from deepseek_review.finding.derive import Collected
+from deepseek_review.finding.model import Anchored
 
 #: reviewdog severities by finding severity.
 SEVERITY = {"critical": "ERROR", "major": "ERROR", "minor": "WARNING", "nit": "INFO"}

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
-from ..project import HOME
-from .derive import Collected, receipts_json
-from .fingerprint import KEY
-from .location import sarif_uri
-from .model import Anchored
+from deepseek_review._version import __version__
+from deepseek_review.finding.derive import Collected, receipts_json
+from deepseek_review.finding.fingerprint import KEY
+from deepseek_review.finding.location import sarif_uri
+from deepseek_review.finding.model import Anchored
+from deepseek_review.util.project import HOME
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 #: SARIF levels by severity.

@@ -12,17 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ..chain import find_chain, stitched_text
-from ..errors import InputError, ReviewError
-from ..logs import log
-from ..records.canonical import sha256_tag
-from ..records.index import ReceiptIndex
-from ..records.naming import sibling
-from ..records.request_record import RequestRecord
-from ..records.stored import ChainSegment
-from ..repo import read_regular_file, resolve_inside
-from .anchor import Reviewed
-from .derive import (
+from deepseek_review.errors import InputError, ReviewError
+from deepseek_review.finding.anchor import Reviewed
+from deepseek_review.finding.derive import (
     Collected,
     ReviewFindings,
     derive_text,
@@ -30,8 +22,16 @@ from .derive import (
     reviewed_texts,
     reviewed_version,
 )
-from .export import render
-from .hunks import NewSide
+from deepseek_review.finding.export import render
+from deepseek_review.finding.hunks import NewSide
+from deepseek_review.git.runner import read_regular_file, resolve_inside
+from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.chain import find_chain, stitched_text
+from deepseek_review.records.index import ReceiptIndex
+from deepseek_review.records.naming import sibling
+from deepseek_review.records.request_record import RequestRecord
+from deepseek_review.records.stored import ChainSegment
+from deepseek_review.util.logs import log
 
 #: Given the stitched text and the last answer's path: the findings file, or None.
 Hook = Callable[[str, str], bytes | None]
@@ -108,8 +108,8 @@ def check_sidecar(
 def counts_beside(root: Path, answer_path: str) -> dict[str, int] | None:
     """The finding counts by severity of the findings file beside an answer (a batch
     report's per-entry counts); None when there is none or it is not one of ours."""
-    from .. import safejson
-    from .model import SEVERITIES
+    from deepseek_review.finding.model import SEVERITIES
+    from deepseek_review.util import safejson
 
     try:
         path, _ = resolve_inside(root, sibling(answer_path, "findings"), what="findings")

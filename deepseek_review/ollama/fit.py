@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..endpoint import safe_url
-from ..errors import ConfigError, PromptDoesNotFit
-from ..logs import log
-from ..options import name_of
+from deepseek_review.chat.endpoint import safe_url
+from deepseek_review.errors import ConfigError, PromptDoesNotFit
+from deepseek_review.options.table import name_of
+from deepseek_review.util.logs import log
 
 if TYPE_CHECKING:
-    from ..client import ChatClient
+    from deepseek_review.chat.client import ChatClient
 
 
 #: Ollama's smallest default context (under 24 GiB of VRAM); what an unloaded model may get.
@@ -44,7 +44,7 @@ def asks_server(server: str, url: str) -> bool:
     client, and loads no HTTP stack, when it would not)."""
     if server != "ollama":
         return False
-    from . import probe
+    from deepseek_review.ollama import probe
 
     return probe.probed_origin(url)
 
@@ -64,7 +64,9 @@ def preflight(
     :class:`ConfigError` for a ``reasoning`` level the model cannot think at."""
     if server != "ollama":
         return
-    from . import probe  # asked only when the server is (a run, a dry run), not by planning
+    from deepseek_review.ollama import (
+        probe,  # asked only when the server is (a run, a dry run), not by planning
+    )
 
     if probe.is_cloud(client.url):
         with client.learning:  # said once per client, not per entry of a batch

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..calls import Completion
-from ..errors import ConfigError
-from ..options import name_of
+from deepseek_review.chat.types import Completion
+from deepseek_review.errors import ConfigError
+from deepseek_review.options.table import name_of
 
 _KEYS = ("input", "output", "cache_hit")
 _BEYOND = ("reasoning_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from ..client import ChatClient
+    from deepseek_review.chat.client import ChatClient
 
 
 #: The chat URL of an Ollama server's OpenAI endpoint; its origin serves the native API.

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigError
-from ..options import REASONING_LEVELS, name_of
+from deepseek_review.errors import ConfigError
+from deepseek_review.options.table import REASONING_LEVELS, name_of
 
 __all__ = ["REASONING_LEVELS", "fields", "with_reasoning"]
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, NamedTuple, TypeVar
 
-from ..errors import InputError
-from ..repo import resolve_inside
-from .naming import RECEIPT_SUFFIX
+from deepseek_review.errors import InputError
+from deepseek_review.git.runner import resolve_inside
+from deepseek_review.records.naming import RECEIPT_SUFFIX
 
 T = TypeVar("T")
 

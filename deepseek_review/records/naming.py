@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import OutputError
-from ..options import check
+from deepseek_review.errors import OutputError
+from deepseek_review.options.table import check
 
 
 class SegmentFile(NamedTuple):
@@ -190,7 +190,9 @@ def claim_answer(folder: Path, stem: str, data: bytes, *, shown_folder: str) -> 
     already present under a candidate stem also makes it taken, so stale files are never
     mixed in.
     """
-    from ..storage import write_new  # here: readers of names (verify, show) write nothing
+    from deepseek_review.records.storage import (
+        write_new,  # here: readers of names (verify, show) write nothing
+    )
 
     for n in range(1, 10_000):
         name = stem if n == 1 else f"{stem}-{n}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InputError
+from deepseek_review.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from .canonical import CANONICAL, canonical_json, escaped, sha256_tag
-from .parts import REF_KEYS, RecordedMessage, Ref, parse_messages
+from deepseek_review.errors import InputError
+from deepseek_review.records.canonical import CANONICAL, canonical_json, escaped, sha256_tag
+from deepseek_review.records.parts import REF_KEYS, RecordedMessage, Ref, parse_messages
 
 #: Reads a repo-relative path (never outside the root); None when it cannot be read.
 Reader = Callable[[str], bytes | None]
@@ -105,7 +105,7 @@ def rebuild_body(
 
 def repo_reader(root: Path) -> Reader:
     """A :data:`Reader` that refuses anything outside ``root`` (a record may be hostile)."""
-    from ..repo import read_regular_file, resolve_inside
+    from deepseek_review.git.runner import read_regular_file, resolve_inside
 
     def read(rel: str) -> bytes | None:
         try:

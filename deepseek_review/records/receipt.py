@@ -16,16 +16,18 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import safejson
-from ..errors import ConfigError, InputError, OutputError
-from ..options import name_of
-from ..repo import read_regular_file
-from ..resources import schema_path
-from .canonical import RECEIPT_DECODER, DuplicateKey, pretty_json
-from .receipt_fast import CONTINUATION as CONTINUATION  # the receipt kinds, named here too
-from .receipt_fast import PRIMARY as PRIMARY
-from .receipt_fast import _as_written as _as_written  # created_at's own form
-from .receipt_fast import plainly_valid
+from deepseek_review.errors import ConfigError, InputError, OutputError
+from deepseek_review.git.runner import read_regular_file
+from deepseek_review.options.table import name_of
+from deepseek_review.records.canonical import RECEIPT_DECODER, DuplicateKey, pretty_json
+from deepseek_review.records.receipt_fast import (
+    CONTINUATION as CONTINUATION,  # the receipt kinds, named here too
+)
+from deepseek_review.records.receipt_fast import PRIMARY as PRIMARY
+from deepseek_review.records.receipt_fast import _as_written as _as_written  # created_at's own form
+from deepseek_review.records.receipt_fast import plainly_valid
+from deepseek_review.util import safejson
+from deepseek_review.util.resources import schema_path
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .. import safejson
-from ..errors import InputError
-from .canonical import RECORD_DECODER, pretty_json
-from .parts import RecordedMessage, parse_messages
+from deepseek_review.errors import InputError
+from deepseek_review.records.canonical import RECORD_DECODER, pretty_json
+from deepseek_review.records.parts import RecordedMessage, parse_messages
+from deepseek_review.util import safejson
 
 RECORD_SCHEMA = "deepseek_review_request_record_v1"
 #: Every record version this tool wrote, oldest first: each stays readable.

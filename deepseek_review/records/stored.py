@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
-from ..repo import resolve_inside
-from .naming import ANSWER_SUFFIX, RECEIPT_SUFFIX, sibling
-from .receipt import Receipt, read_file
-from .request_record import RequestRecord
+from deepseek_review.errors import InputError
+from deepseek_review.git.runner import resolve_inside
+from deepseek_review.records.naming import ANSWER_SUFFIX, RECEIPT_SUFFIX, sibling
+from deepseek_review.records.receipt import Receipt, read_file
+from deepseek_review.records.request_record import RequestRecord
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import ConfigError
-from . import NAMESPACE
-from .sshsig import BadSignature, _strings, exact_strings
+from deepseek_review.errors import ConfigError
+from deepseek_review.signing import NAMESPACE
+from deepseek_review.signing.sshsig import BadSignature, _strings, exact_strings
 
 _SPACE = " \t\r\n"
 """What ends the principals word (ssh-keygen's ``strdelimw``)."""

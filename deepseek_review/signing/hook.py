@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, OutputError
+from deepseek_review.errors import ConfigError, OutputError
 
 if TYPE_CHECKING:
-    from .segments import SigningKey
+    from deepseek_review.signing.segments import SigningKey
 
 _active: SigningKey | None = None
 
@@ -38,7 +38,7 @@ def after_receipt(root: Path, receipt_rel: str) -> None:
     key = _active
     if key is None:
         return
-    from .segments import sign_segment
+    from deepseek_review.signing.segments import sign_segment
 
     try:
         sign_segment(root, receipt_rel, key)

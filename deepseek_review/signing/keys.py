@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
-from ..options import OPTIONS, name_of
-from ..repo import git_output
+from deepseek_review.errors import ConfigError
+from deepseek_review.git.runner import git_output
+from deepseek_review.options.table import OPTIONS, name_of
 
 if TYPE_CHECKING:  # loaded when a key is wanted: most runs do not sign
-    from .segments import SigningKey
+    from deepseek_review.signing.segments import SigningKey
 
 _PROBE = b"deepseek-review: signing key check\n"
 
@@ -89,8 +89,8 @@ def signing_key(given: str | None, root: Path, env: Mapping[str, str] | None = N
     """The key to sign with, checked by signing a probe: a one-line :class:`ConfigError`
     when it is missing, passphrase-protected without an agent, not in the agent, or when
     ssh-keygen is missing. Called before anything is sent."""
-    from . import sshsig
-    from .segments import SigningKey
+    from deepseek_review.signing import sshsig
+    from deepseek_review.signing.segments import SigningKey
 
     what = name_of("signing_key")
     if given is None:
@@ -141,8 +141,8 @@ def configured_key(
 ) -> SigningKey | None:
     """:func:`signing_key` when signing is asked for (the arguments, else the environment
     and, for ``sign`` only, the config file), else None."""
-    from ..config import resolve, spellings
-    from ..options import naming_as
+    from deepseek_review.options.config import resolve, spellings
+    from deepseek_review.options.table import naming_as
 
     settings = resolve(root, env=env)
     if not (settings["sign"] if sign is None else sign):

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..errors import OutputError
-from ..records.naming import sibling
-from ..repo import read_regular_file
-from ..storage import write_output
-from . import sshsig
-from .statement import SegmentFiles, statement_bytes
+from deepseek_review.errors import OutputError
+from deepseek_review.git.runner import read_regular_file
+from deepseek_review.records.naming import sibling
+from deepseek_review.records.storage import write_output
+from deepseek_review.signing import sshsig
+from deepseek_review.signing.statement import SegmentFiles, statement_bytes
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..programs import require_program
-from . import NAMESPACE
+from deepseek_review.errors import ConfigError
+from deepseek_review.git.programs import require_program
+from deepseek_review.signing import NAMESPACE
 
 _ARMOR_BEGIN = b"-----BEGIN SSH SIGNATURE-----"
 _ARMOR_END = b"-----END SSH SIGNATURE-----"

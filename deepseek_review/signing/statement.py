@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import InputError
-from ..project import FORMER_SIGNED_REVIEW, SIGNED_REVIEW
-from ..records.canonical import RECEIPT_DECODER, RECORD_DECODER, pretty_json
-from ..records.naming import SEGMENT_FILES, sibling
-from ..repo import read_regular_file, resolve_inside
+from deepseek_review._version import __version__
+from deepseek_review.errors import InputError
+from deepseek_review.git.runner import read_regular_file, resolve_inside
+from deepseek_review.records.canonical import RECEIPT_DECODER, RECORD_DECODER, pretty_json
+from deepseek_review.records.naming import SEGMENT_FILES, sibling
+from deepseek_review.util.project import FORMER_SIGNED_REVIEW, SIGNED_REVIEW
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = SIGNED_REVIEW

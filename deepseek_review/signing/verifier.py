@@ -21,7 +21,7 @@ import hashlib
 import struct
 from typing import Any
 
-from .sshsig import BadSignature, _strings, exact_strings, unarmor
+from deepseek_review.signing.sshsig import BadSignature, _strings, exact_strings, unarmor
 
 _MAGIC = b"SSHSIG"
 _HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}

@@ -45,11 +45,11 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from ..records.naming import name_order
-from ..records.receipt import parse_receipt
-from .checks import Verifier, _Local
-from .discovery import discover
-from .reports import (
+from deepseek_review.records.naming import name_order
+from deepseek_review.records.receipt import parse_receipt
+from deepseek_review.verification.checks import Verifier, _Local
+from deepseek_review.verification.discovery import discover
+from deepseek_review.verification.reports import (
     _OK_BY_VALUE,
     CHECKS,
     DEFAULT_FOLDER,
@@ -60,7 +60,7 @@ from .reports import (
     ReceiptStatus,
     VerifyReport,
 )
-from .signature_checks import SignatureChecks, Signed
+from deepseek_review.verification.signature_checks import SignatureChecks, Signed
 
 __all__ = [
     "CHECKS",

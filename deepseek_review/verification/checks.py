@@ -9,13 +9,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from ..records.index import Break, Entry, ReceiptIndex
-from ..records.naming import name_order
-from ..records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
-from ..records.request_record import RequestRecord
-from .files import Problem, RepoFiles
-from .record_checks import RecordChecks
-from .reports import _OK, CHECKS, CheckResult, ReceiptReport, ReceiptStatus, listing, soft
+from deepseek_review.records.index import Break, Entry, ReceiptIndex
+from deepseek_review.records.naming import name_order
+from deepseek_review.records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
+from deepseek_review.records.request_record import RequestRecord
+from deepseek_review.verification.files import Problem, RepoFiles
+from deepseek_review.verification.record_checks import RecordChecks
+from deepseek_review.verification.reports import (
+    _OK,
+    CHECKS,
+    CheckResult,
+    ReceiptReport,
+    ReceiptStatus,
+    listing,
+    soft,
+)
 
 # --------------------------------------------------------------------------- checking
 
@@ -60,7 +68,7 @@ def _pinned(record: RequestRecord | str | None) -> set[str]:
     record pinned to git (most are not, and verify's start-up counts)."""
     if not isinstance(record, RequestRecord) or record.git is None:
         return set()
-    from .pins import pinned_paths
+    from deepseek_review.verification.pins import pinned_paths
 
     return pinned_paths(record)
 

@@ -7,16 +7,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ..records.naming import (
+from deepseek_review.git.runner import resolve_inside
+from deepseek_review.records.naming import (
     RECEIPT_SUFFIX,
     SIGNATURE_SUFFIX,
     STATEMENT_SUFFIX,
     name_order,
     unreceipted_answers,
 )
-from ..records.stored import no_such_path, receipt_for
-from ..repo import resolve_inside
-from .reports import DEFAULT_FOLDER
+from deepseek_review.records.stored import no_such_path, receipt_for
+from deepseek_review.verification.reports import DEFAULT_FOLDER
 
 # --------------------------------------------------------------------------- discovery
 

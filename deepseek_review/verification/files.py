@@ -8,10 +8,10 @@ import stat
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from ..errors import InputError
-from ..records.canonical import sha256_tag
-from ..repo import resolve_inside
-from ..safejson import MAX_FILE_BYTES, read_fd
+from deepseek_review.errors import InputError
+from deepseek_review.git.runner import resolve_inside
+from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.util.safejson import MAX_FILE_BYTES, read_fd
 
 
 class Problem(NamedTuple):

@@ -14,17 +14,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ReviewError
-from ..gitdiff import Change, Diff, DiffSettings, Range, make_diff
-from ..gitread import UNSHALLOW_HINT, BlobStore, is_oid, short
-from ..gitreview import frame_diff
-from ..pinning import TreeHashes, file_pins, pinned_bytes
-from ..records.canonical import sha256_tag
-from ..records.parts import file_refs
-from ..records.rebuild import Reader
-from ..records.request_record import RequestRecord
-from ..repo import in_git_work_tree
-from .reports import REBUILT, CheckResult, listing, soft
+from deepseek_review.context.git_plan import frame_diff
+from deepseek_review.context.pins import TreeHashes, file_pins, pinned_bytes
+from deepseek_review.errors import ReviewError
+from deepseek_review.git.diff import Change, Diff, DiffSettings, Range, make_diff
+from deepseek_review.git.objects import UNSHALLOW_HINT, BlobStore, is_oid, short
+from deepseek_review.git.runner import in_git_work_tree
+from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.parts import file_refs
+from deepseek_review.records.rebuild import Reader
+from deepseek_review.records.request_record import RequestRecord
+from deepseek_review.verification.reports import REBUILT, CheckResult, listing, soft
 
 #: How the prompt check's detail begins when the request was rebuilt from git objects.
 

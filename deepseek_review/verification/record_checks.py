@@ -11,18 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError
-from ..gitread import BlobStore
-from ..pinning import TreeHashes
-from ..records.canonical import sha256_tag
-from ..records.index import ReceiptIndex
-from ..records.naming import sibling
-from ..records.parts import AnswerRef, RecordedMessage, answer_paths, file_refs
-from ..records.rebuild import FileHashes, Reader, Rebuilder, rebuild_body
-from ..records.receipt import CONTINUATION
-from ..records.request_record import RequestRecord
-from .files import Problem, RepoFiles
-from .reports import _OK, CheckResult, listing, soft
+from deepseek_review.context.pins import TreeHashes
+from deepseek_review.errors import InputError
+from deepseek_review.git.objects import BlobStore
+from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.index import ReceiptIndex
+from deepseek_review.records.naming import sibling
+from deepseek_review.records.parts import AnswerRef, RecordedMessage, answer_paths, file_refs
+from deepseek_review.records.rebuild import FileHashes, Reader, Rebuilder, rebuild_body
+from deepseek_review.records.receipt import CONTINUATION
+from deepseek_review.records.request_record import RequestRecord
+from deepseek_review.verification.files import Problem, RepoFiles
+from deepseek_review.verification.reports import _OK, CheckResult, listing, soft
 
 
 class RecordChecks:
@@ -79,8 +79,8 @@ class RecordChecks:
         (``run --findings``), re-derived from the chain (:mod:`..finding.sidecar`)."""
         if not isinstance(record, RequestRecord) or not record.findings or answer.status != "ok":
             return answer
-        from ..chain import chain_index
-        from ..finding.sidecar import check_sidecar
+        from deepseek_review.finding.sidecar import check_sidecar
+        from deepseek_review.records.chain import chain_index
 
         if self._chains is None:  # one index per run: each folder glanced at once
             self._chains = chain_index(self.files.root, exclude=self.exclude)
@@ -117,7 +117,9 @@ class RecordChecks:
         files: FileHashes = {}  # filled when the request is rebuilt on the fast path
         try:
             if record.git is not None:
-                from .pins import check_pinned  # only now: the git modules are many
+                from deepseek_review.verification.pins import (
+                    check_pinned,  # only now: the git modules are many
+                )
 
                 rebuilt = check_pinned(
                     self.files.root,
@@ -315,7 +317,7 @@ def _listed(record: RequestRecord) -> list[str]:
     paths = [f.path for f in record.context_files or ()]
     if record.git is None:
         return list(dict.fromkeys(paths))  # what receipt_paths gives without git
-    from ..pinning import receipt_paths
+    from deepseek_review.context.pins import receipt_paths
 
     return receipt_paths(paths, record.git)
 

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..options import default
-from ..records.receipt import CONTINUATION, PRIMARY
+from deepseek_review.options.table import default
+from deepseek_review.records.receipt import CONTINUATION, PRIMARY
 
 #: The check names, in the order they run and are reported.
 CHECKS = ("schema", "answer", "chain", "context", "prompt")

@@ -21,13 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..options import name_of
-from ..records.canonical import RECEIPT_DECODER
-from ..records.naming import sibling
-from ..signing import NAMESPACE
-from .files import Problem, RepoFiles
-from .reports import CheckResult, ReceiptReport, ReceiptStatus
+from deepseek_review.errors import ConfigError
+from deepseek_review.options.table import name_of
+from deepseek_review.records.canonical import RECEIPT_DECODER
+from deepseek_review.records.naming import sibling
+from deepseek_review.signing import NAMESPACE
+from deepseek_review.verification.files import Problem, RepoFiles
+from deepseek_review.verification.reports import CheckResult, ReceiptReport, ReceiptStatus
 
 NAME = "signature"
 
@@ -61,7 +61,9 @@ class SignatureChecks:
         self.allowed_signers = allowed_signers
         self.signers = None
         if allowed_signers is not None:
-            from ..signing import allowed  # the signing modules only where signatures count
+            from deepseek_review.signing import (
+                allowed,  # the signing modules only where signatures count
+            )
 
             self.signers = allowed.read(allowed_signers, shown)
         self.require = require
@@ -106,9 +108,9 @@ class SignatureChecks:
         """From the operator's choices: the arguments, else the environment (and git's
         ``gpg.ssh.allowedSignersFile``); never the repository's config for the allowed
         signers (see :mod:`..signing.keys`)."""
-        from ..config import resolve, spellings
-        from ..options import naming_as
-        from ..signing.keys import allowed_signers as find_allowed
+        from deepseek_review.options.config import resolve, spellings
+        from deepseek_review.options.table import naming_as
+        from deepseek_review.signing.keys import allowed_signers as find_allowed
 
         settings = resolve(root, env=env)
         # What the environment or the config file set is blamed on them, not on a flag.
@@ -159,7 +161,7 @@ class SignatureChecks:
             return self._unsigned("unsigned"), None
         if self.signers is None:
             return CheckResult(NAME, "info", "signed; not checked (no allowed signers)"), None
-        from ..signing import allowed, sshsig
+        from deepseek_review.signing import allowed, sshsig
 
         if isinstance(armored, Problem):
             return CheckResult(NAME, "fail", armored.detail), None
@@ -189,7 +191,7 @@ class SignatureChecks:
     def _crypto_problem(self, statement: bytes, armored: bytes, principal: str) -> str | None:
         """In process where the key type allows (:mod:`..signing.verifier`), else one
         ``ssh-keygen -Y verify``; None when the signature holds."""
-        from ..signing import sshsig, verifier
+        from deepseek_review.signing import sshsig, verifier
 
         try:
             good = verifier.verify(statement, armored, NAMESPACE)
@@ -213,7 +215,7 @@ class SignatureChecks:
         """The segment's files as they are now, name → digest object (as
         :func:`..signing.statement.subjects` makes them), or why they cannot be had. Hashed
         by :attr:`files`: each folder resolved once, a digest the other checks took reused."""
-        from ..signing.statement import SUBJECT_KINDS
+        from deepseek_review.signing.statement import SUBJECT_KINDS
 
         now: dict[str, object] = {}
         for kind in SUBJECT_KINDS:
@@ -229,7 +231,7 @@ class SignatureChecks:
 
     def _statement_problem(self, receipt_rel: str, raw: bytes) -> str | None:
         """Why the statement does not describe this segment's files as they are, or None."""
-        from ..signing.statement import (
+        from deepseek_review.signing.statement import (
             PREDICATE_TYPE,
             PREDICATE_TYPES,
             STATEMENT_TYPE,

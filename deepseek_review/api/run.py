@@ -1,0 +1,230 @@
+"""The library calls of ``run``, ``continue``, ``show`` and ``config`` (see :mod:`.api`).
+
+Planning (``run --dry-run``) imports no HTTP stack: only :func:`send_review` and
+:func:`continue_review` load the client. What ``config`` and ``show`` return lives in
+:mod:`.api_views`, so that ``run`` does not build those classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deepseek_review.util.logs import log
+
+if TYPE_CHECKING:
+    from deepseek_review.api.views import Configuration, ShownChain
+    from deepseek_review.chat.types import ProgressFn
+    from deepseek_review.reviewing.continuation import ContinueOutcome
+    from deepseek_review.reviewing.pipeline import ReviewOptions, ReviewPlan, ReviewResult
+
+PathArg = str | os.PathLike[str]
+
+
+def repo_root(path: PathArg | None = None) -> Path:
+    """The repository root: ``path``, else the enclosing git work tree, else the current
+    folder (every call takes ``repo_root=`` and finds it the same way)."""
+    from deepseek_review.git.runner import find_repo_root
+
+    return find_repo_root(path)
+
+
+def configuration(
+    *, repo_root: PathArg | None = None, env: Mapping[str, str] | None = None
+) -> Configuration:
+    """The effective settings (environment > config file > defaults) and their sources.
+
+    Never fails on a refused setting: what was read is all there, each refusal listed in
+    :attr:`~.api_views.Configuration.refused` with the error a run would stop with (a run
+    uses the next source only in ``config``: it stops)."""
+    from deepseek_review.api.views import Configuration
+    from deepseek_review.chat.endpoint import resolve_endpoint
+    from deepseek_review.errors import ConfigError
+    from deepseek_review.git.runner import find_repo_root
+    from deepseek_review.options.config import Refusal, resolve, spelled, spellings
+    from deepseek_review.options.table import naming_as
+
+    env = os.environ if env is None else env
+    root = find_repo_root(repo_root)
+    found = resolve(root, env=env, collect=True)
+    refused = list(found.refused)
+    url: str | None
+    try:
+        with naming_as(spellings(found.items)):
+            url = resolve_endpoint(
+                found["endpoint"],
+                env,
+                key_env=found["api_key_env"],
+                named_by=found.items["endpoint"].named_by,
+            ).url
+    except ConfigError as exc:
+        url = None
+        setting = found.items["endpoint"]
+        where = spelled(setting) or setting.source
+        refused.append(Refusal(where, "endpoint", setting.value, exc.message))
+    return Configuration(root, found, url, tuple(refused))
+
+
+def api_key(api_key_env: str | None = None, *, env: Mapping[str, str] | None = None) -> str | None:
+    """The key a call would send where a key may go: the variable ``api_key_env`` names, else
+    the one ``DEEPSEEK_REVIEW_API_KEY_ENV`` names, else ``OLLAMA_API_KEY``'s. (The command
+    line keeps it out of everything it prints.)"""
+    from deepseek_review.chat.endpoint import DEFAULT_KEY_ENV
+    from deepseek_review.options.table import OPTIONS
+
+    env = os.environ if env is None else env
+    name = api_key_env or env.get(OPTIONS["api_key_env"].env_name or "", "").strip()
+    return env.get(name or DEFAULT_KEY_ENV, "").strip() or None
+
+
+def plan_review(
+    *,
+    env: Mapping[str, str] | None = None,
+    repo_root: PathArg | None = None,
+    ask_server: bool = False,
+    **options: Any,
+) -> ReviewPlan:
+    """Check everything and build the exact request of :func:`review`, sending and writing
+    nothing (``run --dry-run``); :func:`send_review` sends it.
+
+    With ``ask_server`` the server is also asked what :func:`send_review` asks it before its
+    first request (an Ollama server: does the prompt fit the context it runs the model with,
+    can the model think at ``reasoning``'s level; only its metadata endpoints, never the chat
+    one), and refuses as the run would: what ``run --dry-run`` does."""
+    from deepseek_review.options.merge import review_setup
+    from deepseek_review.options.table import naming_as
+
+    _, planned, names = review_setup(options, repo_root=repo_root, env=env)
+    from deepseek_review.reviewing.plan import plan_review as _plan
+
+    with naming_as(names):  # a refusal names the variable or file key that was set
+        plan = dataclasses.replace(_plan(planned, env), names=names)
+        if ask_server:
+            from deepseek_review.reviewing.pipeline import preflight_review
+
+            preflight_review(plan)
+        return plan
+
+
+def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:
+    """What ``plan`` would cost at most (its prompt estimate, the whole ``max_tokens``, no
+    cache hit), at the ``prices`` setting's price of its model; None when it has none."""
+    from deepseek_review.options.config import resolve
+
+    prices = resolve(plan.root, env=env)["prices"]
+    if not prices:  # none set (most runs): the price table is not even loaded
+        return None
+    from deepseek_review.ollama.pricing import parse, price_of
+
+    price = price_of(parse(prices), plan.options.model, plan.endpoint.url)
+    if price is None:
+        return None
+    return round(price.cost(plan.token_estimate, plan.options.max_tokens), 6)
+
+
+def send_review(plan: ReviewPlan, *, progress: ProgressFn | None = None) -> ReviewResult:
+    """Send a planned review, write its files, and continue it while it is cut off."""
+    from deepseek_review.options.table import naming_as
+    from deepseek_review.reviewing.pipeline import make_client
+    from deepseek_review.reviewing.pipeline import send_review as _send
+
+    log.info(
+        "sending %s to %s as %s (~%d tokens)",
+        sent_summary(plan),
+        plan.endpoint.url,
+        plan.options.model,
+        plan.token_estimate,
+    )
+
+    with naming_as(plan.names), make_client(plan.endpoint, plan.options) as client:
+        return _send(plan, client, progress=progress)
+
+
+def sent_summary(plan: ReviewPlan) -> str:
+    """What a review sends, in words: ``a diff of 3 files (41 lines) and 1 context file (61
+    bytes)`` (a change's files are counted as the diff shows them)."""
+    from deepseek_review.context.types import plural
+
+    parts = []
+    if plan.change_lines is not None:
+        diff = (plan.pins or {}).get("diff") or {}
+        shown = len(diff.get("shown") or ())
+        parts.append(f"a diff of {plural(shown, 'file')} ({plural(plan.change_lines, 'line')})")
+    if plan.files or not parts:
+        files = plural(len(plan.files), "context file")
+        parts.append(f"{files} ({plural(plan.context_bytes, 'byte')})")
+    return " and ".join(parts)
+
+
+def review(
+    options: ReviewOptions | None = None,
+    /,
+    *,
+    env: Mapping[str, str] | None = None,
+    progress: ProgressFn | None = None,
+    repo_root: PathArg | None = None,
+    **fields: Any,
+) -> ReviewResult:
+    """Run one review end to end (``deepseek-review run``).
+
+    Keywords are ``run``'s options in snake_case (``context``, ``prompt`` or ``prompt_file``,
+    ``topic``, ``model``, ``endpoint``, ``max_tokens``, ``max_continuations``, ``server``,
+    ...); ``prompt`` may also be a text stream, read up to ``max_context_bytes``. What they
+    leave unset comes from the environment and the repository's config file, exactly as for
+    ``run``. A :class:`~deepseek_review.reviewing.pipeline.ReviewOptions` instead is taken as complete
+    (no config applied), with keywords replacing its fields. ``env`` replaces ``os.environ``.
+    """
+    if options is None:
+        return send_review(plan_review(env=env, repo_root=repo_root, **fields), progress=progress)
+    from deepseek_review.reviewing.plan import plan_review as _plan
+
+    if fields or repo_root is not None:
+        if repo_root is not None:
+            fields["repo_root"] = os.fspath(repo_root)
+        options = dataclasses.replace(options, **fields)
+    return send_review(_plan(options, env), progress=progress)
+
+
+def continue_review(
+    path: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    progress: ProgressFn | None = None,
+    repo_root: PathArg | None = None,
+    **options: Any,
+) -> ContinueOutcome:
+    """Continue a truncated review from the last segment of the chain ``path`` (a receipt or
+    answer, relative to the root) belongs to (``deepseek-review continue``).
+
+    Keywords are ``continue``'s options in snake_case (``endpoint``, ``max_continuations``,
+    ``continuation_max_tokens``, ``force``, ...), completed from the environment and the
+    config file as for the command; the endpoint is the receipt's unless one is given."""
+    from deepseek_review.options.merge import continue_options
+    from deepseek_review.reviewing.continuation import continue_existing
+
+    _, planned = continue_options(path, options, repo_root=repo_root, env=env)
+    return continue_existing(planned, env=env, progress=progress)
+
+
+def show(
+    path: str,
+    *,
+    repo_root: PathArg | None = None,
+    trusted_rev: str | None = None,
+    allowed_signers: str | None = None,
+) -> ShownChain:
+    """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer;
+    a chain with a segment the trust rule sets aside (:mod:`.trust`: ``trusted_rev``,
+    ``allowed_signers``, else their variables and ``CI``) is refused."""
+    from deepseek_review.api.views import ShownChain
+    from deepseek_review.git.runner import find_repo_root
+    from deepseek_review.records.chain import find_chain, stitched_text
+    from deepseek_review.trust.rule import TrustPolicy
+
+    root = find_repo_root(repo_root)
+    policy = TrustPolicy.configured(trusted_rev, allowed_signers)
+    chain = find_chain(root, path, trust=policy)
+    return ShownChain(root, tuple(chain), stitched_text(root, chain))

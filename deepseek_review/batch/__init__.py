@@ -1,0 +1,1 @@
+"""Batches: the manifest, planning its entries, scheduling them, the report and resuming."""

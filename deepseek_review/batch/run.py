@@ -1,0 +1,353 @@
+"""``batch``: many reviews from a manifest, in parallel, resumable, shardable, honestly reported.
+
+Every entry does exactly what ``run`` does (the same plan, request, files and continuations);
+the batch adds scheduling around it:
+
+* the manifest is checked and planned first (:mod:`.manifest`): one problem anywhere and
+  nothing is sent or written;
+* ``jobs`` reviews run at once on one shared HTTP client per endpoint (one connection pool)
+  with one :class:`~deepseek_review.chat.client.Throttle` per endpoint, so a 429 slows every job
+  sending there;
+* resume: an entry whose chain already exists (a primary receipt with the planned
+  ``prompt_sha256``, endpoint and topic, and its request record) is ``skipped`` without a
+  request; a chain left cut off is continued, never restarted. An answer without a receipt is
+  not a finished review: it is listed in the report's ``orphans`` and the review is redone;
+* a ``stop`` event (the CLI sets it on SIGINT/SIGTERM), ``fail_fast`` and
+  ``max_total_tokens`` stop *starting* work; what is in flight finishes and is written.
+
+The outcome is a :class:`BatchReport`: one record per entry of the shard, never fabricated.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+from deepseek_review.batch.plan import (
+    BatchOptions,
+    PreparedBatch,
+    Work,
+    prepare_batch,
+    remove_stale_temp_files,
+)
+from deepseek_review.batch.report import (
+    BatchReport,
+    EntryReport,
+    Status,
+    check_report_path,
+    existing_usage,
+    finding_counts,
+    one_line,
+    segments_usage,
+    truncated_advice,
+    write_report,
+)
+from deepseek_review.batch.schedule import (
+    BatchEvent,
+    Board,
+    EntryEvents,
+    EventFn,
+    Progress,
+    RequestSlots,
+)
+from deepseek_review.chat.client import ChatClient
+from deepseek_review.chat.retry import Throttle
+from deepseek_review.chat.server_hints import Advice
+from deepseek_review.chat.transport import make_http_client
+from deepseek_review.errors import Interrupted, ReviewError
+from deepseek_review.ollama import pricing
+from deepseek_review.options.table import name_of, naming_as, naming_at
+from deepseek_review.records.stored import ChainSegment
+from deepseek_review.reviewing.job import JobResult, job_from_plan, run_job
+from deepseek_review.reviewing.plan import ReviewPlan
+from deepseek_review.reviewing.segment import Segment
+from deepseek_review.util.logs import log
+
+# What the CLI and the library import from here (the rest lives in batch_plan, batch_report
+# and scheduler).
+__all__ = [
+    "BatchEvent",
+    "BatchOptions",
+    "BatchReport",
+    "EntryReport",
+    "EventFn",
+    "PreparedBatch",
+    "Progress",
+    "check_report_path",
+    "execute_batch",
+    "prepare_batch",
+    "remove_stale_temp_files",
+    "run_batch",
+    "write_report",
+]
+
+
+def _client_key(plan: ReviewPlan) -> tuple[str, str | None, Advice]:
+    """Entries share a client when they share its endpoint, key and hints (--server)."""
+    ep, options = plan.endpoint, plan.options
+    return ep.url, ep.api_key, Advice.of(ep, options.continuation.server, options.api_key_env)
+
+
+class _Runner:
+    def __init__(
+        self,
+        prepared: PreparedBatch,
+        options: BatchOptions,
+        stop: threading.Event,
+        on_event: EventFn | None,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.prepared = prepared
+        self.options = options
+        self.root = prepared.planned.root
+        self.on_event = on_event
+        self.now = now
+        spend = pricing.Spend(pricing.parse(options.prices), options.max_cost)
+        for w in prepared.work:  # before anything is sent: every cost must be countable
+            spend.check_priced(w.planned.plan.options.model, w.planned.plan.endpoint.url)
+        self.board = Board(
+            len(prepared.work),
+            stop,
+            fail_fast=options.fail_fast,
+            max_total_tokens=options.max_total_tokens,
+            spend=spend,
+        )
+        self.slots = RequestSlots(options.jobs, self.board)
+        self.http = make_http_client(
+            options.timeouts,
+            https=any(w.planned.plan.endpoint.url.startswith("https:") for w in prepared.work),
+        )
+        # One client per endpoint, key and hints, sharing one set of connections; one throttle
+        # per endpoint, so a 429 slows every job sending there.
+        throttles: dict[str, Throttle] = {}
+        self.clients: dict[tuple[str, str | None, Advice], ChatClient] = {}
+        for w in prepared.work:
+            ep = w.planned.plan.endpoint
+            throttle = throttles.setdefault(ep.url, Throttle(stop))
+            key = _client_key(w.planned.plan)
+            if key not in self.clients:
+                self.clients[key] = ChatClient(
+                    ep.url,
+                    ep.api_key,
+                    policy=options.retry,
+                    timeouts=options.timeouts,
+                    throttle=throttle,
+                    http=self.http,
+                    advice=key[2],
+                )
+
+    # -- one entry (a worker thread) -----------------------------------------------------
+
+    def _not_started(self, work: Work) -> EntryReport:
+        reason = {
+            "interrupted": "not started: interrupted",
+            "budget": f"not started: {name_of('max_total_tokens')} reached",
+            "cost": f"not started: {name_of('max_cost')} reached",
+            "fail-fast": f"not started: {name_of('fail_fast')} after a failure",
+        }.get(self.board.halt_reason or "", "not started")
+        existing = work.existing
+        return EntryReport(
+            topic=work.topic,
+            index=work.planned.entry.index,
+            status="pending",
+            answer_paths=[s.answer_path for s in existing],
+            receipt_paths=[s.receipt_path for s in existing],
+            error=reason,
+            **existing_usage(existing),
+        )
+
+    def run_one(self, work: Work) -> EntryReport:
+        """One entry, in a worker thread; it starts when its first request gets a slot."""
+        try:
+            if self.board.halt.is_set():
+                return self.board.finish(self._not_started(work), started=False)
+            url = work.planned.plan.endpoint.url
+            events = EntryEvents(self.board, work.topic, work.action, url)
+            with (
+                naming_as(work.planned.plan.names),  # DEEPSEEK_REVIEW_MODEL, a config file's key
+                naming_at(work.planned.entry.places),  # model (entry 3, line 12)
+            ):
+                report = self._review(work, events)
+            report.attempts = events.attempts
+            return self.board.finish(report, started=events.started)
+        finally:
+            self.slots.leave(work.planned.entry.index)  # started or not: the next may start
+
+    def _review(self, work: Work, events: EntryEvents) -> EntryReport:
+        """The entry's review job; what differs from ``run``: resuming what exists, and the
+        report bookkeeping (every outcome is a report, an error too)."""
+        plan = work.planned.plan
+        cap = plan.options.continuation.max_continuations
+        done = JobResult()
+        status: Status
+        error: str | None = None
+        try:
+            existing = _loaded(self.root, work.existing)
+            # Continuations already on disk count against the cap.
+            left = max(cap - (len(existing) - 1), 0) if existing else None
+            first = work.existing[0].record if work.existing else None
+            job = job_from_plan(
+                plan,
+                existing,
+                max_continuations=left,
+                label=work.topic,
+                existing_git=None if first is None else first.git,
+            )
+            client = self.clients[_client_key(plan)]
+            run_job(
+                job,
+                client,
+                gate=self.slots.gate(work.planned.entry.index),
+                events=events,
+                result=done,
+                now=self.now,
+            )
+            if done.not_started:
+                return self._not_started(work)
+            status = "truncated" if done.segments[-1].truncated else "ok"
+            if status == "truncated":
+                error = truncated_advice(done.segments, cap)
+        except Interrupted as exc:
+            status, error = "pending", f"interrupted: {exc.message}"
+        except ReviewError as exc:
+            status, error = "failed", one_line(exc)
+        except Exception as exc:  # a bug must not lose the rest of the batch's report
+            log.debug("internal error in %s", work.topic, exc_info=True)
+            status, error = "failed", f"internal error: {type(exc).__name__}: {exc}"
+        segments, new = done.segments, done.new_segments
+        return EntryReport(
+            topic=work.topic,
+            index=work.planned.entry.index,
+            status=status,
+            answer_paths=[s.answer_path for s in segments],
+            receipt_paths=[s.receipt_path for s in segments],
+            error=error,
+            new_segments=len(new),
+            new_tokens=sum(s.counted_tokens for s in new),
+            new_tokens_estimated=not all(s.usage_reported for s in new),
+            findings=finding_counts(self.root, segments, new),
+            **segments_usage(segments),
+        )
+
+    # -- the main thread -----------------------------------------------------------------
+
+    def run(self) -> BatchReport:
+        board = self.board
+        results: dict[int, EntryReport] = {}
+        todo: list[tuple[int, Work]] = []
+        for i, w in enumerate(self.prepared.work):
+            if w.action == "skip":
+                report = EntryReport(
+                    topic=w.topic,
+                    index=w.planned.entry.index,
+                    status="skipped",
+                    reason=w.reason,
+                    answer_paths=[s.answer_path for s in w.existing],
+                    receipt_paths=[s.receipt_path for s in w.existing],
+                    **existing_usage(w.existing),
+                )
+                results[i] = board.finish(report, started=False)
+            else:
+                todo.append((i, w))
+        board.drain(self.on_event)
+        last_tick = time.monotonic()
+        try:
+            # Twice as many workers as request slots: while some write their files, the next
+            # requests are already waiting for a slot, so the endpoint never idles on us.
+            workers = 2 * self.options.jobs
+            with ThreadPoolExecutor(workers, thread_name_prefix="batch") as pool:
+                # Each worker runs in a copy of the caller's context: errors name options
+                # as the caller's layer does (the command line: its flags).
+                self.slots.queue(w.planned.entry.index for _, w in todo)
+                futures = {
+                    pool.submit(contextvars.copy_context().run, self.run_one, w): i for i, w in todo
+                }
+                # Each entry's future says it is done here, once (``wait`` on the set of those
+                # still running would walk all of them at every wake-up).
+                finished: queue.SimpleQueue[Future[EntryReport]] = queue.SimpleQueue()
+                for f in futures:
+                    f.add_done_callback(finished.put)
+                left = len(futures)
+                while left:
+                    for f in _finished_within(finished, 0.1):
+                        results[futures[f]] = f.result()
+                        left -= 1
+                    board.check_halts()
+                    if time.monotonic() - last_tick >= 0.25:  # a live line shows streaming
+                        last_tick = time.monotonic()
+                        board.emit("tick")
+                    board.drain(self.on_event)
+        finally:
+            self.http.close()
+        board.drain(self.on_event)
+        planned = self.prepared.planned
+        return BatchReport(
+            manifest=planned.manifest.shown,
+            entries=[results[i] for i in range(len(self.prepared.work))],
+            orphans=list(self.prepared.orphans),
+            total_tokens=None if board.estimated else board.tokens,
+            estimated_tokens=board.tokens if board.estimated else None,
+            stopped=board.halt_reason,
+            cost=board.spend.spent(),
+            beyond_usage=dict(board.spend.beyond),
+            shard=str(planned.shard) if planned.shard else None,
+            entries_in_manifest=planned.total_entries,
+            elapsed=time.monotonic() - board.started,
+        )
+
+
+def _loaded(root: Path, chain: tuple[ChainSegment, ...]) -> tuple[Segment, ...]:
+    """A chain left on disk, loaded to be continued (``continue``'s machinery, imported only
+    by a batch that continues one)."""
+    if not chain:
+        return ()
+    from deepseek_review.reviewing.continuation import segment_from
+
+    return tuple(segment_from(root, cs) for cs in chain)
+
+
+def _finished_within(
+    finished: queue.SimpleQueue[Future[EntryReport]], timeout: float
+) -> list[Future[EntryReport]]:
+    """The futures that finished: waiting up to ``timeout`` for the first, then all that
+    are there."""
+    try:
+        done = [finished.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            done.append(finished.get_nowait())
+        except queue.Empty:
+            return done
+
+
+def execute_batch(
+    prepared: PreparedBatch,
+    options: BatchOptions,
+    *,
+    stop: threading.Event | None = None,
+    on_event: EventFn | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> BatchReport:
+    """Run a prepared batch. ``on_event`` is called in the calling thread only."""
+    runner = _Runner(prepared, options, stop or threading.Event(), on_event, now)
+    return runner.run()
+
+
+def run_batch(
+    options: BatchOptions,
+    *,
+    env: Mapping[str, str] | None = None,
+    stop: threading.Event | None = None,
+    on_event: EventFn | None = None,
+) -> BatchReport:
+    """Check, plan and run a whole batch (the library entry point)."""
+    prepared = prepare_batch(options, env=env)
+    return execute_batch(prepared, options, stop=stop, on_event=on_event)

@@ -1,0 +1,1 @@
+"""Running git safely and reading its objects, diffs and patches."""

@@ -1,0 +1,1 @@
+"""What the tool ships for trying it without a model server."""

@@ -1,0 +1,1 @@
+"""Which reviews count: the trust rule, and what is built only from trusted reviews (attest, signing existing reviews)."""

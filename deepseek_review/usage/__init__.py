@@ -1,0 +1,1 @@
+"""What reviews used and cost, read back from their receipts."""

@@ -1,0 +1,1 @@
+"""Small helpers every layer may use: bounded JSON, safe text, logging, resources."""
