@@ -1,8 +1,8 @@
 """The bundled simulator, recording what it was sent: for the benchmarks' same-work checks.
 
 ``python -m benchmarks.simrecord [--record FILE] [--arrivals FILE] [simulator flags]`` serves
-like ``python -m deepseek_review.testing.simulator`` and, when stopped (SIGTERM or SIGINT), writes the
-sha256 of every chat request body it received to the ``--record`` FILE, and the time each
+like ``python -m deepseek_review.testing.simulator`` and, when stopped (SIGTERM or SIGINT),
+writes the sha256 of every chat request body it received to the ``--record`` FILE, and the time each
 arrived (seconds since the epoch, as the simulator admitted it, before its latency) to the
 ``--arrivals`` FILE, one per line, in the order they came. Never the simulator of a timed
 comparison: the same-work checks run against it, and the arrival times are a pass of their own.

@@ -12,10 +12,10 @@ the command line.
 
 from __future__ import annotations
 
+from ._version import __version__
+
 # Not typing's: `deepseek-review --version` imports this package and nothing else it need not.
 TYPE_CHECKING = False
-
-from ._version import __version__
 
 if TYPE_CHECKING:
     from typing import Any

@@ -78,7 +78,7 @@ def count_connections(sim: Simulator) -> list[int]:
 def admit_times(sim: Simulator) -> list[tuple[float, str | None]]:
     """(arrival time, fault) of every chat request from now on."""
     times: list[tuple[float, str | None]] = []
-    original = sim._admit
+    original = sim.admit
 
     def admit(*args: Any, **kw: Any) -> Any:
         result = original(*args, **kw)
@@ -86,7 +86,7 @@ def admit_times(sim: Simulator) -> list[tuple[float, str | None]]:
             times.append((time.monotonic(), result[0]))
         return result
 
-    sim._admit = admit  # type: ignore[method-assign]
+    sim.admit = admit  # type: ignore[method-assign]
     return times
 
 
@@ -137,7 +137,7 @@ def test_no_more_requests_in_flight_than_jobs(repo, make_simulator, cli):
     sim = make_simulator(answer_words=20, latency=0.1)
     lock = threading.Lock()
     active, peak = [0], [0]
-    original = sim._admit
+    original = sim.admit
 
     def admit(*args: Any, **kw: Any) -> Any:
         with lock:
@@ -149,7 +149,7 @@ def test_no_more_requests_in_flight_than_jobs(repo, make_simulator, cli):
         with lock:
             active[0] -= 1
 
-    sim._admit = admit
+    sim.admit = admit
     sim.log = finished
     manifest(repo, [f"r{i:02d}" for i in range(12)])
     r = batch(cli, sim, "--jobs", "3")

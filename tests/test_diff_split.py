@@ -13,7 +13,7 @@ import pytest
 from deepseek_review.git.diff import Decide, DiffSettings, Range, make_diff
 from deepseek_review.git.patch import Change, parse_patch
 from deepseek_review.git.runner import git_output
-from deepseek_review.reviewing.prompt import fence_for
+from deepseek_review.util.textsafe import fence_for
 from tests.conftest import git
 from tests.test_diff_review import base_commit, commit
 

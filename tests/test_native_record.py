@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from deepseek_review.chat.native import STEPS, step_for
 from deepseek_review.chat.tokens import estimate_tokens
-from deepseek_review.ollama.fit import STEPS, step_for
 from deepseek_review.testing.simulator import Simulator
 
 MakeSim = Callable[..., Simulator]

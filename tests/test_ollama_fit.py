@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.ollama.fit import step_for
+from deepseek_review.chat.native import step_for
 from deepseek_review.testing.simulator import Simulator
 from tests.conftest import files_under
 from tests.test_prompt_truncation import big_spec, run_big

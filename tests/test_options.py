@@ -118,8 +118,8 @@ def _leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 def test_the_library_dataclasses_default_to_the_table():
     """Each default is written once: ReviewOptions and every dataclass below it read it."""
-    from deepseek_review.options.merge import REVIEW_FIELDS
     from deepseek_review.reviewing.pipeline import ReviewOptions
+    from deepseek_review.reviewing.setup import REVIEW_FIELDS
 
     leaves = _leaves(ReviewOptions(context=(), prompt=""))
     mismatched = {

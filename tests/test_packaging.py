@@ -171,7 +171,8 @@ def test_installed_resources_come_from_the_installed_package(installed):
     out = installed.run(
         installed.python,
         "-c",
-        "import deepseek_review.util.resources as r; print(r.prompts_dir()); print(r.schema_path())",
+        "from deepseek_review.util import resources as r; "
+        "print(r.prompts_dir()); print(r.schema_path())",
     )
     prompts, schema = (Path(line) for line in out.stdout.splitlines())
     assert prompts == installed.site_packages / "deepseek_review" / "prompts"

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from deepseek_review.context.gather import gather_context
-from deepseek_review.reviewing.prompt import fence_for, load_template, render_messages
+from deepseek_review.reviewing.prompt import load_template, render_messages
 from deepseek_review.testing.simulator import Simulator
 from deepseek_review.util.resources import prompts_dir
+from deepseek_review.util.textsafe import fence_for
 from tests.conftest import files_under
 
 Cli = Callable[..., Any]

@@ -46,7 +46,7 @@ def plan_batch(
     ``endpoint``, ``max_tokens``, ...) apply to every entry that does not set them, as do
     ``overrides``. ``clean`` removes temporary files killed runs left."""
     from deepseek_review.batch.run import check_report_path, prepare_batch, remove_stale_temp_files
-    from deepseek_review.options.merge import batch_options
+    from deepseek_review.batch.setup import batch_options
 
     given = {**(overrides or {}), **options}
     _, planned = batch_options(manifest, given, repo_root=repo_root, env=env)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # api_run at run time would load logging, which nothing here uses
     from deepseek_review.api.run import PathArg
-    from deepseek_review.finding.export import FindingsExport
     from deepseek_review.signing.segments import SigningKey
+    from deepseek_review.trust.findings import FindingsExport
     from deepseek_review.trust.sign import SignReport
     from deepseek_review.usage.summary import Stats
     from deepseek_review.verification import VerifyReport
@@ -100,8 +100,8 @@ def findings(
     ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13).
     Only reviews the trust rule admits are read (:mod:`.trust`: ``trusted_rev``,
     ``allowed_signers``, else their ``DEEPSEEK_REVIEW_*`` variables and ``CI``)."""
-    from deepseek_review.finding.export import export
     from deepseek_review.git.runner import find_repo_root
+    from deepseek_review.trust.findings import export
     from deepseek_review.trust.rule import TrustPolicy
 
     root = find_repo_root(repo_root)

@@ -94,8 +94,8 @@ def plan_review(
     first request (an Ollama server: does the prompt fit the context it runs the model with,
     can the model think at ``reasoning``'s level; only its metadata endpoints, never the chat
     one), and refuses as the run would: what ``run --dry-run`` does."""
-    from deepseek_review.options.merge import review_setup
     from deepseek_review.options.table import naming_as
+    from deepseek_review.reviewing.setup import review_setup
 
     _, planned, names = review_setup(options, repo_root=repo_root, env=env)
     from deepseek_review.reviewing.plan import plan_review as _plan
@@ -174,8 +174,9 @@ def review(
     ``topic``, ``model``, ``endpoint``, ``max_tokens``, ``max_continuations``, ``server``,
     ...); ``prompt`` may also be a text stream, read up to ``max_context_bytes``. What they
     leave unset comes from the environment and the repository's config file, exactly as for
-    ``run``. A :class:`~deepseek_review.reviewing.pipeline.ReviewOptions` instead is taken as complete
-    (no config applied), with keywords replacing its fields. ``env`` replaces ``os.environ``.
+    ``run``. A :class:`~deepseek_review.reviewing.pipeline.ReviewOptions` instead is taken as
+    complete (no config applied), with keywords replacing its fields. ``env`` replaces
+    ``os.environ``.
     """
     if options is None:
         return send_review(plan_review(env=env, repo_root=repo_root, **fields), progress=progress)
@@ -202,8 +203,8 @@ def continue_review(
     Keywords are ``continue``'s options in snake_case (``endpoint``, ``max_continuations``,
     ``continuation_max_tokens``, ``force``, ...), completed from the environment and the
     config file as for the command; the endpoint is the receipt's unless one is given."""
-    from deepseek_review.options.merge import continue_options
     from deepseek_review.reviewing.continuation import continue_existing
+    from deepseek_review.reviewing.setup import continue_options
 
     _, planned = continue_options(path, options, repo_root=repo_root, env=env)
     return continue_existing(planned, env=env, progress=progress)
@@ -221,10 +222,10 @@ def show(
     ``allowed_signers``, else their variables and ``CI``) is refused."""
     from deepseek_review.api.views import ShownChain
     from deepseek_review.git.runner import find_repo_root
-    from deepseek_review.records.chain import find_chain, stitched_text
-    from deepseek_review.trust.rule import TrustPolicy
+    from deepseek_review.records.chain import stitched_text
+    from deepseek_review.trust.rule import TrustPolicy, trusted_chain
 
     root = find_repo_root(repo_root)
     policy = TrustPolicy.configured(trusted_rev, allowed_signers)
-    chain = find_chain(root, path, trust=policy)
+    chain = trusted_chain(root, path, policy)
     return ShownChain(root, tuple(chain), stitched_text(root, chain))

@@ -44,7 +44,7 @@ from deepseek_review.context.types import is_glob
 from deepseek_review.errors import ConfigError, InputError, NothingNew, ReviewError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
 from deepseek_review.options.config import Setting, configured_review_values, spellings
-from deepseek_review.options.merge import REVIEW_FIELDS, build_review_options, merge
+from deepseek_review.options.merge import merge
 from deepseek_review.options.table import OPTIONS, name_of, naming, naming_as
 from deepseek_review.options.values import BadValue
 from deepseek_review.reviewing.pipeline import (
@@ -54,6 +54,7 @@ from deepseek_review.reviewing.pipeline import (
     plan_review,
 )
 from deepseek_review.reviewing.plan import SharedPlans
+from deepseek_review.reviewing.setup import REVIEW_FIELDS, build_review_options
 from deepseek_review.util.path_cache import paths_settled
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from deepseek_review.context.gather import ContextLimits, Gathered, Output, gather_context
 from deepseek_review.errors import InputError, ReviewError
-from deepseek_review.options.merge import read_prompt_file
+from deepseek_review.reviewing.setup import read_prompt_file
 
 if TYPE_CHECKING:
     from deepseek_review.batch.manifest_file import Entry

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import httpx
 
@@ -18,14 +17,12 @@ from deepseek_review.chat import body as bodyread
 from deepseek_review.chat import native, refusals
 from deepseek_review.chat import wire as chatwire
 from deepseek_review.chat.error_body import error_message, one_line
+from deepseek_review.chat.refusals import ClientView
 from deepseek_review.chat.retry import Retryable
 from deepseek_review.chat.tokens import bytes_as_tokens
 from deepseek_review.chat.types import Completion, ProgressFn
 from deepseek_review.errors import BadResponse
 from deepseek_review.util import safejson
-
-if TYPE_CHECKING:
-    from deepseek_review.chat.client import ChatClient
 
 #: Attempts in all for a failure that one more try may cure but four more would not.
 FAST_FAIL_ATTEMPTS = 2
@@ -33,7 +30,7 @@ FAST_FAIL_ATTEMPTS = 2
 _MAX_LINES_AFTER_DONE = 16
 
 
-def read_json(client: ChatClient, resp: httpx.Response, model: str) -> Completion:
+def read_json(client: ClientView, resp: httpx.Response, model: str) -> Completion:
     """A whole JSON answer."""
     raw = bodyread.read_body(resp, client.max_response_bytes)
     try:
@@ -58,7 +55,7 @@ def read_json(client: ChatClient, resp: httpx.Response, model: str) -> Completio
 
 
 def read_stream(
-    client: ChatClient, resp: httpx.Response, progress: ProgressFn | None, t0: float, model: str
+    client: ClientView, resp: httpx.Response, progress: ProgressFn | None, t0: float, model: str
 ) -> Completion:
     """A streamed answer, to its finish chunk and ``[DONE]``."""
     st = chatwire.StreamState()
@@ -98,7 +95,7 @@ def read_stream(
 
 
 def _read_events(
-    client: ChatClient,
+    client: ClientView,
     st: chatwire.StreamState,
     lines: Iterator[bytes],
     progress: ProgressFn | None,
@@ -127,7 +124,7 @@ def _read_events(
         raise Retryable(BadResponse(f"{client.url}: {exc}")) from None
 
 
-def check_first(client: ChatClient, completion: Completion) -> None:
+def check_first(client: ClientView, completion: Completion) -> None:
     """A chain's first answer with no text that was not cut off at the cap is garbage (retried
     as any other). A continuation may be empty: the answer so far ended exactly at the
     previous cap, and an empty one with its finish reason ends the chain."""

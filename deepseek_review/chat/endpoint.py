@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from deepseek_review.errors import ConfigError
+from deepseek_review.options.option import ALLOWED_ENV
 from deepseek_review.options.table import ENV_PREFIX, OPTIONS, name_of
 
 CHAT_PATH = "/v1/chat/completions"
 DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_KEY_ENV = "OLLAMA_API_KEY"
 ENDPOINT_ENV = ENV_PREFIX + "ENDPOINT"
-ALLOWED_ENV = "DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
 _ENV_NAME_RE = re.compile(r"[^=\x00]+")

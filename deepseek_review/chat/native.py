@@ -21,7 +21,6 @@ from urllib.parse import urlsplit, urlunsplit
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import estimate_tokens
 from deepseek_review.errors import ConfigError
-from deepseek_review.ollama.fit import step_for
 from deepseek_review.options.table import name_of
 from deepseek_review.util import safejson
 
@@ -35,6 +34,19 @@ APIS = ("openai", "ollama")
 _SIZED = ("num_ctx", "num_predict", "temperature")
 #: Durations Ollama reports (nanoseconds), kept with the other counts beyond usage.
 DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
+
+
+#: Contexts suggested in a fix (and, natively, sent as ``num_ctx``): a few fixed steps, so a
+#: batch does not make the server reload the model for every entry.
+STEPS = (4096, 8192, 16384, 32768, 65536, 131072, 262144)
+
+
+def step_for(tokens: int) -> int:
+    """The smallest step that holds ``tokens`` (beyond the last: rounded up to 64k)."""
+    for step in STEPS:
+        if tokens <= step:
+            return step
+    return -(-tokens // 65536) * 65536
 
 
 def is_native(url: str) -> bool:

@@ -2,13 +2,13 @@
 and the hint that says what to do instead (worded for the server kind by
 :mod:`.serverhints`, options spelled by :func:`.options.name_of`).
 
-Pure wording and classification: the :class:`~.client.ChatClient` hands over what the
-server said; nothing here touches the network.
+Pure wording and classification: the client hands over what the server said (as a
+:class:`ClientView`); nothing here touches the network.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from deepseek_review.chat import body as bodyread
 from deepseek_review.chat import server_hints as serverhints
@@ -28,14 +28,35 @@ from deepseek_review.util import safejson
 if TYPE_CHECKING:
     import httpx
 
-    from deepseek_review.chat.client import ChatClient
+    from deepseek_review.chat.types import RetryPolicy, Timeouts
+
+
+class ClientView(Protocol):
+    """What reading an answer and wording a refusal need of the client
+    (:class:`deepseek_review.chat.client.ChatClient`): its endpoint, limits and scrubbing."""
+
+    url: str
+    native: bool
+    advice: serverhints.Advice
+    policy: RetryPolicy
+    timeouts: Timeouts
+    max_response_bytes: int
+    max_line_bytes: int
+
+    @property
+    def sends_key(self) -> bool: ...
+
+    def scrub(self, text: str) -> str: ...
+
+    def scrub_bytes(self, data: bytes) -> bytes: ...
+
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: An error body is read for its message only.
 MAX_ERROR_BODY_BYTES = 1024 * 1024
 
 
-def total_timeout(client: ChatClient) -> ServerError:
+def total_timeout(client: ClientView) -> ServerError:
     """The attempt's own deadline passed."""
     option = name_of("total_timeout")
     return ServerError(
@@ -49,7 +70,7 @@ def timeout_hint(kind: str) -> str:
     return f"raise {name_of('connect_timeout' if kind == 'connect' else 'read_timeout')}"
 
 
-def too_big(client: ChatClient, why: object) -> BadResponse:
+def too_big(client: ClientView, why: object) -> BadResponse:
     """An answer over a size limit: not retried (the same request gets the same answer)."""
     return BadResponse(
         f"{client.url}: {why}; refusing to read more (not retried)",
@@ -57,7 +78,7 @@ def too_big(client: ChatClient, why: object) -> BadResponse:
     )
 
 
-def status_error(client: ChatClient, resp: httpx.Response, model: str) -> ServerError | Retryable:
+def status_error(client: ClientView, resp: httpx.Response, model: str) -> ServerError | Retryable:
     """The error for a non-200 answer, its body read (bounded) for the server's words."""
     status = resp.status_code
     kind = ""
@@ -77,7 +98,7 @@ def status_error(client: ChatClient, resp: httpx.Response, model: str) -> Server
 
 
 def refusal(
-    client: ChatClient,
+    client: ClientView,
     status: int | None,
     where: str,
     msg: str,
@@ -116,7 +137,7 @@ def refusal(
     )
 
 
-def reported(client: ChatClient, raw: bytes, where: str, model: str) -> ServerError | Retryable:
+def reported(client: ClientView, raw: bytes, where: str, model: str) -> ServerError | Retryable:
     """An error the server sent inside a 200 answer (``raw``: the error's JSON, or text),
     handled as the status it carries would be."""
     raw = client.scrub_bytes(raw)
@@ -131,7 +152,7 @@ def reported(client: ChatClient, raw: bytes, where: str, model: str) -> ServerEr
     return refusal(client, status, shown, msg, kind, model)
 
 
-def nothing(client: ChatClient, what: str) -> BadResponse:
+def nothing(client: ClientView, what: str) -> BadResponse:
     """A 200 stream that ended before a single line, said plainly."""
     return BadResponse(
         f"{client.url} answered 200 and {what}",

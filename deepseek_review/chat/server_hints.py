@@ -15,12 +15,12 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from deepseek_review.chat.endpoint import (
-    ALLOWED_ENV,
     DEFAULT_KEY_ENV,
     ENDPOINT_ENV,
     Endpoint,
     is_loopback_host,
 )
+from deepseek_review.options.option import ALLOWED_ENV
 from deepseek_review.options.table import name_of
 
 #: The source of an endpoint the operator gave as the ``endpoint`` option (its key, named in

@@ -26,7 +26,7 @@ from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import escape
 
 if TYPE_CHECKING:
-    from deepseek_review.finding.export import FindingsExport
+    from deepseek_review.trust.findings import FindingsExport
 
 #: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
 #: that the help and the shell's completion do not import the exporters.
@@ -118,7 +118,7 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
             len(outside),
             escape(repr(outside[0].finding.path)),
         )
-    note = result.collected.admission.note()
+    note = result.admission.note()
     if note is not None:
         log.warning("%s", escape(note))
     if to_stdout:

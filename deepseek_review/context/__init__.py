@@ -1,1 +1,3 @@
-"""What a review reads: gathering files, ignore rules, places, secret scan, pins and git-based context."""
+"""What a review reads: gathering files, ignore rules, places, secret scan, pins and git-based
+context.
+"""

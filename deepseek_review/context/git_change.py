@@ -1,17 +1,17 @@
-"""A review of a change (``--diff``, ``--staged``): the range resolved, the patch made with
-its noise rules, framed, and planned with the whole files asked for.
+"""A review's context from git: whole files (from the working tree, or from ``--rev``'s
+commit), pinned, and the change of ``--diff`` or ``--staged``: the range resolved, the patch
+made with its noise rules, framed as its own part and planned with the whole files asked for.
 
-Split from :mod:`.gitreview` so that a review of files alone never imports the diff
-machinery (:mod:`.gitdiff`): :func:`.gitreview.plan_git` imports this only for a change.
+:func:`plan_git` is the one call the review's plan makes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from deepseek_review.context.git_files import new_versions
+from deepseek_review.context.git_files import gather_at_commit, new_versions
 from deepseek_review.context.git_plan import GatherFn, GitOptions, GitPlan, frame_diff, plan
 from deepseek_review.context.pins import FilePin, auto_pin
 from deepseek_review.context.types import (
@@ -42,6 +42,35 @@ from deepseek_review.git.runner import git_output, has_unsafe_chars
 from deepseek_review.options.table import name_of
 from deepseek_review.util.logs import log
 
+#: Narrows a change's range to what no earlier review covered (``since_last_review``).
+Narrow = Callable[[Range], Range]
+
+
+def plan_git(
+    opts: GitOptions,
+    root: Path,
+    specs: Sequence[str],
+    limits: ContextLimits,
+    outputs: Sequence[Output],
+    gather: GatherFn,
+    *,
+    narrow: Narrow | None = None,
+) -> GitPlan:
+    """The context of a review: whole files (pinned) and the change, framed. ``narrow``
+    turns the change's range into the part not yet reviewed (``since_last_review``: the
+    caller knows where the earlier reviews are and which of them count)."""
+    if opts.diff is None and not opts.staged:
+        if opts.since_last_review:
+            raise InputError(f"{name_of('since_last_review')} needs {name_of('diff')}")
+        if opts.rev is not None:
+            head = resolve_commit(root, opts.rev, name_of("rev"))
+            at, unsent = gather_at_commit(root, head, specs, limits, outputs)
+            pins = [FilePin(f.path, blob=b, commit=head) for f, b in at]
+            return plan([f for f, _ in at], tuple(unsent), None, pins, {"head": head})
+        gathered = gather(root, specs, limits, outputs)
+        return plan(list(gathered), gathered.skipped, None, auto_pin(root, gathered), {})
+    return plan_change(opts, root, specs, limits, outputs, gather, narrow=narrow)
+
 
 def plan_change(
     opts: GitOptions,
@@ -51,16 +80,13 @@ def plan_change(
     outputs: Sequence[Output],
     gather: GatherFn,
     *,
-    topic: str,
-    out_dir: str,
+    narrow: Narrow | None = None,
 ) -> GitPlan:
     """The plan of a review of a change: the change framed first, then the whole files
     ``specs`` names (and, with ``whole_files``, the new version of each changed file)."""
     rng = change_range(root, opts)
-    if opts.since_last_review:
-        from deepseek_review.reviewing.since_last import narrow
-
-        rng = narrow(root, out_dir, topic, rng)
+    if narrow is not None:
+        rng = narrow(rng)
     specs, excludes = split_exclusions(specs)
     rules = _NoiseRules(root, rng.base, opts, outputs, excludes)
     diff = make_diff(root, rng, opts.settings, rules)

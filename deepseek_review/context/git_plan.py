@@ -1,8 +1,7 @@
-"""A review's git side: the change under review, files read from a commit, and the pins.
+"""A review's git side, as values: the git options, the plan handed to the review (files,
+the framed change, the record's pins), and how a change is framed.
 
-:func:`plan_git` is the one call :func:`.pipeline.plan_review` makes: it gathers the whole
-files (from the working tree, or from ``--rev``'s commit), makes the diff of ``--diff`` or
-``--staged`` as its own framed part, and returns the pins the request record keeps.
+:func:`deepseek_review.context.git_change.plan_git` makes the plan.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deepseek_review.context.pins import FilePin, auto_pin
+from deepseek_review.context.pins import FilePin
 from deepseek_review.context.types import (
     ContextFile,
     ContextLimits,
@@ -22,9 +21,8 @@ from deepseek_review.context.types import (
     sha256_tag,
 )
 from deepseek_review.errors import InputError
-from deepseek_review.git.objects import resolve_commit
 from deepseek_review.options.table import check, default, name_of
-from deepseek_review.reviewing.prompt import fence_for
+from deepseek_review.util.textsafe import fence_for
 
 if TYPE_CHECKING:
     from deepseek_review.git.diff import Diff, DiffSettings
@@ -81,38 +79,6 @@ class GitPlan:
     git: dict[str, Any] | None = None
     """The record's pins (:mod:`.pinning`)."""
     receipt_paths: list[str] = field(default_factory=list)
-
-
-def plan_git(
-    opts: GitOptions,
-    root: Path,
-    specs: Sequence[str],
-    limits: ContextLimits,
-    outputs: Sequence[Output],
-    gather: GatherFn,
-    *,
-    topic: str = "",
-    out_dir: str = "",
-) -> GitPlan:
-    """The context of a review: whole files (pinned) and the change, framed. ``topic`` and
-    ``out_dir`` (repo-relative) find the last review for ``since_last_review``."""
-    if opts.diff is None and not opts.staged:
-        if opts.since_last_review:
-            raise InputError(f"{name_of('since_last_review')} needs {name_of('diff')}")
-        if opts.rev is not None:
-            from deepseek_review.context.git_files import gather_at_commit
-
-            head = resolve_commit(root, opts.rev, name_of("rev"))
-            at, unsent = gather_at_commit(root, head, specs, limits, outputs)
-            pins = [FilePin(f.path, blob=b, commit=head) for f, b in at]
-            return plan([f for f, _ in at], tuple(unsent), None, pins, {"head": head})
-        gathered = gather(root, specs, limits, outputs)
-        return plan(list(gathered), gathered.skipped, None, auto_pin(root, gathered), {})
-    from deepseek_review.context.git_change import (
-        plan_change,  # the diff machinery only when there is a change
-    )
-
-    return plan_change(opts, root, specs, limits, outputs, gather, topic=topic, out_dir=out_dir)
 
 
 def frame_diff(diff: Diff) -> str:

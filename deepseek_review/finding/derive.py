@@ -15,19 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.errors import InputError, VerificationFailed
+from deepseek_review.errors import InputError
 from deepseek_review.finding.anchor import Reviewed, anchor
-from deepseek_review.finding.extract import FindingsRefused, extract
+from deepseek_review.finding.extract import extract
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
-from deepseek_review.git.runner import git_output, resolve_inside
+from deepseek_review.git.runner import git_output
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.chain import chain_index, find_chain, stitched_text
+from deepseek_review.records.chain import stitched_text
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import repo_reader
-from deepseek_review.records.stored import ChainSegment, no_such_path
-from deepseek_review.trust.rule import Admission, TrustPolicy, admit
+from deepseek_review.records.stored import ChainSegment
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,8 @@ class Collected:
     reviews: list[ReviewFindings] = field(default_factory=list)
     findings: list[Anchored] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
-    admission: Admission = field(default_factory=Admission)
-    """What the trust rule (:mod:`..trust`) admitted, and what it set aside with why."""
+    set_aside: dict[str, str] = field(default_factory=dict)
+    """The segments the trust rule (:mod:`deepseek_review.trust.rule`) set aside, with why."""
     not_asked: set[str] = field(default_factory=set)
     """The chains (by last answer) made with a template that asks for no findings (the bundled
     ``default``) and holding none: not a problem, summed up in one line."""
@@ -159,7 +158,7 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
 TEMPLATES_WITHOUT_FINDINGS = frozenset({"default"})
 
 
-def _asks_for_none(chain: Sequence[ChainSegment]) -> bool:
+def asks_for_none(chain: Sequence[ChainSegment]) -> bool:
     """Whether the chain's review was made with a bundled template that asks for no findings
     (its request record names the template)."""
     record = chain[0].record
@@ -177,61 +176,6 @@ def merge(reviews: Sequence[ReviewFindings]) -> list[Anchored]:
             if kept is None or rank(a.finding.severity) < rank(kept.finding.severity):
                 best[a.fingerprint] = a
     return sorted(best.values(), key=lambda a: rank(a.finding.severity))
-
-
-def collect(root: Path, paths: Sequence[str], policy: TrustPolicy | None = None) -> Collected:
-    """The findings of every chain the paths name (receipts, answers or folders) that the
-    trust rule admits (:mod:`..trust`; ``policy`` None: from the environment).
-
-    A path that names one review and has no usable block is an :class:`InputError`; in a
-    folder, such a chain is listed in ``problems`` and the others are still exported, unless
-    its block was refused over a limit (:class:`.extract.FindingsRefused`): then nothing is.
-    """
-    from deepseek_review.verification import discover
-
-    policy = TrustPolicy.configured() if policy is None else policy
-    out = Collected()
-    # The folders the paths lie in: a chain's other segments are beside the one named.
-    folders = []
-    for user_path in paths:
-        path, rel = resolve_inside(root, user_path, what="PATH")
-        if not path.exists() and not path.is_symlink():
-            raise no_such_path(user_path)
-        folders.append(rel if path.is_dir() else (rel.rpartition("/")[0] or "."))
-    out.admission, _ = admit(root, list(dict.fromkeys(folders)), policy)
-    done: set[str] = set(out.admission.set_aside)
-    index = chain_index(root, out.admission.admitted)
-    for user_path in paths:
-        single = not resolve_inside(root, user_path, what="PATH")[0].is_dir()
-        for receipt in discover(root, [user_path]).receipts:
-            if receipt in done:
-                if single and receipt in out.admission.set_aside:
-                    why = out.admission.set_aside[receipt]
-                    raise VerificationFailed(f"{receipt}: set aside by the trust rule: {why}")
-                continue
-            try:
-                chain = find_chain(root, receipt, index=index)
-            except InputError as exc:
-                if single:
-                    raise
-                out.problems.append((receipt, exc.message))
-                done.add(receipt)
-                continue
-            done.update(s.receipt_path for s in chain)
-            try:
-                out.reviews.append(chain_findings(root, chain))
-            except InputError as exc:
-                if single or isinstance(exc, FindingsRefused):  # no gate passes without it
-                    raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
-                last = chain[-1].answer_path
-                if "the answer has no ```json block" in exc.message:  # extract's words
-                    out.without_block.add(last)
-                    if _asks_for_none(chain):
-                        out.not_asked.add(last)
-                        continue
-                out.problems.append((last, exc.message))
-    out.findings = merge(out.reviews)
-    return out
 
 
 def receipts_json(collected: Collected) -> list[dict[str, Any]]:

@@ -174,7 +174,7 @@ class Diff:
     """(path, why) of every file left out."""
     fence: str | None = None
     """A backtick fence no line of ``text`` can close, found as the patch was split (None:
-    :func:`.prompt.fence_for` of the text)."""
+    :func:`deepseek_review.util.textsafe.fence_for` of the text)."""
 
 
 def make_diff(
@@ -233,7 +233,7 @@ def _kept(
         i = j
     with memoryview(patch.data) as view:
         text = "".join(str(view[s:e], "utf-8", "replace") for s, e in kept)
-    # A fence no line of the text can close (what prompt.fence_for finds in it: a backtick
+    # A fence no line of the text can close (what textsafe.fence_for finds in it: a backtick
     # is one byte in UTF-8).
     fence = "`" * (run + 1) if run >= 3 else "```"
     return Diff(rng, settings, text, tuple(shown), tuple(left), fence)

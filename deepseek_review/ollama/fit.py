@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from deepseek_review.chat.endpoint import safe_url
+from deepseek_review.chat.native import step_for
 from deepseek_review.errors import ConfigError, PromptDoesNotFit
 from deepseek_review.options.table import name_of
 from deepseek_review.util.logs import log
@@ -26,17 +27,6 @@ if TYPE_CHECKING:
 
 #: Ollama's smallest default context (under 24 GiB of VRAM); what an unloaded model may get.
 SMALLEST_DEFAULT = 4096
-#: Contexts suggested in a fix (and, natively, sent as ``num_ctx``): a few fixed steps, so a
-#: batch does not make the server reload the model for every entry.
-STEPS = (4096, 8192, 16384, 32768, 65536, 131072, 262144)
-
-
-def step_for(tokens: int) -> int:
-    """The smallest step that holds ``tokens`` (beyond the last: rounded up to 64k)."""
-    for step in STEPS:
-        if tokens <= step:
-            return step
-    return -(-tokens // 65536) * 65536
 
 
 def asks_server(server: str, url: str) -> bool:

@@ -1,1 +1,3 @@
-"""Every option once: the table, values, schema, the config file and the flag > env > config > default merge."""
+"""Every option once: the table, values, schema, the config file and the flag > env > config >
+default merge.
+"""

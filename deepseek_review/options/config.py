@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from deepseek_review.errors import ConfigError
+from deepseek_review.options.option import ALLOWED_ENV, CRASH_ENV
 from deepseek_review.options.table import CONFIG_FILE as _CONFIG_SCOPE
 from deepseek_review.options.table import ENV, ENV_PREFIX, OPTIONS, SETTING_KEYS, Option
 from deepseek_review.options.values import BadValue
@@ -235,10 +236,6 @@ def _warn_unknown_env(env: Mapping[str, str]) -> None:
     ours = [n for n in env if n.startswith(ENV_PREFIX) and n not in _warned]
     if not ours:
         return
-    # Variables of ours that are not settings, named where they are read (imported only now:
-    # most runs set none of ours).
-    from deepseek_review.chat.endpoint import ALLOWED_ENV
-    from deepseek_review.records.storage import CRASH_ENV
     from deepseek_review.util.logs import log
 
     known = {ENV_PREFIX + k.upper() for k, o in OPTIONS.items() if ENV in o.scopes}

@@ -22,6 +22,11 @@ CONFIG_FILE = "config_file"
 ENV = "env"
 """``DEEPSEEK_REVIEW_<KEY>``."""
 ENV_PREFIX = "DEEPSEEK_REVIEW_"
+#: Variables of ours that are not settings, read where they act: the endpoints an operator
+#: allows (:mod:`deepseek_review.chat.endpoint`) and the crash points of the fault tests
+#: (:mod:`deepseek_review.records.storage`). Named here so a misspelt variable is caught.
+ALLOWED_ENV = ENV_PREFIX + "ALLOWED_ENDPOINTS"
+CRASH_ENV = ENV_PREFIX + "CRASH_AT"
 
 
 # --------------------------------------------------------------------------- the option

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from deepseek_review.errors import InputError, VerificationFailed
 from deepseek_review.git.runner import read_regular_file, resolve_inside
@@ -19,9 +18,6 @@ from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.index import Break, Entry, ReceiptIndex
 from deepseek_review.records.stored import ChainSegment, load_segment, receipt_for
 from deepseek_review.util import safejson
-
-if TYPE_CHECKING:
-    from deepseek_review.trust.rule import Admission, TrustPolicy
 
 
 def _glance(root: Path, rel: str) -> Entry[None] | None:
@@ -66,16 +62,13 @@ def find_chain(
     user_path: str,
     *,
     index: ReceiptIndex[None] | None = None,
-    trust: TrustPolicy | None = None,
 ) -> list[ChainSegment]:
     """The whole chain ``user_path`` belongs to, primary first, every segment validated.
 
     A chain that forks, loops, or continues an answer claimed by no receipt or by several
     is refused (:class:`InputError`) naming where. ``index``: one shared with other calls
-    (:func:`chain_index`). ``trust``: the trust rule (:mod:`.trust`), when in force, is
-    applied to the chain's segments; a chain with a segment it sets aside is refused
-    (:class:`VerificationFailed`) naming the segment and why, so nothing it did not admit is
-    shown or continued as part of a review.
+    (:func:`chain_index`). Which of its segments count is the trust rule's to say
+    (:func:`deepseek_review.trust.rule.trusted_chain`).
     """
     start = load_segment(root, receipt_for(root, user_path))
     index = chain_index(root) if index is None else index
@@ -106,25 +99,7 @@ def find_chain(
     )
     if broken is not None:
         raise InputError(_refusal(broken, chain))
-    if trust is not None and trust.enforced:
-        admission = admit_chain(root, [s.receipt_path for s in chain], trust)
-        for seg in chain:
-            if seg.receipt_path not in admission.admitted:
-                why = admission.set_aside.get(seg.receipt_path, "not among the reviews checked")
-                raise VerificationFailed(
-                    f"{seg.receipt_path} (answer {seg.answer_path}): set aside by the trust "
-                    f"rule: {why}"
-                )
     return chain
-
-
-def admit_chain(root: Path, receipts: list[str], trust: TrustPolicy) -> Admission:
-    """The trust rule over a chain's receipts (a segment it sets aside fails the chain, in
-    one line: no note of its own)."""
-    from deepseek_review.trust.rule import admit
-
-    admission, _ = admit(root, receipts, trust)
-    return admission
 
 
 def _refusal(broken: Break, chain: list[ChainSegment]) -> str:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from deepseek_review.errors import ConfigError, OutputError
+from deepseek_review.options.option import CRASH_ENV
 from deepseek_review.options.table import name_of
 
 TEMP_PREFIX = ".deepseek-review-"
@@ -52,9 +53,6 @@ def _token(nbytes: int) -> str:
     """What ``secrets.token_hex`` returns (``os.urandom(n).hex()``), without importing
     ``secrets`` (and ``random``, ``hmac``, ``base64``) into every command's start-up."""
     return os.urandom(nbytes).hex()
-
-
-CRASH_ENV = "DEEPSEEK_REVIEW_CRASH_AT"
 
 
 @functools.lru_cache(maxsize=8)

@@ -31,7 +31,7 @@ from deepseek_review.context.places import refuse_git_data
 from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
 from deepseek_review.options.table import name_of
-from deepseek_review.records.chain import find_chain, read_answer
+from deepseek_review.records.chain import read_answer
 from deepseek_review.records.naming import longest_name, topic_of
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import repo_reader, resolve
@@ -48,7 +48,7 @@ from deepseek_review.reviewing.pipeline import (
 )
 from deepseek_review.reviewing.request import CORE_FIELDS, BodyOptions, WireMessage, message_sizes
 from deepseek_review.reviewing.segment import Segment
-from deepseek_review.trust.rule import TrustPolicy
+from deepseek_review.trust.rule import TrustPolicy, trusted_chain
 from deepseek_review.util.logs import log
 from deepseek_review.util.resources import prompts_dir
 
@@ -197,7 +197,7 @@ def continue_existing(
 ) -> ContinueOutcome:
     env = os.environ if env is None else env
     root = find_repo_root(options.repo_root)
-    chain_segs = find_chain(root, options.path, trust=TrustPolicy.configured())
+    chain_segs = trusted_chain(root, options.path, TrustPolicy.configured())
     last = chain_segs[-1]
     primary = chain_segs[0]
     segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +26,8 @@ from deepseek_review.context.gather import (
     Skipped,
     gather_context,
 )
-from deepseek_review.context.git_plan import GitOptions, GitPlan, plan_git
+from deepseek_review.context.git_change import plan_git
+from deepseek_review.context.git_plan import GitOptions, GitPlan
 from deepseek_review.context.places import refuse_git_data
 from deepseek_review.errors import InputError, ReviewError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
@@ -34,6 +36,7 @@ from deepseek_review.options.table import SERVER_PRESETS, check, default, name_o
 from deepseek_review.records.naming import check_topic, longest_name
 from deepseek_review.records.receipt import check_recordable
 from deepseek_review.records.storage import check_writable_dir
+from deepseek_review.reviewing import since_last
 from deepseek_review.reviewing.prompt import Template, frame_messages, load_template
 from deepseek_review.reviewing.request import (
     BodyOptions,
@@ -259,10 +262,10 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
     # Exclusions travel with the specs, as git's ``:(exclude)`` magic (a change drops them too).
     specs = (*options.context, *(f":(exclude){x}" for x in options.exclude))
-    gitplan = plan_git(
-        options.git, root, specs, options.limits, outputs, gather,
-        topic=options.topic, out_dir=out_named,
-    )  # fmt: skip
+    narrow = None
+    if options.git.since_last_review:
+        narrow = partial(since_last.narrow, root, out_named, options.topic)
+    gitplan = plan_git(options.git, root, specs, options.limits, outputs, gather, narrow=narrow)
     return _Base(body_options, endpoint, root, out_dir, template, gitplan)
 
 

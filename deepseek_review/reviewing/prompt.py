@@ -32,13 +32,13 @@ from deepseek_review.records.parts import (
 )
 from deepseek_review.records.parts import file_ref
 from deepseek_review.util.resources import prompts_dir
+from deepseek_review.util.textsafe import fence_for
 
 DEFAULT_TEMPLATE = "default"
 CONTINUATION_DIRECTIVE = "continuation"
 PLACEHOLDERS = ("prompt", "context", "file_list", "topic")
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _MARKER_RE = re.compile(r"^<!--\s*(system|user)\s*-->[ \t]*$", re.MULTILINE)
-_BACKTICK_RUN_RE = re.compile(r"`+")
 
 _LANGUAGES = {
     ".py": "python", ".pyi": "python", ".md": "markdown", ".lean": "lean", ".rs": "rust",
@@ -143,14 +143,6 @@ def load_template(name: str | None = None, file: str | Path | None = None) -> Te
 def continuation_directive() -> str:
     """The user message that asks a model to continue, for servers without prefill."""
     return (prompts_dir() / f"{CONTINUATION_DIRECTIVE}.md").read_text(encoding="utf-8").strip()
-
-
-def fence_for(text: str) -> str:
-    """A backtick fence longer than any backtick run in ``text`` (at least three)."""
-    if "```" not in text:  # the common case, without scanning every run
-        return "```"
-    longest = max((len(m) for m in _BACKTICK_RUN_RE.findall(text)), default=0)
-    return "`" * max(3, longest + 1)
 
 
 def _language(path: str) -> str:

@@ -1,1 +1,3 @@
-"""Which reviews count: the trust rule, and what is built only from trusted reviews (attest, signing existing reviews)."""
+"""Which reviews count: the trust rule, and what is built only from trusted reviews (attest,
+signing existing reviews).
+"""

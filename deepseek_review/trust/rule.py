@@ -28,10 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deepseek_review.errors import InputError
+from deepseek_review.errors import InputError, VerificationFailed
 from deepseek_review.git.runner import files_unchanged_since, git_facts, git_output
 from deepseek_review.options.table import OPTIONS, name_of
+from deepseek_review.records.chain import find_chain
+from deepseek_review.records.index import ReceiptIndex
 from deepseek_review.records.naming import RECEIPT_SUFFIX, resume_checked, sibling
+from deepseek_review.records.stored import ChainSegment
 
 if TYPE_CHECKING:
     from deepseek_review.verification.reports import VerifyReport
@@ -302,3 +305,23 @@ def _judge(root: Path, report: VerifyReport, policy: TrustPolicy, out: Admission
         else:
             out.set_aside[rel] = more[rel] = unvouched
     return more
+
+
+def trusted_chain(
+    root: Path, user_path: str, policy: TrustPolicy, index: ReceiptIndex[None] | None = None
+) -> list[ChainSegment]:
+    """The whole chain ``user_path`` belongs to (:func:`.records.chain.find_chain`), with the
+    trust rule, when in force, applied to its segments: a chain with a segment it sets aside
+    is refused (:class:`VerificationFailed`) naming the segment and why, so nothing it did not
+    admit is shown or continued as part of a review."""
+    chain = find_chain(root, user_path, index=index)
+    if not policy.enforced:
+        return chain
+    admission, _ = admit(root, [s.receipt_path for s in chain], policy)
+    for seg in chain:
+        if seg.receipt_path not in admission.admitted:
+            why = admission.set_aside.get(seg.receipt_path, "not among the reviews checked")
+            raise VerificationFailed(
+                f"{seg.receipt_path} (answer {seg.answer_path}): set aside by the trust rule: {why}"
+            )
+    return chain

@@ -121,3 +121,14 @@ def json_safe(dumped: str) -> str:
     string, where those characters can only be: the JSON still decodes to the exact value.
     """
     return _format_chars(_pattern("multiline").sub(_json_escape, dumped), _json_shown)
+
+
+_BACKTICK_RUN_RE = re.compile(r"`+")
+
+
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any backtick run in ``text`` (at least three)."""
+    if "```" not in text:  # the common case, without scanning every run
+        return "```"
+    longest = max((len(m) for m in _BACKTICK_RUN_RE.findall(text)), default=0)
+    return "`" * max(3, longest + 1)

@@ -1,15 +1,18 @@
 """The simulator's request handler: route, validate, record, then answer or fail on purpose.
 
-One thread per connection (:class:`Server`); the shared state is the :class:`.server.Simulator`.
+One thread per connection (:class:`Server`); the shared state is the :class:`State`.
 """
 
 from __future__ import annotations
 
+import socket
 import socketserver
 import sys
+import threading
 import time
+from collections.abc import Callable
 from http.server import ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from deepseek_review.options.table import default
 from deepseek_review.testing.simulator import native, wire
@@ -23,8 +26,34 @@ from deepseek_review.testing.simulator.config import (
 )
 from deepseek_review.testing.simulator.httpio import Writer
 
-if TYPE_CHECKING:
-    from deepseek_review.testing.simulator.server import Simulator
+
+class State(Protocol):
+    """What a connection's thread asks of the shared simulator
+    (:class:`deepseek_review.testing.simulator.server.Simulator`)."""
+
+    config: SimulatorConfig
+    log: Callable[[str], None] | None
+
+    def track(self, conn: socket.socket, open_: bool) -> None: ...
+
+    def admit(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, status: int, chat: bool
+    ) -> tuple[str | None, int, int]: ...
+
+    def slot(self) -> threading.Semaphore | None: ...
+
+    def acquire(self, slot: threading.Semaphore) -> bool: ...
+
+    def sleep(self, seconds: float) -> bool: ...
+
+    def loaded(self) -> dict[str, int]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def load(self, model: str, context: int) -> bool: ...
+
+    def default_context(self) -> int: ...
+
 
 DEFAULT_MODEL: str = default("model")  # the model the tool asks for by default
 
@@ -33,7 +62,7 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024
 
-    def __init__(self, address: tuple[str, int], sim: Simulator) -> None:
+    def __init__(self, address: tuple[str, int], sim: State) -> None:
         self.sim = sim
         super().__init__(address, Handler)
 
@@ -74,12 +103,10 @@ class Handler(Writer):
 
     def setup(self) -> None:
         super().setup()
-        with self.server.sim._lock:
-            self.server.sim._connections.add(self.connection)
+        self.server.sim.track(self.connection, True)
 
     def finish(self) -> None:
-        with self.server.sim._lock:
-            self.server.sim._connections.discard(self.connection)
+        self.server.sim.track(self.connection, False)
         super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -105,7 +132,7 @@ class Handler(Writer):
                 ms = (time.perf_counter() - started) * 1000
                 sim.log(f"{self.command} {self.path} {status} fault={fault} {ms:.1f}ms")
 
-    def _serve(self, sim: Simulator) -> tuple[str | None, int]:
+    def _serve(self, sim: State) -> tuple[str | None, int]:
         cfg = sim.config
         headers = {name.lower(): value for name, value in self.headers.items()}
         route = route_of(self.path)
@@ -138,7 +165,7 @@ class Handler(Writer):
             self.close_connection = True
             reject = Reject(400, wire.error_body(400, "malformed request body framing"))
         status = reject.status if reject else 200
-        fault, status, seq = sim._admit(self.command, self.path, headers, body, status, chat)
+        fault, status, seq = sim.admit(self.command, self.path, headers, body, status, chat)
         if reject is not None:
             self._send_json(reject.status, reject.body, reject.headers)
         elif req is not None:
@@ -147,7 +174,7 @@ class Handler(Writer):
             self._other(sim, cfg, route, body)
         return fault, status
 
-    def _other(self, sim: Simulator, cfg: SimulatorConfig, route: str, body: bytes) -> None:
+    def _other(self, sim: State, cfg: SimulatorConfig, route: str, body: bytes) -> None:
         if self.command == "GET" and route == "/v1/models":
             names = sorted(cfg.models) if cfg.models is not None else [DEFAULT_MODEL]
             data = [
@@ -172,7 +199,7 @@ class Handler(Writer):
 
     def _chat(
         self,
-        sim: Simulator,
+        sim: State,
         cfg: SimulatorConfig,
         req: dict[str, Any],
         fault: str | None,
@@ -194,13 +221,13 @@ class Handler(Writer):
         if fault == "empty":
             return self._send(200, b"")
         if fault == "stall":
-            if not sim._sleep(cfg.stall_seconds):
+            if not sim.sleep(cfg.stall_seconds):
                 return self._reset()
             fault = None
         overflow = None if native_chat else _overflow(cfg, req)
         if overflow:  # streaming (a 400 otherwise): refused in the stream, as the server would
             events = wire.overflow_events(cfg.context_overflow, overflow)
-            return self._stream(sim._sleep, 0.0, events, complete=True)
+            return self._stream(sim.sleep, 0.0, events, complete=True)
         options = (req.get("options") or {}) if native_chat else {}
         context = min(options.get("num_ctx") or sim.default_context(), cfg.model_context_length)
         max_tokens = options.get("num_predict") if native_chat else req.get("max_tokens")
@@ -216,8 +243,8 @@ class Handler(Writer):
             directive_restarts=cfg.directive_restarts,
         )
         loaded_before = sim.load(req["model"], context)
-        slot = sim._slot()
-        if slot is not None and not sim._acquire(slot):
+        slot = sim.slot()
+        if slot is not None and not sim.acquire(slot):
             return self._reset()
         try:
             if native_chat:
@@ -230,7 +257,7 @@ class Handler(Writer):
 
     def _generate(
         self,
-        sim: Simulator,
+        sim: State,
         cfg: SimulatorConfig,
         req: dict[str, Any],
         plan: Plan,
@@ -240,7 +267,7 @@ class Handler(Writer):
         model = req["model"]
         stream = req.get("stream") is True and fault != "huge"
         if not stream:
-            if not sim._sleep(cfg.latency):
+            if not sim.sleep(cfg.latency):
                 return self._reset()
             with_usage = not cfg.omit_usage
             body = wire.completion(
@@ -279,11 +306,11 @@ class Handler(Writer):
             ]
             events = events[: len(unfinished) // 2]
             self.close_connection = True
-        self._stream(sim._sleep, cfg.latency, events, complete=fault != "cut-stream")
+        self._stream(sim.sleep, cfg.latency, events, complete=fault != "cut-stream")
 
     def _native(
         self,
-        sim: Simulator,
+        sim: State,
         cfg: SimulatorConfig,
         req: dict[str, Any],
         plan: Plan,
@@ -293,7 +320,7 @@ class Handler(Writer):
         """Answer ``/api/chat``: NDJSON lines when streaming (the default), else one object."""
         model = req["model"]
         if req.get("stream", True) is not True or fault == "huge":
-            if not sim._sleep(cfg.latency):
+            if not sim.sleep(cfg.latency):
                 return self._reset()
             body = native.reply(plan, model, loaded_before=loaded_before)
             if fault is not None:
@@ -307,4 +334,4 @@ class Handler(Writer):
             events = events[: (len(events) - 1) // 2]
             self.close_connection = True
         complete = fault != "cut-stream"
-        self._stream(sim._sleep, cfg.latency, events, complete, ctype=native.NDJSON)
+        self._stream(sim.sleep, cfg.latency, events, complete, ctype=native.NDJSON)

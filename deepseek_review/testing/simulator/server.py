@@ -158,9 +158,17 @@ class Simulator:
             self._loaded[model] = context
             return before == context
 
-    # -- internals used by the handler -------------------------------------------------
+    # -- what the handler calls (:class:`.handler.State`) ----------------------------------
 
-    def _admit(
+    def track(self, conn: socket.socket, open_: bool) -> None:
+        """Keep (or drop) a client connection, so that :meth:`stop` can close it."""
+        with self._lock:
+            if open_:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def admit(
         self, method: str, path: str, headers: dict[str, str], body: bytes, status: int, chat: bool
     ) -> tuple[str | None, int, int]:
         """Record a request; for a chat request that will be answered, draw its fault.
@@ -195,20 +203,20 @@ class Simulator:
             return self._rng.choice(cfg.fault_kinds)
         return None
 
-    def _slot(self) -> threading.Semaphore | None:
+    def slot(self) -> threading.Semaphore | None:
         capacity = self.config.capacity
         with self._lock:
             if self._slots[0] != capacity:
                 self._slots = (capacity, threading.Semaphore(capacity) if capacity else None)
             return self._slots[1]
 
-    def _acquire(self, slot: threading.Semaphore) -> bool:
+    def acquire(self, slot: threading.Semaphore) -> bool:
         """Queue for a generation slot; give up only when the simulator stops."""
         while not slot.acquire(timeout=0.05):
             if self._stopping.is_set():
                 return False
         return True
 
-    def _sleep(self, seconds: float) -> bool:
+    def sleep(self, seconds: float) -> bool:
         """Sleep unless stopping; False means stop() interrupted it."""
         return seconds <= 0 or not self._stopping.wait(seconds)

@@ -1,0 +1,212 @@
+"""The options of ``run`` / ``review()`` and ``continue`` / ``continue_review()``: the settled
+values (:mod:`deepseek_review.options.merge`) made into the dataclasses a review runs on, the
+same way for the command line, the library and every batch entry."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from deepseek_review.chat.types import RetryPolicy, Timeouts
+from deepseek_review.context.gather import ContextLimits
+from deepseek_review.context.git_plan import GitOptions
+from deepseek_review.context.places import refuse_git_data
+from deepseek_review.errors import ConfigError, InputError
+from deepseek_review.git.runner import find_repo_root
+from deepseek_review.options.config import Setting, spellings
+from deepseek_review.options.merge import (
+    configured_layer,
+    fields_of,
+    given_layer,
+    given_options,
+    merge,
+)
+from deepseek_review.options.table import name_of
+from deepseek_review.reviewing.continuation import ContinueOptions
+from deepseek_review.reviewing.plan import ContinuationOptions, ReviewOptions
+
+#: The git options of a review (:class:`~.gitreview.GitOptions`).
+GIT_KEYS = (
+    "diff", "staged", "rev", "since_last_review", "diff_context", "function_context",
+    "whole_files", "renames", "include_lock_files", "include_generated", "include_binary",
+)  # fmt: skip
+#: Where each option of a review goes in :class:`~.pipeline.ReviewOptions` (``group.field``
+#: for its nested dataclasses).
+REVIEW_FIELDS = {
+    "context": "context",
+    "exclude": "exclude",
+    "topic": "topic",
+    "model": "model",
+    "endpoint": "endpoint",
+    "api_key_env": "api_key_env",
+    "output_dir": "output_dir",
+    "template": "template",
+    "template_file": "template_file",
+    "temperature": "temperature",
+    "max_tokens": "max_tokens",
+    "stream": "stream",
+    "extra_body": "extra_body",
+    "keep_reasoning": "keep_reasoning",
+    "findings": "findings",
+    "context_window": "context_window",
+    "allow_truncated_prompt": "allow_truncated_prompt",
+    "allow_secrets": "allow_secrets",
+    "max_file_bytes": "limits.max_file_bytes",
+    "max_context_bytes": "limits.max_context_bytes",
+    "max_continuations": "continuation.max_continuations",
+    "continuation_style": "continuation.style",
+    "continuation_model": "continuation.model",
+    "continuation_max_tokens": "continuation.max_tokens",
+    "server": "continuation.server",
+    "reasoning": "reasoning",
+    "api": "api",
+    "continuation_extra_body": "continuation.extra_body",
+    "max_run_tokens": "max_run_tokens",
+    "max_attempts": "retry.max_attempts",
+    "retry_wait": "retry.backoff_initial",
+    "connect_timeout": "timeouts.connect",
+    "read_timeout": "timeouts.read",
+    "total_timeout": "timeouts.total",
+    **{k: f"git.{k}" for k in GIT_KEYS},
+}
+_CONTINUE_FIELDS = {
+    "endpoint": "endpoint",
+    "api_key_env": "api_key_env",
+    "stream": "stream",
+    "continuation_max_tokens": "max_tokens",
+    "allow_truncated_prompt": "allow_truncated_prompt",
+    "allow_secrets": "allow_secrets",
+    "keep_reasoning": "keep_reasoning",
+    "force": "force",
+    "max_run_tokens": "max_run_tokens",
+    **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
+}
+
+
+def build_review_options(
+    values: Mapping[str, Setting],
+    prompt: str,
+    root: Path,
+    *,
+    retry: RetryPolicy | None = None,
+    timeouts: Timeouts | None = None,
+    operator_endpoints: tuple[str, ...] = (),
+) -> ReviewOptions:
+    """The :class:`ReviewOptions` of settled ``values`` (every key of :data:`REVIEW_FIELDS`):
+    what ``run``, ``review()`` and every batch entry build, from one mapping. A batch gives
+    its run's ``retry`` and ``timeouts`` (its entries share one client per endpoint)."""
+
+    g = fields_of(values, REVIEW_FIELDS)
+    return ReviewOptions(
+        **g[""],
+        prompt=prompt,
+        repo_root=str(root),
+        limits=ContextLimits(**g["limits"]),
+        continuation=ContinuationOptions(**g["continuation"]),
+        git=GitOptions(**g["git"]),
+        retry=retry or RetryPolicy(**g["retry"]),
+        timeouts=timeouts or Timeouts(**g["timeouts"]),
+        endpoint_named_by=values["endpoint"].named_by,
+        operator_endpoints=operator_endpoints,
+    )
+
+
+def read_prompt_file(path: Path, shown: str, limit: int) -> str:
+    """A prompt file, read no further than ``limit`` bytes (plus one, so that a longer one is
+    refused): ``/dev/zero`` must not fill the memory."""
+    where = f"{name_of('prompt_file')} {shown}"
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise InputError(f"{where}: over {name_of('max_context_bytes')} {limit}")
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{where}: no such file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not UTF-8") from None
+    except OSError as exc:
+        raise InputError(f"{where}: cannot read ({exc.strerror or exc})") from None
+
+
+def _prompt(given: Mapping[str, Any], limit: int, root: Path) -> str:
+    """The prompt from its one source: text, a file (never in git's data, where the checkout
+    token lives), or a text stream (read up to ``limit``)."""
+    prompt, path = given.get("prompt"), given.get("prompt_file")
+    if prompt is not None and path is not None:
+        both = f"{name_of('prompt')} or {name_of('prompt_file')}"
+        raise ConfigError(f"give the prompt once: {both}, not both")
+    if path is not None:
+        refuse_git_data(root, str(path), Path(path).resolve(), what=name_of("prompt_file"))
+        return read_prompt_file(Path(path), str(path), limit)
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    source = getattr(prompt, "name", "a stream")
+    try:
+        text = str(prompt.read(limit + 1))
+    except UnicodeDecodeError:
+        raise InputError(f"the prompt read from {source} is not UTF-8") from None
+    if len(text) > limit:
+        over = f"{name_of('max_context_bytes')} {limit}"
+        raise InputError(f"the prompt read from {source} is over {over}")
+    return text
+
+
+def review_options(
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, ReviewOptions]:
+    """The repository root and the options of ``run`` / ``review()``.
+
+    ``given`` holds the options of ``run`` in snake_case, each only when the caller set it
+    (None is "not set"); ``prompt`` may also be a text stream."""
+    root, options, _ = review_setup(given, repo_root=repo_root, env=env)
+    return root, options
+
+
+def review_setup(
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, ReviewOptions, dict[str, str]]:
+    """:func:`review_options`, and how to name the options whose values came from the
+    environment or the config file (planning's errors name them so: :func:`.options.naming_as`)."""
+    given = given_options(given, "run", "review()")
+    root = find_repo_root(repo_root)
+    values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))
+    prompt = _prompt(given, values["max_context_bytes"].value, root)
+    return root, build_review_options(values, prompt, root), spellings(values)
+
+
+def continue_options(
+    path: str,
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, ContinueOptions]:
+    """The repository root and the options of ``continue`` / ``continue_review()``.
+
+    The endpoint is the receipt's unless the caller names one: a continuation goes back to
+    the server that wrote the chain, so the environment's and the config file's are not
+    consulted."""
+
+    given = given_options(given, "continue", "continue_review()")
+    root = find_repo_root(repo_root)
+    configured = {k: s for k, s in configured_layer(root, env).items() if k != "endpoint"}
+    values = merge([given_layer(given), configured], list(_CONTINUE_FIELDS))
+    g = fields_of(values, _CONTINUE_FIELDS)
+    options = ContinueOptions(
+        path=path,
+        repo_root=str(root),
+        **g[""],
+        continuation=ContinuationOptions(**g["continuation"]),
+        retry=RetryPolicy(**g["retry"]),
+        timeouts=Timeouts(**g["timeouts"]),
+    )
+    return root, options

@@ -1,0 +1,151 @@
+"""``findings``: the findings of the reviews the trust rule admits, exported and gated.
+
+Only here do findings meet the trust rule: deriving, anchoring and rendering them
+(:mod:`deepseek_review.finding`) knows nothing of which reviews count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from deepseek_review.errors import FindingsGate, InputError, OutputError, VerificationFailed
+from deepseek_review.finding.derive import Collected, asks_for_none, chain_findings, merge
+from deepseek_review.finding.export import FORMATS, check_choice, render
+from deepseek_review.finding.extract import FindingsRefused
+from deepseek_review.finding.model import SEVERITIES, Anchored
+from deepseek_review.git.runner import resolve_inside
+from deepseek_review.records.chain import chain_index, find_chain
+from deepseek_review.records.storage import write_replacing
+from deepseek_review.records.stored import no_such_path
+from deepseek_review.trust.rule import Admission, TrustPolicy, admit
+from deepseek_review.verification import discover
+
+
+def collect(
+    root: Path, paths: Sequence[str], policy: TrustPolicy | None = None
+) -> tuple[Collected, Admission]:
+    """The findings of every chain the paths name (receipts, answers or folders) that the
+    trust rule admits (:mod:`deepseek_review.trust.rule`; ``policy`` None: from the environment).
+
+    A path that names one review and has no usable block is an :class:`InputError`; in a
+    folder, such a chain is listed in ``problems`` and the others are still exported, unless
+    its block was refused over a limit (:class:`.extract.FindingsRefused`): then nothing is.
+    """
+    policy = TrustPolicy.configured() if policy is None else policy
+    out = Collected()
+    # The folders the paths lie in: a chain's other segments are beside the one named.
+    folders = []
+    for user_path in paths:
+        path, rel = resolve_inside(root, user_path, what="PATH")
+        if not path.exists() and not path.is_symlink():
+            raise no_such_path(user_path)
+        folders.append(rel if path.is_dir() else (rel.rpartition("/")[0] or "."))
+    admission, _ = admit(root, list(dict.fromkeys(folders)), policy)
+    done: set[str] = set(admission.set_aside)
+    index = chain_index(root, admission.admitted)
+    for user_path in paths:
+        single = not resolve_inside(root, user_path, what="PATH")[0].is_dir()
+        for receipt in discover(root, [user_path]).receipts:
+            if receipt in done:
+                if single and receipt in admission.set_aside:
+                    why = admission.set_aside[receipt]
+                    raise VerificationFailed(f"{receipt}: set aside by the trust rule: {why}")
+                continue
+            try:
+                chain = find_chain(root, receipt, index=index)
+            except InputError as exc:
+                if single:
+                    raise
+                out.problems.append((receipt, exc.message))
+                done.add(receipt)
+                continue
+            done.update(s.receipt_path for s in chain)
+            try:
+                out.reviews.append(chain_findings(root, chain))
+            except InputError as exc:
+                if single or isinstance(exc, FindingsRefused):  # no gate passes without it
+                    raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
+                last = chain[-1].answer_path
+                if "the answer has no ```json block" in exc.message:  # extract's words
+                    out.without_block.add(last)
+                    if asks_for_none(chain):
+                        out.not_asked.add(last)
+                        continue
+                out.problems.append((last, exc.message))
+    out.findings = merge(out.reviews)
+    out.set_aside = dict(admission.set_aside)
+    return out, admission
+
+
+@dataclass(frozen=True)
+class FindingsExport:
+    """What ``findings`` produced: the collected findings, the export text, and the
+    findings at or above ``fail_on`` (the gate)."""
+
+    collected: Collected
+    admission: Admission
+    """What the trust rule admitted, and what it set aside with why."""
+    format: str
+    text: str
+    fail_on: str | None
+    output: Path | None
+
+    @property
+    def gate(self) -> list[Anchored]:
+        return [] if self.fail_on is None else self.collected.at_or_above(self.fail_on)
+
+    def raise_for_gate(self) -> None:
+        """:class:`FindingsGate` (exit 13) when a finding is at or above ``fail_on``, or when
+        any review under the paths was not read: a segment the trust rule set aside, a chain
+        that forks, breaks or has no usable findings block. A gate passes only on reviews it
+        read whole, so files nobody vouches for can never make it pass."""
+        if self.fail_on is None:
+            return
+        gate = self.gate
+        if gate:
+            counts = Counter(a.finding.severity for a in gate)
+            listed = ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s])
+            raise FindingsGate(f"findings at or above {self.fail_on}: {listed}")
+        admission = self.admission
+        note = admission.note()
+        if note is not None:
+            raise FindingsGate(f"the gate cannot pass: {note} (first: {admission.first()})")
+        if admission.unverified:
+            rel = min(admission.unverified)
+            n = len(admission.unverified)
+            raise FindingsGate(
+                f"the gate cannot pass: {n} segment{'s' if n != 1 else ''} "
+                f"{'do' if n != 1 else 'does'} not verify (first: {rel}: "
+                f"{admission.unverified[rel]}: {admission.details[rel]})"
+            )
+        unread = [p for p in self.collected.problems if p[0] not in self.collected.without_block]
+        if unread:
+            path, why = unread[0]
+            more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
+            raise FindingsGate(f"the gate cannot pass: {path}: {why}{more}")
+
+
+def export(
+    root: Path,
+    paths: Sequence[str],
+    fmt: str,
+    output: Path | None,
+    fail_on: str | None,
+    policy: TrustPolicy | None = None,
+) -> FindingsExport:
+    """Collect (the reviews the trust rule admits), render, and write
+    ``output`` when given (replaced atomically: an export is meant to be rewritten); the gate
+    is left to :meth:`FindingsExport.raise_for_gate`."""
+    check_choice(fmt, list(FORMATS), "findings format")
+    check_choice(fail_on, SEVERITIES, "findings severity")
+    collected, admission = collect(root, paths, policy)
+    text = render(collected, fmt)
+    if output is not None:
+        try:
+            write_replacing(output, text.encode("utf-8"))
+        except OSError as exc:
+            raise OutputError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    return FindingsExport(collected, admission, fmt, text, fail_on, output)
