@@ -39,10 +39,13 @@ $(CONTRACT_STAMP): $(STAMP)
 test-contract: $(CONTRACT_STAMP)
 	$(BIN)/python -m pytest -q -m contract tests/contract $(if $(TESTS),-k '$(TESTS)')
 
+## Style, types, and the layers (pyproject.toml's [tool.importlinter]: imports point down only,
+## no cycle between subpackages or modules, every import counted).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
