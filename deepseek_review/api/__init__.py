@@ -15,7 +15,7 @@
 Every call applies keywords > environment (``DEEPSEEK_REVIEW_*``) > the repository's config
 file > built-in defaults exactly as its command does (the command line calls these very
 functions): keywords are the command's options in snake_case, from one option table
-(:mod:`.options`). Failures raise :class:`~deepseek_review.errors.ReviewError` subclasses
+(:mod:`options.table`). Failures raise :class:`~deepseek_review.errors.ReviewError` subclasses
 (each with its ``exit_code``), never ``SystemExit``; an error names an option by its key;
 nothing is printed (status goes to the ``deepseek_review`` logger).
 """

@@ -98,7 +98,7 @@ def findings(
     ``format`` (json, sarif, rdjson, rdjsonl, github, markdown), written to ``output`` when
     given (``deepseek-review findings``). ``fail_on``: a severity; call
     ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13).
-    Only reviews the trust rule admits are read (:mod:`.trust`: ``trusted_rev``,
+    Only reviews the trust rule admits are read (:mod:`deepseek_review.trust.rule`: ``trusted_rev``,
     ``allowed_signers``, else their ``DEEPSEEK_REVIEW_*`` variables and ``CI``)."""
     from deepseek_review.git.runner import find_repo_root
     from deepseek_review.trust.findings import export
@@ -173,7 +173,7 @@ def attest(
     """The predicate of a GitHub artifact attestation over the segments under ``paths``
     (none: the configured output folder), all of which must verify (``deepseek-review
     attest``); its type is ``signing.attest.ATTEST_PREDICATE_TYPE``. Only segments the trust
-    rule admits (:mod:`.trust`) are attested; the others are listed in ``left_out``."""
+    rule admits (:mod:`trust.rule`) are attested; the others are listed in ``left_out``."""
     from deepseek_review.git.runner import find_repo_root
     from deepseek_review.trust.attest import attest_predicate
     from deepseek_review.trust.rule import TrustPolicy

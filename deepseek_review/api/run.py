@@ -2,7 +2,7 @@
 
 Planning (``run --dry-run``) imports no HTTP stack: only :func:`send_review` and
 :func:`continue_review` load the client. What ``config`` and ``show`` return lives in
-:mod:`.api_views`, so that ``run`` does not build those classes.
+:mod:`deepseek_review.api.views`, so that ``run`` does not build those classes.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def configuration(
     """The effective settings (environment > config file > defaults) and their sources.
 
     Never fails on a refused setting: what was read is all there, each refusal listed in
-    :attr:`~.api_views.Configuration.refused` with the error a run would stop with (a run
+    :attr:`~api.views.Configuration.refused` with the error a run would stop with (a run
     uses the next source only in ``config``: it stops)."""
     from deepseek_review.api.views import Configuration
     from deepseek_review.chat.endpoint import resolve_endpoint
@@ -218,7 +218,7 @@ def show(
     allowed_signers: str | None = None,
 ) -> ShownChain:
     """The chain ``path`` belongs to, every segment's hash checked, and its stitched answer;
-    a chain with a segment the trust rule sets aside (:mod:`.trust`: ``trusted_rev``,
+    a chain with a segment the trust rule sets aside (:mod:`trust.rule`: ``trusted_rev``,
     ``allowed_signers``, else their variables and ``CI``) is refused."""
     from deepseek_review.api.views import ShownChain
     from deepseek_review.git.runner import find_repo_root

@@ -1,7 +1,7 @@
 """Batch manifests: planning every review of a ``batch`` run.
 
-The manifest is read and its structure checked by :mod:`.manifestfile`; here each entry of
-the selected shard becomes the :class:`~.pipeline.ReviewOptions` that ``run`` would build
+The manifest is read and its structure checked by :mod:`batch.manifest_file`; here each entry of
+the selected shard becomes the :class:`~reviewing.pipeline.ReviewOptions` that ``run`` would build
 from the same options, and is planned exactly as ``run --dry-run`` plans it. Precedence per
 key: the entry, then the options given to ``batch``, then ``[defaults]``, then the
 environment and the config file, then the built-in defaults.

@@ -6,7 +6,7 @@ library) or JSON Lines (one review object a line; an optional first line
 snake_case; ``[defaults]`` may hold any of them but ``topic``, ``prompt`` and ``prompt_file``.
 
 Every entry and the ``[defaults]`` are checked against the JSON Schema derived from the
-option table (:mod:`.optschema`, published for editors): jsonschema finds each key at fault,
+option table (:mod:`options.schema`, published for editors): jsonschema finds each key at fault,
 which the option table words (the
 same words as for a flag, the environment or the config file). Every problem is collected
 with its entry and line; nothing here raises for a bad entry.
@@ -104,7 +104,7 @@ class Entry:
     @property
     def places(self) -> dict[str, str]:
         """Where each of its own options was set (``entry 2, line 7``), for messages that do
-        not say which entry they are about (:func:`~.options.naming_at`)."""
+        not say which entry they are about (:func:`~deepseek_review.options.table.naming_at`)."""
         return {key: self._at(self.key_lines.get(key, self.line)) for key in self.values}
 
     def _at(self, line: int | None) -> str:

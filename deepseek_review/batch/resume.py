@@ -91,7 +91,7 @@ def _answer_inside(root: Path, answer_path: str) -> bool:
 def trusted_files(trusted_rev: str | None, root: Path, folders: list[Path]) -> set[str] | None:
     """The files an earlier run left that may be adopted (``--trusted-rev``, also spelled
     ``--resume-from``: those committed unchanged in ``trusted_rev``, by the trust rule of
-    :mod:`.trust`); None: all of them."""
+    :mod:`deepseek_review.trust.rule`); None: all of them."""
     if trusted_rev is None:
         return None
     return committed_unchanged(root, trusted_rev, (f.relative_to(root).as_posix() for f in folders))

@@ -3,7 +3,7 @@
 Every entry does exactly what ``run`` does (the same plan, request, files and continuations);
 the batch adds scheduling around it:
 
-* the manifest is checked and planned first (:mod:`.manifest`): one problem anywhere and
+* the manifest is checked and planned first (:mod:`batch.manifest`): one problem anywhere and
   nothing is sent or written;
 * ``jobs`` reviews run at once on one shared HTTP client per endpoint (one connection pool)
   with one :class:`~deepseek_review.chat.client.Throttle` per endpoint, so a 429 slows every job

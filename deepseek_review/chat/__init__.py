@@ -1,1 +1,2 @@
-"""Calling a chat endpoint: one client, the wire formats, bounded reads, deadline, retry, endpoint."""
+"""Calling a chat endpoint: one client, the wire formats, bounded reads, deadline, retry,
+endpoint."""

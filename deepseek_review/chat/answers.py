@@ -1,9 +1,9 @@
-"""A 200 answer read into a :class:`~.calls.Completion`: one JSON body, or a stream of SSE
-(or Ollama's NDJSON) lines, bounded by the client's limits (:mod:`.bodyread`).
+"""A 200 answer read into a :class:`~chat.types.Completion`: one JSON body, or a stream of SSE
+(or Ollama's NDJSON) lines, bounded by the client's limits (:mod:`deepseek_review.chat.body`).
 
 An answer that is not a usable completion (not JSON, a bad chunk, a stream cut before its
-end) is a failed attempt (:class:`~.retry.Retryable`), never an answer; an error the server
-sends inside the answer is handled as its status would be (:mod:`.refusals`).
+end) is a failed attempt (:class:`~chat.retry.Retryable`), never an answer; an error the server
+sends inside the answer is handled as its status would be (:mod:`deepseek_review.chat.refusals`).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _read_events(
     t0: float,
     model: str,
 ) -> None:
-    """Read the stream's lines into ``st`` (:func:`.chatwire.read_events`), its failures
+    """Read the stream's lines into ``st`` (:func:`chat.wire.read_events`), its failures
     worded for this endpoint."""
     on_data = None
     if progress is not None:

@@ -1,11 +1,11 @@
 """Calling an OpenAI-compatible ``/v1/chat/completions`` endpoint, with retries.
 
-What is retried is decided here alone (the waiting between tries is :mod:`.retry`'s).
+What is retried is decided here alone (the waiting between tries is :mod:`chat.retry`'s).
 Retried (exponential backoff with jitter, ``Retry-After`` honoured up to a cap): connection
 errors, timeouts, 429, 500, 502, 503, 504, and any answer that is not a usable completion
 (bad JSON, a stream cut before its finish chunk or ``[DONE]``): such a body is a failed
 attempt, never an answer. Never retried: other 4xx, which
-get a message saying what to do instead (worded for the server kind, :mod:`.serverhints`).
+get a message saying what to do instead (worded for the server kind, :mod:`chat.server_hints`).
 Tried twice at most: a refused connection to loopback (no server is running there; a remote
 server that refuses may be restarting, so it gets the whole policy) and a stream that closes
 with no data at all.
@@ -15,12 +15,13 @@ llama.cpp's ``error:`` stream line, an SSE ``event: error``) is the server's err
 words: handled as the status it carries (``code``) would be, or as an unusable answer when it
 names none; a prompt over the context is never retried, streamed or not.
 
-Every answer is bounded (:mod:`.bodyread`, :mod:`.deadline`): its decoded size, each stream
+Every answer is bounded (:mod:`chat.body`, :mod:`chat.deadline`): its decoded size, each stream
 line, the run of stream lines that carry nothing, and the whole attempt's time. Too big is
 not retried (the same request would get the same answer, paid for again); the rest is.
 
-A 200 answer is read by :mod:`.answers` (on :mod:`.chatwire`), a refusal worded by
-:mod:`.refusals` (on :mod:`.errorbody` and :mod:`.serverhints`). The API key is only ever
+A 200 answer is read by :mod:`chat.answers` (on :mod:`chat.wire`), a refusal worded by
+:mod:`chat.refusals` (on :mod:`chat.error_body` and :mod:`chat.server_hints`). The API key is only
+ever
 placed in the ``Authorization`` header and is scrubbed from every message.
 """
 
@@ -90,7 +91,7 @@ class ChatClient:
     ) -> None:
         self.url = url
         self.native = native.is_native(url)
-        """Ollama's ``/api/chat``: NDJSON answers (:mod:`.ollama.native`)."""
+        """Ollama's ``/api/chat``: NDJSON answers (:mod:`deepseek_review.chat.native`)."""
         self._key = api_key
         self._headers = {stream: request_headers(stream, api_key) for stream in (False, True)}
         """A chat request's headers, by whether it streams (built once, not per request)."""
@@ -153,7 +154,7 @@ class ChatClient:
 
         ``on_attempt`` is told of each attempt as it is sent; ``label`` (a batch: the entry's
         topic) goes on the retry lines logged, as ``batch_topic``. ``first_answer``: the
-        chain's first request, whose answer must hold text (:func:`.answers.check_first`)."""
+        chain's first request, whose answer must hold text (:func:`chat.answers.check_first`)."""
         started = time.monotonic()
         attempts = 0
 

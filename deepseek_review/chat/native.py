@@ -8,7 +8,7 @@ fixed steps so a batch does not reload the model for each entry; ``num_predict``
 drops keys it does not know) so the request record reads the same for both APIs. Answers are
 one JSON object, or NDJSON lines when streaming, the last with ``done: true``,
 ``done_reason``, ``prompt_eval_count``, ``eval_count`` and durations in nanoseconds; each is
-turned into the OpenAI shape :mod:`..chatwire` reads (thinking is ``reasoning``).
+turned into the OpenAI shape :mod:`deepseek_review.chat.wire` reads (thinking is ``reasoning``).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def body(
 
 
 def as_openai(obj: Any) -> Any:
-    """One native answer object (or stream line) in the shape :mod:`..chatwire` reads."""
+    """One native answer object (or stream line) in the shape :mod:`chat.wire` reads."""
     from deepseek_review.chat import wire as chatwire
 
     if not isinstance(obj, dict) or chatwire.carries_error(obj):
@@ -158,7 +158,7 @@ def read_lines(
     on_data: Callable[[int], None] | None = None,
 ) -> None:
     """Read NDJSON lines into ``st`` up to the line with ``done: true`` (then ``st.done``).
-    An ``{"error": ...}`` line is the server's error (:class:`.chatwire.ReportedError`)."""
+    An ``{"error": ...}`` line is the server's error (:class:`chat.wire.ReportedError`)."""
     from deepseek_review.chat import wire as chatwire
 
     idle = 0

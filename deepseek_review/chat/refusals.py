@@ -1,6 +1,6 @@
 """A server's refusal as the error a user reads: which failures are worth another attempt,
 and the hint that says what to do instead (worded for the server kind by
-:mod:`.serverhints`, options spelled by :func:`.options.name_of`).
+:mod:`chat.server_hints`, options spelled by :func:`options.table.name_of`).
 
 Pure wording and classification: the client hands over what the server said (as a
 :class:`ClientView`); nothing here touches the network.

@@ -4,7 +4,7 @@ A hint is only useful if it fits: ``ollama pull`` means nothing to a llama.cpp u
 server answers whatever model it loaded, and a 401 is fixed differently when no key was sent at
 all than when the key sent was wrong. The client knows the failure; :class:`Advice` tells it
 the server kind, where the endpoint came from, and which variable holds the key. Our options
-are named with :func:`~.options.name_of` when the hint is worded (``--model`` on the command
+are named with :func:`~options.table.name_of` when the hint is worded (``--model`` on the command
 line, ``model (entry 3, line 12)`` for a manifest's entry); other tools' flags stay literal.
 """
 

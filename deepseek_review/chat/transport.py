@@ -2,7 +2,7 @@
 
 Every client: no redirects followed (a redirect is reported, never followed with the key),
 connect/read timeouts from :class:`~deepseek_review.chat.types.Timeouts`, each attempt under the
-deadline of :mod:`.deadline`, and a TLS context only when some endpoint is https.
+deadline of :mod:`chat.deadline`, and a TLS context only when some endpoint is https.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ class Lane:
     def __init__(self, client: httpx.Client) -> None:
         self.client = client
         self.sockets: list[socket.socket] = []
-        """Its connections' sockets, as :mod:`.deadline` saw them opened."""
+        """Its connections' sockets, as :mod:`deepseek_review.chat.deadline` saw them opened."""
 
 
 class HttpClients:
     """The httpx clients of chat requests (a batch's jobs share one :class:`HttpClients`):
     a request leases a :class:`Lane` for its whole exchange, so an attempt's deadline
-    (:mod:`.deadline`) knows the socket of the connection it uses, also one kept open from
+    (:mod:`chat.deadline`) knows the socket of the connection it uses, also one kept open from
     an earlier request. There are as many lanes as requests were ever in flight at once."""
 
     def __init__(self, make: Callable[[], httpx.Client]) -> None:

@@ -80,7 +80,7 @@ def usage(raw: Any) -> Usage | None:
     return Usage(prompt, completion, total)
 
 
-#: Ollama's durations (nanoseconds; the native API's, :mod:`.ollama.native`).
+#: Ollama's durations (nanoseconds; the native API's, :mod:`deepseek_review.chat.native`).
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 #: Counts servers report beyond the receipt's three, under the names the request record uses.
 USAGE_DETAILS = ("reasoning_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens")

@@ -73,7 +73,7 @@ STATE = _State()
 
 def _setup_logging(verbose: bool, quiet: bool) -> None:
     """Our handler on the package's logger, at ``-v``/``-q``'s level: installed once a module
-    that logs is loaded (:func:`..logs.configure`), so a command that never logs never
+    that logs is loaded (:func:`util.logs.configure`), so a command that never logs never
     imports :mod:`logging`."""
 
     def setup(log: "Logger") -> None:

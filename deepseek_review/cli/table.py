@@ -1,5 +1,5 @@
 """Typer options from the option table: ``run``, ``continue`` and ``batch`` take every option
-of their scope from :mod:`..options`, so a flag, its help and its default are written once and
+of their scope from :mod:`options.table`, so a flag, its help and its default are written once and
 the commands cannot drift apart.
 
 A command function decorated with :func:`table_command` receives one :class:`Flags` instead

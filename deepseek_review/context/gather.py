@@ -6,7 +6,7 @@ so git's ignore rules apply exactly (nested ``.gitignore``, ``.git/info/exclude`
 ``core.excludesFile``); outside a git work tree the ``.gitignore`` files are honoured with
 ``pathspec``'s git-compatible matcher. A file named explicitly is taken even if ignored: the
 user asked for it (named on the command line; a manifest, a file under review, may not name
-an ignored file: :func:`.context_places.refuse_ignored`).
+an ignored file: :func:`deepseek_review.context.places.refuse_ignored`).
 
 A file named explicitly that could not be sent faithfully is refused before anything is
 sent, with a one-line error naming the path: outside the root, missing, not a regular file,

@@ -2,7 +2,7 @@
 
 A blob is sent as the working-tree reader sends a file: UTF-8 text without NUL bytes, within
 ``max_file_bytes``; a file named explicitly that cannot be sent is refused, one a folder or
-glob listed is left out and listed (:class:`.context_types.Skipped`).
+glob listed is left out and listed (:class:`deepseek_review.context.types.Skipped`).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ class GitPlan:
     scanned: tuple[ContextFile, ...] = ()
     """What the secret scan reads besides the files (the diff)."""
     git: dict[str, Any] | None = None
-    """The record's pins (:mod:`.pinning`)."""
+    """The record's pins (:mod:`deepseek_review.context.pins`)."""
     receipt_paths: list[str] = field(default_factory=list)
 
 

@@ -62,11 +62,11 @@ class FilePin(NamedTuple):
 
 def head_commit(root: Path) -> str | None:
     """The commit ``HEAD`` named when the repository was first asked about (no process of
-    its own: :func:`.repo.git_facts` asked with the root)."""
+    its own: :func:`deepseek_review.git.runner.git_facts` asked with the root)."""
     return git_facts(root).head
 
 
-#: Per repository root and the ``HEAD`` :func:`.repo.git_facts` read: the blob of every file
+#: Per repository root and the ``HEAD`` :func:`git.runner.git_facts` read: the blob of every file
 #: that commit holds. A batch pins each entry's files against it without asking git again; a
 #: pin stays true if HEAD moves meanwhile (those bytes are that blob of that commit), and once
 #: the facts are read again (``forget_git_facts``) a new HEAD gets its own listing.

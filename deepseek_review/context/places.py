@@ -33,7 +33,7 @@ class Layout:
     """``root`` ending in a separator: the path of ``rel`` is ``prefix + rel``."""
     git_dirs: tuple[tuple[str, str], ...]
     """(path, repo-relative name) of the repository's git dirs inside the tree that
-    :func:`.repo.under_dot_git` does not already catch (``--separate-git-dir``); usually none.
+    :func:`git.runner.under_dot_git` does not already catch (``--separate-git-dir``); usually none.
     git lists their files as untracked."""
 
 
@@ -138,7 +138,7 @@ def refuse_git_data(root: Path, spelled: str, real: Path, *, what: str) -> None:
 def _ignored_listing(root: Path) -> frozenset[str] | None:
     """What git ignores in the work tree: untracked ignored files, and folders (``name/``)
     that hold nothing else; one ``git ls-files`` for the whole tree (a batch asks it once:
-    :func:`.settled.paths_settled`). None when git failed."""
+    :func:`deepseek_review.util.path_cache.paths_settled`). None when git failed."""
     args = ("-c", "core.quotePath=false", "ls-files", "-z", "--others", "--ignored")
     out = git_output(root, *args, "--exclude-standard", "--directory")
     if out is None:

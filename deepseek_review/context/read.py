@@ -2,9 +2,9 @@
 
 Files are opened one folder at a time without following a symlink (:class:`Opener`), so a
 path swapped after a check cannot lead elsewhere; a symlink is resolved and checked before
-anything is opened there (:func:`.context_places.why_not_context`). A file named explicitly
+anything is opened there (:func:`context.places.why_not_context`). A file named explicitly
 that cannot be sent is refused; one a folder or glob listed is left out
-(:class:`.context_types.Skipped`).
+(:class:`deepseek_review.context.types.Skipped`).
 """
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ def read_entries(
 
 
 def _maybe_git_data(rels: list[str], plain: bool) -> set[str]:
-    """Which of ``rels`` may be inside a ``.git`` folder (:func:`.repo.under_dot_git` says
+    """Which of ``rels`` may be inside a ``.git`` folder (:func:`git.runner.under_dot_git` says
     which are): those with ``.git`` in their name in any case, found in one pass when all
     are plain ASCII (lower-casing keeps every character in its place)."""
     if not plain:

@@ -1,6 +1,6 @@
 """The values of context gathering: a file as sent, the limits, what is left out and why.
 
-Shared by expansion (:mod:`.context`), reading (:mod:`.context_read`) and everything that
+Shared by expansion (:mod:`context.gather`), reading (:mod:`context.read`) and everything that
 takes a gathered file list (prompt framing, the secret scan, records).
 """
 

@@ -1,7 +1,7 @@
 """Findings derived from stored reviews: from the answer alone, so anyone can re-derive them.
 
-A review is a chain (:func:`..chain.find_chain`); its findings come from the stitched answer
-(:func:`..chain.stitched_text`, every segment's hash checked) and are anchored against the
+A review is a chain (:func:`records.chain.find_chain`); its findings come from the stitched answer
+(:func:`records.chain.stitched_text`, every segment's hash checked) and are anchored against the
 files it reviewed as the request record references them: a context file's text is the
 working tree's or ``HEAD``'s only when it hashes as recorded, so a finding is never anchored
 to text the model did not see. A folder gives every chain found under it, merged and

@@ -19,7 +19,7 @@ from deepseek_review.records.canonical import sha256_tag
 _HUNK_RE = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _OCTAL_RE = re.compile(rb"\\([0-7]{3})")
 _SIMPLE_ESCAPES = {b"\\\\": b"\\", b'\\"': b'"', b"\\t": b"\t", b"\\n": b"\n"}
-#: How the framed change begins (:func:`..gitreview.frame_diff`).
+#: How the framed change begins (:func:`deepseek_review.context.git_plan.frame_diff`).
 _FRAME_HEAD = "## Change from "
 #: How ``gone`` says a file was deleted (its path is still one of the change's files).
 DELETED = "deleted by the change"

@@ -1,6 +1,6 @@
 """Reading git's objects: commits a user names, trees, and blobs by id.
 
-Every command goes through :func:`.repo.git_output` (nothing the repository names runs). A
+Every command goes through :func:`git.runner.git_output` (nothing the repository names runs). A
 revision the user gives is checked with ``rev-parse --verify --end-of-options`` before it is
 used anywhere, so it can never be read as an option. What is not in the clone (a shallow
 clone, a pruned branch) is a :class:`.errors.MissingObject` naming the fix.

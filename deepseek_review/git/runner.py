@@ -88,7 +88,7 @@ def runs_filters(args: Sequence[str]) -> bool:
 
 
 def git_executable() -> str | None:
-    """git as :func:`.programs.find_program` finds it (absolute ``PATH`` entries only)."""
+    """git as :func:`git.programs.find_program` finds it (absolute ``PATH`` entries only)."""
     return find_program("git")
 
 
@@ -163,7 +163,7 @@ def git_command(cwd: Path, args: list[str]) -> list[str] | None:
     :data:`SAFE_GIT_CONFIG`, filters switched off where git would run them); None when git
     is missing or cannot list the filters (one it cannot switch off: :class:`ConfigError`).
     Run it with :func:`git_env`, then :func:`check_refusal`: a command kept running
-    (:class:`.gitread.BlobStore`)."""
+    (:class:`deepseek_review.git.objects.BlobStore`)."""
     git = git_executable()
     if git is None:
         return None
@@ -435,7 +435,7 @@ def _resolve_inside(root: Path, user_path: str, what: str) -> tuple[Path, str]:
 
 def read_regular_file(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a regular file; :class:`OSError` ("not a regular file", too big) for
-    anything else: :func:`.safejson.read_file`, the one reader of review files."""
+    anything else: :func:`util.safejson.read_file`, the one reader of review files."""
     from deepseek_review.util.safejson import read_file
 
     return read_file(path)

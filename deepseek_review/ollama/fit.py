@@ -4,7 +4,7 @@ Ollama runs a model with a fixed context (``OLLAMA_CONTEXT_LENGTH``, a Modelfile
 ``num_ctx``, or 4k/32k/256k by the GPU's memory) and, given more, keeps the end of the prompt
 and answers anyway; its OpenAI endpoint ignores any ``num_ctx`` sent. So before the first
 request the server is asked (:mod:`.probe`) and the planned prompt (the local estimate,
-:mod:`..tokens`) plus ``max_tokens`` is compared with the context the request will run with.
+:mod:`chat.tokens`) plus ``max_tokens`` is compared with the context the request will run with.
 ``max_tokens`` is Ollama's ``num_predict``, which counts thinking tokens too, so it is also the
 reasoning reserve of a thinking model. Servers that are not Ollama, or declared as another kind
 (``--server``), are not asked; ollama.com runs models at their full context, so is not either.

@@ -27,7 +27,7 @@ PYPROJECT_TABLE = "deepseek-review"
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-#: The settings: the options a config file or the environment may set (see :mod:`.options`).
+#: The settings: the options a config file or the environment may set (see :mod:`options.table`).
 KEYS: dict[str, Option] = {k: OPTIONS[k] for k in SETTING_KEYS}
 
 
@@ -168,7 +168,7 @@ class Settings:
 def spelled(setting: Setting) -> str | None:
     """Where ``setting``'s value was written, as the user wrote it (the environment
     variable, ``<file> <key>``); None for a flag, a keyword or the default, which the
-    reporting layer spells (:func:`.options.name_of`)."""
+    reporting layer spells (:func:`deepseek_review.options.table.name_of`)."""
     kind, _, where = setting.source.partition(" ")
     if kind == "env":
         return where
@@ -178,7 +178,8 @@ def spelled(setting: Setting) -> str | None:
 
 
 def spellings(settings: Mapping[str, Setting]) -> dict[str, str]:
-    """Each setting's :func:`spelled` name, for those that have one (:func:`.options.naming_as`)."""
+    """Each setting's :func:`spelled` name, for those that have one
+    (:func:`options.table.naming_as`)."""
     out = {}
     for key, s in settings.items():
         name = spelled(s)

@@ -1,6 +1,6 @@
 """What one option is (:class:`Option`) and the places a value may come from.
 
-The rows themselves are in :mod:`.opttable`; :mod:`.options` looks them up and names them.
+The rows themselves are in :mod:`options.rows`; :mod:`options.table` looks them up and names them.
 Standard library only: the command line builds its options from this before anything heavy
 is imported.
 """

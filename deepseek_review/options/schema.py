@@ -2,7 +2,7 @@
 manifest (published as ``schemas/deepseek-review-manifest.schema.json`` for editors), and
 the config file; and :func:`table_problems`, which checks a manifest's entry against them.
 
-Built from :data:`.options.OPTIONS` only (types, checks, help as descriptions, and the keys a
+Built from :data:`options.table.OPTIONS` only (types, checks, help as descriptions, and the keys a
 file under review may not set, with the reason), so a schema cannot disagree with the command
 line. ``scripts/option_schemas.py`` writes the published files; a test fails when they are stale.
 """

@@ -1,9 +1,11 @@
 """The option table, looked up: every option once, with its type, default, scopes, checks and help.
 
-The rows are in :mod:`.opttable` and what a row is in :mod:`.optrow`; everything else is
+The rows are in :mod:`options.rows` and what a row is in :mod:`options.option`; everything else is
 derived from :data:`OPTIONS`: the config file's keys and the ``DEEPSEEK_REVIEW_*`` variables
-(:mod:`.config`), the typer options of ``run``, ``continue`` and ``batch`` (:mod:`.cli.table`),
-the library's keywords (:mod:`.frontdoor`), the manifest's JSON Schema (:mod:`.optschema`) and
+(:mod:`options.config`), the typer options of ``run``, ``continue`` and ``batch``
+(:mod:`.cli.table`),
+the library's keywords (:mod:`options.merge`), the manifest's JSON Schema (:mod:`options.schema`)
+and
 every check of a value, whatever its source. An error names the option as the layer that
 reports it spells it (:func:`name_of`): ``--max-tokens`` on the command line, ``max_tokens`` in
 a manifest or a library call; the environment and the config file name their variable or file
@@ -147,7 +149,7 @@ def naming_at(places: Mapping[str, str]) -> Iterator[None]:
 def naming_as(names: Mapping[str, str]) -> Iterator[None]:
     """Inside, an option ``names`` holds is named as the user wrote it where its value came
     from (``DEEPSEEK_REVIEW_SIGNING_KEY``, ``pyproject.toml [tool.deepseek-review]
-    endpoint``: :func:`.config.spellings`); any other as before (``--model`` on the command
+    endpoint``: :func:`options.config.spellings`); any other as before (``--model`` on the command
     line). An error then names the source of the value it is about, not a flag never typed."""
     if not names:
         yield

@@ -1,7 +1,7 @@
 """Values of the option table: types, range checks, and the words that say why a value is
 refused (the same words for a flag, a variable, a config file, a manifest and a keyword).
 
-Standard library only, like :mod:`.options`.
+Standard library only, like :mod:`deepseek_review.options.table`.
 """
 
 import math

@@ -44,7 +44,7 @@ def chain_index(
 ) -> ReceiptIndex[None]:
     """An index for :func:`find_chain` that many calls may share (each folder glanced at
     once: finding every chain of a folder stays linear). ``admitted``: only these receipts
-    are indexed, ``exclude``: not these (the trust rule's, :mod:`.trust`): a set-aside
+    are indexed, ``exclude``: not these (the trust rule's, :mod:`trust.rule`): a set-aside
     receipt neither continues nor claims anything."""
     if admitted is None and not exclude:
         return ReceiptIndex(root, partial(_glance, root))

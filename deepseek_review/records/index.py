@@ -1,7 +1,7 @@
 """One index of receipts: who claims an answer, who continues it, and chains walked once.
 
 Receipts only link backwards (``previous_answer_path``); an index of the receipts of the
-folders involved gives both directions. ``show``/``continue`` (:func:`.chain.find_chain`),
+folders involved gives both directions. ``show``/``continue`` (:func:`records.chain.find_chain`),
 batch resume and ``verify`` each load receipts their own way (a cheap look at two fields, a
 full load, a load that keeps the problems) and index them here, so forks, loops, answers
 claimed twice and answers nobody claims are found by the same walks everywhere.

@@ -22,7 +22,7 @@ from deepseek_review.errors import InputError
 class FileRef:
     """A context file's place in a message: its text is read from the repository.
 
-    Defined here, not in :mod:`..prompt` (which uses it): a record's reader must not import
+    Defined here, not in :mod:`reviewing.prompt` (which uses it): a record's reader must not import
     everything that builds prompts (``verify`` reads thousands of records and builds none).
     """
 

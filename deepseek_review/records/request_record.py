@@ -296,7 +296,7 @@ class RequestRecord:
     findings: tuple[str, str] | None = None
     """The findings file written beside the answer (``run --findings``): (path, sha256)."""
     git: Mapping[str, Any] | None = None
-    """A chain's pins in git (:mod:`..pinning`), its primary's in every record of the chain:
+    """A chain's pins in git (:mod:`context.pins`), its primary's in every record of the chain:
     commits, the diff's settings and hash,
     each context file's blob or working-tree hash. Absent from records before pinning."""
     _messages: list[RecordedMessage] | None = field(

@@ -7,7 +7,8 @@ rebuilt from records, ``batch`` either, plus its scheduler's :class:`RequestGate
 job's first) and tells the sink what happens; a first request the gate refuses is a
 "not started" result, a later one is :class:`~deepseek_review.errors.Interrupted`.
 
-Each segment is written (answer, record, receipt: :func:`.segment.write_segment`) as soon as
+Each segment is written (answer, record, receipt: :func:`reviewing.segment.write_segment`) as soon
+as
 its answer has arrived and been checked; :meth:`JobResult.segments` are in chain order.
 """
 

@@ -2,8 +2,8 @@
 before each request, and the event sink it tells what its requests do.
 
 ``run`` and ``continue`` hand it an :class:`OpenGate` and a :class:`ProgressSink`; a batch its
-scheduler's slots and one sink per entry (:mod:`.scheduler`). Both are plain arguments of
-:func:`.job.run_job`: nothing is read from the thread or set on the shared client.
+scheduler's slots and one sink per entry (:mod:`batch.schedule`). Both are plain arguments of
+:func:`reviewing.job.run_job`: nothing is read from the thread or set on the shared client.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class Primary(NamedTuple):
     files: tuple[ContextFile, ...]
     template: tuple[str, str]
     git: Mapping[str, Any] | None = None
-    """What the request record pins in git (:mod:`.pinning`)."""
+    """What the request record pins in git (:mod:`deepseek_review.context.pins`)."""
 
 
 class Job(NamedTuple):
@@ -136,7 +136,7 @@ class Job(NamedTuple):
     findings: FindingsHook | None = None
     """``findings``: makes the findings file of the segment that ends the chain."""
     git: Mapping[str, Any] | None = None
-    """What the chain's primary record pins in git (:mod:`.pinning`), pinned by every
+    """What the chain's primary record pins in git (:mod:`context.pins`), pinned by every
     continuation's record too: the same files, so the whole chain rebuilds from the same
     blobs after the working tree moved on."""
 

@@ -1,8 +1,9 @@
 """One review end to end: plan, send, write, and continue while cut off (the library's core).
 
 The CLI only parses arguments into :class:`ReviewOptions` and renders the
-:class:`ReviewResult`. Planning is :mod:`.plan`'s (nothing is written until a usable answer
-has arrived); sending and continuing is the review job's (:mod:`.job`), which ``continue`` and
+:class:`ReviewResult`. Planning is :mod:`reviewing.plan`'s (nothing is written until a usable answer
+has arrived); sending and continuing is the review job's (:mod:`reviewing.job`), which ``continue``
+and
 ``batch`` run too.
 """
 
@@ -139,7 +140,8 @@ def make_client(endpoint: Endpoint, options: ClientOptions) -> ChatClient:
 
 
 def preflight_review(plan: ReviewPlan) -> None:
-    """The checks ``run`` asks the server before its first request (:func:`.job.preflight_primary`),
+    """The checks ``run`` asks the server before its first request
+    (:func:`reviewing.job.preflight_primary`),
     made for a dry run: only the server's metadata is asked (Ollama's ``/api/version``,
     ``/api/show``, ``/api/ps``), never its chat endpoint."""
     from deepseek_review.ollama.fit import asks_server

@@ -49,7 +49,7 @@ from deepseek_review.reviewing.request import (
 )
 from deepseek_review.util.logs import log
 
-# The built-in defaults live in the option table (:mod:`.options`); these names are theirs.
+# The built-in defaults live in the option table (:mod:`options.table`); these names are theirs.
 DEFAULT_MODEL: str = default("model")
 DEFAULT_OUTPUT_DIR: str = default("output_dir")
 DEFAULT_MAX_TOKENS: int = default("max_tokens")
@@ -156,7 +156,7 @@ class ReviewPlan:
     skipped: tuple[Skipped, ...] = ()
     """What a folder or glob found that was left out, each with why."""
     pins: Mapping[str, Any] | None = None
-    """What the request record pins in git (:mod:`.pinning`)."""
+    """What the request record pins in git (:mod:`deepseek_review.context.pins`)."""
     receipt_paths: tuple[str, ...] = ()
     """The receipt's ``context_files``: a diff's changed paths, then the whole files."""
     change_lines: int | None = None
@@ -164,7 +164,7 @@ class ReviewPlan:
     when no change is."""
     names: Mapping[str, str] = field(default_factory=dict)
     """How errors name the options set by the environment or the config file
-    (:func:`.options.naming_as`), for what sending it may still refuse."""
+    (:func:`deepseek_review.options.table.naming_as`), for what sending it may still refuse."""
 
     @property
     def messages(self) -> tuple[WireMessage, ...]:
@@ -289,7 +289,8 @@ _PER_REVIEW = frozenset({"topic", "prompt"})
 class SharedPlans:
     """The part of a plan that does not depend on the review's topic and prompt, made once
     for the reviews whose other options are the very same objects (a batch's entries that
-    differ only in topic and prompt: :class:`~.manifestshare.EntryOptions` builds them so): the
+    differ only in topic and prompt: :class:`~batch.manifest_share.EntryOptions` builds them so):
+    the
     same values, and the same refusal, each would have made. One per batch (one environment,
     one planning thread); a change (``--diff``, ``--staged``), whose plan looks at the topic,
     is planned in full each time."""

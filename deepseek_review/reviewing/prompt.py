@@ -162,7 +162,7 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
     """Every file as a heading, an opening fence, its text (a reference) and a closing fence;
     a closing fence and the next heading are one literal string (as :func:`_merge` joins them).
 
-    A name that could end its heading line or reorder it (see :func:`.repo.has_unsafe_chars`)
+    A name that could end its heading line or reorder it (see :func:`git.runner.has_unsafe_chars`)
     is refused here too, whoever built the list, so no name can fake another file's heading.
     """
     names = "".join([f.path for f in files])

@@ -25,7 +25,7 @@ from deepseek_review.reviewing.prompt import Message, Part, text_bytes
 
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
-#: Fields the native API's body sets itself (:mod:`.ollama.native`).
+#: Fields the native API's body sets itself (:mod:`deepseek_review.chat.native`).
 NATIVE_FIELDS = frozenset({"options"})
 
 #: Fields ``extra_body`` may not set although no option sets them either, and why: each would
@@ -76,7 +76,7 @@ class BodyOptions:
     stream: bool = default("stream")
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     api: str = default("api")
-    """``ollama``: the body of Ollama's native ``/api/chat`` (:mod:`.ollama.native`)."""
+    """``ollama``: the body of Ollama's native ``/api/chat`` (:mod:`chat.native`)."""
 
     def __post_init__(self) -> None:
         check("api", self.api)

@@ -4,7 +4,7 @@ Order matters. The answer is written first (and claims the file name); its hash 
 the bytes read back from disk; then the optional reasoning file, the request record, and the
 receipt last. The receipt is the commit point: a segment without a receipt is unfinished and
 is ignored by ``verify``, ``continue`` and resumed batches (see docs/batch.md, "Crashes").
-The ``if crash_at()`` lines are the crash tests' hook (:func:`.storage.crash_at`); unset,
+The ``if crash_at()`` lines are the crash tests' hook (:func:`records.storage.crash_at`); unset,
 they cost one environment lookup each.
 """
 
@@ -93,7 +93,7 @@ class SegmentSpec(NamedTuple):
     echo_stripped_chars: int = 0
     context_files: tuple[ContextFile, ...] = ()
     git: Mapping[str, Any] | None = None
-    """What the record pins in git (:mod:`.pinning`); a diff's paths join the receipt's."""
+    """What the record pins in git (:mod:`context.pins`); a diff's paths join the receipt's."""
     template: tuple[str, str] | None = None
     prompt_token_estimate: int = 0
     continuation: Continuation | None = None

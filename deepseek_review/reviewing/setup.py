@@ -27,12 +27,12 @@ from deepseek_review.options.table import name_of
 from deepseek_review.reviewing.continuation import ContinueOptions
 from deepseek_review.reviewing.plan import ContinuationOptions, ReviewOptions
 
-#: The git options of a review (:class:`~.gitreview.GitOptions`).
+#: The git options of a review (:class:`~deepseek_review.context.git_plan.GitOptions`).
 GIT_KEYS = (
     "diff", "staged", "rev", "since_last_review", "diff_context", "function_context",
     "whole_files", "renames", "include_lock_files", "include_generated", "include_binary",
 )  # fmt: skip
-#: Where each option of a review goes in :class:`~.pipeline.ReviewOptions` (``group.field``
+#: Where each option of a review goes in :class:`~reviewing.pipeline.ReviewOptions` (``group.field``
 #: for its nested dataclasses).
 REVIEW_FIELDS = {
     "context": "context",
@@ -175,7 +175,8 @@ def review_setup(
     env: Mapping[str, str] | None = None,
 ) -> tuple[Path, ReviewOptions, dict[str, str]]:
     """:func:`review_options`, and how to name the options whose values came from the
-    environment or the config file (planning's errors name them so: :func:`.options.naming_as`)."""
+    environment or the config file (planning's errors name them so:
+    :func:`options.table.naming_as`)."""
     given = given_options(given, "run", "review()")
     root = find_repo_root(repo_root)
     values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))

@@ -1,7 +1,7 @@
 """``--since-last-review``: narrow a change to what is new since the last review of its topic.
 
 Of the primary receipts of the same topic in the output folder that the trust rule admits
-(:mod:`.trust`), the one whose pinned head commit comes last on the way to the change's head
+(:mod:`trust.rule`), the one whose pinned head commit comes last on the way to the change's head
 (git's history decides, never a record's own ``created_at``) is found. When that commit is an
 ancestor of the change's head, only what changed since it is reviewed; when it is not (a rebase, a
 force-push) the whole range is, and the tool says so. The range is worked out from the
@@ -26,7 +26,7 @@ from deepseek_review.util.logs import log
 
 def reviewed_heads(root: Path, folder: str, topic: str) -> list[tuple[str, str]]:
     """(commit, record path) of every review of ``topic`` in ``folder`` that the trust rule
-    admits (:mod:`.trust`) and whose request record pinned a change's head. Records that
+    admits (:mod:`trust.rule`) and whose request record pinned a change's head. Records that
     cannot be read are passed over; a record's own dates are never read."""
     receipts = [
         rel

@@ -3,7 +3,7 @@
 ``statement.py`` builds the Statement from a segment's files; ``sshsig.py`` signs and checks
 with ``ssh-keygen -Y``; ``allowed.py`` reads git's allowed-signers format; ``keys.py`` finds
 the key; ``segments.py`` writes a segment's two sidecars; ``hook.py`` is what
-:mod:`..segment` calls right after a receipt is written.
+:mod:`deepseek_review.reviewing.segment` calls right after a receipt is written.
 """
 
 NAMESPACE = "deepseek-review"

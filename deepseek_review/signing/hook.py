@@ -1,4 +1,4 @@
-"""What :mod:`..segment` calls right after a receipt is written: sign it, when a key is set.
+"""What :mod:`reviewing.segment` calls right after a receipt is written: sign it, when a key is set.
 
 The key is set for a whole run (``run --sign``, ``batch --sign``, or :func:`signing` in the
 library) rather than carried through every review's options: one process-wide value that the

@@ -1,7 +1,7 @@
 """SSH signatures (the sshsig format git signs commits with), made and checked by ssh-keygen.
 
 Signing runs ``ssh-keygen -Y sign`` with the data on stdin and the armored signature on
-stdout, so the file is written by :func:`..storage.write_new` (atomic, never overwritten).
+stdout, so the file is written by :func:`records.storage.write_new` (atomic, never overwritten).
 The key is a private key file, or a public key whose private half an ssh-agent holds
 (ssh-keygen asks the agent first). ssh-keygen runs in a new session with
 ``SSH_ASKPASS_REQUIRE=never``: it has no terminal to ask a passphrase on, so a

@@ -29,7 +29,7 @@ from deepseek_review.util.project import FORMER_SIGNED_REVIEW, SIGNED_REVIEW
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = SIGNED_REVIEW
-"""This project's URI for it (:mod:`..project`), its JSON Schema's ``$id``; a change of shape
+"""This project's URI for it (:mod:`util.project`), its JSON Schema's ``$id``; a change of shape
 is a new version (``/v2``)."""
 #: The predicate types a statement may carry and still verify: this one, and the one signed
 #: statements of earlier versions carry (their signature covers it).

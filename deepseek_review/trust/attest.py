@@ -6,7 +6,7 @@ the type ``predicate-type`` says: :data:`ATTEST_PREDICATE_TYPE`, schema
 ``schemas/deepseek-review-attested-reviews-v1.schema.json``. One invocation covers many
 segments, so the predicate lists, per segment, its files (name and sha256, as a statement's
 subjects) and the same predicate a signed segment's statement carries. Only segments that
-verify and that the trust rule admits (:mod:`..trust`) are attested: a signature vouches for
+verify and that the trust rule admits (:mod:`trust.rule`) are attested: a signature vouches for
 the files as they are, and a pull request's planted review is not this workflow's.
 """
 
@@ -35,7 +35,7 @@ def attest_predicate(
     env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The predicate over every segment under ``paths`` that the trust rule admits
-    (:mod:`..trust`); the others are listed in its ``left_out`` with why.
+    (:mod:`deepseek_review.trust.rule`); the others are listed in its ``left_out`` with why.
     :class:`VerificationFailed` when any segment fails verification, :class:`InputError` when
     there are none, or none is admitted."""
     policy = TrustPolicy.configured(env=env) if policy is None else policy

@@ -141,7 +141,7 @@ class Admission:
 
 def committed_unchanged(root: Path, rev: str, folders: Iterable[str]) -> set[str]:
     """The files under ``folders`` (repo-relative) committed in ``rev`` and unchanged in the
-    work tree since (:func:`.repo.files_unchanged_since`)."""
+    work tree since (:func:`deepseek_review.git.runner.files_unchanged_since`)."""
     return files_unchanged_since(root, rev, sorted(set(folders)), what=name_of("trusted_rev"))
 
 

@@ -1,7 +1,7 @@
 """``sign``: sign the segments that exist (reviews written without ``--sign``, or a run
 stopped between a receipt and its signature).
 
-Only segments that pass verification and that the trust rule admits (:mod:`..trust`) are
+Only segments that pass verification and that the trust rule admits (:mod:`trust.rule`) are
 signed: a signature vouches for the files as they are, so a segment whose answer no longer
 matches its receipt (or that fails any other check), or one a pull request planted, is
 refused, not blessed. Warnings (a context file changed since) do not stop signing: the

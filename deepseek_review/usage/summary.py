@@ -35,7 +35,7 @@ class Tally:
     without_usage: int = 0
     """Segments whose server reported no usage: their tokens are unknown."""
     extra: Extra = field(default_factory=Extra)
-    """What the request records add (:mod:`.usagestats`)."""
+    """What the request records add (:mod:`deepseek_review.usage.totals`)."""
 
     @property
     def usage_known(self) -> bool:

@@ -1,7 +1,7 @@
 """Path resolutions settled once while a batch plans its manifest.
 
 A batch plans hundreds of entries naming the same root and output folder (and shares the files
-they gather the same way); inside :func:`paths_settled`, :mod:`.repo` resolves each of them
+they gather the same way); inside :func:`paths_settled`, :mod:`git.runner` resolves each of them
 once. Only results are kept, never refusals: each caller words its own.
 """
 
@@ -21,7 +21,7 @@ _SETTLED: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar(
 
 @contextmanager
 def paths_settled() -> Iterator[None]:
-    """Within the block, the root and each path given to :func:`.repo.resolve_inside` are
+    """Within the block, the root and each path given to :func:`git.runner.resolve_inside` are
     resolved once."""
     token = _SETTLED.set({})
     try:

@@ -223,7 +223,7 @@ def verify(
     checks that need one receipt; the chain check, which needs them all, runs here.
     ``signatures``: the ``signature`` check, added to every report it has something to say
     about (:mod:`.signature_checks`). ``exclude``: receipts the trust rule set aside
-    (:mod:`..trust`): not checked, and no other receipt's chain sees them.
+    (:mod:`deepseek_review.trust.rule`): not checked, and no other receipt's chain sees them.
     """
     found = discover(root, paths, default_folder)
     receipts = [r for r in found.receipts if r not in exclude] if exclude else found.receipts

@@ -95,7 +95,7 @@ def _chain_problem(broken: Break, prev: str) -> str:
 def _unless(
     exclude: frozenset[str], load: Callable[[str], Entry[_Receipt]], rel: str
 ) -> Entry[_Receipt] | None:
-    """``load``, except for receipts the trust rule set aside (:mod:`..trust`): those are not
+    """``load``, except for receipts the trust rule set aside (:mod:`trust.rule`): those are not
     in the index, so they neither claim nor continue an answer."""
     return None if rel in exclude else load(rel)
 

@@ -6,7 +6,7 @@ checked byte for byte), Ollama's exact wire shapes (JSON, both SSE framings, err
 and knobs for latency, capacity, token budgets, reasoning, and injected faults.
 
 Layout: :mod:`.answer` (the deterministic text and continuation planning), :mod:`.wire`
-(response shapes and the fault catalogue), :mod:`.config` (knobs, the request log, request
+(response shapes and the fault catalogue), :mod:`options.config` (knobs, the request log, request
 checks), :mod:`.httpio` (bytes on the socket), :mod:`.handler` (routes: what each request
 gets), :mod:`.server` (the :class:`Simulator` API and its shared state) and :mod:`.command`
 (``python -m deepseek_review.testing.simulator``).
