@@ -25,7 +25,7 @@ from deepseek_review.util.textsafe import fence_for
 from tests.conftest import files_under
 
 Cli = Callable[..., Any]
-BUNDLED = ("default", "spec-review", "code-review", "diff-review")
+BUNDLED = ("default", "spec-review", "code-review", "diff-review", "synthesis")
 
 
 def sent(

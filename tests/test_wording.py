@@ -120,7 +120,7 @@ def test_help_lists_the_commands_in_the_order_of_the_workflow(cli: Cli):
 
 
 CHOICES = {
-    ("run", "--template"): "[default|spec-review|code-review|diff-review]",
+    ("run", "--template"): "[default|spec-review|code-review|diff-review|synthesis]",
     ("run", "--reasoning"): "[none|low|medium|high|max]",
     ("run", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
     ("run", "--api"): "[openai|ollama]",
@@ -155,7 +155,11 @@ def complete(words: str, cword: int) -> list[str]:
     [
         ("run --reasoning h", 3, ["high"]),
         ("run --reasoning ", 3, ["none", "low", "medium", "high", "max"]),
-        ("run --template ", 3, ["default", "spec-review", "code-review", "diff-review"]),
+        (
+            "run --template ",
+            3,
+            ["default", "spec-review", "code-review", "diff-review", "synthesis"],
+        ),
         ("run --server ", 3, ["ollama", "llama.cpp", "vllm", "deepseek"]),
         ("run --api o", 3, ["openai", "ollama"]),
         ("batch m.toml --format j", 4, ["jsonl"]),

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # api_run at run time would load logging, which nothing here 
     from deepseek_review.trust.sign import SignReport
     from deepseek_review.usage.summary import Stats
     from deepseek_review.verification import VerifyReport
+    from deepseek_review.verification.split_checks import SplitReport
 
 
 def _default_folder(root: Path, paths: Sequence[str], env: Mapping[str, str] | None) -> str:
@@ -62,6 +63,25 @@ def verify(
         default_folder=default,
         signatures=checks,
     )
+
+
+def verify_splits(
+    paths: Sequence[str] = (),
+    *,
+    root: PathArg | None = None,
+    strict: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> list[SplitReport]:
+    """Check the split records (``<stem>.split.json``, ``run --split``) that ``paths`` name or
+    hold (none: the configured output folder) against the receipts: each report's
+    ``problems`` is empty when it checks out (:mod:`deepseek_review.verification.split_checks`)."""
+    from deepseek_review.git.runner import find_repo_root
+    from deepseek_review.verification.split_checks import check_split_record, split_records
+
+    repo = find_repo_root(root)
+    where = list(paths) or [_default_folder(repo, paths, env)]
+    where = [p for p in where if p in paths or (repo / p).is_dir()]
+    return [check_split_record(repo, rel, strict=strict) for rel in split_records(repo, where)]
 
 
 def stats(

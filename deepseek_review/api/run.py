@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from deepseek_review.chat.types import ProgressFn
     from deepseek_review.reviewing.continuation import ContinueOutcome
     from deepseek_review.reviewing.pipeline import ReviewOptions, ReviewPlan, ReviewResult
+    from deepseek_review.reviewing.split_run import SplitOutcome, SplitReview
 
 PathArg = str | os.PathLike[str]
 
@@ -98,15 +99,80 @@ def plan_review(
     from deepseek_review.reviewing.setup import review_setup
 
     _, planned, names = review_setup(options, repo_root=repo_root, env=env)
+    with naming_as(names):  # a refusal names the variable or file key that was set
+        return _planned(planned, names, env, ask_server)
+
+
+def _planned(
+    planned: ReviewOptions, names: dict[str, str], env: Mapping[str, str] | None, ask: bool
+) -> ReviewPlan:
+    """The plan of settled options; with ``ask``, the server asked what the run would ask."""
     from deepseek_review.reviewing.plan import plan_review as _plan
 
-    with naming_as(names):  # a refusal names the variable or file key that was set
-        plan = dataclasses.replace(_plan(planned, env), names=names)
-        if ask_server:
-            from deepseek_review.reviewing.pipeline import preflight_review
+    plan = dataclasses.replace(_plan(planned, env), names=names)
+    if ask:
+        from deepseek_review.reviewing.pipeline import preflight_review
 
-            preflight_review(plan)
-        return plan
+        preflight_review(plan)
+    return plan
+
+
+def plan_run(
+    *,
+    env: Mapping[str, str] | None = None,
+    repo_root: PathArg | None = None,
+    ask_server: bool = False,
+    max_total_tokens: int | None = None,
+    **options: Any,
+) -> ReviewPlan | SplitReview:
+    """What ``run`` does: :func:`plan_review`, or with ``split`` (an option, or the
+    environment's or config file's setting) the parts of a split review
+    (:func:`deepseek_review.reviewing.split_run.plan_split_review`), each planned to its
+    exact request, the window asked of the server when ``context_window`` is not set;
+    refused over ``max_total_tokens`` before anything is sent. :func:`send_split` sends it."""
+    from deepseek_review.options.table import naming_as
+    from deepseek_review.reviewing.setup import review_setup
+
+    _, planned, names = review_setup(options, repo_root=repo_root, env=env)
+    with naming_as(names):
+        if not planned.split:
+            if max_total_tokens is not None:
+                from deepseek_review.errors import ConfigError
+                from deepseek_review.options.table import name_of
+
+                raise ConfigError(
+                    f"{name_of('max_total_tokens')} applies to {name_of('split')} reviews "
+                    f"and batches: for one review, use {name_of('max_run_tokens')}"
+                )
+            return _planned(planned, names, env, ask_server)
+        from deepseek_review.reviewing.split_run import (
+            SplitReview,
+            plan_split_review,
+            window_from_server,
+        )
+
+        env = os.environ if env is None else env
+        done = plan_split_review(
+            planned,
+            env,
+            window_of=window_from_server(planned),
+            max_total_tokens=max_total_tokens,
+        )
+        if isinstance(done, SplitReview):
+            return dataclasses.replace(done, names=names)
+        # The whole context fits: one ordinary review, planned as such.
+        return _planned(dataclasses.replace(planned, split=False), names, env, ask_server)
+
+
+def send_split(review: SplitReview, *, progress: ProgressFn | None = None) -> SplitOutcome:
+    """Send the parts of a split review not done yet, then its synthesis, and write the split
+    record; the first failure is the outcome's (``outcome.failure``): raise it to stop."""
+    from deepseek_review.options.table import naming_as
+    from deepseek_review.reviewing.pipeline import make_client
+    from deepseek_review.reviewing.split_run import run_split
+
+    with naming_as(review.names), make_client(review.endpoint, review.options) as client:
+        return run_split(review, client, progress=progress)
 
 
 def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:

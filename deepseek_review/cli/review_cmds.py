@@ -43,13 +43,33 @@ def run(flags: Flags) -> None:
     root = flags.root()
     given = flags.given(root)
     given.pop("trusted_rev", None)  # the trust rule's (--since-last-review), not the review's
+    budget = given.pop("max_total_tokens", None)  # the split run's, not one review's
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
     # A dry run asks the server what the run would ask before sending (never its chat).
     with given_on_the_command_line(flags["trusted_rev"], flags["allowed_signers"]):
-        plan = api.plan_review(**{**given, "repo_root": root}, ask_server=flags["dry_run"])
-    STATE.secret = plan.endpoint.api_key
+        planned = api.plan_run(
+            **{**given, "repo_root": root}, ask_server=flags["dry_run"], max_total_tokens=budget
+        )
+    STATE.secret = planned.endpoint.api_key
     key = flags.signing_key(root)
+    from deepseek_review.reviewing.plan import ReviewPlan
+
+    if not isinstance(planned, ReviewPlan):
+        from deepseek_review.cli.split_views import render_outcome, render_split_plan
+
+        if flags["dry_run"]:
+            render_split_plan(planned, flags["as_json"])
+            return
+        # The trust rule's flags decide which earlier parts count as done.
+        trust = given_on_the_command_line(flags["trusted_rev"], flags["allowed_signers"])
+        with review_progress() as progress, api.signed_with(key), trust:
+            outcome = api.send_split(planned, progress=progress)
+        render_outcome(root, outcome, flags["as_json"])
+        if outcome.failure is not None:
+            raise outcome.failure
+        return
+    plan = planned
     if flags["dry_run"]:
         _render_plan(plan, flags["as_json"])
         return
@@ -292,8 +312,15 @@ def show(flags: Flags) -> None:
     on its last line). A chain still cut off at the token cap is noted on stderr.
     """
     from deepseek_review import api
+    from deepseek_review.records.split_record import SPLIT_SUFFIX
 
     root = flags.root()
+    if flags["path"].endswith(SPLIT_SUFFIX):
+        from deepseek_review.cli.split_views import story_lines
+        from deepseek_review.records.split_record import load_split
+
+        _write_lines(sys.stdout, story_lines(load_split(root, typed_path(root, flags["path"]))))
+        return
     shown = api.show(
         typed_path(root, flags["path"]),
         repo_root=root,
@@ -319,3 +346,8 @@ def show(flags: Flags) -> None:
             _continue_command(root, last.answer_path, last.receipt.endpoint),
         )
     log.info("%s, every answer_sha256 checked", plural(len(chain), "segment"))
+    from deepseek_review.cli.split_views import story_of
+
+    story = story_of(root, chain[0].receipt_path)
+    if story:  # a split review's synthesis: the story goes to stderr, the answer stays exact
+        _write_lines(sys.stderr, story)

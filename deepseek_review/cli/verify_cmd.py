@@ -23,6 +23,7 @@ from deepseek_review.options.table import OPTIONS
 
 if TYPE_CHECKING:
     from deepseek_review.verification import ReceiptReport, VerifyReport
+    from deepseek_review.verification.split_checks import SplitReport
 
 
 def _line(r: "ReceiptReport") -> str:
@@ -140,24 +141,51 @@ def verify(
 ) -> None:
     """Check receipts: schema, answer hash, chain, context files, the exact prompt, and signatures.
 
-    Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails,
-    3 when a PATH does not exist, 2 on a usage error.
+    Split records (<stem>.split.json, from run --split) named or in the folders are checked
+    too: the parts' receipts verify and cover exactly the plan's files, and the synthesis's
+    context is exactly the parts' answers.
+
+    Exit 0 when every receipt passes (warnings allowed unless --strict), 9 when any fails
+    (or a split record is malformed or does not check out), 3 when a PATH does not exist,
+    2 on a usage error.
     """
     from deepseek_review import api
     from deepseek_review.git.runner import (
         find_repo_root,  # api.repo_root's module would load logging
     )
+    from deepseek_review.records.split_record import SPLIT_SUFFIX
 
     root = find_repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
-    report = api.verify(
-        typed,
-        root=root,
-        strict=strict,
-        jobs=jobs,
-        allowed_signers=allowed_signers,
-        require_signature=require_signature or None,
-    )
-    _render(report, as_json)
-    if not report.ok:
-        raise VerificationFailed(_failure(report))
+    receipts = [p for p in typed if not p.endswith(SPLIT_SUFFIX)]
+    splits = api.verify_splits(typed, root=root, strict=strict) if paths else None
+    if splits is None:
+        splits = api.verify_splits(root=root, strict=strict)
+    if receipts or not typed:
+        report = api.verify(
+            receipts,
+            root=root,
+            strict=strict,
+            jobs=jobs,
+            allowed_signers=allowed_signers,
+            require_signature=require_signature or None,
+        )
+        _render(report, as_json)
+        if not report.ok:
+            raise VerificationFailed(_failure(report))
+    _render_splits(splits)
+
+
+def _render_splits(splits: "list[SplitReport]") -> None:
+    """One line per split record; the first that does not check out fails the command."""
+    lines = []
+    for s in splits:
+        if s.ok and not STATE.quiet:
+            lines.append(f"OK   {s.path} ({s.summary})")
+        elif not s.ok:
+            lines.append(f"FAIL {s.path}: {'; '.join(s.problems)}")
+    _write_lines(sys.stderr, lines)
+    failed = [s for s in splits if not s.ok]
+    if failed:
+        first = failed[0]
+        raise VerificationFailed(f"{first.path}: {first.problems[0]}")

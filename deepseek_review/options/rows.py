@@ -24,7 +24,7 @@ REASONING_LEVELS = ("none", "low", "medium", "high", "max")
 CHAT_APIS = ("openai", "ollama")
 #: The bundled templates (``prompts/*.md``; a test keeps this equal to the folder): what
 #: ``--template``'s help and completion offer.
-TEMPLATES = ("default", "spec-review", "code-review", "diff-review")
+TEMPLATES = ("default", "spec-review", "code-review", "diff-review", "synthesis")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
 
@@ -54,8 +54,9 @@ TABLE: tuple[Option, ...] = (
     Option("fail_fast", "bool", False, "Start no new review after the first failure",
            frozenset({"batch"}), negatable=False),
     Option("max_total_tokens", "int", None,
-           "Start no new review once this run's receipts used this many tokens",
-           frozenset({"batch"}), check=Positive()),
+           "Start no new review once this run's receipts used this many tokens (run --split: "
+           "refuse a plan that may use more, before anything is sent)",
+           frozenset({"batch", "run"}), check=Positive()),
     Option("max_cost", "float", None,
            "Start no new review once this run's answers cost this much (at the prices setting)",
            frozenset({"batch"}), check=Positive()),
@@ -96,7 +97,8 @@ TABLE: tuple[Option, ...] = (
            _REVIEW | _SETTING, default_text="reviews, at the repository root", review=True,
            under_root=True),
     Option("template", "str", "default",
-           "Bundled template: default, spec-review, code-review or diff-review", _REVIEW | _SETTING,
+           "Bundled template: default, spec-review, code-review, diff-review or synthesis",
+           _REVIEW | _SETTING,
            review=True),
     Option("template_file", "path", None,
            "A template file of your own (in a manifest: relative to its folder)",
@@ -155,6 +157,11 @@ TABLE: tuple[Option, ...] = (
            "Extra JSON body fields for continuation requests only", _REVIEW | _CONT, review=True),
     Option("context_window", "int", None, "The model's context window; warn before sending more",
            _REVIEW | _SETTING, check=Positive(), review=True),
+    Option("split", "bool", False,
+           "Review a context larger than the model's window in parts that fit, then merge "
+           "their answers in one synthesis review (run only; needs --context-window, or an "
+           "Ollama server that says it)", frozenset({"run"}) | _SETTING,
+           review=True),
     Option("allow_truncated_prompt", "bool", False,
            "Keep an answer even if the server silently clipped the prompt", _REVIEW | _CONT,
            review=True),

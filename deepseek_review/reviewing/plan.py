@@ -118,6 +118,9 @@ class ReviewOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
     git: GitOptions = field(default_factory=GitOptions)
+    split: bool = default("split")
+    """Review in parts that fit the window, then a synthesis (:mod:`.split_run`); the
+    library's :func:`plan_review` plans one review whatever it says."""
     max_run_tokens: int | None = None
     """The operator's cap on what the run may use (flag or environment, never a repository
     file): a review whose worst case is over it is refused before it is sent."""

@@ -51,6 +51,7 @@ REVIEW_FIELDS = {
     "keep_reasoning": "keep_reasoning",
     "findings": "findings",
     "context_window": "context_window",
+    "split": "split",
     "allow_truncated_prompt": "allow_truncated_prompt",
     "allow_secrets": "allow_secrets",
     "max_file_bytes": "limits.max_file_bytes",

@@ -1,0 +1,229 @@
+"""``run --split``: the parts a context too large for the model's window is reviewed in.
+
+Pure and deterministic: the same files, window and caps give the same plan, byte for byte
+(:func:`plan_parts`). A part's prompt (the template's framing, the part's note, its files)
+plus ``--max-tokens`` plus a margin fits the window. Files that belong together stay
+together: a folder is one group, and a test joins the file it tests (``tests/test_x.py``
+goes with ``x.py``); groups are taken in path order and a part is closed when the next group
+does not fit, a group larger than a part being cut between its files. Every file is in
+exactly one part or listed as not reviewed, with why.
+
+Tokens are counted by :func:`count_tokens` alone (:mod:`deepseek_review.chat.tokens`'s
+estimate), so a better counter replaces it in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from deepseek_review.chat.tokens import BYTES_PER_TOKEN, estimate_tokens
+from deepseek_review.context.types import ContextFile, plural
+from deepseek_review.util.textsafe import fence_for
+
+#: What :func:`count_tokens` is, as the split record names it.
+ESTIMATOR = f"bytes/{BYTES_PER_TOKEN}, +4 a text"
+#: Room kept for the part's note ("part i of n", what the other parts cover), in bytes.
+NOTE_MAX_BYTES = 2048
+_TEST_NAME = re.compile(r"\A(?:test_(?P<a>.+)|(?P<b>.+?)(?:_test|\.test|\.spec|_spec))\Z")
+
+
+def count_tokens(text: str) -> int:
+    """The tokens of ``text``, as planning counts them (the one count it uses)."""
+    return estimate_tokens([text])
+
+
+def margin_for(window: int) -> int:
+    """The tokens kept free in every request: a tenth of the window, at least 256 (the
+    server's chat template, and an estimate that counts low)."""
+    return max(256, window // 10)
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    path: str
+    sha256: str
+    size: int
+    tokens: int
+    """What the file adds to its part's prompt: its text, heading, fences and list line."""
+
+
+@dataclass(frozen=True)
+class Part:
+    number: int
+    files: tuple[PlannedFile, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(f.tokens for f in self.files)
+
+
+@dataclass(frozen=True)
+class NotReviewed:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    window: int
+    max_tokens: int
+    margin: int
+    base_tokens: int
+    """Every part's prompt without its files: the template, the prompt, the note's room."""
+    parts: tuple[Part, ...]
+    not_reviewed: tuple[NotReviewed, ...]
+
+    @property
+    def part_cap(self) -> int:
+        """The most tokens one part's prompt may have."""
+        return self.window - self.max_tokens - self.margin
+
+    def part_tokens(self, part: Part) -> int:
+        """A part's whole prompt, estimated (at most :attr:`part_cap`)."""
+        return self.base_tokens + part.tokens
+
+
+def subject_of(path: str) -> str | None:
+    """The name of the file a test file tests (``tests/test_x.py`` → ``x.py``); None when
+    ``path`` is not named as a test."""
+    name = path.rpartition("/")[2]
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem:
+        return None
+    m = _TEST_NAME.match(stem)
+    if m is None:
+        return None
+    return f"{m.group('a') or m.group('b')}.{ext}"
+
+
+def file_tokens(f: ContextFile, count: int) -> int:
+    """What ``f`` adds to a prompt of up to ``count`` files: its heading (``## File i of n``),
+    its fences, its text and its line in the file list."""
+    fence = fence_for(f.text)
+    digits = len(str(count))
+    frame = (
+        f"## File {'9' * digits} of {'9' * digits}: {f.path}\n\n{fence}{'x' * 12}\n\n"
+        f"{fence}\n\n- {f.path} ({f.size} bytes)\n"
+    )
+    return count_tokens(frame) + count_tokens(f.text)
+
+
+def groups_of(files: Sequence[ContextFile]) -> list[list[ContextFile]]:
+    """The files in groups that belong together, in a fixed order: by folder (a test in the
+    folder of the file it tests, when exactly one file has that name), by path within."""
+    ordered = sorted(files, key=lambda f: f.path)
+    by_name: dict[str, list[str]] = {}
+    for f in ordered:
+        if subject_of(f.path) is None:
+            by_name.setdefault(f.path.rpartition("/")[2], []).append(f.path)
+    groups: dict[str, list[ContextFile]] = {}
+    for f in ordered:
+        folder = f.path.rpartition("/")[0]
+        subject = subject_of(f.path)
+        found = by_name.get(subject or "", [])
+        if len(found) == 1:
+            folder = found[0].rpartition("/")[0]
+        groups.setdefault(folder, []).append(f)
+    return [
+        sorted(groups[k], key=lambda f: (subject_of(f.path) is not None, f.path))
+        for k in sorted(groups)
+    ]
+
+
+def plan_parts(
+    files: Sequence[ContextFile],
+    *,
+    window: int,
+    max_tokens: int,
+    margin: int,
+    base_tokens: int,
+    not_reviewed: Sequence[NotReviewed] = (),
+) -> SplitPlan:
+    """The parts of ``files`` (every part's prompt at most ``window - max_tokens - margin``
+    tokens, ``base_tokens`` of it the same in each). A file that fits in no part is listed
+    as not reviewed. The caller checks that the cap leaves room for a file at all."""
+    cap = window - max_tokens - margin
+    room = cap - base_tokens
+    parts: list[list[PlannedFile]] = []
+    left = list(not_reviewed)
+    current: list[PlannedFile] = []
+    used = 0
+    for group in groups_of(files):
+        planned = [PlannedFile(f.path, f.sha256, f.size, file_tokens(f, len(files))) for f in group]
+        cost = sum(p.tokens for p in planned)
+        if cost <= room - used:
+            current += planned
+            used += cost
+            continue
+        if cost <= room:  # the group fits a part of its own: it starts one
+            if current:
+                parts.append(current)
+            current, used = planned, cost
+            continue
+        for p in planned:  # a group larger than a part: cut between its files
+            if p.tokens > room:
+                left.append(NotReviewed(p.path, too_large(p.tokens, room)))
+            elif p.tokens <= room - used:
+                current.append(p)
+                used += p.tokens
+            else:
+                if current:
+                    parts.append(current)
+                current, used = [p], p.tokens
+    if current:
+        parts.append(current)
+    return SplitPlan(
+        window=window,
+        max_tokens=max_tokens,
+        margin=margin,
+        base_tokens=base_tokens,
+        parts=tuple(Part(i, tuple(p)) for i, p in enumerate(parts, start=1)),
+        not_reviewed=tuple(sorted(left, key=lambda n: n.path)),
+    )
+
+
+def too_large(tokens: int, room: int) -> str:
+    return f"larger than one part (about {tokens} tokens; a part has room for {room})"
+
+
+def folders_line(files: Sequence[PlannedFile]) -> str:
+    """What a part covers, by folder: ``src/pkg/ (3 files), README.md``."""
+    counts: dict[str, int] = {}
+    for f in files:
+        folder = f.path.rpartition("/")[0]
+        counts[folder] = counts.get(folder, 0) + 1
+    out = []
+    for folder, n in counts.items():
+        if n == 1:
+            out.append(next(f.path for f in files if f.path.rpartition("/")[0] == folder))
+        else:
+            out.append(f"{folder or '.'}/ ({plural(n, 'file')})")
+    return ", ".join(out)
+
+
+def part_note(plan: SplitPlan, part: Part) -> str:
+    """The words before the review request of ``part``: which part this is, and what the
+    others cover (so that the model does not report as missing what another part has);
+    at most :data:`NOTE_MAX_BYTES` bytes (the room planning kept)."""
+    n = len(plan.parts)
+    head = (
+        f"This is part {part.number} of {n} of a review split to fit the model's context: "
+        "review only the files below. "
+    )
+    tail = "Do not report as missing what the other parts cover:\n"
+    lines = [f"- part {p.number}: {folders_line(p.files)}" for p in plan.parts if p is not part]
+    text = head + tail + "\n".join(lines)
+    if len(text.encode("utf-8")) <= NOTE_MAX_BYTES:
+        return text
+    # Too long to name: each other part by its folders' count, then cut.
+    others = [p for p in plan.parts if p is not part]
+    short = [f"- part {p.number}: {plural(len(p.files), 'file')}" for p in others]
+    text = head + tail + "\n".join(short)
+    data = text.encode("utf-8")
+    if len(data) <= NOTE_MAX_BYTES:
+        return text
+    more = "\n- ..."
+    cut = data[: NOTE_MAX_BYTES - len(more)].decode("utf-8", "ignore").rpartition("\n")[0]
+    return cut + more

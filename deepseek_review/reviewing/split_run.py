@@ -1,0 +1,622 @@
+"""``run --split``: plan the parts, review each as an ordinary review, then the synthesis.
+
+Each part is an ordinary review (:func:`.plan.plan_review` of the part's files, sent by
+:func:`.pipeline.send_review`: primary, continuations, receipts, records, signing, findings),
+its topic ``<topic>-part-01-of-05``, its request saying which part it is and what the others
+cover. Once every part is done, one synthesis review (topic ``<topic>-synthesis``, the bundled
+``synthesis`` template) gets exactly the parts' answer files as its context. The split record
+(:mod:`deepseek_review.records.split_record`) is written at the end, also when a part failed.
+
+Re-running the same command resumes: a part (or the synthesis) whose exact request a chain
+in the output folder already answered to its end, a chain the trust rule admits
+(:mod:`deepseek_review.trust.rule`, as ``--since-last-review`` reads reviews), is not sent
+again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deepseek_review.chat.endpoint import Endpoint
+from deepseek_review.chat.tokens import refuse_over_cap
+from deepseek_review.context.gather import ContextFile, ContextLimits, Gathered, Output
+from deepseek_review.context.types import plural, sha256_tag
+from deepseek_review.errors import (
+    ConfigError,
+    InputError,
+    Interrupted,
+    PromptDoesNotFit,
+    ReviewError,
+    TruncatedReview,
+)
+from deepseek_review.options.table import check, name_of
+from deepseek_review.records.naming import check_topic, model_slug, stem_for, topic_of, utc_stamp
+from deepseek_review.records.split_record import SPLIT_SCHEMA, SPLIT_SUFFIX, write_split
+from deepseek_review.reviewing.plan import ReviewOptions, ReviewPlan, _base, plan_review
+from deepseek_review.reviewing.prompt import frame_messages, load_template
+from deepseek_review.reviewing.split import (
+    ESTIMATOR,
+    NOTE_MAX_BYTES,
+    NotReviewed,
+    Part,
+    SplitPlan,
+    count_tokens,
+    margin_for,
+    part_note,
+    plan_parts,
+)
+from deepseek_review.util.logs import log
+
+if TYPE_CHECKING:
+    from deepseek_review.chat.client import ChatClient
+    from deepseek_review.chat.types import ProgressFn
+    from deepseek_review.records.stored import ChainSegment
+
+SYNTHESIS_TEMPLATE = "synthesis"
+#: What gathering for a split is allowed in all: the parts are held to the window instead.
+_NO_TOTAL = 1 << 62
+#: Room per answer heading, fence and list line in the synthesis's estimate, in tokens.
+_ANSWER_FRAME = 64
+
+
+@dataclass(frozen=True)
+class PlannedPart:
+    part: Part
+    topic: str
+    plan: ReviewPlan
+
+
+@dataclass(frozen=True)
+class SplitReview:
+    """What ``run --split`` will do: the parts, each planned to its exact request."""
+
+    options: ReviewOptions
+    split: SplitPlan
+    parts: tuple[PlannedPart, ...]
+    synthesis_topic: str
+    synthesis_estimate: int
+    """The synthesis's prompt if every part's answer were at its cap (one request each)."""
+    root: Path
+    out_dir: Path
+    endpoint: Endpoint
+    env: Mapping[str, str] = field(repr=False, default_factory=dict)
+    names: Mapping[str, str] = field(default_factory=dict)
+    """How errors name the options the environment or the config file set."""
+
+    @property
+    def total_tokens(self) -> int:
+        """What the plan may use: every prompt, and every answer at ``--max-tokens`` (no
+        continuation), the synthesis's included."""
+        cap = self.options.max_tokens
+        return sum(p.plan.token_estimate + cap for p in self.parts) + self.synthesis_estimate + cap
+
+
+@dataclass
+class PartOutcome:
+    number: int
+    topic: str
+    status: str = "not run"
+    chain: list[tuple[str, str, str]] = field(default_factory=list)
+    """(receipt, answer, answer sha256) of each segment of the chain that reviewed it."""
+    resumed: bool = False
+    error: ReviewError | None = None
+
+
+@dataclass(frozen=True)
+class SplitOutcome:
+    review: SplitReview
+    parts: tuple[PartOutcome, ...]
+    synthesis: PartOutcome
+    record_path: str | None
+
+    @property
+    def failure(self) -> ReviewError | None:
+        for o in (*self.parts, self.synthesis):
+            if o.error is not None:
+                return o.error
+        return None
+
+
+def _fixed(files: Sequence[ContextFile]) -> Callable[..., Gathered]:
+    """A gathering that yields exactly ``files`` (a part's, or the parts' answers)."""
+
+    def gather(root: Path, specs: Sequence[str], limits: ContextLimits, outputs: Sequence[Output]):  # type: ignore[no-untyped-def]
+        return Gathered(files)
+
+    return gather
+
+
+def refuse_unsplittable(options: ReviewOptions) -> None:
+    """A change, a revision's blobs or ``--since-last-review`` is not split (yet): said so."""
+    for key in ("diff", "staged", "rev", "since_last_review"):
+        if getattr(options.git, key):
+            raise ConfigError(
+                f"{name_of('split')} reviews files of the working tree only: not with "
+                f"{name_of(key)}"
+            )
+
+
+def part_topics(topic: str, n: int) -> tuple[list[str], str]:
+    """The topics of ``n`` parts and of the synthesis, checked (``--topic`` too long for them
+    is refused naming it)."""
+    width = max(2, len(str(n)))
+    topics = [f"{topic}-part-{i:0{width}d}-of-{n:0{width}d}" for i in range(1, n + 1)]
+    synthesis = f"{topic}-synthesis"
+    for t in [*topics, synthesis]:
+        try:
+            check_topic(t)
+        except ConfigError:
+            raise ConfigError(
+                f"{name_of('topic')} {topic}: too long for the parts' names ({t})"
+            ) from None
+    return topics, synthesis
+
+
+def _base_tokens(options: ReviewOptions, topic: str) -> int:
+    """Every part's prompt without its files, the note's room included."""
+    template = load_template(options.template, options.template_file)
+    room = "x" * NOTE_MAX_BYTES + "\n\n" + options.prompt
+    framed = frame_messages(template, room, topic, [])
+    return sum(count_tokens("".join(p for p in parts if isinstance(p, str))) for _, parts in framed)
+
+
+def _secret_files(
+    options: ReviewOptions, endpoint: Endpoint, files: Sequence[ContextFile]
+) -> list[NotReviewed]:
+    """The files the secret scan flags, for a remote endpoint (unless ``--allow-secrets``):
+    not sent, listed as not reviewed."""
+    if options.allow_secrets or endpoint.is_local:
+        return []
+    from deepseek_review.context.secrets import scan_files
+
+    out: dict[str, NotReviewed] = {}
+    for f in scan_files(files):
+        if f.path not in out:
+            why = f"looks like it holds a secret (line {f.line}: {f.kind}); not sent to "
+            why += endpoint.url
+            out[f.path] = NotReviewed(f.path, why)
+    return list(out.values())
+
+
+def plan_split_review(
+    options: ReviewOptions,
+    env: Mapping[str, str],
+    *,
+    window_of: Callable[[Endpoint], int | None] | None = None,
+    max_total_tokens: int | None = None,
+) -> SplitReview | ReviewPlan:
+    """The parts of a split review, each planned to its exact request; the ordinary review's
+    plan when the whole context fits one part. ``window_of``: asks the server its context
+    window, when ``--context-window`` is not given (:func:`window_from_server`). Refused
+    before anything is sent: no window known, a window too small for any file, a plan over
+    ``--max-total-tokens`` or ``--max-run-tokens``.
+    """
+    refuse_unsplittable(options)
+    check_topic(options.topic)
+    wide = replace(options, limits=ContextLimits(options.limits.max_file_bytes, _NO_TOTAL))
+    from deepseek_review.context.gather import gather_context
+
+    base = _base(wide, env, gather_context)
+    root, out_dir, endpoint = base.root, base.out_dir, base.endpoint
+    window = options.context_window
+    if window is None and window_of is not None:
+        window = window_of(endpoint)
+    if window is None:
+        raise ConfigError(
+            f"{name_of('split')} needs the model's context window: give "
+            f"{name_of('context_window')} (the server did not say it)"
+        )
+    check("context_window", window)
+    gathered = base.git.files
+    left = [NotReviewed(s.path, s.reason) for s in base.git.skipped if not s.own]
+    secret = _secret_files(options, endpoint, gathered)
+    held = {n.path for n in secret}
+    files = [f for f in gathered if f.path not in held]
+    margin = margin_for(window)
+    longest_topic = part_topics(options.topic, max(1, len(files)))[1] + "-part-9999-of-9999"
+    base_tokens = _base_tokens(options, longest_topic)
+    if window - options.max_tokens - margin - base_tokens <= 0:
+        said = (
+            f"{name_of('context_window')} {window}"
+            if options.context_window is not None
+            else f"the model's context window ({window} tokens, as {endpoint.url} says)"
+        )
+        raise ConfigError(
+            f"{said} leaves no room for files: "
+            f"{name_of('max_tokens')} {options.max_tokens}, a margin of {margin} and the "
+            f"template and request (about {base_tokens} tokens) fill it",
+            hint=f"lower {name_of('max_tokens')}, or shorten the prompt",
+        )
+    split = plan_parts(
+        files,
+        window=window,
+        max_tokens=options.max_tokens,
+        margin=margin,
+        base_tokens=base_tokens,
+        not_reviewed=[*left, *secret],
+    )
+    if not split.parts:
+        listed = "; ".join(f"{n.path}: {n.reason}" for n in split.not_reviewed[:3])
+        raise InputError(f"{name_of('split')}: no file can be reviewed ({listed})")
+    whole = len(split.parts) == 1 and not secret and len(split.parts[0].files) == len(files)
+    if whole:
+        log.info("%s: the whole context fits one review", name_of("split"))
+        return plan_review(replace(options, split=False), env)  # the caller may plan it again
+    topics, synthesis_topic = part_topics(options.topic, len(split.parts))
+    planned = []
+    texts = {f.path: f for f in files}
+    for part, topic in zip(split.parts, topics, strict=True):
+        part_options = replace(
+            options,
+            topic=topic,
+            prompt=part_note(split, part) + "\n\n" + options.prompt,
+            split=False,
+            context_window=window,
+        )
+        part_files = [texts[f.path] for f in part.files]
+        plan = plan_review(part_options, env, gather=_fixed(part_files))
+        if plan.token_estimate > split.part_cap:  # the sum planning made is an upper bound
+            raise PromptDoesNotFit(
+                f"part {part.number} is about {plan.token_estimate} tokens, over the part's "
+                f"room of {split.part_cap}: a planning error; nothing was sent"
+            )
+        planned.append(PlannedPart(part, topic, plan))
+    synthesis_estimate = _synthesis_estimate(options, synthesis_topic, len(split.parts))
+    review = SplitReview(
+        options=options,
+        split=split,
+        parts=tuple(planned),
+        synthesis_topic=synthesis_topic,
+        synthesis_estimate=synthesis_estimate,
+        root=root,
+        out_dir=out_dir,
+        endpoint=endpoint,
+        env=env,
+    )
+    _refuse_over_budget(review, max_total_tokens)
+    return review
+
+
+def window_from_server(options: ReviewOptions) -> Callable[[Endpoint], int | None]:
+    """What an Ollama server says the model runs with (:mod:`deepseek_review.ollama.probe`,
+    as :mod:`deepseek_review.ollama.fit` asks it): the loaded model's context, a Modelfile's
+    ``num_ctx``, or (Ollama's own API, which sizes ``num_ctx`` to each request) the context
+    the model was trained for; None when it says nothing."""
+
+    def ask(endpoint: Endpoint) -> int | None:
+        from urllib.parse import urlsplit
+
+        from deepseek_review.ollama import probe
+        from deepseek_review.ollama.fit import asks_server
+
+        if not asks_server(options.continuation.server, endpoint.url):
+            return None
+        from deepseek_review.reviewing.pipeline import make_client
+
+        with make_client(endpoint, options) as client:
+            facts = probe.model_facts(client, options.model)
+        if facts is None:
+            return None
+        known = facts.context
+        if known is not None:
+            return known[0]
+        native = urlsplit(endpoint.url).path == probe.NATIVE_CHAT_PATH
+        return facts.trained_context if native else None
+
+    return ask
+
+
+def _synthesis_estimate(options: ReviewOptions, topic: str, parts: int) -> int:
+    template = load_template(SYNTHESIS_TEMPLATE)
+    framed = frame_messages(template, options.prompt, topic, [])
+    framing = sum(count_tokens("".join(p for p in ps if isinstance(p, str))) for _, ps in framed)
+    return framing + parts * (options.max_tokens + _ANSWER_FRAME)
+
+
+def _refuse_over_budget(review: SplitReview, max_total_tokens: int | None) -> None:
+    total = review.total_tokens
+    n = len(review.parts)
+    if max_total_tokens is not None and total > max_total_tokens:
+        raise ConfigError(
+            f"{name_of('max_total_tokens')} {max_total_tokens}: the split review may use up to "
+            f"{total} tokens ({plural(n, 'part')} and the synthesis, every answer at "
+            f"{name_of('max_tokens')} {review.options.max_tokens}); nothing was sent",
+            hint=f"raise {name_of('max_total_tokens')}, lower {name_of('max_tokens')}, or "
+            "review less context",
+        )
+    from deepseek_review.reviewing.plan import review_worst_case
+
+    worst = sum(review_worst_case(review.options, p.plan.token_estimate) for p in review.parts)
+    worst += review_worst_case(review.options, review.synthesis_estimate)
+    refuse_over_cap(review.options.max_run_tokens, worst, "the split review")
+
+
+# --------------------------------------------------------------------------- resuming
+
+
+def _finished_chains(
+    root: Path, folder: str, topics: set[str]
+) -> dict[str, list[list[ChainSegment]]]:
+    """The chains of ``topics`` in ``folder`` that the trust rule believes every segment of
+    and that ended (not at the token cap), by topic."""
+    from deepseek_review.records.chain import find_chain
+    from deepseek_review.records.index import receipts_in
+    from deepseek_review.trust.rule import TrustPolicy, admit
+
+    receipts = [
+        rel for rel in receipts_in(root, folder) if topic_of(rel.rpartition("/")[2]) in topics
+    ]
+    if not receipts:
+        return {}
+    admission, _ = admit(root, receipts, TrustPolicy.configured())
+    note = admission.note()
+    if note is not None:
+        log.warning("%s: %s", name_of("split"), note)
+    out: dict[str, list[list[ChainSegment]]] = {}
+    for rel in receipts:
+        if "_continuation_" in rel or not admission.believed(rel):
+            continue
+        try:
+            chain = find_chain(root, rel)
+        except InputError:
+            continue
+        if all(admission.believed(s.receipt_path) for s in chain) and (
+            chain[-1].finish_reason != "length"
+        ):
+            topic = topic_of(rel.rpartition("/")[2]) or ""
+            out.setdefault(topic, []).append(chain)
+    return out
+
+
+def _done_chain(
+    chains: dict[str, list[list[ChainSegment]]], topic: str, prompt_sha256: str
+) -> list[ChainSegment] | None:
+    """The newest finished chain of ``topic`` whose primary sent exactly ``prompt_sha256``."""
+    from deepseek_review.records.naming import name_order
+
+    found = [c for c in chains.get(topic, []) if c[0].receipt.prompt_sha256 == prompt_sha256]
+    if not found:
+        return None
+    return max(found, key=lambda c: name_order(c[0].receipt_path))
+
+
+def _from_chain(chain: Sequence[ChainSegment]) -> list[tuple[str, str, str]]:
+    return [(s.receipt_path, s.answer_path, s.receipt.answer_sha256) for s in chain]
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_split(
+    review: SplitReview,
+    client: ChatClient,
+    *,
+    progress: ProgressFn | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> SplitOutcome:
+    """Review every part not done yet, then the synthesis once all are; write the split
+    record. A part that fails is reported and the others still run; the first failure is
+    the outcome's (the caller raises it)."""
+    stamp = utc_stamp(now())
+    folder = review.out_dir.relative_to(review.root).as_posix()
+    topics = {p.topic for p in review.parts} | {review.synthesis_topic}
+    chains = _finished_chains(review.root, folder, topics)
+    outcomes: list[PartOutcome] = []
+    synthesis = PartOutcome(0, review.synthesis_topic)
+    sent = False
+    try:
+        sent = _run_parts(review, client, chains, outcomes, progress)
+        if all(o.status == "done" for o in outcomes):
+            sent = _synthesis(review, client, outcomes, synthesis, chains, progress) or sent
+    finally:  # also when interrupted: the record says what is done
+        record = None
+        if sent:
+            missing = review.parts[len(outcomes) :]
+            outcomes += [PartOutcome(p.part.number, p.topic) for p in missing]
+            record = _write_record(review, outcomes, synthesis, stamp)
+    return SplitOutcome(review, tuple(outcomes), synthesis, record)
+
+
+def _run_parts(
+    review: SplitReview,
+    client: ChatClient,
+    chains: dict[str, list[list[ChainSegment]]],
+    outcomes: list[PartOutcome],
+    progress: ProgressFn | None,
+) -> bool:
+    """Each part not done yet sent (its outcome appended as it starts); whether any was."""
+    from deepseek_review.reviewing.pipeline import send_review
+
+    sent = False
+    for p in review.parts:
+        o = PartOutcome(p.part.number, p.topic)
+        outcomes.append(o)
+        done = _done_chain(chains, p.topic, p.plan.prepared.prompt_sha256)
+        if done is not None:
+            o.status, o.chain, o.resumed = "done", _from_chain(done), True
+            n, first = len(review.parts), done[0].receipt_path
+            log.info("part %d of %d: done already (%s)", o.number, n, first)
+            continue
+        log.info(
+            "part %d of %d: %s (~%d tokens)",
+            o.number,
+            len(review.parts),
+            plural(len(p.part.files), "file"),
+            p.plan.token_estimate,
+        )
+        sent = True
+        try:
+            result = send_review(p.plan, client, progress=progress)
+        except Interrupted:
+            o.status = "failed"
+            raise
+        except ReviewError as exc:
+            o.status, o.error = "failed", exc
+            log.error("part %d of %d failed: %s", o.number, len(review.parts), exc.message)
+            continue
+        o.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
+        o.status = "truncated" if result.truncated else "done"
+        if result.truncated:
+            o.error = TruncatedReview(
+                f"part {o.number} is still truncated; last segment: "
+                f"{result.segments[-1].answer_path}",
+                hint=f"raise {name_of('max_continuations')} or "
+                f"{name_of('continuation_max_tokens')} and run again",
+            )
+    return sent
+
+
+def _answers(root: Path, outcomes: Sequence[PartOutcome]) -> list[ContextFile]:
+    """The parts' answer files as context files, part by part, read from the disk and checked
+    against their receipts' ``answer_sha256``."""
+    files = []
+    for o in outcomes:
+        for _, answer, sha in o.chain:
+            from deepseek_review.git.runner import read_regular_file
+
+            try:
+                data = read_regular_file(root / answer)
+            except OSError as exc:
+                raise InputError(f"{answer}: cannot read ({exc.strerror or exc})") from None
+            if sha256_tag(data) != sha:
+                raise InputError(f"{answer}: changed since its receipt was written")
+            files.append(ContextFile(answer, data.decode("utf-8"), sha, len(data)))
+    return files
+
+
+def _synthesis(
+    review: SplitReview,
+    client: ChatClient,
+    outcomes: Sequence[PartOutcome],
+    out: PartOutcome,
+    chains: dict[str, list[list[ChainSegment]]],
+    progress: ProgressFn | None,
+) -> bool:
+    """The synthesis review (unless done already); whether it sent anything."""
+    from deepseek_review.reviewing.pipeline import send_review
+
+    options = replace(
+        review.options,
+        topic=review.synthesis_topic,
+        template=SYNTHESIS_TEMPLATE,
+        template_file=None,
+        split=False,
+        context_window=review.split.window,
+    )
+    try:
+        answers = _answers(review.root, outcomes)
+        plan = plan_review(options, review.env, gather=_fixed(answers))
+        need = plan.token_estimate + options.max_tokens + review.split.margin
+        if need > review.split.window:
+            raise PromptDoesNotFit(
+                f"the synthesis of {plural(len(outcomes), 'part')}' answers is about "
+                f"{plan.token_estimate} tokens: with {name_of('max_tokens')} "
+                f"{options.max_tokens} and a margin of {review.split.margin} it needs {need}, "
+                f"over {name_of('context_window')} {review.split.window}; the parts are done",
+                hint=f"lower {name_of('max_tokens')} and run again (the parts are not sent again)",
+            )
+    except ReviewError as exc:
+        out.status, out.error = "failed", exc
+        return False
+    done = _done_chain(chains, out.topic, plan.prepared.prompt_sha256)
+    if done is not None:
+        out.status, out.chain, out.resumed = "done", _from_chain(done), True
+        return False
+    log.info("synthesis of %s (~%d tokens)", plural(len(outcomes), "part"), plan.token_estimate)
+    try:
+        result = send_review(plan, client, progress=progress)
+    except Interrupted:
+        out.status = "failed"
+        raise
+    except ReviewError as exc:
+        out.status, out.error = "failed", exc
+        return True
+    out.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
+    out.status = "truncated" if result.truncated else "done"
+    if result.truncated:
+        out.error = TruncatedReview(
+            f"the synthesis is still truncated; last segment: {result.segments[-1].answer_path}"
+        )
+    return True
+
+
+def record_data(
+    review: SplitReview, parts: Sequence[PartOutcome], synthesis: PartOutcome
+) -> dict[str, Any]:
+    """The split record's content (:mod:`deepseek_review.records.split_record`)."""
+    split = review.split
+
+    def chain_of(o: PartOutcome) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "status": o.status,
+            "receipts": [r for r, _, _ in o.chain],
+            "answers": [a for _, a, _ in o.chain],
+        }
+        if o.error is not None:
+            d["error"] = o.error.message
+        return d
+
+    return {
+        "schema": SPLIT_SCHEMA,
+        "topic": review.options.topic,
+        "model": review.options.model,
+        "endpoint": review.endpoint.url,
+        "plan": {
+            "context_window": split.window,
+            "max_tokens": split.max_tokens,
+            "margin": split.margin,
+            "estimator": ESTIMATOR,
+            "base_tokens": split.base_tokens,
+            "part_cap": split.part_cap,
+        },
+        "parts": [
+            {
+                "number": p.part.number,
+                "topic": p.topic,
+                "estimated_tokens": p.plan.token_estimate,
+                "files": [
+                    {
+                        "path": f.path,
+                        "sha256": f.sha256,
+                        "bytes": f.size,
+                        "estimated_tokens": f.tokens,
+                    }
+                    for f in p.part.files
+                ],
+                **chain_of(o),
+            }
+            for p, o in zip(review.parts, parts, strict=True)
+        ],
+        "synthesis": {
+            "topic": review.synthesis_topic,
+            "context_files": [a for o in parts for _, a, _ in o.chain]
+            if synthesis.status != "not run"
+            else [],
+            **chain_of(synthesis),
+        },
+        "not_reviewed": [{"path": n.path, "reason": n.reason} for n in split.not_reviewed],
+    }
+
+
+def _write_record(
+    review: SplitReview, parts: Sequence[PartOutcome], synthesis: PartOutcome, stamp: str
+) -> str:
+    """Write the split record under a free name ``<topic>_deepseek_<model>_<stamp>[-N]``."""
+    from deepseek_review.errors import OutputError
+
+    data = record_data(review, parts, synthesis)
+    model = model_slug(review.options.model)
+    stem = stem_for(review.options.topic, model, stamp, continuation=False)
+    folder = review.out_dir.relative_to(review.root).as_posix()
+    for n in range(1, 10_000):
+        name = (stem if n == 1 else f"{stem}-{n}") + SPLIT_SUFFIX
+        path = review.out_dir / name
+        if path.exists():
+            continue
+        write_split(path, data, shown=f"{folder}/{name}")
+        return f"{folder}/{name}"
+    raise OutputError(f"{folder}: no free file name for {stem}{SPLIT_SUFFIX}")

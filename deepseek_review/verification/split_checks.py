@@ -1,0 +1,209 @@
+"""``verify`` of split records (``<stem>.split.json``, :mod:`deepseek_review.records.split_record`).
+
+A split record checks out when it is one by its schema; every part's and the synthesis's
+receipts exist, verify (:func:`deepseek_review.verification.verify`) and form one whole
+chain, primary first; the parts together name each file once, none of them also listed as not
+reviewed; a done part's primary receipt names exactly the part's files and its request
+record holds each with the plan's sha256; and a done synthesis's context is exactly the
+parts' answers, part by part, each with the hash its receipt gives it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deepseek_review.errors import InputError, ReviewError
+from deepseek_review.git.runner import read_regular_file, resolve_inside
+from deepseek_review.records.naming import sibling
+from deepseek_review.records.request_record import RequestRecord
+from deepseek_review.records.split_record import SPLIT_SUFFIX, load_split
+
+
+@dataclass
+class SplitReport:
+    path: str
+    problems: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def split_records(root: Path, paths: Sequence[str]) -> list[str]:
+    """The split records ``paths`` name: themselves, or found below the folders (symlinked
+    folders not entered), repo-relative, sorted."""
+    out: set[str] = set()
+    for p in paths:
+        real, rel = resolve_inside(root, p, what="path")
+        if rel.endswith(SPLIT_SUFFIX) and not real.is_dir():
+            out.add(rel)
+            continue
+        if not real.is_dir() or real.is_symlink():
+            continue
+        for top, dirs, files in os.walk(real):
+            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(top, d)))
+            base = Path(top).relative_to(root).as_posix()
+            out.update(f"{base}/{f}" for f in files if f.endswith(SPLIT_SUFFIX))
+    return sorted(out)
+
+
+def check_split_record(root: Path, rel: str, *, strict: bool = False) -> SplitReport:
+    """The problems of the split record ``rel`` (a malformed one: its one problem)."""
+    report = SplitReport(rel)
+    try:
+        data = load_split(root, rel)
+    except ReviewError as exc:
+        message = exc.message
+        report.problems.append(message.removeprefix(f"{rel}: "))
+        return report
+    problems = report.problems
+    parts: list[dict[str, Any]] = data["parts"]
+    synthesis: dict[str, Any] = data["synthesis"]
+    _check_plan(data, problems)
+    chains = [(f"part {p['number']}", p) for p in parts] + [("the synthesis", synthesis)]
+    _check_receipts(root, chains, strict, problems)
+    answers: list[tuple[str, str]] = []  # (path, sha256) of the parts' answers, in order
+    for p in parts:
+        if p["status"] in ("done", "truncated") and not problems:
+            _check_part(root, p, problems)
+        answers += _answer_hashes(root, p)
+    if synthesis["status"] in ("done", "truncated") and not problems:
+        if any(p["status"] != "done" for p in parts):
+            problems.append("the synthesis ran although some part is not done")
+        _check_synthesis(root, synthesis, answers, problems)
+    done = sum(p["status"] == "done" for p in parts)
+    report.summary = (
+        f"{done} of {len(parts)} parts done, synthesis {synthesis['status']}, "
+        f"{len(data['not_reviewed'])} not reviewed"
+    )
+    return report
+
+
+def _check_plan(data: dict[str, Any], problems: list[str]) -> None:
+    plan = data["plan"]
+    cap = plan["context_window"] - plan["max_tokens"] - plan["margin"]
+    if plan["part_cap"] != cap:
+        problems.append(f"plan: part_cap {plan['part_cap']} is not {cap}")
+    seen: dict[str, int] = {}
+    for i, p in enumerate(data["parts"], start=1):
+        if p["number"] != i:
+            problems.append(f"parts: part {i} is numbered {p['number']}")
+        if p["estimated_tokens"] > cap:
+            problems.append(f"part {i}: ~{p['estimated_tokens']} tokens, over part_cap {cap}")
+        for f in p["files"]:
+            if f["path"] in seen:
+                problems.append(f"{f['path']}: in part {seen[f['path']]} and part {i}")
+            seen[f["path"]] = i
+    for n in data["not_reviewed"]:
+        if n["path"] in seen:
+            problems.append(f"{n['path']}: in part {seen[n['path']]} and not reviewed too")
+
+
+def _check_receipts(
+    root: Path, chains: list[tuple[str, dict[str, Any]]], strict: bool, problems: list[str]
+) -> None:
+    """Every receipt named exists and verifies; a done or truncated chain names some."""
+    from deepseek_review.verification import verify
+
+    named: list[str] = []
+    for what, c in chains:
+        if c["status"] in ("done", "truncated") and not c["receipts"]:
+            problems.append(f"{what}: {c['status']} but names no receipt")
+        if len(c["receipts"]) != len(c["answers"]):
+            n, k = len(c["receipts"]), len(c["answers"])
+            problems.append(f"{what}: {n} receipts for {k} answers")
+        for r in c["receipts"]:
+            try:
+                real, _ = resolve_inside(root, r, what=f"{what}: receipt")
+            except ReviewError as exc:
+                problems.append(exc.message)
+                continue
+            if not real.is_file():
+                problems.append(f"{what}: {r}: no such receipt")
+            else:
+                named.append(r)
+    if problems or not named:
+        return
+    report = verify(named, root=root, strict=strict)
+    for r in report.receipts:
+        if r.status == "fail":
+            problems.append(f"{r.receipt_path}: does not verify ({', '.join(r.failed)})")
+
+
+def _chain_of(root: Path, what: str, c: dict[str, Any], problems: list[str]) -> list[Any]:
+    """The whole chain the first receipt begins, which must be exactly the receipts named."""
+    from deepseek_review.records.chain import find_chain
+
+    try:
+        chain = find_chain(root, c["receipts"][0])
+    except InputError as exc:
+        problems.append(f"{what}: {exc.message}")
+        return []
+    if [s.receipt_path for s in chain] != c["receipts"]:
+        problems.append(f"{what}: its receipts are not one whole chain, primary first")
+    elif [s.answer_path for s in chain] != c["answers"]:
+        problems.append(f"{what}: its answers are not its receipts' answers")
+    return chain
+
+
+def _record(root: Path, receipt: str) -> RequestRecord | None:
+    rel = sibling(receipt, "record")
+    try:
+        return RequestRecord.load(read_regular_file(root / rel), rel)
+    except (InputError, OSError):
+        return None
+
+
+def _check_part(root: Path, part: dict[str, Any], problems: list[str]) -> None:
+    what = f"part {part['number']}"
+    chain = _chain_of(root, what, part, problems)
+    if not chain:
+        return
+    planned = [(f["path"], f["sha256"]) for f in part["files"]]
+    if list(chain[0].receipt.context_files or ()) != [p for p, _ in planned]:
+        problems.append(f"{what}: its receipt's context_files are not the part's files")
+        return
+    record = _record(root, chain[0].receipt_path)
+    if record is None or record.context_files is None:
+        problems.append(f"{what}: no request record names its files' hashes")
+        return
+    if [(e.path, e.sha256) for e in record.context_files] != planned:
+        problems.append(f"{what}: its request record's files are not the part's (path, sha256)")
+
+
+def _answer_hashes(root: Path, part: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for r, a in zip(part["receipts"], part["answers"], strict=False):
+        try:
+            from deepseek_review.records.stored import load_segment
+
+            out.append((a, load_segment(root, r).receipt.answer_sha256))
+        except (InputError, OSError):
+            out.append((a, ""))
+    return out
+
+
+def _check_synthesis(
+    root: Path, synthesis: dict[str, Any], answers: list[tuple[str, str]], problems: list[str]
+) -> None:
+    expected = [a for a, _ in answers]
+    if synthesis["context_files"] != expected:
+        problems.append("the synthesis: its context_files are not the parts' answers, in order")
+        return
+    chain = _chain_of(root, "the synthesis", synthesis, problems)
+    if not chain:
+        return
+    if list(chain[0].receipt.context_files or ()) != expected:
+        problems.append("the synthesis: its receipt's context is not the parts' answers")
+        return
+    record = _record(root, chain[0].receipt_path)
+    if record is None or record.context_files is None:
+        problems.append("the synthesis: no request record names the answers' hashes")
+        return
+    if [(e.path, e.sha256) for e in record.context_files] != answers:
+        problems.append("the synthesis: its request record's answers are not the parts' answers")

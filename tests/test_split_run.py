@@ -1,0 +1,345 @@
+"""``run --split`` end to end: a repository larger than the model's window, reviewed in parts
+against the simulator, which refuses any request over its window, then one synthesis."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from deepseek_review.testing.simulator.answer import prompt_token_estimate
+from deepseek_review.testing.simulator.server import Simulator
+from deepseek_review.util.resources import resource_dir
+from tests.conftest import CliResult, files_under
+
+WINDOW = 8192
+_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "sigma"]
+
+
+def _text(seed: int, nbytes: int) -> str:
+    """Plain words (the simulator counts a word a token: fewer than bytes / 4), ``nbytes``
+    long or a little more, different for each ``seed``."""
+    lines = []
+    size = 0
+    i = seed
+    while size < nbytes:
+        line = " ".join(_WORDS[(i * 7 + k * 3) % len(_WORDS)] for k in range(8)) + f" {i}\n"
+        lines.append(line)
+        size += len(line)
+        i += 1
+    return "".join(lines)
+
+
+def _build(root: Path) -> list[str]:
+    """~40 text files in folders, tests beside what they test, one file of ~12,000 tokens:
+    ~60,000 tokens in all. Returns their paths."""
+    made = []
+    for p in range(4):
+        for m in range(5):
+            made.append(f"src/pkg{p}/mod{m}.py")
+            made.append(f"tests/test_mod{p}{m}.py" if m else f"tests/pkg{p}/test_mod{m}.py")
+    made += [f"docs/chapter{i}.md" for i in range(6)]
+    paths = sorted(set(made))[:39]
+    for i, rel in enumerate(paths):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(_text(i, 4600), encoding="utf-8")
+    (root / "docs" / "big.md").write_text(_text(99, 48_000), encoding="utf-8")
+    return sorted([*paths, "docs/big.md"])
+
+
+@pytest.fixture
+def big_repo(repo: Path) -> Path:
+    for rel in ("docs/spec.md", "src/pkg/mean.py", "src/pkg/__init__.py"):
+        (repo / rel).unlink()
+    _build(repo)
+    return repo
+
+
+@pytest.fixture
+def sim(make_simulator: Callable[..., Simulator]) -> Simulator:
+    """A server whose window is 8,192 tokens, refusing (400) any request over it."""
+    return make_simulator(context_window=WINDOW, context_overflow="refuse", answer_words=60)
+
+
+def _run(cli: Callable[..., CliResult], sim: Simulator, *extra: str) -> CliResult:
+    return cli(
+        "run",
+        "--split",
+        "-c",
+        ".",
+        "-p",
+        "Review the text.",
+        "--endpoint",
+        sim.base_url,
+        "--max-tokens",
+        "1024",
+        "--context-window",
+        str(WINDOW),
+        *extra,
+    )
+
+
+def _record(root: Path) -> dict[str, Any]:
+    (path,) = sorted((root / "reviews").glob("*.split.json"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _records(root: Path) -> list[Path]:
+    return sorted((root / "reviews").glob("*.split.json"))
+
+
+def _schema() -> dict[str, Any]:
+    path = resource_dir("schemas") / "deepseek-review-split-v1.schema.json"
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_no_request_is_over_the_window_and_there_are_at_least_five_parts(big_repo, cli, sim):
+    r = _run(cli, sim)
+    assert r.code == 0, r.err
+    assert all(req.status == 200 for req in sim.chat_requests())
+    for req in sim.chat_requests():  # by the server's own count, the answer's cap included
+        body = json.loads(req.body)
+        assert prompt_token_estimate(body["messages"]) + body["max_tokens"] <= WINDOW
+    parts = _record(big_repo)["parts"]
+    assert len(parts) >= 5
+    assert len(sim.chat_requests()) == len(parts) + 1  # and the synthesis
+
+
+def test_every_file_is_in_one_part_or_listed_as_not_reviewed_with_a_reason(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    record = _record(big_repo)
+    covered = [f["path"] for p in record["parts"] for f in p["files"]]
+    left = {n["path"]: n["reason"] for n in record["not_reviewed"]}
+    expected = sorted(
+        p.relative_to(big_repo).as_posix()
+        for p in big_repo.rglob("*")
+        if p.is_file() and ".git" not in p.parts and "reviews" not in p.parts
+    )
+    assert sorted([*covered, *left]) == expected
+    assert len(covered) == len(set(covered))
+    assert left["docs/big.md"].startswith("larger than one part")
+
+
+def test_the_synthesis_context_is_exactly_the_parts_answers(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    record = _record(big_repo)
+    answers = [a for p in record["parts"] for a in p["answers"]]
+    assert record["synthesis"]["context_files"] == answers
+    receipt = json.loads((big_repo / record["synthesis"]["receipts"][0]).read_text())
+    assert receipt["context_files"] == answers
+    assert "-synthesis_deepseek_" in receipt["answer_path"]
+
+
+def test_each_part_says_which_part_it_is_and_what_the_others_cover(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    n = len(_record(big_repo)["parts"])
+    first = json.loads(sim.chat_requests()[0].body)
+    user = first["messages"][-1]["content"]
+    assert f"This is part 1 of {n}" in user
+    assert f"- part {n}: " in user
+
+
+def test_each_part_is_named_for_the_run_topic(big_repo, cli, sim):
+    assert _run(cli, sim, "--topic", "audit").code == 0
+    record = _record(big_repo)
+    n = len(record["parts"])
+    assert [p["topic"] for p in record["parts"]] == [
+        f"audit-part-{i:02d}-of-{n:02d}" for i in range(1, n + 1)
+    ]
+    assert record["synthesis"]["topic"] == "audit-synthesis"
+    assert _records(big_repo)[0].name.startswith("audit_deepseek_")
+
+
+def test_the_split_record_is_valid_by_its_published_schema(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    jsonschema.validate(_record(big_repo), _schema())
+
+
+def test_verify_strict_passes_on_a_split_review(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    r = cli("verify", "--strict", "reviews")
+    assert r.code == 0, r.err
+    assert "OK   reviews/review_deepseek_" in r.err and ".split.json" in r.err
+
+
+def _tamper_hash(d: dict[str, Any]) -> None:
+    d["parts"][0]["files"][0]["sha256"] = "sha256:" + "0" * 64
+
+
+def _tamper_drop_file(d: dict[str, Any]) -> None:
+    d["parts"][1]["files"].pop()
+
+
+def _tamper_move_file(d: dict[str, Any]) -> None:
+    d["parts"][1]["files"].append(d["parts"][0]["files"][0])
+
+
+def _tamper_synthesis_context(d: dict[str, Any]) -> None:
+    d["synthesis"]["context_files"].reverse()
+
+
+def _tamper_receipt(d: dict[str, Any]) -> None:
+    d["parts"][2]["receipts"] = d["parts"][1]["receipts"]
+
+
+def _tamper_hide_a_file(d: dict[str, Any]) -> None:
+    d["not_reviewed"].append({"path": d["parts"][0]["files"][0]["path"], "reason": "binary"})
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        _tamper_hash,
+        _tamper_drop_file,
+        _tamper_move_file,
+        _tamper_synthesis_context,
+        _tamper_receipt,
+        _tamper_hide_a_file,
+    ],
+)
+def test_a_tampered_split_record_fails_verify(big_repo, cli, sim, tamper):
+    assert _run(cli, sim).code == 0
+    (path,) = _records(big_repo)
+    data = json.loads(path.read_text())
+    tamper(data)
+    path.write_text(json.dumps(data))
+    r = cli("verify", "reviews")
+    assert r.code == 9
+    assert "Traceback" not in r.err
+    assert f"FAIL reviews/{path.name}: " in r.err
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"schema": "deepseek_review_split_v1"}'])
+def test_a_malformed_split_record_is_a_one_line_error(big_repo, cli, sim, text):
+    assert _run(cli, sim).code == 0
+    (path,) = _records(big_repo)
+    path.write_text(text)
+    r = cli("verify", f"reviews/{path.name}")
+    assert r.code == 9
+    fail, error = r.err.splitlines()
+    assert fail.startswith(f"FAIL reviews/{path.name}: not ")
+    assert error.startswith(f"deepseek-review: error: reviews/{path.name}: not ")
+
+
+def test_dry_run_prints_the_plan_and_writes_and_sends_nothing(big_repo, cli, sim):
+    r = _run(cli, sim, "--dry-run")
+    assert r.code == 0, r.err
+    assert "part 1 of " in r.out and "synthesis" in r.out and "total" in r.out
+    assert "docs/big.md  larger than one part" in r.out
+    assert files_under(big_repo / "reviews") == []
+    assert sim.chat_requests() == []
+
+
+def test_a_plan_over_max_total_tokens_is_refused_before_any_request(big_repo, cli, sim):
+    r = _run(cli, sim, "--max-total-tokens", "20000")
+    assert r.code == 2
+    assert "--max-total-tokens 20000" in r.err and "nothing was sent" in r.err
+    assert sim.chat_requests() == []
+    assert files_under(big_repo / "reviews") == []
+
+
+def test_the_plan_is_the_same_bytes_for_the_same_input(big_repo, cli, sim):
+    first = _run(cli, sim, "--dry-run", "--json").out
+    second = _run(cli, sim, "--dry-run", "--json").out
+    assert first == second
+    assert json.loads(first)["parts"]
+
+
+def test_a_failed_part_is_reported_while_the_others_finish(big_repo, cli, sim):
+    sim.script_faults([None, "500"])
+    r = _run(cli, sim, "--max-attempts", "1")
+    assert r.code == 5
+    record = _record(big_repo)
+    statuses = [p["status"] for p in record["parts"]]
+    assert statuses[1] == "failed" and statuses.count("done") == len(statuses) - 1
+    assert record["synthesis"]["status"] == "not run"
+    assert "error" in record["parts"][1]
+
+
+def test_a_rerun_sends_only_the_missing_part_and_the_synthesis(big_repo, cli, sim):
+    sim.script_faults([None, "500"])
+    assert _run(cli, sim, "--max-attempts", "1").code == 5
+    n = len(_record(big_repo)["parts"])
+    sim.reset()
+    r = _run(cli, sim)
+    assert r.code == 0, r.err
+    sent = [json.loads(req.body)["messages"][-1]["content"] for req in sim.chat_requests()]
+    assert len(sent) == 2
+    assert f"This is part 2 of {n}" in sent[0]
+    newest = json.loads((big_repo / r.out.splitlines()[-1]).read_text())
+    assert [p["status"] for p in newest["parts"]] == ["done"] * n
+    assert newest["synthesis"]["status"] == "done"
+    assert cli("verify", "--strict", "reviews").code == 0
+
+
+def test_a_rerun_of_a_finished_split_review_sends_nothing(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    sim.reset()
+    assert _run(cli, sim).code == 0
+    assert sim.chat_requests() == []
+    assert len(_records(big_repo)) == 1
+
+
+def test_without_a_known_window_split_is_refused_naming_context_window(big_repo, cli, sim):
+    r = cli("run", "--split", "-c", ".", "-p", "Review.", "--endpoint", sim.base_url)
+    assert r.code == 2
+    assert "--context-window" in r.err
+    assert sim.chat_requests() == []
+
+
+def test_the_window_is_learned_from_an_ollama_server_that_says_it(big_repo, cli, make_simulator):
+    sim = make_simulator(context_window=WINDOW, preloaded=True)
+    endpoint = sim.base_url
+    r = cli(
+        "run",
+        "--split",
+        "--dry-run",
+        "-c",
+        ".",
+        "-p",
+        "R.",
+        "--endpoint",
+        endpoint,
+        "--max-tokens",
+        "1024",
+    )
+    assert r.code == 0, r.err
+    assert f"context window of {WINDOW} tokens" in r.out
+
+
+def test_when_the_whole_context_fits_split_makes_one_ordinary_review(repo, cli, sim):
+    r = _run(cli, sim)
+    assert r.code == 0, r.err
+    assert len(sim.chat_requests()) == 1
+    assert _records(repo) == []
+    assert "_part-" not in r.out
+
+
+def test_show_on_the_split_record_tells_what_each_part_covered(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    (path,) = _records(big_repo)
+    r = cli("show", f"reviews/{path.name}")
+    assert r.code == 0, r.err
+    assert "part 1 (review-part-01-of-" in r.out
+    assert "  docs/big.md: larger than one part" in r.out
+
+
+def test_show_on_the_synthesis_adds_the_story_on_stderr(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    synthesis = _record(big_repo)["synthesis"]["answers"][0]
+    r = cli("show", synthesis)
+    assert r.code == 0, r.err
+    assert r.out == (big_repo / synthesis).read_text(encoding="utf-8")
+    assert "part 1 (review-part-01-of-" in r.err
+
+
+def test_split_is_refused_with_a_diff(big_repo, cli, sim):
+    r = cli("run", "--split", "--diff", "HEAD", "-p", "Review.", "--endpoint", sim.base_url)
+    assert r.code == 2
+    assert "--split" in r.err and "--diff" in r.err
