@@ -343,3 +343,21 @@ def test_split_is_refused_with_a_diff(big_repo, cli, sim):
     r = cli("run", "--split", "--diff", "HEAD", "-p", "Review.", "--endpoint", sim.base_url)
     assert r.code == 2
     assert "--split" in r.err and "--diff" in r.err
+
+
+def test_parts_sent_in_parallel_are_all_reviewed_and_verify(big_repo, cli, sim):
+    r = _run(cli, sim, "--jobs", "3")
+    assert r.code == 0, r.err
+    record = _record(big_repo)
+    assert [p["status"] for p in record["parts"]] == ["done"] * len(record["parts"])
+    assert len(sim.chat_requests()) == len(record["parts"]) + 1
+    assert cli("verify", "--strict", "reviews").code == 0
+
+
+def test_split_set_in_the_config_file_splits_a_run(big_repo, cli, sim):
+    (big_repo / "pyproject.toml").write_text(
+        "[tool.deepseek-review]\nsplit = true\ncontext_window = 8192\nmax_tokens = 1024\n"
+    )
+    r = cli("run", "-c", "src", "-c", "tests", "-p", "Review.", "--endpoint", sim.base_url)
+    assert r.code == 0, r.err
+    assert len(_record(big_repo)["parts"]) >= 2

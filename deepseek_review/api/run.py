@@ -123,16 +123,20 @@ def plan_run(
     repo_root: PathArg | None = None,
     ask_server: bool = False,
     max_total_tokens: int | None = None,
+    jobs: int | None = None,
     **options: Any,
 ) -> ReviewPlan | SplitReview:
     """What ``run`` does: :func:`plan_review`, or with ``split`` (an option, or the
     environment's or config file's setting) the parts of a split review
     (:func:`deepseek_review.reviewing.split_run.plan_split_review`), each planned to its
     exact request, the window asked of the server when ``context_window`` is not set;
-    refused over ``max_total_tokens`` before anything is sent. :func:`send_split` sends it."""
-    from deepseek_review.options.table import naming_as
+    refused over ``max_total_tokens`` before anything is sent. :func:`send_split` sends it,
+    ``jobs`` parts at a time (default one)."""
+    from deepseek_review.options.table import check, naming_as
     from deepseek_review.reviewing.setup import review_setup
 
+    if jobs is not None:
+        check("jobs", jobs)
     _, planned, names = review_setup(options, repo_root=repo_root, env=env)
     with naming_as(names):
         if not planned.split:
@@ -159,7 +163,7 @@ def plan_run(
             max_total_tokens=max_total_tokens,
         )
         if isinstance(done, SplitReview):
-            return dataclasses.replace(done, names=names)
+            return dataclasses.replace(done, names=names, jobs=jobs or 1)
         # The whole context fits: one ordinary review, planned as such.
         return _planned(dataclasses.replace(planned, split=False), names, env, ask_server)
 

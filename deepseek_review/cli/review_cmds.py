@@ -44,12 +44,16 @@ def run(flags: Flags) -> None:
     given = flags.given(root)
     given.pop("trusted_rev", None)  # the trust rule's (--since-last-review), not the review's
     budget = given.pop("max_total_tokens", None)  # the split run's, not one review's
+    jobs = given.pop("jobs", None)
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
     # A dry run asks the server what the run would ask before sending (never its chat).
     with given_on_the_command_line(flags["trusted_rev"], flags["allowed_signers"]):
         planned = api.plan_run(
-            **{**given, "repo_root": root}, ask_server=flags["dry_run"], max_total_tokens=budget
+            **{**given, "repo_root": root},
+            ask_server=flags["dry_run"],
+            max_total_tokens=budget,
+            jobs=jobs,
         )
     STATE.secret = planned.endpoint.api_key
     key = flags.signing_key(root)

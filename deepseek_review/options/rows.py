@@ -42,8 +42,10 @@ TABLE: tuple[Option, ...] = (
            frozenset({"continue", "show"}), argument=True),
     Option("manifest", "path", None, "The manifest: reviews.toml, or JSON Lines (.jsonl/.ndjson)",
            frozenset({"batch"}), argument=True),
-    Option("jobs", "int", 4, "Reviews sent at the same time", frozenset({"batch"}) | _SETTING,
-           short="-j", check=AtLeast(1)),
+    Option("jobs", "int", 4,
+           "Reviews sent at the same time (run --split: parts, given on the command line; "
+           "else one at a time)", frozenset({"batch", "run"}) | _SETTING, short="-j",
+           check=AtLeast(1)),
     Option("shard", "str", None,
            "K/N: run only shard K (0-based) of N, split by a hash of the topic",
            frozenset({"batch"})),

@@ -86,6 +86,8 @@ class SplitReview:
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
     names: Mapping[str, str] = field(default_factory=dict)
     """How errors name the options the environment or the config file set."""
+    jobs: int = 1
+    """Parts sent at the same time."""
 
     @property
     def total_tokens(self) -> int:
@@ -428,46 +430,69 @@ def _run_parts(
     outcomes: list[PartOutcome],
     progress: ProgressFn | None,
 ) -> bool:
-    """Each part not done yet sent (its outcome appended as it starts); whether any was."""
-    from deepseek_review.reviewing.pipeline import send_review
-
-    sent = False
+    """Each part not done yet sent, ``review.jobs`` at a time (its outcome appended in part
+    order, before it is sent); whether any was."""
+    todo: list[tuple[PlannedPart, PartOutcome]] = []
     for p in review.parts:
         o = PartOutcome(p.part.number, p.topic)
         outcomes.append(o)
         done = _done_chain(chains, p.topic, p.plan.prepared.prompt_sha256)
-        if done is not None:
-            o.status, o.chain, o.resumed = "done", _from_chain(done), True
-            n, first = len(review.parts), done[0].receipt_path
-            log.info("part %d of %d: done already (%s)", o.number, n, first)
+        if done is None:
+            todo.append((p, o))
             continue
-        log.info(
-            "part %d of %d: %s (~%d tokens)",
-            o.number,
-            len(review.parts),
-            plural(len(p.part.files), "file"),
-            p.plan.token_estimate,
+        o.status, o.chain, o.resumed = "done", _from_chain(done), True
+        n, first = len(review.parts), done[0].receipt_path
+        log.info("part %d of %d: done already (%s)", o.number, n, first)
+    if review.jobs <= 1 or len(todo) <= 1:
+        for p, o in todo:
+            _send_part(review, client, p, o, progress)
+        return bool(todo)
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    # One client for all (as a batch's workers share theirs); no live progress line: the
+    # parts' streams would write over each other.
+    pool = ThreadPoolExecutor(max_workers=review.jobs, thread_name_prefix="split-part")
+    try:
+        futures = [pool.submit(_send_part, review, client, p, o, None) for p, o in todo]
+        wait(futures)
+        for f in futures:
+            f.result()  # an Interrupted in a worker, raised here
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return True
+
+
+def _send_part(
+    review: SplitReview,
+    client: ChatClient,
+    p: PlannedPart,
+    o: PartOutcome,
+    progress: ProgressFn | None,
+) -> None:
+    """Send one part as an ordinary review; a failure is the outcome's, not raised (but an
+    interruption is)."""
+    from deepseek_review.reviewing.pipeline import send_review
+
+    n = len(review.parts)
+    files = plural(len(p.part.files), "file")
+    log.info("part %d of %d: %s (~%d tokens)", o.number, n, files, p.plan.token_estimate)
+    o.status = "failed"  # until it is done
+    try:
+        result = send_review(p.plan, client, progress=progress)
+    except Interrupted:
+        raise
+    except ReviewError as exc:
+        o.error = exc
+        log.error("part %d of %d failed: %s", o.number, n, exc.message)
+        return
+    o.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
+    o.status = "truncated" if result.truncated else "done"
+    if result.truncated:
+        o.error = TruncatedReview(
+            f"part {o.number} is still truncated; last segment: {result.segments[-1].answer_path}",
+            hint=f"raise {name_of('max_continuations')} or "
+            f"{name_of('continuation_max_tokens')} and run again",
         )
-        sent = True
-        try:
-            result = send_review(p.plan, client, progress=progress)
-        except Interrupted:
-            o.status = "failed"
-            raise
-        except ReviewError as exc:
-            o.status, o.error = "failed", exc
-            log.error("part %d of %d failed: %s", o.number, len(review.parts), exc.message)
-            continue
-        o.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
-        o.status = "truncated" if result.truncated else "done"
-        if result.truncated:
-            o.error = TruncatedReview(
-                f"part {o.number} is still truncated; last segment: "
-                f"{result.segments[-1].answer_path}",
-                hint=f"raise {name_of('max_continuations')} or "
-                f"{name_of('continuation_max_tokens')} and run again",
-            )
-    return sent
 
 
 def _answers(root: Path, outcomes: Sequence[PartOutcome]) -> list[ContextFile]:
