@@ -230,7 +230,7 @@ def test_a_malformed_split_record_is_a_one_line_error(big_repo, cli, sim, text):
 def test_dry_run_prints_the_plan_and_writes_and_sends_nothing(big_repo, cli, sim):
     r = _run(cli, sim, "--dry-run")
     assert r.code == 0, r.err
-    assert "part 1 of " in r.out and "synthesis" in r.out and "total" in r.out
+    assert "part  1/" in r.out and "synthesis" in r.out and "total" in r.out
     assert "docs/big.md  larger than one part" in r.out
     assert files_under(big_repo / "reviews") == []
     assert sim.chat_requests() == []

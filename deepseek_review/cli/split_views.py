@@ -28,9 +28,10 @@ def plan_lines(review: SplitReview) -> list[str]:
         f"{split.window} tokens (--max-tokens {cap}, margin {split.margin}, a part's prompt at "
         f"most {split.part_cap})",
     ]
+    width = len(str(n))
     for p in review.parts:
         lines.append(
-            f"part {p.part.number} of {n}{'':<4} {p.topic}: {plural(len(p.part.files), 'file')}, "
+            f"part {p.part.number:>{width}}/{n}  {p.topic}  {plural(len(p.part.files), 'file')}, "
             f"~{p.plan.token_estimate} tokens (+{cap} answer)"
         )
         lines += [f"  {f.size:>10}  {f.path}" for f in p.part.files]
@@ -38,6 +39,11 @@ def plan_lines(review: SplitReview) -> list[str]:
         f"synthesis      {review.synthesis_topic}: the parts' answers, ~{review.synthesis_estimate}"
         f" tokens at most (+{cap} answer)"
     )
+    if review.synthesis_estimate + cap + split.margin > split.window:
+        lines.append(
+            f"  fits the window only if the parts' answers average under {review.answer_room} "
+            "tokens (else the parts are kept and the synthesis is refused)"
+        )
     lines.append(
         f"total          ~{review.total_tokens} tokens at most (every prompt, every answer at "
         f"--max-tokens)"
@@ -72,7 +78,11 @@ def plan_json(review: SplitReview) -> dict[str, Any]:
             }
             for p in review.parts
         ],
-        "synthesis": {"topic": review.synthesis_topic, "token_estimate": review.synthesis_estimate},
+        "synthesis": {
+            "topic": review.synthesis_topic,
+            "token_estimate": review.synthesis_estimate,
+            "answer_room": review.answer_room,
+        },
         "total_tokens": review.total_tokens,
         "not_reviewed": [{"path": x.path, "reason": x.reason} for x in split.not_reviewed],
     }

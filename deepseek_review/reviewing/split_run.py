@@ -90,6 +90,16 @@ class SplitReview:
     """Parts sent at the same time."""
 
     @property
+    def answer_room(self) -> int:
+        """The tokens each part's answer may average for the synthesis to fit the window."""
+        split = self.split
+        framing = self.synthesis_estimate - len(self.parts) * (
+            self.options.max_tokens + _ANSWER_FRAME
+        )
+        free = split.window - self.options.max_tokens - split.margin - framing
+        return max(0, free // len(self.parts) - _ANSWER_FRAME)
+
+    @property
     def total_tokens(self) -> int:
         """What the plan may use: every prompt, and every answer at ``--max-tokens`` (no
         continuation), the synthesis's included."""
