@@ -361,3 +361,33 @@ def test_split_set_in_the_config_file_splits_a_run(big_repo, cli, sim):
     r = cli("run", "-c", "src", "-c", "tests", "-p", "Review.", "--endpoint", sim.base_url)
     assert r.code == 0, r.err
     assert len(_record(big_repo)["parts"]) >= 2
+
+
+@pytest.fixture
+def wordy(make_simulator: Callable[..., Simulator]) -> Simulator:
+    """The same window, with answers so long that the parts' do not fit one synthesis."""
+    return make_simulator(context_window=WINDOW, context_overflow="refuse", answer_words=400)
+
+
+def test_answers_too_long_for_one_synthesis_are_merged_in_rounds_first(big_repo, cli, wordy):
+    r = _run(cli, wordy)
+    assert r.code == 0, r.err
+    assert all(req.status == 200 for req in wordy.chat_requests())
+    record = _record(big_repo)
+    merges = record["merges"]
+    assert merges and all(m["round"] == 1 and m["status"] == "done" for m in merges)
+    parts_answers = [a for p in record["parts"] for a in p["answers"]]
+    assert [a for m in merges for a in m["context_files"]] == parts_answers
+    assert record["synthesis"]["context_files"] == [a for m in merges for a in m["answers"]]
+    assert cli("verify", "--strict", "reviews").code == 0
+
+
+def test_a_merge_whose_context_was_tampered_with_fails_verify(big_repo, cli, wordy):
+    assert _run(cli, wordy).code == 0
+    (path,) = _records(big_repo)
+    data = json.loads(path.read_text())
+    data["merges"][0]["context_files"].reverse()
+    path.write_text(json.dumps(data))
+    r = cli("verify", "reviews")
+    assert r.code == 9
+    assert "round 1 of merges" in r.err

@@ -41,8 +41,8 @@ def plan_lines(review: SplitReview) -> list[str]:
     )
     if review.synthesis_estimate + cap + split.margin > split.window:
         lines.append(
-            f"  fits the window only if the parts' answers average under {review.answer_room} "
-            "tokens (else the parts are kept and the synthesis is refused)"
+            f"  fits the window if the parts' answers average under {review.answer_room} "
+            "tokens; else they are merged in rounds first (each merge one more request)"
         )
     lines.append(
         f"total          ~{review.total_tokens} tokens at most (every prompt, every answer at "
@@ -99,7 +99,7 @@ def render_split_plan(review: SplitReview, as_json: bool) -> None:
 def render_outcome(root: Path, outcome: SplitOutcome, as_json: bool) -> None:
     """The files the run wrote or found done, one a line (``--json``: by part), then the
     split record; a summary on stderr."""
-    every = [*outcome.parts, outcome.synthesis]
+    every = [*outcome.parts, *outcome.merges, outcome.synthesis]
     if as_json:
         _json_out(
             {
@@ -155,6 +155,14 @@ def story_lines(record: dict[str, Any]) -> list[str]:
         lines += [f"  reviewed by {r}" for r in p["receipts"]]
         if "error" in p:
             lines.append(f"  error: {p['error']}")
+    for m in record["merges"]:
+        lines.append(
+            f"merge {m['number']} of round {m['round']} ({m['topic']}): {m['status']}, "
+            f"{plural(len(m['context_files']), 'answer')}"
+        )
+        lines += [f"  reviewed by {r}" for r in m["receipts"]]
+        if "error" in m:
+            lines.append(f"  error: {m['error']}")
     s = record["synthesis"]
     lines.append(f"synthesis ({s['topic']}): {s['status']}")
     lines += [f"  reviewed by {r}" for r in s["receipts"]]

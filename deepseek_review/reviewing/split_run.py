@@ -109,9 +109,15 @@ class SplitReview:
 
 @dataclass
 class PartOutcome:
+    """A part's, a merge's or the synthesis's review: what it is, and how far it got."""
+
     number: int
     topic: str
     status: str = "not run"
+    round: int = 0
+    """A merge's round (1, 2, ...); 0 for a part and for the synthesis."""
+    context: list[str] = field(default_factory=list)
+    """A merge's or the synthesis's context files: the answers it merges."""
     chain: list[tuple[str, str, str]] = field(default_factory=list)
     """(receipt, answer, answer sha256) of each segment of the chain that reviewed it."""
     resumed: bool = False
@@ -124,10 +130,12 @@ class SplitOutcome:
     parts: tuple[PartOutcome, ...]
     synthesis: PartOutcome
     record_path: str | None
+    merges: tuple[PartOutcome, ...] = ()
+    """The rounds of merges before the synthesis, when the answers did not fit one."""
 
     @property
     def failure(self) -> ReviewError | None:
-        for o in (*self.parts, self.synthesis):
+        for o in (*self.parts, *self.merges, self.synthesis):
             if o.error is not None:
                 return o.error
         return None
@@ -322,10 +330,14 @@ def window_from_server(options: ReviewOptions) -> Callable[[Endpoint], int | Non
     return ask
 
 
+def _framing(template_name: str, prompt: str, topic: str) -> int:
+    """The tokens of a bundled template's messages around no files."""
+    framed = frame_messages(load_template(template_name), prompt, topic, [])
+    return sum(count_tokens("".join(p for p in ps if isinstance(p, str))) for _, ps in framed)
+
+
 def _synthesis_estimate(options: ReviewOptions, topic: str, parts: int) -> int:
-    template = load_template(SYNTHESIS_TEMPLATE)
-    framed = frame_messages(template, options.prompt, topic, [])
-    framing = sum(count_tokens("".join(p for p in ps if isinstance(p, str))) for _, ps in framed)
+    framing = _framing(SYNTHESIS_TEMPLATE, options.prompt, topic)
     return framing + parts * (options.max_tokens + _ANSWER_FRAME)
 
 
@@ -351,16 +363,20 @@ def _refuse_over_budget(review: SplitReview, max_total_tokens: int | None) -> No
 
 
 def _finished_chains(
-    root: Path, folder: str, topics: set[str]
+    root: Path, folder: str, topics: set[str], prefix: str
 ) -> dict[str, list[list[ChainSegment]]]:
-    """The chains of ``topics`` in ``folder`` that the trust rule believes every segment of
-    and that ended (not at the token cap), by topic."""
+    """The chains of ``topics`` (or of a topic starting with ``prefix``: the synthesis and
+    its merges) in ``folder`` that the trust rule believes every segment of and that ended
+    (not at the token cap), by topic."""
     from deepseek_review.records.chain import find_chain
     from deepseek_review.records.index import receipts_in
     from deepseek_review.trust.rule import TrustPolicy, admit
 
+    def wanted(topic: str | None) -> bool:
+        return topic is not None and (topic in topics or topic.startswith(prefix))
+
     receipts = [
-        rel for rel in receipts_in(root, folder) if topic_of(rel.rpartition("/")[2]) in topics
+        rel for rel in receipts_in(root, folder) if wanted(topic_of(rel.rpartition("/")[2]))
     ]
     if not receipts:
         return {}
@@ -415,22 +431,24 @@ def run_split(
     the outcome's (the caller raises it)."""
     stamp = utc_stamp(now())
     folder = review.out_dir.relative_to(review.root).as_posix()
-    topics = {p.topic for p in review.parts} | {review.synthesis_topic}
-    chains = _finished_chains(review.root, folder, topics)
+    topics = {p.topic for p in review.parts}
+    chains = _finished_chains(review.root, folder, topics, review.synthesis_topic)
     outcomes: list[PartOutcome] = []
+    merges: list[PartOutcome] = []
     synthesis = PartOutcome(0, review.synthesis_topic)
     sent = False
     try:
         sent = _run_parts(review, client, chains, outcomes, progress)
         if all(o.status == "done" for o in outcomes):
-            sent = _synthesis(review, client, outcomes, synthesis, chains, progress) or sent
+            merging = _Merging(review, client, chains, progress, merges)
+            sent = merging.run(outcomes, synthesis) or sent
     finally:  # also when interrupted: the record says what is done
         record = None
         if sent:
             missing = review.parts[len(outcomes) :]
             outcomes += [PartOutcome(p.part.number, p.topic) for p in missing]
-            record = _write_record(review, outcomes, synthesis, stamp)
-    return SplitOutcome(review, tuple(outcomes), synthesis, record)
+            record = _write_record(review, outcomes, synthesis, stamp, merges)
+    return SplitOutcome(review, tuple(outcomes), synthesis, record, tuple(merges))
 
 
 def _run_parts(
@@ -523,64 +541,173 @@ def _answers(root: Path, outcomes: Sequence[PartOutcome]) -> list[ContextFile]:
     return files
 
 
-def _synthesis(
-    review: SplitReview,
-    client: ChatClient,
-    outcomes: Sequence[PartOutcome],
-    out: PartOutcome,
-    chains: dict[str, list[list[ChainSegment]]],
-    progress: ProgressFn | None,
-) -> bool:
-    """The synthesis review (unless done already); whether it sent anything."""
-    from deepseek_review.reviewing.pipeline import send_review
+class _Merging:
+    """The synthesis, after rounds of merges while the answers do not fit one: each round
+    merges consecutive answers (a part's chain never cut) into as few reviews as fit the
+    window, with the synthesis template; the synthesis then merges the last round's."""
 
-    options = replace(
-        review.options,
-        topic=review.synthesis_topic,
-        template=SYNTHESIS_TEMPLATE,
-        template_file=None,
-        split=False,
-        context_window=review.split.window,
-    )
-    try:
-        answers = _answers(review.root, outcomes)
-        plan = plan_review(options, review.env, gather=_fixed(answers))
-        need = plan.token_estimate + options.max_tokens + review.split.margin
-        if need > review.split.window:
-            raise PromptDoesNotFit(
-                f"the synthesis of {plural(len(outcomes), 'part')}' answers is about "
-                f"{plan.token_estimate} tokens: with {name_of('max_tokens')} "
-                f"{options.max_tokens} and a margin of {review.split.margin} it needs {need}, "
-                f"over {name_of('context_window')} {review.split.window}; the parts are done",
-                hint=f"lower {name_of('max_tokens')} and run again (the parts are not sent again)",
+    def __init__(
+        self,
+        review: SplitReview,
+        client: ChatClient,
+        chains: dict[str, list[list[ChainSegment]]],
+        progress: ProgressFn | None,
+        merges: list[PartOutcome],
+    ) -> None:
+        self.review, self.client, self.chains, self.progress = review, client, chains, progress
+        self.merges = merges
+        self.sent = False
+        split = review.split
+        self.room = split.window - review.options.max_tokens - split.margin
+
+    def run(self, outcomes: Sequence[PartOutcome], synthesis: PartOutcome) -> bool:
+        """Merge until one synthesis fits, then send it; whether anything was sent."""
+        root = self.review.root
+        try:
+            groups = [_answers(root, [o]) for o in outcomes]
+        except ReviewError as exc:
+            synthesis.status, synthesis.error = "failed", exc
+            return False
+        what = plural(len(outcomes), "part")
+        for round_ in range(1, 100):
+            files = [f for g in groups for f in g]
+            try:
+                plan = self._plan(self.review.synthesis_topic, "", files)
+            except ReviewError as exc:
+                synthesis.status, synthesis.error = "failed", exc
+                synthesis.context = [f.path for f in files]
+                return self.sent
+            if plan.token_estimate <= self.room:
+                synthesis.context = [f.path for f in files]
+                self._send(plan, synthesis, f"synthesis of {what}")
+                return self.sent
+            batches = self._batches(groups, round_)
+            if batches is None:
+                synthesis.status = "failed"
+                synthesis.error = PromptDoesNotFit(
+                    f"the answers of {what} cannot be merged within {name_of('context_window')} "
+                    f"{self.review.split.window}: one answer alone leaves no room for another; "
+                    "the parts are done",
+                    hint=f"lower {name_of('max_tokens')} and run again (the parts are not sent "
+                    "again)",
+                )
+                return self.sent
+            merged = self._round(round_, batches)
+            if merged is None:
+                return self.sent
+            groups = merged
+            what = plural(len(groups), "merged review")
+        raise AssertionError("rounds always shrink the answers")
+
+    def _round(
+        self, round_: int, batches: list[list[list[ContextFile]]]
+    ) -> list[list[ContextFile]] | None:
+        """Send one round's merges; their answers, or None when one failed."""
+        topic = self.review.options.topic
+        n = len(batches)
+        width = max(2, len(str(n)))
+        out: list[list[ContextFile]] = []
+        failed = False
+        first = 1
+        total = sum(len(b) for b in batches)
+        for j, batch in enumerate(batches, start=1):
+            name = f"{topic}-synthesis-r{round_}-{j:0{width}d}-of-{n:0{width}d}"
+            o = PartOutcome(j, name, round=round_)
+            self.merges.append(o)
+            files = [f for g in batch for f in g]
+            o.context = [f.path for f in files]
+            last = first + len(batch) - 1
+            inputs = "parts" if round_ == 1 else f"round {round_ - 1}'s merged reviews"
+            note = f"This review merges {inputs} {first} to {last} of {total}: merge only these."
+            first = last + 1
+            try:
+                check_topic(name)
+                plan = self._plan(name, note, files)
+            except ReviewError as exc:
+                o.status, o.error = "failed", exc
+                failed = True
+                continue
+            self._send(plan, o, f"merge {j} of {n} (round {round_})")
+            if o.status != "done":
+                failed = True
+                continue
+            try:
+                out.append(_answers(self.review.root, [o]))
+            except ReviewError as exc:
+                o.status, o.error = "failed", exc
+                failed = True
+        return None if failed else out
+
+    def _batches(
+        self, groups: list[list[ContextFile]], round_: int
+    ) -> list[list[list[ContextFile]]] | None:
+        """Consecutive groups packed into merges that fit; None when none holds two."""
+        options = self.review.options
+        longest = f"{options.topic}-synthesis-r{round_}-9999-of-9999"
+        framing = _framing(SYNTHESIS_TEMPLATE, "x" * 512 + "\n\n" + options.prompt, longest)
+        room = self.room - framing
+        batches: list[list[list[ContextFile]]] = []
+        used = room + 1
+        for g in groups:
+            cost = sum(
+                count_tokens(f.text) + count_tokens(f"## File 9999 of 9999: {f.path}") + 16
+                for f in g
             )
-    except ReviewError as exc:
-        out.status, out.error = "failed", exc
-        return False
-    done = _done_chain(chains, out.topic, plan.prepared.prompt_sha256)
-    if done is not None:
-        out.status, out.chain, out.resumed = "done", _from_chain(done), True
-        return False
-    log.info("synthesis of %s (~%d tokens)", plural(len(outcomes), "part"), plan.token_estimate)
-    try:
-        result = send_review(plan, client, progress=progress)
-    except Interrupted:
-        out.status = "failed"
-        raise
-    except ReviewError as exc:
-        out.status, out.error = "failed", exc
-        return True
-    out.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
-    out.status = "truncated" if result.truncated else "done"
-    if result.truncated:
-        out.error = TruncatedReview(
-            f"the synthesis is still truncated; last segment: {result.segments[-1].answer_path}"
+            if cost > room:
+                return None
+            if used + cost > room:
+                batches.append([])
+                used = 0
+            batches[-1].append(g)
+            used += cost
+        return None if len(batches) >= len(groups) else batches
+
+    def _plan(self, topic: str, note: str, files: Sequence[ContextFile]) -> ReviewPlan:
+        options = replace(
+            self.review.options,
+            topic=topic,
+            prompt=(note + "\n\n" + self.review.options.prompt)
+            if note
+            else self.review.options.prompt,
+            template=SYNTHESIS_TEMPLATE,
+            template_file=None,
+            split=False,
+            context_window=self.review.split.window,
         )
-    return True
+        return plan_review(options, self.review.env, gather=_fixed(files))
+
+    def _send(self, plan: ReviewPlan, out: PartOutcome, what: str) -> None:
+        """Send a merge or the synthesis (unless a finished chain answered it already)."""
+        from deepseek_review.reviewing.pipeline import send_review
+
+        done = _done_chain(self.chains, out.topic, plan.prepared.prompt_sha256)
+        if done is not None:
+            out.status, out.chain, out.resumed = "done", _from_chain(done), True
+            return
+        log.info("%s (~%d tokens)", what, plan.token_estimate)
+        self.sent = True
+        out.status = "failed"  # until it is done
+        try:
+            result = send_review(plan, self.client, progress=self.progress)
+        except Interrupted:
+            raise
+        except ReviewError as exc:
+            out.error = exc
+            log.error("%s failed: %s", what, exc.message)
+            return
+        out.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
+        out.status = "truncated" if result.truncated else "done"
+        if result.truncated:
+            out.error = TruncatedReview(
+                f"{what} is still truncated; last segment: {result.segments[-1].answer_path}"
+            )
 
 
 def record_data(
-    review: SplitReview, parts: Sequence[PartOutcome], synthesis: PartOutcome
+    review: SplitReview,
+    parts: Sequence[PartOutcome],
+    synthesis: PartOutcome,
+    merges: Sequence[PartOutcome] = (),
 ) -> dict[str, Any]:
     """The split record's content (:mod:`deepseek_review.records.split_record`)."""
     split = review.split
@@ -626,11 +753,19 @@ def record_data(
             }
             for p, o in zip(review.parts, parts, strict=True)
         ],
+        "merges": [
+            {
+                "round": m.round,
+                "number": m.number,
+                "topic": m.topic,
+                "context_files": m.context,
+                **chain_of(m),
+            }
+            for m in merges
+        ],
         "synthesis": {
             "topic": review.synthesis_topic,
-            "context_files": [a for o in parts for _, a, _ in o.chain]
-            if synthesis.status != "not run"
-            else [],
+            "context_files": synthesis.context,
             **chain_of(synthesis),
         },
         "not_reviewed": [{"path": n.path, "reason": n.reason} for n in split.not_reviewed],
@@ -638,12 +773,16 @@ def record_data(
 
 
 def _write_record(
-    review: SplitReview, parts: Sequence[PartOutcome], synthesis: PartOutcome, stamp: str
+    review: SplitReview,
+    parts: Sequence[PartOutcome],
+    synthesis: PartOutcome,
+    stamp: str,
+    merges: Sequence[PartOutcome],
 ) -> str:
     """Write the split record under a free name ``<topic>_deepseek_<model>_<stamp>[-N]``."""
     from deepseek_review.errors import OutputError
 
-    data = record_data(review, parts, synthesis)
+    data = record_data(review, parts, synthesis, merges)
     model = model_slug(review.options.model)
     stem = stem_for(review.options.topic, model, stamp, continuation=False)
     folder = review.out_dir.relative_to(review.root).as_posix()

@@ -63,19 +63,27 @@ def check_split_record(root: Path, rel: str, *, strict: bool = False) -> SplitRe
         return report
     problems = report.problems
     parts: list[dict[str, Any]] = data["parts"]
+    merges: list[dict[str, Any]] = data["merges"]
     synthesis: dict[str, Any] = data["synthesis"]
     _check_plan(data, problems)
-    chains = [(f"part {p['number']}", p) for p in parts] + [("the synthesis", synthesis)]
+    chains = [(f"part {p['number']}", p) for p in parts]
+    chains += [(f"merge {m['number']} of round {m['round']}", m) for m in merges]
+    chains.append(("the synthesis", synthesis))
     _check_receipts(root, chains, strict, problems)
     answers: list[tuple[str, str]] = []  # (path, sha256) of the parts' answers, in order
     for p in parts:
         if p["status"] in ("done", "truncated") and not problems:
             _check_part(root, p, problems)
         answers += _answer_hashes(root, p)
+    merged = [m for m in [*merges, synthesis] if m["status"] in ("done", "truncated")]
+    if merged and not problems and any(p["status"] != "done" for p in parts):
+        problems.append("the answers were merged although some part is not done")
+    for r in sorted({m["round"] for m in merges}):
+        if problems:
+            break
+        answers = _check_round(root, r, [m for m in merges if m["round"] == r], answers, problems)
     if synthesis["status"] in ("done", "truncated") and not problems:
-        if any(p["status"] != "done" for p in parts):
-            problems.append("the synthesis ran although some part is not done")
-        _check_synthesis(root, synthesis, answers, problems)
+        _check_merge(root, "the synthesis", synthesis, answers, problems)
     done = sum(p["status"] == "done" for p in parts)
     report.summary = (
         f"{done} of {len(parts)} parts done, synthesis {synthesis['status']}, "
@@ -177,6 +185,7 @@ def _check_part(root: Path, part: dict[str, Any], problems: list[str]) -> None:
 
 
 def _answer_hashes(root: Path, part: dict[str, Any]) -> list[tuple[str, str]]:
+    """(answer, its receipt's answer_sha256) of each segment of a chain."""
     out = []
     for r, a in zip(part["receipts"], part["answers"], strict=False):
         try:
@@ -188,22 +197,52 @@ def _answer_hashes(root: Path, part: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _check_synthesis(
-    root: Path, synthesis: dict[str, Any], answers: list[tuple[str, str]], problems: list[str]
+def _check_round(
+    root: Path,
+    r: int,
+    merges: list[dict[str, Any]],
+    inputs: list[tuple[str, str]],
+    problems: list[str],
+) -> list[tuple[str, str]]:
+    """A round of merges: their contexts, one after another, are exactly ``inputs`` (the
+    parts' answers, or the round before's); returns the round's answers."""
+    given = [a for m in merges for a in m["context_files"]]
+    if given != [a for a, _ in inputs]:
+        what = "the parts'" if r == 1 else f"round {r - 1}'s"
+        problems.append(f"round {r} of merges: its contexts are not {what} answers, in order")
+        return []
+    at = 0
+    out: list[tuple[str, str]] = []
+    for m in merges:
+        mine = inputs[at : at + len(m["context_files"])]
+        at += len(m["context_files"])
+        if m["status"] == "done":
+            _check_merge(root, f"merge {m['number']} of round {r}", m, mine, problems)
+        out += _answer_hashes(root, m)
+    return out
+
+
+def _check_merge(
+    root: Path,
+    what: str,
+    merge: dict[str, Any],
+    answers: list[tuple[str, str]],
+    problems: list[str],
 ) -> None:
+    """The synthesis or a merge: its context is exactly ``answers`` (path, sha256), in order."""
     expected = [a for a, _ in answers]
-    if synthesis["context_files"] != expected:
-        problems.append("the synthesis: its context_files are not the parts' answers, in order")
+    if merge["context_files"] != expected:
+        problems.append(f"{what}: its context_files are not the answers it merges, in order")
         return
-    chain = _chain_of(root, "the synthesis", synthesis, problems)
+    chain = _chain_of(root, what, merge, problems)
     if not chain:
         return
     if list(chain[0].receipt.context_files or ()) != expected:
-        problems.append("the synthesis: its receipt's context is not the parts' answers")
+        problems.append(f"{what}: its receipt's context is not the answers it merges")
         return
     record = _record(root, chain[0].receipt_path)
     if record is None or record.context_files is None:
-        problems.append("the synthesis: no request record names the answers' hashes")
+        problems.append(f"{what}: no request record names the answers' hashes")
         return
     if [(e.path, e.sha256) for e in record.context_files] != answers:
-        problems.append("the synthesis: its request record's answers are not the parts' answers")
+        problems.append(f"{what}: its request record's files are not the answers it merges")
