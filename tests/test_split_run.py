@@ -391,3 +391,9 @@ def test_a_merge_whose_context_was_tampered_with_fails_verify(big_repo, cli, wor
     r = cli("verify", "reviews")
     assert r.code == 9
     assert "round 1 of merges" in r.err
+
+
+def test_verify_of_a_split_record_that_is_not_there_exits_3(big_repo, cli):
+    r = cli("verify", "reviews/none.split.json")
+    assert r.code == 3
+    assert "reviews/none.split.json: no such file or folder" in r.err

@@ -98,9 +98,18 @@ def plan_review(
     from deepseek_review.options.table import naming_as
     from deepseek_review.reviewing.setup import review_setup
 
+    for key in _SPLIT_ONLY:  # run's options for a split review: plan_run takes them
+        if key in options:
+            from deepseek_review.errors import ConfigError
+
+            raise ConfigError(f"{key!r} is not an option of review()")
     _, planned, names = review_setup(options, repo_root=repo_root, env=env)
     with naming_as(names):  # a refusal names the variable or file key that was set
         return _planned(planned, names, env, ask_server)
+
+
+#: ``run``'s options that only a split review uses (:func:`plan_run`).
+_SPLIT_ONLY = ("jobs", "max_total_tokens")
 
 
 def _planned(

@@ -158,9 +158,6 @@ def verify(
     root = find_repo_root(repo_root)
     typed = [typed_path(root, p) for p in paths or []]
     receipts = [p for p in typed if not p.endswith(SPLIT_SUFFIX)]
-    splits = api.verify_splits(typed, root=root, strict=strict) if paths else None
-    if splits is None:
-        splits = api.verify_splits(root=root, strict=strict)
     if receipts or not typed:
         report = api.verify(
             receipts,
@@ -173,7 +170,7 @@ def verify(
         _render(report, as_json)
         if not report.ok:
             raise VerificationFailed(_failure(report))
-    _render_splits(splits)
+    _render_splits(api.verify_splits(typed, root=root, strict=strict))
 
 
 def _render_splits(splits: "list[SplitReport]") -> None:

@@ -39,7 +39,11 @@ def split_records(root: Path, paths: Sequence[str]) -> list[str]:
     folders not entered), repo-relative, sorted."""
     out: set[str] = set()
     for p in paths:
-        real, rel = resolve_inside(root, p, what="path")
+        real, rel = resolve_inside(root, p, what="PATH")
+        if not real.exists() and not real.is_symlink():
+            from deepseek_review.records.stored import no_such_path
+
+            raise no_such_path(p)
         if rel.endswith(SPLIT_SUFFIX) and not real.is_dir():
             out.add(rel)
             continue
