@@ -204,26 +204,56 @@ def folders_line(files: Sequence[PlannedFile]) -> str:
 
 
 def part_note(plan: SplitPlan, part: Part) -> str:
-    """The words before the review request of ``part``: which part this is, and what the
-    others cover (so that the model does not report as missing what another part has);
-    at most :data:`NOTE_MAX_BYTES` bytes (the room planning kept)."""
+    """The words before the review request of ``part`` (see :func:`part_notes`)."""
+    return part_notes(plan)[part.number - 1]
+
+
+def part_notes(plan: SplitPlan) -> list[str]:
+    """The words before each part's review request: which part it is, and what the others
+    cover (so that the model does not report as missing what another part has): part by
+    part, or, when that is too long, the folders the others cover; at most
+    :data:`NOTE_MAX_BYTES` bytes each (the room planning kept). Linear in the files, and in
+    the parts for each part."""
     n = len(plan.parts)
-    head = (
-        f"This is part {part.number} of {n} of a review split to fit the model's context: "
-        "review only the files below. "
-    )
-    tail = "Do not report as missing what the other parts cover:\n"
-    lines = [f"- part {p.number}: {folders_line(p.files)}" for p in plan.parts if p is not part]
-    text = head + tail + "\n".join(lines)
-    if len(text.encode("utf-8")) <= NOTE_MAX_BYTES:
-        return text
-    # Too long to name: each other part by its folders' count, then cut.
-    others = [p for p in plan.parts if p is not part]
-    short = [f"- part {p.number}: {plural(len(p.files), 'file')}" for p in others]
-    text = head + tail + "\n".join(short)
-    data = text.encode("utf-8")
-    if len(data) <= NOTE_MAX_BYTES:
-        return text
-    more = "\n- ..."
-    cut = data[: NOTE_MAX_BYTES - len(more)].decode("utf-8", "ignore").rpartition("\n")[0]
-    return cut + more
+    tail = "Do not report as missing what the other parts cover"
+    lines = [f"- part {p.number}: {folders_line(p.files)}" for p in plan.parts]
+    sizes = [len(x.encode("utf-8")) + 1 for x in lines]
+    total = sum(sizes)
+    by_depth = [_folder_counts(plan, depth) for depth in (2, 1)]
+    notes = []
+    for i, part in enumerate(plan.parts):
+        head = (
+            f"This is part {part.number} of {n} of a review split to fit the model's context: "
+            "review only the files below. "
+        )
+        if len(head) + len(tail) + 2 + total - sizes[i] <= NOTE_MAX_BYTES:
+            notes.append(head + tail + ":\n" + "\n".join(lines[:i] + lines[i + 1 :]))
+            continue
+        text = ""
+        for whole, own in by_depth:
+            others = {k: v - own[i].get(k, 0) for k, v in whole.items()}
+            listed = [f"- {k} ({plural(v, 'file')})" for k, v in sorted(others.items()) if v]
+            text = head + tail + ", in:\n" + "\n".join(listed)
+            if len(text.encode("utf-8")) <= NOTE_MAX_BYTES:
+                break
+        else:
+            more = "\n- ..."
+            data = text.encode("utf-8")[: NOTE_MAX_BYTES - len(more)]
+            text = data.decode("utf-8", "ignore").rpartition("\n")[0] + more
+        notes.append(text)
+    return notes
+
+
+def _folder_counts(plan: SplitPlan, depth: int) -> tuple[dict[str, int], list[dict[str, int]]]:
+    """Files per folder (its first ``depth`` names) in the whole plan, and in each part."""
+    whole: dict[str, int] = {}
+    per_part = []
+    for p in plan.parts:
+        own: dict[str, int] = {}
+        for f in p.files:
+            folder = "/".join(f.path.split("/")[:-1][:depth])
+            key = f"{folder}/" if folder else "the top folder"
+            own[key] = own.get(key, 0) + 1
+            whole[key] = whole.get(key, 0) + 1
+        per_part.append(own)
+    return whole, per_part

@@ -46,7 +46,7 @@ from deepseek_review.reviewing.split import (
     SplitPlan,
     count_tokens,
     margin_for,
-    part_note,
+    part_notes,
     plan_parts,
 )
 from deepseek_review.util.logs import log
@@ -269,11 +269,12 @@ def plan_split_review(
     topics, synthesis_topic = part_topics(options.topic, len(split.parts))
     planned = []
     texts = {f.path: f for f in files}
+    notes = part_notes(split)
     for part, topic in zip(split.parts, topics, strict=True):
         part_options = replace(
             options,
             topic=topic,
-            prompt=part_note(split, part) + "\n\n" + options.prompt,
+            prompt=notes[part.number - 1] + "\n\n" + options.prompt,
             split=False,
             context_window=window,
         )
