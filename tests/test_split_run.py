@@ -397,3 +397,34 @@ def test_verify_of_a_split_record_that_is_not_there_exits_3(big_repo, cli):
     r = cli("verify", "reviews/none.split.json")
     assert r.code == 3
     assert "reviews/none.split.json: no such file or folder" in r.err
+
+
+def _commit(root: Path) -> str:
+    from tests.conftest import git
+
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "reviews")
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def test_in_ci_committed_parts_nothing_vouches_for_are_sent_again(big_repo, cli, sim, monkeypatch):
+    assert _run(cli, sim).code == 0
+    n = len(_record(big_repo)["parts"])
+    _commit(big_repo)  # as a pull request could bring them: no trusted revision has them
+    sim.reset()
+    monkeypatch.setenv("CI", "true")
+    assert _run(cli, sim).code == 0
+    assert len(sim.chat_requests()) == n + 1
+
+
+def test_in_ci_parts_committed_in_the_trusted_revision_are_not_sent_again(
+    big_repo, cli, sim, monkeypatch
+):
+    sim.script_faults([None, "500"])
+    assert _run(cli, sim, "--max-attempts", "1").code == 5
+    rev = _commit(big_repo)
+    sim.reset()
+    monkeypatch.setenv("CI", "true")
+    r = _run(cli, sim, "--trusted-rev", rev)
+    assert r.code == 0, r.err
+    assert len(sim.chat_requests()) == 2  # the failed part and the synthesis
