@@ -172,20 +172,32 @@ def _record(root: Path, receipt: str) -> RequestRecord | None:
 
 
 def _check_part(root: Path, part: dict[str, Any], problems: list[str]) -> None:
-    what = f"part {part['number']}"
-    chain = _chain_of(root, what, part, problems)
+    planned = [(f["path"], f["sha256"]) for f in part["files"]]
+    _check_reviewed(root, f"part {part['number']}", part, planned, "the part's files", problems)
+
+
+def _check_reviewed(
+    root: Path,
+    what: str,
+    reviewed: dict[str, Any],
+    files: list[tuple[str, str]],
+    named: str,
+    problems: list[str],
+) -> None:
+    """A part's, a merge's or the synthesis's chain: one whole chain whose primary's receipt
+    names exactly ``files``' paths and whose request record names them with their sha256."""
+    chain = _chain_of(root, what, reviewed, problems)
     if not chain:
         return
-    planned = [(f["path"], f["sha256"]) for f in part["files"]]
-    if list(chain[0].receipt.context_files or ()) != [p for p, _ in planned]:
-        problems.append(f"{what}: its receipt's context_files are not the part's files")
+    if list(chain[0].receipt.context_files or ()) != [p for p, _ in files]:
+        problems.append(f"{what}: its receipt's context_files are not {named}")
         return
     record = _record(root, chain[0].receipt_path)
     if record is None or record.context_files is None:
-        problems.append(f"{what}: no request record names its files' hashes")
+        problems.append(f"{what}: no request record names the hashes of {named}")
         return
-    if [(e.path, e.sha256) for e in record.context_files] != planned:
-        problems.append(f"{what}: its request record's files are not the part's (path, sha256)")
+    if [(e.path, e.sha256) for e in record.context_files] != files:
+        problems.append(f"{what}: its request record's files are not {named} (path, sha256)")
 
 
 def _answer_hashes(root: Path, part: dict[str, Any]) -> list[tuple[str, str]]:
@@ -234,19 +246,7 @@ def _check_merge(
     problems: list[str],
 ) -> None:
     """The synthesis or a merge: its context is exactly ``answers`` (path, sha256), in order."""
-    expected = [a for a, _ in answers]
-    if merge["context_files"] != expected:
+    if merge["context_files"] != [a for a, _ in answers]:
         problems.append(f"{what}: its context_files are not the answers it merges, in order")
         return
-    chain = _chain_of(root, what, merge, problems)
-    if not chain:
-        return
-    if list(chain[0].receipt.context_files or ()) != expected:
-        problems.append(f"{what}: its receipt's context is not the answers it merges")
-        return
-    record = _record(root, chain[0].receipt_path)
-    if record is None or record.context_files is None:
-        problems.append(f"{what}: no request record names the answers' hashes")
-        return
-    if [(e.path, e.sha256) for e in record.context_files] != answers:
-        problems.append(f"{what}: its request record's files are not the answers it merges")
+    _check_reviewed(root, what, merge, answers, "the answers it merges", problems)
