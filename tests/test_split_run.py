@@ -428,3 +428,14 @@ def test_in_ci_parts_committed_in_the_trusted_revision_are_not_sent_again(
     r = _run(cli, sim, "--trusted-rev", rev)
     assert r.code == 0, r.err
     assert len(sim.chat_requests()) == 2  # the failed part and the synthesis
+
+
+def test_with_findings_each_part_writes_its_findings_beside_its_chain(big_repo, cli, sim):
+    r = _run(cli, sim, "--findings", "--template", "code-review")
+    assert r.code == 0, r.err
+    record = _record(big_repo)
+    for p in record["parts"]:
+        findings = big_repo / p["answers"][-1].replace(".md", ".findings.json")
+        assert findings.is_file()
+        assert findings.relative_to(big_repo).as_posix() in r.out
+    assert cli("findings", "reviews").code == 0

@@ -120,8 +120,16 @@ def render_outcome(root: Path, outcome: SplitOutcome, as_json: bool) -> None:
             }
         )
     else:
-        paths = [shown_path(root, p) for o in every if not o.resumed for r, a, _ in o.chain
-                 for p in (a, r)]  # fmt: skip
+        from deepseek_review.records.naming import RECEIPT_SUFFIX, segment_files
+
+        paths = [
+            shown_path(root, p)
+            for o in every
+            if not o.resumed
+            for r, _, _ in o.chain
+            for p in segment_files(r.removesuffix(RECEIPT_SUFFIX)).values()
+            if (root / p).is_file()
+        ]
         if outcome.record_path:
             paths.append(shown_path(root, outcome.record_path))
         _write_lines(sys.stdout, paths)

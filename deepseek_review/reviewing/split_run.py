@@ -36,7 +36,13 @@ from deepseek_review.errors import (
 from deepseek_review.options.table import check, name_of
 from deepseek_review.records.naming import check_topic, model_slug, stem_for, topic_of, utc_stamp
 from deepseek_review.records.split_record import SPLIT_SCHEMA, SPLIT_SUFFIX, write_split
-from deepseek_review.reviewing.plan import ReviewOptions, ReviewPlan, _base, plan_review
+from deepseek_review.reviewing.plan import (
+    GatherFn,
+    ReviewOptions,
+    ReviewPlan,
+    _base,
+    plan_review,
+)
 from deepseek_review.reviewing.prompt import frame_messages, load_template
 from deepseek_review.reviewing.split import (
     ESTIMATOR,
@@ -141,10 +147,12 @@ class SplitOutcome:
         return None
 
 
-def _fixed(files: Sequence[ContextFile]) -> Callable[..., Gathered]:
-    """A gathering that yields exactly ``files`` (a part's, or the parts' answers)."""
+def _fixed(files: Sequence[ContextFile]) -> GatherFn:
+    """A gathering that yields exactly ``files`` (a part's, or the answers merged)."""
 
-    def gather(root: Path, specs: Sequence[str], limits: ContextLimits, outputs: Sequence[Output]):  # type: ignore[no-untyped-def]
+    def gather(
+        root: Path, specs: Sequence[str], limits: ContextLimits, outputs: Sequence[Output]
+    ) -> Gathered:
         return Gathered(files)
 
     return gather
