@@ -65,7 +65,9 @@ def sim(make_simulator: Callable[..., Simulator]) -> Simulator:
     return make_simulator(context_window=WINDOW, context_overflow="refuse", answer_words=60)
 
 
-def _run(cli: Callable[..., CliResult], sim: Simulator, *extra: str) -> CliResult:
+def _run(
+    cli: Callable[..., CliResult], sim: Simulator, *extra: str, max_tokens: int = 1024
+) -> CliResult:
     return cli(
         "run",
         "--split",
@@ -76,7 +78,7 @@ def _run(cli: Callable[..., CliResult], sim: Simulator, *extra: str) -> CliResul
         "--endpoint",
         sim.base_url,
         "--max-tokens",
-        "1024",
+        str(max_tokens),
         "--context-window",
         str(WINDOW),
         *extra,
@@ -439,3 +441,18 @@ def test_with_findings_each_part_writes_its_findings_beside_its_chain(big_repo, 
         assert findings.is_file()
         assert findings.relative_to(big_repo).as_posix() in r.out
     assert cli("findings", "reviews").code == 0
+
+
+def test_continued_answers_keep_every_request_within_the_window(big_repo, cli, make_simulator):
+    sim = make_simulator(context_window=WINDOW, context_overflow="refuse", answer_words=500)
+    r = _run(cli, sim, max_tokens=300)  # answers cut off: continuations where they fit
+    assert r.code in (0, 4), r.err
+    requests = sim.chat_requests()
+    continued = [q for q in requests if json.loads(q.body)["messages"][-1]["role"] == "assistant"]
+    assert continued  # some parts had room to continue
+    assert all(q.status == 200 for q in requests)
+    for q in requests:
+        body = json.loads(q.body)
+        assert prompt_token_estimate(body["messages"]) + body["max_tokens"] <= WINDOW
+    statuses = {p["status"] for p in _record(big_repo)["parts"]}
+    assert statuses <= {"done", "truncated"}

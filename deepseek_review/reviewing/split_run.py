@@ -287,7 +287,7 @@ def plan_split_review(
             context_window=window,
         )
         part_files = [texts[f.path] for f in part.files]
-        plan = plan_review(part_options, env, gather=_fixed(part_files))
+        plan = _planned_within(part_options, env, part_files, window, margin)
         if plan.token_estimate > split.part_cap:  # the sum planning made is an upper bound
             raise PromptDoesNotFit(
                 f"part {part.number} is about {plan.token_estimate} tokens, over the part's "
@@ -308,6 +308,33 @@ def plan_split_review(
     )
     _refuse_over_budget(review, max_total_tokens)
     return review
+
+
+def continuations_within(options: ReviewOptions, prompt: int, window: int, margin: int) -> int:
+    """How many of ``options``' continuations keep every request of the chain within the
+    window: the i-th re-sends the prompt and every answer so far (the first at
+    ``--max-tokens``, each later one at its cap) and asks for one more cap."""
+    first = options.max_tokens
+    later = options.continuation.max_tokens or first
+    fit = (window - margin - prompt - first) // later
+    return max(0, min(options.continuation.max_continuations, fit))
+
+
+def _planned_within(
+    options: ReviewOptions,
+    env: Mapping[str, str],
+    files: Sequence[ContextFile],
+    window: int,
+    margin: int,
+) -> ReviewPlan:
+    """A part's, a merge's or the synthesis's plan, its continuations no more than keep each
+    request within the window (a chain still cut off is then reported as truncated)."""
+    plan = plan_review(options, env, gather=_fixed(files))
+    allowed = continuations_within(options, plan.token_estimate, window, margin)
+    if allowed == options.continuation.max_continuations:
+        return plan
+    fewer = replace(options.continuation, max_continuations=allowed)
+    return plan_review(replace(options, continuation=fewer), env, gather=_fixed(files))
 
 
 def window_from_server(options: ReviewOptions) -> Callable[[Endpoint], int | None]:
@@ -683,7 +710,8 @@ class _Merging:
             split=False,
             context_window=self.review.split.window,
         )
-        return plan_review(options, self.review.env, gather=_fixed(files))
+        split = self.review.split
+        return _planned_within(options, self.review.env, files, split.window, split.margin)
 
     def _send(self, plan: ReviewPlan, out: PartOutcome, what: str) -> None:
         """Send a merge or the synthesis (unless a finished chain answered it already)."""
