@@ -444,8 +444,12 @@ def test_with_findings_each_part_writes_its_findings_beside_its_chain(big_repo, 
 
 
 def test_continued_answers_keep_every_request_within_the_window(big_repo, cli, make_simulator):
-    sim = make_simulator(context_window=WINDOW, context_overflow="refuse", answer_words=500)
-    r = _run(cli, sim, max_tokens=300)  # answers cut off: continuations where they fit
+    for i, path in enumerate(sorted(big_repo.glob("*/**/*.*"))):
+        if path.name != "big.md" and ".git" not in path.parts:
+            # Three-letter words: the simulator counts a token every 4 bytes, as we estimate.
+            path.write_text(" ".join(["abc", "def", "ghi", f"{i % 900 + 100}"] * 280) + "\n")
+    sim = make_simulator(context_window=WINDOW, context_overflow="refuse", answer_words=2000)
+    r = _run(cli, sim, max_tokens=600)  # answers cut off: continuations where they fit
     assert r.code in (0, 4), r.err
     requests = sim.chat_requests()
     continued = [q for q in requests if json.loads(q.body)["messages"][-1]["role"] == "assistant"]
