@@ -341,10 +341,15 @@ def test_show_on_the_synthesis_adds_the_story_on_stderr(big_repo, cli, sim):
     assert "part 1 (review-part-01-of-" in r.err
 
 
-def test_split_is_refused_with_a_diff(big_repo, cli, sim):
-    r = cli("run", "--split", "--diff", "HEAD", "-p", "Review.", "--endpoint", sim.base_url)
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [(["--diff", "HEAD"], "--diff"), (["--staged"], "--staged"), (["--rev", "HEAD"], "--rev")],
+)
+def test_split_is_refused_with_a_change_or_a_revision(big_repo, cli, sim, flags, named):
+    r = cli("run", "--split", *flags, "-c", ".", "-p", "Review.", "--endpoint", sim.base_url)
     assert r.code == 2
-    assert "--split" in r.err and "--diff" in r.err
+    assert "--split" in r.err and named in r.err
+    assert sim.chat_requests() == []
 
 
 def test_parts_sent_in_parallel_are_all_reviewed_and_verify(big_repo, cli, sim):
@@ -460,3 +465,21 @@ def test_continued_answers_keep_every_request_within_the_window(big_repo, cli, m
         assert prompt_token_estimate(body["messages"]) + body["max_tokens"] <= WINDOW
     statuses = {p["status"] for p in _record(big_repo)["parts"]}
     assert statuses <= {"done", "truncated"}
+
+
+def test_signed_parts_and_synthesis_verify_with_the_allowed_signers(
+    big_repo, cli, sim, tmp_path, monkeypatch
+):
+    from tests.sshkeys import allowed_signers, make_key
+
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    key = make_key(tmp_path / "keys", "ed25519", "alice@example.com")
+    assert _run(cli, sim, "--sign", "--signing-key", str(key.private)).code == 0
+    record = _record(big_repo)
+    receipts = [r for p in record["parts"] for r in p["receipts"]]
+    receipts += record["synthesis"]["receipts"]
+    for rel in receipts:
+        assert (big_repo / rel.replace(".receipt.json", ".intoto.json.sig")).is_file()
+    signers = allowed_signers(tmp_path / "allowed", key.allowed_line())
+    r = cli("verify", "--strict", "--require-signature", "--allowed-signers", str(signers))
+    assert r.code == 0, r.err
