@@ -40,13 +40,19 @@ def plan_lines(review: SplitReview) -> list[str]:
         f" tokens at most (+{cap} answer)"
     )
     if review.synthesis_estimate + cap + split.margin > split.window:
+        merges, tokens = review.merge_estimate
+        fits = (
+            f"fits the window if the parts' answers average under {review.answer_room} tokens; else"
+            if review.answer_room
+            else f"cannot hold {plural(n, 'answer')} in the window:"
+        )
         lines.append(
-            f"  fits the window if the parts' answers average under {review.answer_room} "
-            "tokens; else they are merged in rounds first (each merge one more request)"
+            f"  {fits} they are merged in rounds first (at most {merges} merges, "
+            f"~{tokens} tokens, with every answer at --max-tokens)"
         )
     lines.append(
         f"total          ~{review.total_tokens} tokens at most (every prompt, every answer at "
-        f"--max-tokens)"
+        f"--max-tokens, merges included)"
     )
     if split.not_reviewed:
         lines.append(f"not reviewed   {plural(len(split.not_reviewed), 'file')}")
@@ -82,6 +88,7 @@ def plan_json(review: SplitReview) -> dict[str, Any]:
             "topic": review.synthesis_topic,
             "token_estimate": review.synthesis_estimate,
             "answer_room": review.answer_room,
+            "merges_at_most": review.merge_estimate[0],
         },
         "total_tokens": review.total_tokens,
         "not_reviewed": [{"path": x.path, "reason": x.reason} for x in split.not_reviewed],

@@ -106,11 +106,28 @@ class SplitReview:
         return max(0, free // len(self.parts) - _ANSWER_FRAME)
 
     @property
+    def merge_estimate(self) -> tuple[int, int]:
+        """(requests, tokens) of the merges before the synthesis if every answer were at
+        ``--max-tokens``: each merge's prompt as large as a part's may be, each holding as
+        many answers as fit (at least two)."""
+        cap = self.options.max_tokens
+        framing = self.synthesis_estimate - len(self.parts) * (cap + _ANSWER_FRAME)
+        room = self.split.part_cap - framing
+        per = max(2, room // (cap + _ANSWER_FRAME))
+        count, requests = len(self.parts), 0
+        while count * (cap + _ANSWER_FRAME) > room and count > 1:
+            count = -(-count // per)
+            requests += count
+        return requests, requests * (self.split.part_cap + cap)
+
+    @property
     def total_tokens(self) -> int:
         """What the plan may use: every prompt, and every answer at ``--max-tokens`` (no
-        continuation), the synthesis's included."""
+        continuation), the merges and the synthesis included."""
         cap = self.options.max_tokens
-        return sum(p.plan.token_estimate + cap for p in self.parts) + self.synthesis_estimate + cap
+        parts = sum(p.plan.token_estimate + cap for p in self.parts)
+        synthesis = min(self.synthesis_estimate, self.split.part_cap) + cap
+        return parts + self.merge_estimate[1] + synthesis
 
 
 @dataclass
