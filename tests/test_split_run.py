@@ -483,3 +483,17 @@ def test_signed_parts_and_synthesis_verify_with_the_allowed_signers(
     signers = allowed_signers(tmp_path / "allowed", key.allowed_line())
     r = cli("verify", "--strict", "--require-signature", "--allowed-signers", str(signers))
     assert r.code == 0, r.err
+
+
+def test_a_file_that_looks_like_a_secret_is_not_sent_to_a_remote_endpoint(big_repo, cli):
+    from tests.test_run import PRIVATE_KEY
+
+    (big_repo / "docs" / "leak.md").write_text(PRIVATE_KEY)
+    r = cli("run", "--split", "--dry-run", "--json", "-c", ".", "-p", "Review.",
+            "--endpoint", "https://example.invalid", "--context-window", str(WINDOW),
+            "--max-tokens", "1024")  # fmt: skip
+    assert r.code == 0, r.err
+    plan = r.json()
+    left = {n["path"]: n["reason"] for n in plan["not_reviewed"]}
+    assert left["docs/leak.md"].startswith("looks like it holds a secret (line 2: Private Key)")
+    assert all(f["path"] != "docs/leak.md" for p in plan["parts"] for f in p["files"])
