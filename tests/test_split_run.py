@@ -194,9 +194,14 @@ def _tamper_hide_a_file(d: dict[str, Any]) -> None:
     d["not_reviewed"].append({"path": d["parts"][0]["files"][0]["path"], "reason": "binary"})
 
 
+def _tamper_drop_last_part(d: dict[str, Any]) -> None:
+    d["parts"].pop()
+
+
 @pytest.mark.parametrize(
     "tamper",
     [
+        _tamper_drop_last_part,
         _tamper_hash,
         _tamper_drop_file,
         _tamper_move_file,
