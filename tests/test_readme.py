@@ -4,6 +4,7 @@ page stays reachable. ``make docs`` (mkdocs --strict) checks the links between p
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -43,15 +44,30 @@ def test_readme_stays_a_front_page_under_300_lines():
     assert len(README.splitlines()) < 300
 
 
-def test_readme_tries_the_tool_without_ollama_through_the_simulator():
+def try_it() -> list[str]:
+    """The commands of the README's try-it block, comments dropped."""
     block = README.split("## Try it without Ollama", 1)[1].split("```\n", 2)[1]
-    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
-    assert commands == [
-        "pip install .",
-        "deepseek-review simulator &",
-        'deepseek-review run -c README.md -p "Is this clear?" --endpoint http://127.0.0.1:11435',
-        "deepseek-review verify",
-    ]
+    return [line.split("#", 1)[0].strip() for line in block.splitlines()]
+
+
+def test_readme_tries_the_tool_in_5_lines_through_the_simulator_on_its_default_port():
+    from deepseek_review.simulator.command import DEFAULT_PORT
+
+    lines = try_it()
+    assert len(lines) <= 5
+    assert lines[:2] == ["pip install .", "deepseek-review simulator &"]
+    assert all(f"http://127.0.0.1:{DEFAULT_PORT}" in line for line in lines if " run " in line)
+
+
+def test_readmes_try_it_reviews_and_verifies_as_written(repo, cli, simulator):
+    (repo / "README.md").write_text("# A project\n\nIt does one thing.\n", encoding="utf-8")
+    commands = [line for line in try_it() if line.startswith("deepseek-review ")][1:]
+    assert [c.split()[1] for c in commands] == ["run", "verify"]
+    for command in commands:
+        args = shlex.split(command.replace("http://127.0.0.1:11435", simulator.base_url))
+        r = cli(*args[1:])
+        assert r.code == 0, (command, r.err)
+    assert "1 OK" in r.err
 
 
 def test_every_relative_link_of_the_readme_leads_to_a_file():
