@@ -1,4 +1,4 @@
-"""`make bench`: run every benchmark and write docs/benchmarks.md.
+"""`make bench`: run every benchmark and write docs/contributing/benchmarks.md.
 
 Usage: python -m benchmarks [NAME ...]   (names: the bench_<name>.py modules; default all)
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks.common import BenchResult, seconds
 
 HERE = Path(__file__).resolve().parent
-DOC = HERE.parent / "docs" / "benchmarks.md"
+DOC = HERE.parent / "docs" / "contributing" / "benchmarks.md"
 ORDER = ["review", "version", "batch", "verify", "gather", "memory", "diff", "sign"]
 
 
@@ -170,7 +170,7 @@ def main(argv: list[str]) -> int:
         DOC.write_text(render(results, elapsed), encoding="utf-8")
         print(f"wrote {DOC.relative_to(HERE.parent)}")
     else:
-        print("(a subset was run: docs/benchmarks.md is only written by a full run)")
+        print("(a subset was run: docs/contributing/benchmarks.md is only written by a full run)")
     return 0 if all(r is not None for _, r, _ in results) else 1
 
 
