@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.options.table import schema as optschema
+from deepseek_review.options import schema as optschema
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {

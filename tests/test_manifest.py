@@ -299,7 +299,7 @@ def test_context_is_relative_to_the_repository_root_not_the_manifest(repo):
 
 
 def test_entries_sharing_context_share_the_bytes_read(repo, monkeypatch):
-    from deepseek_review.context.gather import read as context_read
+    from deepseek_review.context import read as context_read
 
     reads: list[str] = []
     real = context_read.read_entries

@@ -18,7 +18,7 @@ import pytest
 import typer
 
 from deepseek_review.errors import ConfigError
-from deepseek_review.options.table import table
+from deepseek_review.options import table
 from deepseek_review.options.table import OPTIONS, in_scope
 
 ROOT = Path(__file__).resolve().parent.parent
