@@ -189,21 +189,15 @@ class SignatureChecks:
         return CheckResult(NAME, "ok", f"signed by {principal} ({sig.fingerprint})"), signed
 
     def _crypto_problem(self, statement: bytes, armored: bytes, principal: str) -> str | None:
-        """In process where the key type allows (:mod:`..signing.verifier`), else one
-        ``ssh-keygen -Y verify``; None when the signature holds."""
-        from deepseek_review.signing import sshsig, verifier
+        """``ssh-keygen -Y verify`` over the statement (the reference verifier, one process per
+        signature); None when the signature holds."""
+        from deepseek_review.signing import sshsig
 
-        try:
-            good = verifier.verify(statement, armored, NAMESPACE)
-        except sshsig.BadSignature as exc:
-            return f"the signature does not verify ({exc})"
-        if good is None:
-            assert self.allowed_signers is not None
-            bad = sshsig.verify(
-                statement, armored, allowed_signers=self.allowed_signers, principal=principal
-            )
-            return None if bad is None else f"the signature does not verify ({bad})"
-        return None if good else "the signature does not verify over the statement"
+        assert self.allowed_signers is not None
+        bad = sshsig.verify(
+            statement, armored, allowed_signers=self.allowed_signers, principal=principal
+        )
+        return None if bad is None else f"the signature does not verify ({bad})"
 
     def _read(self, rel: str, what: str) -> bytes | Problem | None:
         """The bytes of a statement or signature; None when absent; why not when it is
