@@ -162,3 +162,20 @@ def test_the_batch_guide_lists_exactly_the_keys_a_manifest_entry_may_hold():
     paragraph = re.split(r"What\s+belongs", paragraph, maxsplit=1)[0]
     listed = set(re.findall(r"`([a-z_]+)`", paragraph))
     assert listed == set(ENTRY_KEYS)
+
+
+def test_the_module_map_of_the_developer_guide_lists_every_module_where_it_is():
+    import scripts.module_map as module_map
+
+    text = module_map.DOC.read_text("utf-8")
+    assert module_map.updated(text) == text, "run python scripts/module_map.py"
+
+
+def test_the_module_map_follows_the_layers_that_make_lint_enforces():
+    import scripts.module_map as module_map
+
+    listed = module_map.layers()
+    assert listed[:2] == ["cli", "api"]
+    top_level = {p.stem for p in module_map.PACKAGE.glob("*.py")} - {"__init__", "__main__"}
+    folders = {p.name for p in module_map.PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert set(listed) == folders | top_level
