@@ -113,7 +113,7 @@ def attest(
         typed, root=root, trusted_rev=trusted_rev, allowed_signers=allowed_signers
     )
     write_output(Path(output), pretty_json(predicate), shown=output)
-    from deepseek_review.context.types import plural
+    from deepseek_review.util.textsafe import plural
 
     n = plural(len(predicate["reviews"]), "segment")
     lines = [f"deepseek-review: attest: wrote {output} ({n})"]

@@ -56,7 +56,6 @@ from deepseek_review.context.types import (
     Skipped,
     excluded,
     is_glob,
-    plural,
     split_exclusions,
     written_by_tool,
 )
@@ -70,6 +69,7 @@ from deepseek_review.git.runner import (
 from deepseek_review.options.table import name_of
 from deepseek_review.records.storage import TEMP_PREFIX
 from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import plural
 
 __all__ = [
     "DEFAULT_MAX_CONTEXT_BYTES",

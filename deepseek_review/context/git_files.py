@@ -22,7 +22,6 @@ from deepseek_review.context.types import (
     Output,
     Skipped,
     excluded,
-    sha256_tag,
     split_exclusions,
 )
 from deepseek_review.errors import InputError, MissingObject
@@ -30,6 +29,7 @@ from deepseek_review.git.diff import Diff
 from deepseek_review.git.objects import UNSHALLOW_HINT, read_blobs, short, tree_entries
 from deepseek_review.git.runner import has_unsafe_chars, in_git_work_tree
 from deepseek_review.options.table import name_of
+from deepseek_review.records.canonical import sha256_tag
 
 
 def blob_file(path: str, data: bytes, max_file_bytes: int) -> ContextFile | Skipped:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from deepseek_review.context.types import ContextFile, plural
+from deepseek_review.context.types import ContextFile
 from deepseek_review.errors import MissingObject
 from deepseek_review.git.objects import (
     UNSHALLOW_HINT,
@@ -31,6 +31,7 @@ from deepseek_review.git.objects import (
 )
 from deepseek_review.git.runner import git_facts, git_output, in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.util.textsafe import plural
 
 if TYPE_CHECKING:
     from deepseek_review.records.rebuild import Reader

@@ -29,11 +29,11 @@ from deepseek_review.context.types import (
     UNSAFE_NAME,
     ContextFile,
     Skipped,
-    sha256_tag,
 )
 from deepseek_review.errors import InputError
 from deepseek_review.git.runner import has_unsafe_chars, under_dot_git
 from deepseek_review.options.table import name_of
+from deepseek_review.records.canonical import sha256_tag
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0)

@@ -132,3 +132,8 @@ def fence_for(text: str) -> str:
         return "```"
     longest = max((len(m) for m in _BACKTICK_RUN_RE.findall(text)), default=0)
     return "`" * max(3, longest + 1)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
