@@ -43,6 +43,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python scripts/check_sizes.py
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
