@@ -148,6 +148,44 @@ def _refuse_over_cap(work: list[Work]) -> None:
         refuse_over_cap(cap, total, f"the batch ({len(to_run)} reviews to run)")
 
 
+def _check_folders(planned: PlannedManifest, folders: list[Path]) -> None:
+    """Refuse an output folder the entries writing there could not write their files into,
+    tried with the longest name any of them would write."""
+    for folder in folders:
+        there = [p for p in planned.entries if p.plan.out_dir == folder]
+        names = [review_longest_name(p.plan.options) for p in there]
+        longest = max(names, key=lambda n: len(n.encode("utf-8")))
+        first = there[names.index(longest)]
+        shown = f"output_dir {first.plan.options.output_dir} (entry {first.topic})"
+        check_writable_dir(folder, shown=shown, root=planned.root, longest=longest)
+
+
+def _decide(
+    planned: PlannedManifest, folders: list[Path], options: BatchOptions
+) -> tuple[list[Work], list[str]]:
+    """What to do with each entry (skip it: nothing new, or its review complete on disk;
+    continue its truncated chain; or review it anew), and the orphan answers in ``folders``."""
+    indexes = {folder: index_folder(planned.root, folder) for folder in folders}
+    trusted = trusted_files(options.trusted_rev, planned.root, folders)
+    work = []
+    for p in planned.entries:
+        if p.nothing_new is not None:
+            work.append(Work(p, "skip", reason=p.nothing_new))
+            continue
+        chain = (
+            existing_chain(indexes[p.plan.out_dir], planned.root, p, trusted)
+            if options.resume
+            else None
+        )
+        if chain is None:
+            work.append(Work(p, "new"))
+        elif chain[-1].finish_reason == "length":
+            work.append(Work(p, "continue", tuple(chain)))
+        else:
+            work.append(Work(p, "skip", tuple(chain)))
+    return work, [o for idx in indexes.values() for o in idx.orphans]
+
+
 def prepare_batch(
     options: BatchOptions, *, env: Mapping[str, str] | None = None, clean: bool = True
 ) -> PreparedBatch:
@@ -180,38 +218,14 @@ def prepare_batch(
         outputs=_report_output(options),
     )
     folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
-    for folder in folders:  # before anything is sent (a dry run finds it too)
-        there = [p for p in planned.entries if p.plan.out_dir == folder]
-        names = [review_longest_name(p.plan.options) for p in there]
-        longest = max(names, key=lambda n: len(n.encode("utf-8")))
-        first = there[names.index(longest)]
-        shown = f"output_dir {first.plan.options.output_dir} (entry {first.topic})"
-        check_writable_dir(folder, shown=shown, root=planned.root, longest=longest)
+    _check_folders(planned, folders)  # before anything is sent (a dry run finds it too)
     removed: list[str] = []
     if clean:
         for folder in folders:
             for path in remove_stale_temp_files(folder):
                 removed.append(path.relative_to(planned.root).as_posix())
-    indexes = {folder: index_folder(planned.root, folder) for folder in folders}
-    trusted = trusted_files(options.trusted_rev, planned.root, folders)
-    work = []
-    for p in planned.entries:
-        if p.nothing_new is not None:
-            work.append(Work(p, "skip", reason=p.nothing_new))
-            continue
-        chain = (
-            existing_chain(indexes[p.plan.out_dir], planned.root, p, trusted)
-            if options.resume
-            else None
-        )
-        if chain is None:
-            work.append(Work(p, "new"))
-        elif chain[-1].finish_reason == "length":
-            work.append(Work(p, "continue", tuple(chain)))
-        else:
-            work.append(Work(p, "skip", tuple(chain)))
+    work, orphans = _decide(planned, folders, options)
     _refuse_over_cap(work)
-    orphans = [o for idx in indexes.values() for o in idx.orphans]
     for thread in tls:
         thread.join()
     return PreparedBatch(planned, tuple(work), tuple(orphans), tuple(removed))
