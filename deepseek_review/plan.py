@@ -345,7 +345,6 @@ def plan_review(
     prepared = prepare(body_options, messages, texts, sizes)
     estimate = estimate_sizes(sizes)
     _warn_over_window(options, estimate)
-    # What could otherwise only fail once an answer has been paid for is checked now.
     out_rel = out_dir.relative_to(root).as_posix()
     _after_once(kept, options, body_options, endpoint.url, out_rel, receipt_paths)
     refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
@@ -419,7 +418,8 @@ def _after_once(
     folder: str,
     paths: list[str],
 ) -> None:
-    """:func:`_after`, its outcome kept on a shared base (``kept``) for the next review."""
+    """What could otherwise only fail once an answer has been paid for, checked now
+    (:func:`_after`); its outcome kept on a shared base (``kept``) for the next review."""
     if kept is None:
         _after(options, body, url, folder, paths)
         return

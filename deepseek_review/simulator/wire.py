@@ -188,12 +188,7 @@ def stream_chunks(
 
     deltas = _deltas(plan, group)
     if llama or role_chunk:
-        deltas = [{"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas]
-        if role_chunk:
-            deltas.insert(0, {"role": "assistant"})
-        elif deltas:
-            deltas[0] = {"role": "assistant", **deltas[0]}
-        chunks = [chunk(d, None) for d in deltas]
+        chunks = [chunk(d, None) for d in _llama_deltas(deltas, role_chunk=role_chunk)]
         chunks.append(chunk({}, plan.finish_reason))
     elif legacy:
         deltas = deltas or [{"content": ""}]
@@ -211,6 +206,17 @@ def stream_chunks(
     if include_usage:
         chunks.append({**chunks[-1], "choices": [], "usage": usage(plan, details)})
     return chunks
+
+
+def _llama_deltas(deltas: list[dict[str, Any]], *, role_chunk: bool) -> list[dict[str, Any]]:
+    """``deltas`` as llama.cpp frames them: reasoning as ``reasoning_content``, the role on the
+    first delta (llama-cpp-python, ``role_chunk``: alone in a delta of its own)."""
+    deltas = [{"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas]
+    if role_chunk:
+        deltas.insert(0, {"role": "assistant"})
+    elif deltas:
+        deltas[0] = {"role": "assistant", **deltas[0]}
+    return deltas
 
 
 def _deltas(plan: Plan, group: int) -> list[dict[str, Any]]:
