@@ -55,8 +55,7 @@ if TYPE_CHECKING:
     from .api_views import Configuration, ShownChain
     from .manifestfile import ManifestError
 
-#: Where each name lives: a call imports only its own command family's module (``run``
-#: need not load the batch's or verify's), on first use.
+#: Where each name lives (its command family's module), imported on first use.
 _HOME = {
     "BatchPlan": "api_batch",
     "Configuration": "api_views",

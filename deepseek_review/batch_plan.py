@@ -199,8 +199,8 @@ def prepare_batch(
     def plan(options: ReviewOptions, env: Mapping[str, str] | None, **kw: Any) -> ReviewPlan:
         planned = plan_review(options, env, check_output=False, **kw)  # folders: below
         if not tls and planned.endpoint.url.startswith("https:"):
-            # Load the CA bundle (~50 ms, without the GIL) while the rest is planned; a
-            # batch of plain-http endpoints never loads it.
+            # Load the CA bundle in the background while the rest is planned, so it is ready
+            # for the first request; a batch of plain-http endpoints never loads it.
             tls.append(threading.Thread(target=tls_context, name="tls-context", daemon=True))
             tls[0].start()
         return planned

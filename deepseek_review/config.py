@@ -235,8 +235,7 @@ def _warn_unknown_env(env: Mapping[str, str]) -> None:
     ours = [n for n in env if n.startswith(ENV_PREFIX) and n not in _warned]
     if not ours:
         return
-    # Variables of ours that are not settings, named where they are read (imported only now:
-    # most runs set none of ours).
+    # Variables of ours that are not settings, named where they are read.
     from .endpoint import ALLOWED_ENV
     from .logs import log
     from .storage import CRASH_ENV

@@ -40,8 +40,8 @@ def step_for(tokens: int) -> int:
 
 
 def asks_server(server: str, url: str) -> bool:
-    """Whether :func:`preflight` asks the server at ``url`` anything (a dry run makes no
-    client, and loads no HTTP stack, when it would not)."""
+    """Whether :func:`preflight` asks the server at ``url`` anything (a dry run makes a
+    client only when it would)."""
     if server != "ollama":
         return False
     from . import probe
