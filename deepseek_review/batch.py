@@ -306,8 +306,7 @@ class _Runner:
 
 
 def _loaded(root: Path, chain: tuple[ChainSegment, ...]) -> tuple[Segment, ...]:
-    """A chain left on disk, loaded to be continued (``continue``'s machinery, imported only
-    by a batch that continues one)."""
+    """A chain left on disk, loaded to be continued (with ``continue``'s machinery)."""
     if not chain:
         return ()
     from .resume import segment_from

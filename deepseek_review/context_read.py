@@ -179,7 +179,7 @@ def _open_checked(
 PIECE = 1 << 16
 
 
-#: A file's text, ``sha256:`` tag and size in bytes (a plain tuple: one per file of 20,000).
+#: A file's text, ``sha256:`` tag and size in bytes.
 _Text = tuple[str, str, int]
 
 

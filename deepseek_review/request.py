@@ -166,8 +166,8 @@ def prepare(
         sizes = message_sizes(messages)
     estimate = estimate_sizes(sizes) if options.api == "ollama" else None
     texts = {} if texts is None else texts
-    # A small body is encoded in one go (the C encoder: a batch plans hundreds); a large one
-    # is written from its parts, so no joined copy of the prompt ever exists.
+    # A small body is encoded in one go; a large one is written from its parts, so no joined
+    # copy of the prompt ever exists.
     size = sum(sizes)
     small = size < STREAM_ABOVE
     wire = [

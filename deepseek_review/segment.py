@@ -4,8 +4,7 @@ Order matters. The answer is written first (and claims the file name); its hash 
 the bytes read back from disk; then the optional reasoning file, the request record, and the
 receipt last. The receipt is the commit point: a segment without a receipt is unfinished and
 is ignored by ``verify``, ``continue`` and resumed batches (see docs/batch.md, "Crashes").
-The ``if crash_at()`` lines are the crash tests' hook (:func:`.storage.crash_at`); unset,
-they cost one environment lookup each.
+The ``if crash_at()`` lines are the crash tests' hook (:func:`.storage.crash_at`).
 """
 
 from __future__ import annotations
