@@ -47,6 +47,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_sizes.py
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py

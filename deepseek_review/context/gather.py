@@ -187,67 +187,69 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
     groups: list[tuple[str, str, list[str]]] = []
     listed: dict[str, None] = {}
     named: set[str] = set()
-
-    def add(rel: str, explicit: bool) -> None:
-        if explicit:
-            named.add(rel)
-        else:
-            listed[rel] = None
-        if rel not in seen:
-            seen.add(rel)
-            entries.append((rel, explicit))
-
-    def add_listed(rels: list[str]) -> None:
-        """:func:`add` of each of ``rels`` (what a folder or glob listed), in one go."""
-        listed.update(dict.fromkeys(rels))
-        new = [rel for rel in dict.fromkeys(rels) if rel not in seen]
-        seen.update(new)
-        entries.extend([(rel, False) for rel in new])
-
     specs, excludes = split_exclusions(specs)
-
-    any_spec = False
-    for spec in specs:
-        any_spec = True
-        if has_unsafe_chars(spec):
-            raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
-        if is_glob(spec) and not _exists_literally(root, spec):
-            matches = _expand_glob(root, spec)
-            if not matches:
-                raise InputError(
-                    f"context pattern {spec}: matches no file (after git's ignore rules)"
-                )
-            groups.append((spec, "pattern", matches))
-            add_listed(matches)
-            continue
-        resolved, rel = resolve_inside(root, spec, what="context path")
-        if under_dot_git(rel):
-            raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
-        try:
-            st = resolved.stat()
-        except FileNotFoundError:
-            raise InputError(f"context path {spec}: no such file or folder") from None
-        except OSError as exc:
-            raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
-        # Checked again on the open file when it is read: this only refuses early, by name.
-        why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
-        if why is not None:
-            raise InputError(f"context path {spec}: {why[0]}")
-        if stat.S_ISDIR(st.st_mode):
-            matches = _expand_folder(root, rel)
-            if rel != ".":
-                matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
-            if not matches:
-                raise InputError(f"context folder {spec}: holds no file (after git's ignore rules)")
-            groups.append((spec, "folder", matches))
-            add_listed(matches)
-        else:
-            add(rel, True)
-    if not any_spec:
+    if not specs:
         raise InputError(
             f"no context given: pass {name_of('context')} with a file, folder or glob, or "
             f"{name_of('diff')} or {name_of('staged')} to review a change"
         )
+    for spec in specs:
+        one = _expand_spec(root, spec)
+        if isinstance(one, str):  # a file named
+            named.add(one)
+            if one not in seen:
+                seen.add(one)
+                entries.append((one, True))
+            continue
+        groups.append(one)
+        listed.update(dict.fromkeys(one[2]))
+        new = [rel for rel in dict.fromkeys(one[2]) if rel not in seen]
+        seen.update(new)
+        entries.extend([(rel, False) for rel in new])
+    left_out, left_out_of = _leave_out(listed, named, outputs, excludes)
+    if left_out_of:
+        entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
+    return Expansion(entries, groups, left_out, left_out_of)
+
+
+def _expand_spec(root: Path, spec: str) -> str | tuple[str, str, list[str]]:
+    """What one spec names: a file's repo-relative path, or (spec, "folder" or "pattern",
+    the files it lists); refused if it names nothing that may be sent."""
+    if has_unsafe_chars(spec):
+        raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
+    if is_glob(spec) and not _exists_literally(root, spec):
+        matches = _expand_glob(root, spec)
+        if not matches:
+            raise InputError(f"context pattern {spec}: matches no file (after git's ignore rules)")
+        return spec, "pattern", matches
+    resolved, rel = resolve_inside(root, spec, what="context path")
+    if under_dot_git(rel):
+        raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
+    try:
+        st = resolved.stat()
+    except FileNotFoundError:
+        raise InputError(f"context path {spec}: no such file or folder") from None
+    except OSError as exc:
+        raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
+    # Checked again on the open file when it is read: this only refuses early, by name.
+    why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
+    if why is not None:
+        raise InputError(f"context path {spec}: {why[0]}")
+    if not stat.S_ISDIR(st.st_mode):
+        return rel
+    matches = _expand_folder(root, rel)
+    if rel != ".":
+        matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
+    if not matches:
+        raise InputError(f"context folder {spec}: holds no file (after git's ignore rules)")
+    return spec, "folder", matches
+
+
+def _leave_out(
+    listed: dict[str, None], named: set[str], outputs: Sequence[Output], excludes: list[str]
+) -> tuple[list[Skipped], dict[str, Skipped]]:
+    """What folders and globs listed that is left out (the tool's own outputs, then what
+    ``--exclude`` matches; a file also named explicitly stays in), and by path."""
     left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
     if excludes:
         for rel in listed:
@@ -255,9 +257,7 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
                 skip = Skipped(rel, f"matches {name_of('exclude')}", KIND_EXCLUDED)
                 left_out.append(skip)
                 left_out_of[rel] = skip
-    if left_out_of:
-        entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
-    return Expansion(entries, groups, left_out, left_out_of)
+    return left_out, left_out_of
 
 
 # --------------------------------------------------------------------------- gathering

@@ -74,6 +74,22 @@ def gather_at_commit(
         raise InputError(f"no context given: pass {name_of('context')} with a file, folder or glob")
     if not in_git_work_tree(root):
         raise InputError(f"{name_of('rev')}: the repository root {root} is not a git work tree")
+    entries, named, left_out = _listed_at_commit(root, commit, specs, excludes, outputs)
+    why = f"matches {name_of('exclude')}"
+    skipped = [Skipped(p, why, KIND_EXCLUDED) for p in left_out if p not in entries]
+    out = _read_at_commit(root, commit, entries, named, limits, skipped)
+    return out, skipped
+
+
+def _listed_at_commit(
+    root: Path,
+    commit: str,
+    specs: Sequence[str],
+    excludes: Sequence[str],
+    outputs: Sequence[Output],
+) -> tuple[dict[str, str], set[str], dict[str, None]]:
+    """The blobs ``specs`` list in ``commit`` (path to blob id, in order), the paths named
+    exactly, and the paths a folder or glob listed that ``excludes`` leaves out."""
     entries: dict[str, str] = {}
     named: set[str] = set()
     left_out: dict[str, None] = {}
@@ -102,10 +118,21 @@ def gather_at_commit(
             found = [e for e in found if e.path not in out_of]
         for e in found:
             entries.setdefault(e.path, e.oid)
+    return entries, named, left_out
+
+
+def _read_at_commit(
+    root: Path,
+    commit: str,
+    entries: dict[str, str],
+    named: set[str],
+    limits: ContextLimits,
+    skipped: list[Skipped],
+) -> list[tuple[ContextFile, str]]:
+    """The listed blobs read as context files, each with its blob id, within ``limits``; what
+    cannot be sent is added to ``skipped``, or refused when its path was named exactly."""
     blobs = read_blobs(root, list(entries.values()))
     out: list[tuple[ContextFile, str]] = []
-    why = f"matches {name_of('exclude')}"
-    skipped = [Skipped(p, why, KIND_EXCLUDED) for p in left_out if p not in entries]
     total = 0
     for path, oid in entries.items():
         if has_unsafe_chars(path):
@@ -132,4 +159,4 @@ def gather_at_commit(
                 f"{name_of('max_context_bytes')} {limits.max_context_bytes}"
             )
         out.append((f, oid))
-    return out, skipped
+    return out

@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
 
 class FilePin(NamedTuple):
-    """Where a context file's bytes can be read again (a named tuple: one is made for every
-    context file, 20,000 for a large folder, at a third of a frozen dataclass's cost)."""
+    """Where a context file's bytes can be read again."""
 
     path: str
     blob: str | None = None

@@ -50,7 +50,8 @@ class Opener:
     folder, all with ``O_NOFOLLOW``: a path through a symlink -- or a file or folder swapped
     for one after any check (the check-then-open race) -- fails with ``ELOOP`` instead of
     leading elsewhere, so what is opened is exactly ``root/rel``. The folders of the last
-    path stay open (git lists a folder's files together): most files cost one ``openat``.
+    path stay open (git lists a folder's files together), so a folder is opened once for all
+    its files.
     Where ``dir_fd`` is not supported, only the last component is protected.
     """
 
@@ -178,7 +179,7 @@ def _open_checked(
 PIECE = 1 << 16
 
 
-#: A file's text, ``sha256:`` tag and size in bytes (a plain tuple: one per file of 20,000).
+#: A file's text, ``sha256:`` tag and size in bytes.
 _Text = tuple[str, str, int]
 
 

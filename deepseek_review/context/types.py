@@ -25,8 +25,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 class ContextFile(NamedTuple):
-    """One file as it goes into the prompt (a named tuple: a gathering makes one per file,
-    20,000 for a large folder, at half a frozen dataclass's cost)."""
+    """One file as it goes into the prompt."""
 
     path: str
     """Repo-relative POSIX path, as receipts name it."""

@@ -75,8 +75,7 @@ class SignatureChecks:
 
     def know_listing(self, listed: Collection[str], signed: Collection[str]) -> None:
         """Folders listed whole (``listed``) and the statements and signatures seen in them
-        (``signed``): a segment there with neither is unsigned without a look at the disk
-        (two failed opens per receipt were a tenth of a 10,000-receipt run)."""
+        (``signed``): a segment there with neither is unsigned without a look at the disk."""
         self._listed, self._signed = listed, signed
 
     def share_files(self, files: RepoFiles) -> None:
