@@ -62,8 +62,10 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-## Every row of docs/contributing/benchmarks.md, measured side by side (~10 min; needs git,
-## curl, strace, sha256sum, xargs, ssh-keygen and /usr/bin/time besides the venv).
+## The performance guards of issue #31 (one `run`, --version, batch, verify pinned and
+## unpinned, peak memory, a 20,000-file dry run) and the signing count, each against its limit,
+## written to docs/contributing/benchmarks.md (~5-10 min; needs git, strace, sha256sum, xargs,
+## ssh-keygen and /usr/bin/time besides the venv).
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
