@@ -203,8 +203,7 @@ def continue_review(
     Keywords are ``continue``'s options in snake_case (``endpoint``, ``max_continuations``,
     ``continuation_max_tokens``, ``force``, ...), completed from the environment and the
     config file as for the command; the endpoint is the receipt's unless one is given."""
-    from deepseek_review.reviewing.continuation import continue_existing
-    from deepseek_review.reviewing.setup import continue_options
+    from deepseek_review.reviewing.continuation import continue_existing, continue_options
 
     _, planned = continue_options(path, options, repo_root=repo_root, env=env)
     return continue_existing(planned, env=env, progress=progress)

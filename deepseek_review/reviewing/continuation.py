@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from deepseek_review.chat.client import ChatClient
 from deepseek_review.chat.endpoint import Endpoint, resolve_endpoint
@@ -30,6 +31,13 @@ from deepseek_review.context.pins import pinned_reader
 from deepseek_review.context.places import refuse_git_data
 from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
+from deepseek_review.options.merge import (
+    configured_layer,
+    fields_of,
+    given_layer,
+    given_options,
+    merge,
+)
 from deepseek_review.options.table import name_of
 from deepseek_review.records.chain import read_answer
 from deepseek_review.records.naming import longest_name, topic_of
@@ -48,6 +56,7 @@ from deepseek_review.reviewing.pipeline import (
 )
 from deepseek_review.reviewing.request import CORE_FIELDS, BodyOptions, WireMessage, message_sizes
 from deepseek_review.reviewing.segment import Segment
+from deepseek_review.reviewing.setup import REVIEW_FIELDS
 from deepseek_review.trust.rule import TrustPolicy, trusted_chain
 from deepseek_review.util.logs import log
 from deepseek_review.util.resources import prompts_dir
@@ -359,3 +368,47 @@ def _refuse_over_cap(
         answered = estimate_tokens(s.content for s in segments)
         estimate = worst_case(prompt, later, later, made - 1, answered=answered)
         refuse_over_cap(options.max_run_tokens, estimate, "continuing the chain")
+
+
+#: Where each option of ``continue`` goes in :class:`ContinueOptions`.
+CONTINUE_FIELDS = {
+    "endpoint": "endpoint",
+    "api_key_env": "api_key_env",
+    "stream": "stream",
+    "continuation_max_tokens": "max_tokens",
+    "allow_truncated_prompt": "allow_truncated_prompt",
+    "allow_secrets": "allow_secrets",
+    "keep_reasoning": "keep_reasoning",
+    "force": "force",
+    "max_run_tokens": "max_run_tokens",
+    **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
+}
+
+
+def continue_options(
+    path: str,
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, ContinueOptions]:
+    """The repository root and the options of ``continue`` / ``continue_review()``.
+
+    The endpoint is the receipt's unless the caller names one: a continuation goes back to
+    the server that wrote the chain, so the environment's and the config file's are not
+    consulted."""
+
+    given = given_options(given, "continue", "continue_review()")
+    root = find_repo_root(repo_root)
+    configured = {k: s for k, s in configured_layer(root, env).items() if k != "endpoint"}
+    values = merge([given_layer(given), configured], list(CONTINUE_FIELDS))
+    g = fields_of(values, CONTINUE_FIELDS)
+    options = ContinueOptions(
+        path=path,
+        repo_root=str(root),
+        **g[""],
+        continuation=ContinuationOptions(**g["continuation"]),
+        retry=RetryPolicy(**g["retry"]),
+        timeouts=Timeouts(**g["timeouts"]),
+    )
+    return root, options
