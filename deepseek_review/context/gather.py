@@ -1,6 +1,7 @@
 """Gathering the context files of a review: what is read, in what order, and what is refused.
 
-A ``--context`` spec is a file, a folder or a glob, relative to the repository root. Folders
+A ``--context`` spec is a file, a folder or a glob, relative to the repository root, or lines
+of a file (``path#L120-L260``: :mod:`.ranges`). Folders
 and globs are expanded by git itself (``git ls-files --cached --others --exclude-standard``)
 so git's ignore rules apply exactly (nested ``.gitignore``, ``.git/info/exclude``,
 ``core.excludesFile``); outside a git work tree the ``.gitignore`` files are honoured with
@@ -39,6 +40,13 @@ from pathlib import Path
 
 from deepseek_review.context.ignore import IgnoreWalker, git_ls_files, glob_to_regex
 from deepseek_review.context.places import why_not_context
+from deepseek_review.context.ranges import (
+    RangeSpec,
+    file_range,
+    named_twice,
+    not_a_file,
+    parse_range,
+)
 from deepseek_review.context.read import Opener, read_context_file, read_entries, read_runs
 from deepseek_review.context.types import (
     DEFAULT_MAX_CONTEXT_BYTES,
@@ -136,6 +144,9 @@ class Expansion:
     also named explicitly stays in)."""
     left_out_of: dict[str, Skipped] = field(default_factory=dict)
     """Which of ``left_out`` each listed path left out falls under."""
+    ranges: dict[str, RangeSpec] = field(default_factory=dict)
+    """The files named with a line range (``path#L120-L260``): only those lines are sent,
+    also when a folder or glob lists the file too."""
 
 
 def _leave_out_outputs(
@@ -205,12 +216,17 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
         entries.extend([(rel, False) for rel in new])
 
     specs, excludes = split_exclusions(specs)
+    ranges: dict[str, RangeSpec] = {}
 
     any_spec = False
     for spec in specs:
         any_spec = True
         if has_unsafe_chars(spec):
             raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
+        ranged = parse_range(spec, lambda s: _exists_literally(root, s))
+        if ranged is not None:
+            add(_add_range(root, ranged, ranges, named), True)
+            continue
         if is_glob(spec) and not _exists_literally(root, spec):
             matches = _expand_glob(root, spec)
             if not matches:
@@ -242,6 +258,8 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
             groups.append((spec, "folder", matches))
             add_listed(matches)
         else:
+            if rel in ranges:
+                raise named_twice(spec, rel, ranges)
             add(rel, True)
     if not any_spec:
         raise InputError(
@@ -257,7 +275,31 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
                 left_out_of[rel] = skip
     if left_out_of:
         entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
-    return Expansion(entries, groups, left_out, left_out_of)
+    return Expansion(entries, groups, left_out, left_out_of, ranges)
+
+
+def _add_range(root: Path, ranged: RangeSpec, ranges: dict[str, RangeSpec], named: set[str]) -> str:
+    """Check a spec naming lines of a file and note its range in ``ranges``: the file must
+    exist and be a file, named once (whole or one range). Its repo-relative path."""
+    spec = ranged.spec
+    resolved, rel = resolve_inside(root, ranged.path, what="context path")
+    if under_dot_git(rel):
+        raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
+    try:
+        st = resolved.stat()
+    except FileNotFoundError:
+        raise InputError(f"context path {spec}: {ranged.path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
+    why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
+    if why is not None:
+        raise InputError(f"context path {spec}: {why[0]}")
+    if stat.S_ISDIR(st.st_mode):
+        raise not_a_file(ranged)
+    if rel in named or rel in ranges:
+        raise named_twice(spec, rel, ranges)
+    ranges[rel] = ranged
+    return rel
 
 
 # --------------------------------------------------------------------------- gathering
@@ -289,6 +331,8 @@ def gather_context(
     with opener, closing(read_runs(opener, expansion.entries, limits.max_file_bytes)) as reads:
         for run in reads:  # results of consecutive entries: a run is checked as a whole
             kept = [cf for cf in run if isinstance(cf, ContextFile)]
+            if expansion.ranges:
+                kept = [_cut(cf, expansion.ranges.get(cf.path)) for cf in kept]
             if len(kept) != len(run):
                 skipped += [s for s in run if s is not None and not isinstance(s, ContextFile)]
             size = sum([cf.size for cf in kept])
@@ -309,6 +353,10 @@ def gather_context(
             _refuse_empty_group(spec, kind, listed, left_out_of)
     _log_left_out(skipped)
     return Gathered(files, skipped)
+
+
+def _cut(f: ContextFile, ranged: RangeSpec | None) -> ContextFile:
+    return f if ranged is None else file_range(f, ranged.first, ranged.last, spec=ranged.spec)
 
 
 def _refuse_empty_group(

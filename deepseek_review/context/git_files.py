@@ -10,6 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from deepseek_review.context.ranges import (
+    RangeSpec,
+    file_range,
+    named_twice,
+    not_a_file,
+    parse_range,
+)
 from deepseek_review.context.types import (
     KIND_BAD_NAME,
     KIND_BINARY,
@@ -77,10 +84,20 @@ def gather_at_commit(
     entries: dict[str, str] = {}
     named: set[str] = set()
     left_out: dict[str, None] = {}
+    ranges: dict[str, RangeSpec] = {}
     for spec in specs:
         clean = spec.removeprefix("./").rstrip("/") or "."
         if has_unsafe_chars(spec) or spec.startswith("/") or ".." in clean.split("/"):
             raise InputError(f"context path {spec!r}: must name a path inside the repository")
+        ranged = parse_range(spec, lambda s: _in_commit(root, commit, s))
+        if ranged is not None:
+            path, oid = _ranged_file(root, commit, ranged, outputs)
+            if path in named or path in ranges:
+                raise named_twice(spec, path, ranges)
+            named.add(path)
+            ranges[path] = ranged
+            entries.setdefault(path, oid)
+            continue
         glob = any(c in spec for c in "*?[")
         found = [
             e
@@ -90,6 +107,8 @@ def gather_at_commit(
         if not found:
             raise InputError(f"context path {spec}: names no file in commit {short(commit)}")
         if not glob and [e.path for e in found] == [clean]:
+            if clean in ranges:
+                raise named_twice(spec, clean, ranges)
             named.add(clean)
         elif excludes:
             out_of = {e.path for e in found if excluded(e.path, excludes)}
@@ -125,6 +144,9 @@ def gather_at_commit(
                 raise InputError(f"context file {path}: {f.reason} in commit {short(commit)}")
             skipped.append(f)
             continue
+        r = ranges.get(path)
+        if r is not None:
+            f = file_range(f, r.first, r.last, spec=r.spec)
         total += f.size
         if total > limits.max_context_bytes:
             raise InputError(
@@ -133,3 +155,25 @@ def gather_at_commit(
             )
         out.append((f, oid))
     return out, skipped
+
+
+def _in_commit(root: Path, commit: str, spec: str) -> bool:
+    """Whether ``commit`` holds a file or folder named exactly ``spec``."""
+    clean = spec.removeprefix("./").rstrip("/")
+    return bool(clean) and bool(tree_entries(root, commit, [f":(literal){clean}"]))
+
+
+def _ranged_file(
+    root: Path, commit: str, ranged: RangeSpec, outputs: Sequence[Output]
+) -> tuple[str, str]:
+    """The path and blob of the one file of ``commit`` a range names (refused: none, or a
+    folder)."""
+    clean = ranged.path.removeprefix("./").rstrip("/")
+    if not clean or ".." in clean.split("/"):
+        raise InputError(f"context path {ranged.spec}: must name a path inside the repository")
+    found = [e for e in tree_entries(root, commit, [f":(literal){clean}"]) if e.kind == "blob"]
+    if [e.path for e in found] == [clean] and not any(o.holds(clean) for o in outputs):
+        return clean, found[0].oid
+    if found:
+        raise not_a_file(ranged)
+    raise InputError(f"context path {ranged.spec}: names no file in commit {short(commit)}")

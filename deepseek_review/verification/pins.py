@@ -21,6 +21,7 @@ from deepseek_review.git.diff import Change, Diff, DiffSettings, Range, make_dif
 from deepseek_review.git.objects import UNSHALLOW_HINT, BlobStore, is_oid, short
 from deepseek_review.git.runner import in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.lines import line_slice
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import Reader
 from deepseek_review.records.request_record import RequestRecord
@@ -87,8 +88,20 @@ def check_pinned(
 
     def digest(path: str) -> str:
         data = read(path) or b""
+        lines = refs[path].lines
+        if lines is not None:  # the pin is of the whole file; the reference of its lines
+            cut = line_slice(data, *lines)
+            return "" if cut is None else sha256_tag(cut)
         return sha256_tag(data) if path in got.from_git else hashes.sha256(path, data)
 
+    unlike = [p for p, ref in refs.items() if p in pins and pins[p].lines != ref.lines]
+    if unlike:
+        return CheckResult(
+            "prompt",
+            "fail",
+            f"the request record pins other lines of {listing(unlike)} than its body "
+            "references (the record was altered)",
+        )
     bad = [p for p, ref in refs.items() if p in got.pinned and digest(p) != ref.sha256]
     if bad:
         return CheckResult(
