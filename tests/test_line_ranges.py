@@ -108,9 +108,8 @@ def test_one_line_is_named_with_a_single_number(
     result = review(cli, simulator, "-c", f"{BIG}#L40")
     assert result.code == 0, result.err
     text = sent_user_text(simulator)
-    assert f"{BIG} (line 40 of 40; the first line below is line 40)\n\n```python\nx40 = 40\n```" in (
-        text
-    )
+    heading = f"{BIG} (line 40 of 40; the first line below is line 40)"
+    assert f"{heading}\n\n```python\nx40 = 40\n```" in text
 
 
 def test_the_last_line_without_a_newline_is_sent_as_the_file_has_it(
@@ -385,7 +384,8 @@ def test_a_diff_review_sends_the_lines_of_a_context_file_after_the_change(
             f"context path {BIG}#L99999999999999999999: {BIG} has 40 lines; the range ends "
             "past its last line",
         ),
-        ("src/pkg#L1-L2", "context path src/pkg#L1-L2: a line range needs a file; src/pkg is a folder"),
+        ("src/pkg#L1-L2", "context path src/pkg#L1-L2: a line range needs a file; src/pkg is a "
+         "folder"),
         ("src/*.py#L1", "context path src/*.py#L1: a line range needs one file, not a pattern"),
         (f"{BIG}#Lx", f"context path {BIG}#Lx: not a line range (write path#L120-L260, or "
          "path#L120 for one line)"),
@@ -419,8 +419,8 @@ def test_a_file_named_twice_with_a_range_is_refused(
     result = review(cli, simulator, "-c", specs[0], "-c", specs[1])
     assert result.code == 3
     assert result.err.strip().splitlines() == [
-        f"deepseek-review: error: context path {specs[1]}: {BIG} is named already ({specs[0]}); a review sends "
-        "a file once, whole or one range of it"
+        f"deepseek-review: error: context path {specs[1]}: {BIG} is named already ({specs[0]}); "
+        "a review sends a file once, whole or one range of it"
     ]
 
 
