@@ -202,34 +202,43 @@ def test_verify_strict_rebuilds_the_request_of_a_range(
     assert prompt_check(checked)["status"] == "ok"
 
 
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "".join(LINES).replace("x4 = 4", "x4 = 44"),
+        "".join(LINES).replace("x5 = 5\n", "x5 = 5"),
+        "# a line more before the range moves its lines\n" + "".join(LINES),
+        lines(1, 4),
+    ],
+    ids=["a-line-inside", "its-last-newline", "lines-moved-by-one-before", "cut-short-of-its-end"],
+)
 def test_an_uncommitted_file_changed_inside_the_range_fails_verify_strict(
-    repo: Path, big: Path, cli: Any, simulator: Any
+    repo: Path, big: Path, cli: Any, simulator: Any, changed: str
 ) -> None:
     assert review(cli, simulator, "-c", f"{BIG}#L3-L5").code == 0
-    big.write_text("".join(LINES).replace("x4 = 4", "x4 = 44"), encoding="utf-8")
+    big.write_text(changed, encoding="utf-8")
     checked = verify(cli, "--strict")
     assert checked.code == 9
     assert prompt_check(checked)["detail"] == f"context file changed since the review: {BIG}"
 
 
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "".join(LINES).replace("x1 = 1", "x1 = 11").replace("x9 = 9", "x9 = 99"),
+        "".join(LINES) + "x41 = 41\n",
+        lines(1, 5),
+        lines(1, 5) + "no newline at the end",
+    ],
+    ids=["lines-before-and-after", "a-line-added-at-the-end", "cut-after-it", "a-last-line-after"],
+)
 def test_an_uncommitted_file_changed_outside_the_range_passes_verify_strict(
-    repo: Path, big: Path, cli: Any, simulator: Any
+    repo: Path, big: Path, cli: Any, simulator: Any, changed: str
 ) -> None:
     assert review(cli, simulator, "-c", f"{BIG}#L3-L5").code == 0
-    changed = "".join(LINES).replace("x1 = 1", "x1 = 11").replace("x9 = 9", "x9 = 99")
-    big.write_text(changed + "x41 = 41\n", encoding="utf-8")
+    big.write_text(changed, encoding="utf-8")
     checked = verify(cli, "--strict")
     assert checked.code == 0, checked.err
-
-
-def test_an_uncommitted_file_cut_short_before_the_range_ends_fails_verify_strict(
-    repo: Path, big: Path, cli: Any, simulator: Any
-) -> None:
-    assert review(cli, simulator, "-c", f"{BIG}#L3-L5").code == 0
-    big.write_text(lines(1, 4), encoding="utf-8")
-    checked = verify(cli, "--strict")
-    assert checked.code == 9
-    assert prompt_check(checked)["detail"] == f"context file changed since the review: {BIG}"
 
 
 def test_a_committed_file_changed_inside_the_range_passes_verify_from_its_pinned_blob(
@@ -391,7 +400,7 @@ def test_a_diff_review_sends_the_lines_of_a_context_file_after_the_change(
          "path#L120 for one line)"),
         (f"{BIG}#L1-", f"context path {BIG}#L1-: not a line range (write path#L120-L260, or "
          "path#L120 for one line)"),
-        ("src/pkg/none.py#L1", "context path src/pkg/none.py#L1: src/pkg/none.py: no such file"),
+        ("src/pkg/none.py#L1", "context path src/pkg/none.py#L1: no such file or folder"),
     ],
     ids=[
         "zero", "from-zero", "reversed", "past-the-end", "one-past-the-end", "huge", "folder",
@@ -485,3 +494,28 @@ def test_a_finding_in_a_range_cites_the_lines_the_file_numbers_so() -> None:
     found = [finding(path=BIG, start_line=s, end_line=e) for s, e in [(3, 3), (4, 5), (5, 6)]]
     got = [(a.level, a.cited) for a in anchor(found, seen, "reviews/r.md")]
     assert got == [("line", ("x3 = 3",)), ("line", ("x4 = 4", "x5 = 5")), ("file", ())]
+
+
+# --------------------------------------------------------------------------- batch
+
+
+def test_a_batch_entry_may_review_a_range_and_another_the_whole_file(
+    repo: Path, big: Path, cli: Any, simulator: Any
+) -> None:
+    (repo / "reviews.toml").write_text(
+        f'[[review]]\ntopic = "part"\nprompt = "Check it."\ncontext = ["{BIG}#L3-L5"]\n'
+        f'[[review]]\ntopic = "whole"\nprompt = "Check it."\ncontext = ["{BIG}"]\n',
+        encoding="utf-8",
+    )
+    result = cli("batch", "reviews.toml", "--endpoint", simulator.base_url, "--retry-wait", "0.01")
+    assert result.code == 0, result.err
+    versions = {}
+    for path in (repo / "reviews").glob("*.request.json"):
+        record = json.loads(path.read_text("utf-8"))
+        versions[path.name.split("_")[0]] = (record["record"], file_parts(record)[0].get("lines"))
+    assert versions == {
+        "part": ("deepseek_review_request_record_v2", [3, 5]),
+        "whole": ("deepseek_review_request_record_v1", None),
+    }
+    checked = verify(cli, "--strict")
+    assert checked.code == 0, checked.err

@@ -236,20 +236,8 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
             groups.append((spec, "pattern", matches))
             add_listed(matches)
             continue
-        resolved, rel = resolve_inside(root, spec, what="context path")
-        if under_dot_git(rel):
-            raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
-        try:
-            st = resolved.stat()
-        except FileNotFoundError:
-            raise InputError(f"context path {spec}: no such file or folder") from None
-        except OSError as exc:
-            raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
-        # Checked again on the open file when it is read: this only refuses early, by name.
-        why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
-        if why is not None:
-            raise InputError(f"context path {spec}: {why[0]}")
-        if stat.S_ISDIR(st.st_mode):
+        rel, is_dir = _named_path(root, spec, spec)
+        if is_dir:
             matches = _expand_folder(root, rel)
             if rel != ".":
                 matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
@@ -278,23 +266,31 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
     return Expansion(entries, groups, left_out, left_out_of, ranges)
 
 
-def _add_range(root: Path, ranged: RangeSpec, ranges: dict[str, RangeSpec], named: set[str]) -> str:
-    """Check a spec naming lines of a file and note its range in ``ranges``: the file must
-    exist and be a file, named once (whole or one range). Its repo-relative path."""
-    spec = ranged.spec
-    resolved, rel = resolve_inside(root, ranged.path, what="context path")
+def _named_path(root: Path, path: str, spec: str) -> tuple[str, bool]:
+    """The repo-relative path a spec names (``path``: the spec, or its file's part of a line
+    range) and whether it is a folder; refused, naming ``spec``, when it may not be context."""
+    resolved, rel = resolve_inside(root, path, what="context path")
     if under_dot_git(rel):
         raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
     try:
         st = resolved.stat()
     except FileNotFoundError:
-        raise InputError(f"context path {spec}: {ranged.path}: no such file") from None
+        raise InputError(f"context path {spec}: no such file or folder") from None
     except OSError as exc:
         raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
+    # Checked again on the open file when it is read: this only refuses early, by name.
     why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
     if why is not None:
         raise InputError(f"context path {spec}: {why[0]}")
-    if stat.S_ISDIR(st.st_mode):
+    return rel, stat.S_ISDIR(st.st_mode)
+
+
+def _add_range(root: Path, ranged: RangeSpec, ranges: dict[str, RangeSpec], named: set[str]) -> str:
+    """Check a spec naming lines of a file and note its range in ``ranges``: the file must
+    exist and be a file, named once (whole or one range). Its repo-relative path."""
+    spec = ranged.spec
+    rel, is_dir = _named_path(root, ranged.path, spec)
+    if is_dir:
         raise not_a_file(ranged)
     if rel in named or rel in ranges:
         raise named_twice(spec, rel, ranges)
