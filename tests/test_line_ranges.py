@@ -91,14 +91,14 @@ def schema_errors(data: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- what is sent
 
 
-def test_a_range_sends_exactly_its_lines_under_a_heading_naming_them(
+def test_a_range_sends_exactly_its_lines_under_the_files_heading_and_a_line_naming_them(
     repo: Path, big: Path, cli: Any, simulator: Any
 ) -> None:
     result = review(cli, simulator, "-c", f"{BIG}#L3-L5")
     assert result.code == 0, result.err
     text = sent_user_text(simulator)
-    heading = f"## File 1 of 1: {BIG} (lines 3-5 of 40; the first line below is line 3)"
-    assert f"{heading}\n\n```python\n{lines(3, 5)}```" in text
+    note = "Only lines 3-5 of 40 of this file; the first line below is line 3 of the file."
+    assert f"## File 1 of 1: {BIG}\n\n{note}\n\n```python\n{lines(3, 5)}```" in text
     assert "x2 = 2" not in text and "x6 = 6" not in text
 
 
@@ -108,8 +108,8 @@ def test_one_line_is_named_with_a_single_number(
     result = review(cli, simulator, "-c", f"{BIG}#L40")
     assert result.code == 0, result.err
     text = sent_user_text(simulator)
-    heading = f"{BIG} (line 40 of 40; the first line below is line 40)"
-    assert f"{heading}\n\n```python\nx40 = 40\n```" in text
+    note = "Only line 40 of 40 of this file; the first line below is line 40 of the file."
+    assert f"{BIG}\n\n{note}\n\n```python\nx40 = 40\n```" in text
 
 
 def test_the_last_line_without_a_newline_is_sent_as_the_file_has_it(
@@ -360,7 +360,7 @@ def test_a_diff_review_sends_the_lines_of_a_context_file_after_the_change(
     result = review(cli, simulator, "--diff", f"{a}..{b}", "-c", f"{BIG}#L3-L5")
     assert result.code == 0, result.err
     text = sent_user_text(simulator)
-    assert text.index("## Change from") < text.index(f"## File 1 of 1: {BIG} (lines 3-5 of 40")
+    assert text.index("## Change from") < text.index(f"## File 1 of 1: {BIG}\n\nOnly lines 3-5")
     record = record_of(repo, result)
     assert [f.get("lines") for f in file_parts(record)] == [[3, 5]]
     assert receipt_of(repo, result)["context_files"] == ["src/pkg/mean.py", BIG]

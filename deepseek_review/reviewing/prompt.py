@@ -7,8 +7,9 @@ substituted in one pass, so a prompt or file that contains ``{{ context }}`` sta
 
 Each context file is framed by a heading naming its path and a backtick fence longer than any
 backtick run in the file, so no file content can close its frame or fake another file's. A
-range of a file (``path#L120-L260``) is headed ``path (lines 120-260 of 900; ...)``, saying
-which line of the file its first line is, so the model cites the file's own line numbers.
+range of a file (``path#L120-L260``) has a line under its heading, ``Only lines 120-260 of 900
+of this file; the first line below is line 120 of the file.``, so the model cites the file's
+own line numbers (and names the file by its path alone).
 
 Messages are kept as *parts*: literal strings and :class:`FileRef` references. The request
 body joins them; the request record keeps the references, so the exact body can be rebuilt
@@ -191,9 +192,8 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
             append(f"{close}## File {i} of {n}: {path}\n\n{fence}{language}\n")
             append(file_ref(path, f.sha256, f.size))
         else:
-            append(
-                f"{close}## File {i} of {n}: {path} ({_range_note(lines)})\n\n{fence}{language}\n"
-            )
+            note = _range_note(lines)
+            append(f"{close}## File {i} of {n}: {path}\n\n{note}\n\n{fence}{language}\n")
             append(file_ref(path, f.sha256, f.size, lines.span))
         close = f"{fence}\n\n" if text.endswith("\n") or not text else f"\n{fence}\n\n"
     if close:
@@ -202,8 +202,10 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
 
 
 def _range_note(lines: LineRange) -> str:
-    """What a ranged file's heading says of its lines."""
-    return f"{describe(lines.span, lines.total)}; the first line below is line {lines.first}"
+    """What the line under a ranged file's heading says (the heading names the path alone,
+    as the templates tell the model to name it)."""
+    span = describe(lines.span, lines.total)
+    return f"Only {span} of this file; the first line below is line {lines.first} of the file."
 
 
 def file_list(files: Sequence[ContextFile]) -> str:
