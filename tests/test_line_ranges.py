@@ -190,6 +190,36 @@ def test_a_continuation_of_a_range_is_version_2_and_the_chain_verifies(
     assert checked.code == 0, checked.err
 
 
+@pytest.mark.parametrize("outside", [False, True], ids=["as-reviewed", "changed-outside"])
+def test_continue_resends_the_ranges_lines_byte_for_byte(
+    repo: Path, big: Path, cli: Any, make_simulator: Any, outside: bool
+) -> None:
+    sim = make_simulator(answer_words=60)
+    first = review(cli, sim, "-c", f"{BIG}#L3-L5", "--max-tokens", "20", "--max-continuations", "0")
+    assert first.code == 4
+    if outside:
+        big.write_text("".join(LINES) + "x41 = 41\n", encoding="utf-8")
+    primary = first.json()["segments"][0]["answer_path"]
+    r = cli("continue", primary, "--endpoint", sim.base_url, "--json")
+    assert r.code == 0, r.err
+    sent = [json.loads(q.body)["messages"] for q in sim.chat_requests()]
+    assert all(m[: len(sent[0])] == sent[0] for m in sent[1:])  # the primary's, repeated
+    assert record_of(repo, r, 1)["record"] == "deepseek_review_request_record_v2"
+    checked = verify(cli, "--strict")
+    assert checked.code == 0, checked.err
+
+
+def test_continue_refuses_when_the_ranges_lines_changed(
+    repo: Path, big: Path, cli: Any, make_simulator: Any
+) -> None:
+    sim = make_simulator(answer_words=60)
+    first = review(cli, sim, "-c", f"{BIG}#L3-L5", "--max-tokens", "20", "--max-continuations", "0")
+    big.write_text("".join(LINES).replace("x4 = 4", "x4 = 44"), encoding="utf-8")
+    r = cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
+    assert r.code == 3
+    assert f"cannot continue: context file changed since the review: {BIG}" in r.err
+
+
 # --------------------------------------------------------------------------- verify
 
 
