@@ -284,7 +284,7 @@ def test_a_committed_file_changed_inside_the_range_passes_verify_from_its_pinned
     checked = verify(cli, "--strict")
     assert checked.code == 0, checked.err
     assert prompt_check(checked)["detail"] == (
-        f"request rebuilt from git objects: {BIG} from commit {head[:7]}"
+        f"request rebuilt from git objects: {BIG} (lines 3-5) from commit {head[:7]}"
     )
 
 
@@ -297,6 +297,27 @@ def test_an_uncommitted_range_is_pinned_to_the_whole_files_hash_and_its_lines(
     assert result.code == 0, result.err
     pin = record_of(repo, result)["git"]["files"][0]
     assert pin == {"path": BIG, "worktree": sha(big.read_bytes()), "lines": [3, 5]}
+
+
+def test_a_record_whose_hash_of_a_pinned_range_was_altered_fails_verify(
+    repo: Path, big: Path, cli: Any, simulator: Any
+) -> None:
+    head = base_commit(repo)
+    result = review(cli, simulator, "-c", f"{BIG}#L3-L5")
+    other = sha(lines(3, 6).encode())
+
+    def alter(record: dict[str, Any]) -> None:
+        for ref in file_parts(record):
+            ref["sha256"] = other
+        record["context_files"][0]["sha256"] = other
+
+    _tamper(repo, result, alter)
+    checked = verify(cli)
+    assert checked.code == 9
+    assert prompt_check(checked)["detail"] == (
+        f"the request record's hash of {BIG} (commit {head[:7]}) is not the hash of the pinned "
+        "blob (blobs never change: the record was altered)"
+    )
 
 
 def _tamper(repo: Path, result: Any, change: Any) -> None:
@@ -380,6 +401,39 @@ def test_rev_refuses_a_range_past_the_end_of_the_commits_version(
         f"deepseek-review: error: context path {BIG}#L70-L75: {BIG} has 40 lines; the range "
         "ends past its last line"
     ]
+
+
+def test_rev_takes_a_path_that_really_ends_in_a_range_in_the_commit_for_that_path(
+    repo: Path, cli: Any, simulator: Any
+) -> None:
+    (repo / "notes#L2").write_text("a note\n", encoding="utf-8")
+    (repo / "notes").write_text("one\ntwo\n", encoding="utf-8")
+    base_commit(repo)
+    (repo / "notes#L2").unlink()  # only the commit has it now
+    result = review(cli, simulator, "--rev", "HEAD", "-c", "notes#L2")
+    assert result.code == 0, result.err
+    (ref,) = file_parts(record_of(repo, result))
+    assert ref == {"path": "notes#L2", "sha256": sha(b"a note\n"), "bytes": 7}
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ("src/pkg#L1", "a line range needs a file; src/pkg is a folder"),
+        ("src/*.py#L1", "a line range needs one file, not a pattern"),
+        (f"{BIG}#L3-L2", "the range ends at line 2, before it starts (line 3)"),
+        ("src/pkg/none.py#L1", "names no file in commit "),
+    ],
+    ids=["folder", "glob", "reversed", "missing"],
+)
+def test_rev_refuses_a_bad_range_naming_the_spec(
+    repo: Path, big: Path, cli: Any, simulator: Any, spec: str, problem: str
+) -> None:
+    base_commit(repo)
+    result = review(cli, simulator, "--rev", "HEAD", "-c", spec)
+    assert result.code == 3
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith(f"deepseek-review: error: context path {spec}: {problem}")
 
 
 def test_a_diff_review_sends_the_lines_of_a_context_file_after_the_change(
