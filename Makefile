@@ -5,9 +5,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONTRACT_STAMP := $(VENV)/.installed-contract
+DOCS_STAMP := $(VENV)/.installed-docs
 TESTS  ?=
 
-.PHONY: venv test test-slow test-contract lint demo bench clean
+.PHONY: venv test test-slow test-contract lint demo docs bench clean
 
 venv: $(STAMP)
 
@@ -35,7 +36,7 @@ $(CONTRACT_STAMP): $(STAMP)
 	touch $(CONTRACT_STAMP)
 
 ## The contract suite (marked contract): the real CLI against a real llama-cpp-python server
-## on 127.0.0.1, serving a tiny model the suite writes itself (docs/DEVELOPING.md).
+## on 127.0.0.1, serving a tiny model the suite writes itself (docs/contributing/developing.md).
 test-contract: $(CONTRACT_STAMP)
 	$(BIN)/python -m pytest -q -m contract tests/contract $(if $(TESTS),-k '$(TESTS)')
 
@@ -46,14 +47,25 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_sizes.py
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
-## Every row of docs/benchmarks.md, measured side by side (~10 min; needs git, curl, strace,
-## sha256sum, xargs, ssh-keygen and /usr/bin/time besides the venv).
+## The documentation site (mkdocs-material, the docs extra; its own stamp, so make test never
+## pays for it) built into site/. --strict: a broken link, a missing anchor or a page left out
+## of mkdocs.yml's nav fails. Offline: no plugin fetches anything at build time.
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+## Every row of docs/contributing/benchmarks.md, measured side by side (~10 min; needs git,
+## curl, strace, sha256sum, xargs, ssh-keygen and /usr/bin/time besides the venv).
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache demo-out .bench
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache demo-out .bench site

@@ -1,4 +1,4 @@
-"""`make bench`: run every benchmark and write docs/benchmarks.md.
+"""`make bench`: run every benchmark and write docs/contributing/benchmarks.md.
 
 Usage: python -m benchmarks [NAME ...]   (names: the bench_<name>.py modules; default all)
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks.common import BenchResult, seconds
 
 HERE = Path(__file__).resolve().parent
-DOC = HERE.parent / "docs" / "benchmarks.md"
+DOC = HERE.parent / "docs" / "contributing" / "benchmarks.md"
 ORDER = ["review", "version", "batch", "verify", "gather", "memory", "diff", "sign"]
 
 
@@ -56,7 +56,17 @@ def _cell(text: str) -> str:
 
 
 def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -> str:
-    lines = [
+    """docs/benchmarks.md: how the rows are measured, the table of every row, then a section
+    for each."""
+    lines = _preamble(elapsed) + _table(results)
+    for name, r, err in results:
+        lines += _section(name, r, err)
+    return "\n".join(lines) + "\n"
+
+
+def _preamble(elapsed: float) -> list[str]:
+    """Where and when the run was made, and how every row is measured."""
+    return [
         "# Benchmarks",
         "",
         f"Written by `make bench` (`python -m benchmarks`) on "
@@ -74,6 +84,12 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
         "(threads not counted). This machine is shared, so the ratio of one run is the",
         "result and absolute times are context. Every number below comes from this run.",
         "",
+    ]
+
+
+def _table(results: list[tuple[str, BenchResult | None, str]]) -> list[str]:
+    """One row per benchmark, then how many met their goals."""
+    lines = [
         "| benchmark | goal | ratio | met | ours | baseline | rounds |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -93,33 +109,36 @@ def render(results: list[tuple[str, BenchResult | None, str]], elapsed: float) -
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     done = [r for _, r, _ in results if r is not None]
     missed = [r.name for r in done if not r.met]
-    lines += [
+    return [
+        *lines,
         "",
         f"Goals met: {len(done) - len(missed)} of {len(results)}"
         + (f"; not met: {'; '.join(missed)}." if missed else "."),
     ]
-    for name, r, err in results:
-        lines += ["", f"## {r.name if r else name}", ""]
-        if r is None:
-            lines += ["The benchmark failed:", "", "```", err, "```"]
-            continue
-        lines.append(
-            f"Goal: {r.goal}. Measured: **{r.ratio:.3f}x** ({'met' if r.met else 'not met'}); "
-            f"ours {seconds(r.ours, memory=r.memory)}; baseline ({r.baseline_name}) "
-            f"{seconds(r.baseline, memory=r.memory)}; "
-            f"medians of {r.rounds} alternating pairs."
-        )
-        if r.details:
-            lines.append("")
-            lines += [f"- {label}: {value}" for label, value in r.details]
-        if r.notes:
-            lines.append("")
-            lines += [f"- {n}" for n in r.notes]
-        if r.commands:
-            lines += ["", "Commands timed:", "", "```"]
-            lines += [_shorter(c) for c in r.commands]
-            lines.append("```")
-    return "\n".join(lines) + "\n"
+
+
+def _section(name: str, r: BenchResult | None, err: str) -> list[str]:
+    """One benchmark's section: its figures, details, notes and the commands timed."""
+    lines = ["", f"## {r.name if r else name}", ""]
+    if r is None:
+        return [*lines, "The benchmark failed:", "", "```", err, "```"]
+    lines.append(
+        f"Goal: {r.goal}. Measured: **{r.ratio:.3f}x** ({'met' if r.met else 'not met'}); "
+        f"ours {seconds(r.ours, memory=r.memory)}; baseline ({r.baseline_name}) "
+        f"{seconds(r.baseline, memory=r.memory)}; "
+        f"medians of {r.rounds} alternating pairs."
+    )
+    if r.details:
+        lines.append("")
+        lines += [f"- {label}: {value}" for label, value in r.details]
+    if r.notes:
+        lines.append("")
+        lines += [f"- {n}" for n in r.notes]
+    if r.commands:
+        lines += ["", "Commands timed:", "", "```"]
+        lines += [_shorter(c) for c in r.commands]
+        lines.append("```")
+    return lines
 
 
 def _compile_package() -> None:
@@ -170,7 +189,7 @@ def main(argv: list[str]) -> int:
         DOC.write_text(render(results, elapsed), encoding="utf-8")
         print(f"wrote {DOC.relative_to(HERE.parent)}")
     else:
-        print("(a subset was run: docs/benchmarks.md is only written by a full run)")
+        print("(a subset was run: docs/contributing/benchmarks.md is only written by a full run)")
     return 0 if all(r is not None for _, r, _ in results) else 1
 
 

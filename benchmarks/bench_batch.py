@@ -33,6 +33,7 @@ from benchmarks.common import (
     Command,
     Runnable,
     Sample,
+    Side,
     SimulatorProcess,
     compare,
     recorded_bodies,
@@ -272,10 +273,7 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
         ours_again, floor_again = compare(ours_side, stack, rounds)
         spans, split, modules = before_first_request(root, sim.base_url, work / "bodies")
     phases = arrivals(root, work / "bodies", work, reviews=reviews)
-    ideal = reviews * LATENCY / CAPACITY
     ratio = ours.wall / base.wall
-    floor_ratio = floor_side.wall / floor_base.wall
-    planned_ratio = planned_side.wall / planned_base.wall
     return BenchResult(
         name=f"batch: {reviews} reviews, --jobs {JOBS}, streamed, 200 ms latency, capacity 8",
         goal=f"<= {GOAL}x a bare {JOBS}-thread http.client client sending the same requests",
@@ -292,56 +290,90 @@ def run(work: Path, rounds: int = ROUNDS, reviews: int = N_REVIEWS) -> BenchResu
             f"(in the repository) {planning.shown()}",
         ],
         details=[
-            (f"ideal {reviews} x {LATENCY} s / {CAPACITY} (context only)", f"{ideal:g} s"),
-            ("ours / ideal", f"{ours.wall / ideal:.2f}x"),
-            ("bare client / ideal", f"{base.wall / ideal:.2f}x"),
-            (
-                "the stack's floor (floor_batch.py: the bare client's work with typer, one "
-                "httpx client and tenacity) vs the bare client",
-                f"{floor_ratio:.3f}x ({seconds(floor_side)} vs {seconds(floor_base)})",
-            ),
-            (
-                "the stack's floor with ours' planning (floor_planned.py: the floor sending the "
-                "bodies ours plans, after checking the manifest and planning every entry as "
-                "ours must before its first request; no pre-flight, nothing written) vs the "
-                "bare client",
-                f"{planned_ratio:.3f}x ({seconds(planned_side)} vs "
-                f"{seconds(planned_base)}); {_verdict(planned_ratio)}",
-            ),
-            (
-                "ours vs the stack's floor: our own share",
-                f"{ours_again.wall / floor_again.wall:.3f}x ({seconds(ours_again)} vs "
-                f"{seconds(floor_again)}; {ours_again.wall - floor_again.wall:.3f} s wall, "
-                f"{ours_again.cpu - floor_again.cpu:.3f} s CPU more)",
-            ),
-            (
-                "when each side's requests reached the simulator (medians of "
-                f"{ARRIVAL_ROUNDS} runs each, order rotated): start to first request / first "
-                "to last request / last request to exit",
-                arrivals_text(phases),
-            ),
-            (
-                "the goal's room beyond the stack's floor (its ratio and wall above), against "
-                "ours' wall beyond the floor (above) and its first request's lag behind the "
-                "floor's (the arrivals above)",
-                room_text(
-                    floor_ratio,
-                    floor_base.wall,
-                    ours_again.wall - floor_again.wall,
-                    phases["ours"][0] - phases["the stack's floor"][0],
-                ),
+            *_details(
+                reviews,
+                (ours, base),
+                (floor_side, floor_base),
+                (planned_side, planned_base),
+                (ours_again, floor_again),
+                phases,
             ),
             ("ours before its first request (wall time inside, one run)", spans),
             ("ours' imports by whose module (self times, one run, each load timed)", split),
         ],
-        notes=[
-            "Same work, checked before timing: a recording simulator received "
-            f"{len(ours_bodies)} bodies from each side (ours, the bare client, the stack's "
-            "floor, the floor with ours' planning), the same sha256 multiset "
-            f"({len(set(ours_bodies))} distinct bodies: {len(_CONTEXTS)} contexts x "
-            "different prompts).",
-            "Each round of ours writes into a fresh output folder (an existing one would be "
-            "resumed and skipped).",
-            modules,
-        ],
+        notes=_notes(ours_bodies, modules),
     )
+
+
+def _details(
+    reviews: int,
+    ours_bare: tuple[Side, Side],
+    floor_bare: tuple[Side, Side],
+    planned_bare: tuple[Side, Side],
+    ours_floor: tuple[Side, Side],
+    phases: dict[str, tuple[float, float, float]],
+) -> list[tuple[str, str]]:
+    """The row's other figures: against the ideal, the stack's floor with and without ours'
+    planning, ours' own share, and when the requests arrived."""
+    ours, base = ours_bare
+    floor_side, floor_base = floor_bare
+    planned_side, planned_base = planned_bare
+    ours_again, floor_again = ours_floor
+    ideal = reviews * LATENCY / CAPACITY
+    floor_ratio = floor_side.wall / floor_base.wall
+    planned_ratio = planned_side.wall / planned_base.wall
+    return [
+        (f"ideal {reviews} x {LATENCY} s / {CAPACITY} (context only)", f"{ideal:g} s"),
+        ("ours / ideal", f"{ours.wall / ideal:.2f}x"),
+        ("bare client / ideal", f"{base.wall / ideal:.2f}x"),
+        (
+            "the stack's floor (floor_batch.py: the bare client's work with typer, one "
+            "httpx client and tenacity) vs the bare client",
+            f"{floor_ratio:.3f}x ({seconds(floor_side)} vs {seconds(floor_base)})",
+        ),
+        (
+            "the stack's floor with ours' planning (floor_planned.py: the floor sending the "
+            "bodies ours plans, after checking the manifest and planning every entry as "
+            "ours must before its first request; no pre-flight, nothing written) vs the "
+            "bare client",
+            f"{planned_ratio:.3f}x ({seconds(planned_side)} vs "
+            f"{seconds(planned_base)}); {_verdict(planned_ratio)}",
+        ),
+        (
+            "ours vs the stack's floor: our own share",
+            f"{ours_again.wall / floor_again.wall:.3f}x ({seconds(ours_again)} vs "
+            f"{seconds(floor_again)}; {ours_again.wall - floor_again.wall:.3f} s wall, "
+            f"{ours_again.cpu - floor_again.cpu:.3f} s CPU more)",
+        ),
+        (
+            "when each side's requests reached the simulator (medians of "
+            f"{ARRIVAL_ROUNDS} runs each, order rotated): start to first request / first "
+            "to last request / last request to exit",
+            arrivals_text(phases),
+        ),
+        (
+            "the goal's room beyond the stack's floor (its ratio and wall above), against "
+            "ours' wall beyond the floor (above) and its first request's lag behind the "
+            "floor's (the arrivals above)",
+            room_text(
+                floor_ratio,
+                floor_base.wall,
+                ours_again.wall - floor_again.wall,
+                phases["ours"][0] - phases["the stack's floor"][0],
+            ),
+        ),
+    ]
+
+
+def _notes(ours_bodies: list[str], modules: str) -> list[str]:
+    """How the sides were checked to do the same work, and which modules only one loads."""
+    return [
+        "Same work, checked before timing: a recording simulator received "
+        f"{len(ours_bodies)} bodies from each side (ours, the bare client, the stack's "
+        "floor, the floor with ours' planning), the same sha256 multiset "
+        f"({len(set(ours_bodies))} distinct bodies: {len(_CONTEXTS)} contexts x "
+        "different prompts).",
+        "Each round of ours writes into a fresh output folder (an existing one would be "
+        "resumed and skipped).",
+        modules,
+    ]

@@ -64,29 +64,10 @@ def run(work: Path, rounds: int = ROUNDS, files: int = FILES) -> BenchResult:
     root = (work / "repo").resolve()
     root.mkdir()
     total = _make_repo(root, files)
-    limit = str(total * 2)
-    gather_code = (
-        "from pathlib import Path; from deepseek_review.context.gather import ContextLimits, "
-        "gather_context; "
-        f"gather_context(Path('.').resolve(), ['.'], ContextLimits({limit}, {limit}))"
+    ours_cmd, base_cmd, library, plain = _commands(root, str(total * 2))
+    tracked = _read_what_git_lists(
+        root, (("run", ours_cmd), ("lib", library), ("floor_dryrun.py", plain))
     )
-    library = Command((sys.executable, "-c", gather_code), root)
-    # A server that is not Ollama: the row times gathering and planning, not the pre-flight
-    # a dry run makes against an Ollama server.
-    cli = [tool(), "-q", "run", "--dry-run", "-c", ".", "-p", "Review.", "--server", "vllm"]
-    ours_cmd = Command((*cli, "--max-context-bytes", limit, "--max-file-bytes", limit), root)
-    base_cmd = Command(("sh", "-c", "git ls-files -z | xargs -0 cat"), root)
-    plain = Command((sys.executable, str(HERE / "floor_dryrun.py"), "."), root)
-    tracked = (
-        subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True, capture_output=True)
-        .stdout.decode()
-        .split("\0")[:-1]
-    )
-    sides = (("run", ours_cmd), ("lib", library), ("floor_dryrun.py", plain))
-    read = {name: files_read(cmd, root) for name, cmd in sides}
-    for name, got in read.items():
-        if got != set(tracked):
-            raise RuntimeError(f"{name} read {len(got)} files, git ls-files lists {len(tracked)}")
     ours, base = compare(ours_cmd, base_cmd, rounds)
     lib, base2 = compare(library, base_cmd, rounds)
     plain_side, base3 = compare(plain, base_cmd, rounds)
@@ -121,13 +102,51 @@ def run(work: Path, rounds: int = ROUNDS, files: int = FILES) -> BenchResult:
                 f"{seconds(plain_again)})",
             ),
         ],
-        notes=[
-            f"{files:,} tracked files ({total / 1e6:.1f} MB) in {files // 100} folders, "
-            f"{IGNORED:,} ignored files under build/; page cache warm for both.",
-            f"Same work, checked before timing (strace): `run --dry-run` and the library each "
-            f"opened exactly the {len(tracked):,} files `git ls-files` lists.",
-            "On top of gathering, `run --dry-run` imports the command line, renders the prompt "
-            "(every file framed), serialises and hashes the request body and prints the file "
-            "list.",
-        ],
+        notes=_notes(files, total, len(tracked)),
     )
+
+
+def _commands(root: Path, limit: str) -> tuple[Command, Command, Command, Command]:
+    """The sides: ours (``run --dry-run``), the baseline (``git ls-files | xargs cat``), the
+    library's gather alone, and a plain dry run inside the stack (floor_dryrun.py)."""
+    gather_code = (
+        "from pathlib import Path; from deepseek_review.context import ContextLimits, "
+        "gather_context; "
+        f"gather_context(Path('.').resolve(), ['.'], ContextLimits({limit}, {limit}))"
+    )
+    library = Command((sys.executable, "-c", gather_code), root)
+    # A server that is not Ollama: the row times gathering and planning, not the pre-flight
+    # a dry run makes against an Ollama server.
+    cli = [tool(), "-q", "run", "--dry-run", "-c", ".", "-p", "Review.", "--server", "vllm"]
+    ours_cmd = Command((*cli, "--max-context-bytes", limit, "--max-file-bytes", limit), root)
+    base_cmd = Command(("sh", "-c", "git ls-files -z | xargs -0 cat"), root)
+    plain = Command((sys.executable, str(HERE / "floor_dryrun.py"), "."), root)
+    return ours_cmd, base_cmd, library, plain
+
+
+def _read_what_git_lists(root: Path, sides: tuple[tuple[str, Command], ...]) -> list[str]:
+    """The files git lists, after checking (strace) that each side reads exactly those."""
+    tracked = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True, capture_output=True)
+        .stdout.decode()
+        .split("\0")[:-1]
+    )
+    read = {name: files_read(cmd, root) for name, cmd in sides}
+    for name, got in read.items():
+        if got != set(tracked):
+            raise RuntimeError(f"{name} read {len(got)} files, git ls-files lists {len(tracked)}")
+    return tracked
+
+
+def _notes(files: int, total: int, tracked: int) -> list[str]:
+    """The repository, how the sides were checked to do the same work, and what ours does
+    beyond gathering."""
+    return [
+        f"{files:,} tracked files ({total / 1e6:.1f} MB) in {files // 100} folders, "
+        f"{IGNORED:,} ignored files under build/; page cache warm for both.",
+        f"Same work, checked before timing (strace): `run --dry-run` and the library each "
+        f"opened exactly the {tracked:,} files `git ls-files` lists.",
+        "On top of gathering, `run --dry-run` imports the command line, renders the prompt "
+        "(every file framed), serialises and hashes the request body and prints the file "
+        "list.",
+    ]

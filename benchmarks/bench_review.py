@@ -21,6 +21,7 @@ from pathlib import Path
 from benchmarks.common import (
     BenchResult,
     Command,
+    Side,
     SimulatorProcess,
     compare,
     git_init,
@@ -215,19 +216,16 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
     with SimulatorProcess("--answer-words", ANSWER_WORDS) as sim:
         sides = Sides(work, repo, files, sim.base_url)
         prepare(work, repo, sides)
-        sent = same_bodies(work, repo, files)
-        streamed = (sent["ours"], sent["seed_streamed"], sent["curl"], sent["floor"])
-        if not (all(s == sent["ours"] for s in streamed) and len(sent["ours"]) == 1):
-            raise RuntimeError(f"the streamed sides sent different bodies: {sent}")
-        if not (sent["ours_plain"] == sent["seed"] and len(sent["seed"]) == 1):
-            raise RuntimeError(f"the non-streamed sides sent different bodies: {sent}")
+        sent = _same_work(work, repo, files)
         ours, seed = compare(sides.ours, sides.seed, rounds)
-        ours2, seed_streamed = compare(sides.ours, sides.seed_streamed, rounds)
-        plain, seed2 = compare(sides.ours_plain, sides.seed, rounds)
-        ours3, curl = compare(sides.ours, sides.curl, rounds)
-        stack, seed3 = compare(sides.stack_imports, sides.seed, rounds)
-        floor, seed4 = compare(sides.floor, sides.seed, rounds)
-        ours4, floor2 = compare(sides.ours, sides.floor, rounds)
+        pairs = {
+            "streamed": compare(sides.ours, sides.seed_streamed, rounds),
+            "plain": compare(sides.ours_plain, sides.seed, rounds),
+            "curl": compare(sides.ours, sides.curl, rounds),
+            "stack": compare(sides.stack_imports, sides.seed, rounds),
+            "floor": compare(sides.floor, sides.seed, rounds),
+            "share": compare(sides.ours, sides.floor, rounds),
+        }
         imports = import_profile(sides.ours.argv[1:], repo)
         spans, split, modules = share(sides, repo)
         syncs = time_in(sides.ours.argv, SYNCS, cwd=repo)
@@ -261,50 +259,82 @@ def run(work: Path, rounds: int = ROUNDS, n_files: int = 4) -> BenchResult:
                 if syncs is None
                 else f"{syncs[0]} fsync/fdatasync calls, {syncs[1]:.3f} s inside them",
             ),
-            (
-                "ours streamed vs the stdlib script streaming the same body",
-                f"{ours2.wall / seed_streamed.wall:.2f}x ({seconds(ours2)} vs "
-                f"{seconds(seed_streamed)})",
-            ),
-            (
-                "ours `--no-stream` vs the stdlib script (both not streamed)",
-                f"{plain.wall / seed2.wall:.2f}x ({seconds(plain)} vs {seconds(seed2)})",
-            ),
-            (
-                "ours streamed vs curl posting the identical body (the floor)",
-                f"{ours3.wall / curl.wall:.2f}x ({seconds(ours3)} vs {seconds(curl)})",
-            ),
-            (
-                f"the stack's imports alone (`python -c '{STACK_IMPORTS}'`, interpreter "
-                "teardown included) vs the stdlib script (not streamed)",
-                f"{stack.wall / seed3.wall:.2f}x ({seconds(stack)} vs {seconds(seed3)})",
-            ),
-            (
-                "the stack's floor (floor_review.py: a minimal typer + httpx + tenacity script "
-                "streaming the identical body, writing the answer and a receipt) vs the stdlib "
-                "script (not streamed)",
-                f"{floor.wall / seed4.wall:.2f}x ({seconds(floor)} vs {seconds(seed4)})",
-            ),
-            (
-                "ours streamed vs the stack's floor (floor_review.py, same body): our own share",
-                f"{ours4.wall / floor2.wall:.2f}x ({seconds(ours4)} vs {seconds(floor2)}; "
-                f"{(ours4.wall - floor2.wall) * 1000:.0f} ms wall, "
-                f"{(ours4.cpu - floor2.cpu) * 1000:.0f} ms CPU more)",
-            ),
+            *_comparisons(pairs),
         ],
-        notes=[
-            f"{len(files)} context files; the request body is {body_bytes:,} bytes; the "
-            f"simulator (its own process) answers {ANSWER_WORDS} words at once.",
-            "Same work, checked before timing: a recording simulator received one body from "
-            f"each side; streamed (ours, the stdlib script, curl, floor_review.py): sha256 "
-            f"{sent['ours'][0][:16]}…, all equal; not streamed (ours, the stdlib script): "
-            f"{sent['seed'][0][:16]}…, equal.",
-            "What differs: ours also asks git about the repository, asks the server (an "
-            "Ollama, as the simulator says it is) what context the model runs with before "
-            "sending, writes a request record, fsyncs its three files, checks paths, sizes and "
-            "text, validates the receipt and retries on failure; the stdlib script writes the "
-            "answer and the receipt and does nothing else. Its framing (the template text) "
-            "comes from our request record, as the seed's lives in its own source.",
-            modules,
-        ],
+        notes=_notes(len(files), body_bytes, sent, modules),
     )
+
+
+def _same_work(work: Path, repo: Path, files: list[str]) -> dict[str, list[str]]:
+    """The sha256 of the bodies each side sent, after checking that the streamed sides sent
+    one and the same body, and so did the sides that do not stream."""
+    sent = same_bodies(work, repo, files)
+    streamed = (sent["ours"], sent["seed_streamed"], sent["curl"], sent["floor"])
+    if not (all(s == sent["ours"] for s in streamed) and len(sent["ours"]) == 1):
+        raise RuntimeError(f"the streamed sides sent different bodies: {sent}")
+    if not (sent["ours_plain"] == sent["seed"] and len(sent["seed"]) == 1):
+        raise RuntimeError(f"the non-streamed sides sent different bodies: {sent}")
+    return sent
+
+
+def _comparisons(pairs: dict[str, tuple[Side, Side]]) -> list[tuple[str, str]]:
+    """The row's other comparisons: streamed, not streamed, against curl, and the stack's
+    imports and floor against the stdlib script, and ours against that floor."""
+    ours2, seed_streamed = pairs["streamed"]
+    plain, seed2 = pairs["plain"]
+    ours3, curl = pairs["curl"]
+    stack, seed3 = pairs["stack"]
+    floor, seed4 = pairs["floor"]
+    ours4, floor2 = pairs["share"]
+    return [
+        (
+            "ours streamed vs the stdlib script streaming the same body",
+            f"{ours2.wall / seed_streamed.wall:.2f}x ({seconds(ours2)} vs "
+            f"{seconds(seed_streamed)})",
+        ),
+        (
+            "ours `--no-stream` vs the stdlib script (both not streamed)",
+            f"{plain.wall / seed2.wall:.2f}x ({seconds(plain)} vs {seconds(seed2)})",
+        ),
+        (
+            "ours streamed vs curl posting the identical body (the floor)",
+            f"{ours3.wall / curl.wall:.2f}x ({seconds(ours3)} vs {seconds(curl)})",
+        ),
+        (
+            f"the stack's imports alone (`python -c '{STACK_IMPORTS}'`, interpreter "
+            "teardown included) vs the stdlib script (not streamed)",
+            f"{stack.wall / seed3.wall:.2f}x ({seconds(stack)} vs {seconds(seed3)})",
+        ),
+        (
+            "the stack's floor (floor_review.py: a minimal typer + httpx + tenacity script "
+            "streaming the identical body, writing the answer and a receipt) vs the stdlib "
+            "script (not streamed)",
+            f"{floor.wall / seed4.wall:.2f}x ({seconds(floor)} vs {seconds(seed4)})",
+        ),
+        (
+            "ours streamed vs the stack's floor (floor_review.py, same body): our own share",
+            f"{ours4.wall / floor2.wall:.2f}x ({seconds(ours4)} vs {seconds(floor2)}; "
+            f"{(ours4.wall - floor2.wall) * 1000:.0f} ms wall, "
+            f"{(ours4.cpu - floor2.cpu) * 1000:.0f} ms CPU more)",
+        ),
+    ]
+
+
+def _notes(files: int, body_bytes: int, sent: dict[str, list[str]], modules: str) -> list[str]:
+    """What the row measured, how the sides were checked to do the same work, and what
+    ours does that the stdlib script does not."""
+    return [
+        f"{files} context files; the request body is {body_bytes:,} bytes; the "
+        f"simulator (its own process) answers {ANSWER_WORDS} words at once.",
+        "Same work, checked before timing: a recording simulator received one body from "
+        f"each side; streamed (ours, the stdlib script, curl, floor_review.py): sha256 "
+        f"{sent['ours'][0][:16]}…, all equal; not streamed (ours, the stdlib script): "
+        f"{sent['seed'][0][:16]}…, equal.",
+        "What differs: ours also asks git about the repository, asks the server (an "
+        "Ollama, as the simulator says it is) what context the model runs with before "
+        "sending, writes a request record, fsyncs its three files, checks paths, sizes and "
+        "text, validates the receipt and retries on failure; the stdlib script writes the "
+        "answer and the receipt and does nothing else. Its framing (the template text) "
+        "comes from our request record, as the seed's lives in its own source.",
+        modules,
+    ]

@@ -2,11 +2,12 @@
 signatures checked, against ``verify`` of the same 1,000 segments unsigned; and how many
 ``ssh-keygen`` calls signing makes.
 
-The goal: verifying signed segments costs at most 3x verifying them unsigned, and signing
-adds at most one ``ssh-keygen`` call per segment. Two corpora are written by the tool's own
-pipeline (see :mod:`benchmarks.bench_verify`); one is signed by ``deepseek-review sign``
-with a fresh ed25519 key, through an ``ssh-keygen`` wrapper that counts its calls. Both
-verifies are fresh processes, timed in alternating pairs; the ratio of medians is the result.
+The guard: signing adds at most one ``ssh-keygen`` call per segment. The time of a signed
+verify (one ``ssh-keygen -Y verify`` per segment, the reference verifier) is reported beside
+the unsigned one; it is no goal (issue #31 retired the ratio goals). Two corpora are written
+by the tool's own pipeline (see :mod:`benchmarks.bench_verify`); one is signed by
+``deepseek-review sign`` with a fresh ed25519 key, through an ``ssh-keygen`` wrapper that
+counts its calls. Both verifies are fresh processes, timed in alternating pairs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from benchmarks.common import BenchResult, Command, compare, tool
 
 SEGMENTS = 1_000
 ROUNDS = 5
-GOAL = 3.0
 
 
 def _counting_ssh_keygen(folder: Path, log: Path) -> dict[str, str]:
@@ -72,10 +72,9 @@ def run(work: Path, rounds: int = ROUNDS, segments: int = SEGMENTS) -> BenchResu
     ratio = ours.wall / base.wall
     return BenchResult(
         name=f"verify {made:,} signed segments",
-        goal=f"<= {GOAL:g}x verify of the same segments unsigned; signing <= 1 ssh-keygen call "
-        "per segment",
+        goal="signing <= 1 ssh-keygen call per segment (the ratio is reported, not a goal)",
         ratio=ratio,
-        met=ratio <= GOAL and sign_calls <= made + 1,
+        met=sign_calls <= made + 1,
         ours=ours,
         baseline=base,
         baseline_name=f"verify of {made:,} unsigned segments",
@@ -91,8 +90,8 @@ def run(work: Path, rounds: int = ROUNDS, segments: int = SEGMENTS) -> BenchResu
         ],
         notes=[
             f"Signing {made:,} segments made {sign_calls:,} ssh-keygen calls; verify checks "
-            "signatures in process (cryptography; ssh-keygen only for key types it does not "
-            "handle). Calls counted by an ssh-keygen wrapper on PATH.",
+            "each signature with one ssh-keygen -Y verify. Calls counted by an ssh-keygen "
+            "wrapper on PATH.",
         ],
     )
 

@@ -71,7 +71,7 @@ class BenchResult:
     """What the baseline is, in words."""
     rounds: int
     commands: list[str] = field(default_factory=list)
-    """The exact commands timed (ours and the baseline), for docs/benchmarks.md."""
+    """The exact commands timed (ours and the baseline), for docs/contributing/benchmarks.md."""
     notes: list[str] = field(default_factory=list)
     details: list[tuple[str, str]] = field(default_factory=list)
     """Other measured figures of this run (label, value), e.g. a second baseline."""
@@ -164,7 +164,7 @@ class Command:
         return count_processes(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
 
     def shown(self) -> str:
-        """The command as docs/benchmarks.md shows it (the venv's paths shortened)."""
+        """The command as docs/contributing/benchmarks.md shows it (the venv's paths shortened)."""
         words = ["deepseek-review" if a == tool() else a for a in self.argv]
         words = ["python" if a == sys.executable else a for a in words]
         text = shlex.join(words)

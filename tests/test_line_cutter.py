@@ -10,8 +10,9 @@ import pytest
 
 from deepseek_review.chat.tokens import bytes_as_tokens
 from deepseek_review.context.ranges import Cut, cut_lines, file_range
-from deepseek_review.context.types import ContextFile, LineRange, sha256_tag
+from deepseek_review.context.types import ContextFile, LineRange
 from deepseek_review.errors import InputError
+from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.lines import line_count, line_slice
 
 

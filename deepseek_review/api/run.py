@@ -146,7 +146,7 @@ def send_review(plan: ReviewPlan, *, progress: ProgressFn | None = None) -> Revi
 def sent_summary(plan: ReviewPlan) -> str:
     """What a review sends, in words: ``a diff of 3 files (41 lines) and 1 context file (61
     bytes)`` (a change's files are counted as the diff shows them)."""
-    from deepseek_review.context.types import plural
+    from deepseek_review.util.textsafe import plural
 
     parts = []
     if plan.change_lines is not None:

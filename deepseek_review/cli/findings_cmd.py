@@ -21,9 +21,8 @@ from deepseek_review.cli.app import (
     typed_path,
 )
 from deepseek_review.cli.table import choice_settings
-from deepseek_review.context.types import plural
 from deepseek_review.util.logs import log
-from deepseek_review.util.textsafe import escape
+from deepseek_review.util.textsafe import escape, plural
 
 if TYPE_CHECKING:
     from deepseek_review.trust.findings import FindingsExport

@@ -17,13 +17,13 @@ from deepseek_review.cli.app import (
 )
 from deepseek_review.cli.progress import review_progress
 from deepseek_review.cli.table import Flags, table_command
-from deepseek_review.context.types import ContextFile, plural
+from deepseek_review.context.types import ContextFile
 from deepseek_review.errors import InputError, NoProgress, TruncatedReview
 from deepseek_review.options.table import default
 from deepseek_review.records.lines import describe
 from deepseek_review.records.naming import SIGNATURE_SUFFIX, STATEMENT_SUFFIX, sibling
 from deepseek_review.util.logs import log
-from deepseek_review.util.textsafe import escape
+from deepseek_review.util.textsafe import escape, plural
 
 if TYPE_CHECKING:
     from deepseek_review.reviewing.pipeline import ReviewPlan, ReviewResult

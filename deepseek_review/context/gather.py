@@ -64,7 +64,6 @@ from deepseek_review.context.types import (
     Skipped,
     excluded,
     is_glob,
-    plural,
     split_exclusions,
     written_by_tool,
 )
@@ -78,6 +77,7 @@ from deepseek_review.git.runner import (
 from deepseek_review.options.table import name_of
 from deepseek_review.records.storage import TEMP_PREFIX
 from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import plural
 
 __all__ = [
     "DEFAULT_MAX_CONTEXT_BYTES",
@@ -198,72 +198,62 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
     groups: list[tuple[str, str, list[str]]] = []
     listed: dict[str, None] = {}
     named: set[str] = set()
-
-    def add(rel: str, explicit: bool) -> None:
-        if explicit:
-            named.add(rel)
-        else:
-            listed[rel] = None
-        if rel not in seen:
-            seen.add(rel)
-            entries.append((rel, explicit))
-
-    def add_listed(rels: list[str]) -> None:
-        """:func:`add` of each of ``rels`` (what a folder or glob listed), in one go."""
-        listed.update(dict.fromkeys(rels))
-        new = [rel for rel in dict.fromkeys(rels) if rel not in seen]
-        seen.update(new)
-        entries.extend([(rel, False) for rel in new])
-
-    specs, excludes = split_exclusions(specs)
     ranges: dict[str, RangeSpec] = {}
-
-    any_spec = False
-    for spec in specs:
-        any_spec = True
-        if has_unsafe_chars(spec):
-            raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
-        ranged = parse_range(spec, lambda s: _exists_literally(root, s))
-        if ranged is not None:
-            add(_add_range(root, ranged, ranges, named), True)
-            continue
-        if is_glob(spec) and not _exists_literally(root, spec):
-            matches = _expand_glob(root, spec)
-            if not matches:
-                raise InputError(
-                    f"context pattern {spec}: matches no file (after git's ignore rules)"
-                )
-            groups.append((spec, "pattern", matches))
-            add_listed(matches)
-            continue
-        rel, is_dir = _named_path(root, spec, spec)
-        if is_dir:
-            matches = _expand_folder(root, rel)
-            if rel != ".":
-                matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
-            if not matches:
-                raise InputError(f"context folder {spec}: holds no file (after git's ignore rules)")
-            groups.append((spec, "folder", matches))
-            add_listed(matches)
-        else:
-            if rel in ranges:
-                raise named_twice(spec, rel, ranges)
-            add(rel, True)
-    if not any_spec:
+    specs, excludes = split_exclusions(specs)
+    if not specs:
         raise InputError(
             f"no context given: pass {name_of('context')} with a file, folder or glob, or "
             f"{name_of('diff')} or {name_of('staged')} to review a change"
         )
-    left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
-    if excludes:
-        for rel in listed:
-            if rel not in named and rel not in left_out_of and excluded(rel, excludes):
-                skip = Skipped(rel, f"matches {name_of('exclude')}", KIND_EXCLUDED)
-                left_out.append(skip)
-                left_out_of[rel] = skip
+    for spec in specs:
+        ranged = _range_of(root, spec)
+        one = (
+            _expand_spec(root, spec) if ranged is None else _add_range(root, ranged, ranges, named)
+        )
+        if isinstance(one, str):  # a file named
+            if ranged is None and one in ranges:
+                raise named_twice(spec, one, ranges)
+            named.add(one)
+            if one not in seen:
+                seen.add(one)
+                entries.append((one, True))
+            continue
+        groups.append(one)
+        listed.update(dict.fromkeys(one[2]))
+        new = [rel for rel in dict.fromkeys(one[2]) if rel not in seen]
+        seen.update(new)
+        entries.extend([(rel, False) for rel in new])
+    left_out, left_out_of = _leave_out(listed, named, outputs, excludes)
     if left_out_of:
         entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
     return Expansion(entries, groups, left_out, left_out_of, ranges)
+
+
+def _expand_spec(root: Path, spec: str) -> str | tuple[str, str, list[str]]:
+    """What one spec names: a file's repo-relative path, or (spec, "folder" or "pattern",
+    the files it lists); refused if it names nothing that may be sent."""
+    if is_glob(spec) and not _exists_literally(root, spec):
+        matches = _expand_glob(root, spec)
+        if not matches:
+            raise InputError(f"context pattern {spec}: matches no file (after git's ignore rules)")
+        return spec, "pattern", matches
+    rel, is_dir = _named_path(root, spec, spec)
+    if not is_dir:
+        return rel
+    matches = _expand_folder(root, rel)
+    if rel != ".":
+        matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
+    if not matches:
+        raise InputError(f"context folder {spec}: holds no file (after git's ignore rules)")
+    return spec, "folder", matches
+
+
+def _range_of(root: Path, spec: str) -> RangeSpec | None:
+    """The lines of a file ``spec`` names (None: it names a whole file, folder or glob);
+    a name that could fake the framing is refused first."""
+    if has_unsafe_chars(spec):
+        raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
+    return parse_range(spec, lambda s: _exists_literally(root, s))
 
 
 def _named_path(root: Path, path: str, spec: str) -> tuple[str, bool]:
@@ -288,14 +278,28 @@ def _named_path(root: Path, path: str, spec: str) -> tuple[str, bool]:
 def _add_range(root: Path, ranged: RangeSpec, ranges: dict[str, RangeSpec], named: set[str]) -> str:
     """Check a spec naming lines of a file and note its range in ``ranges``: the file must
     exist and be a file, named once (whole or one range). Its repo-relative path."""
-    spec = ranged.spec
-    rel, is_dir = _named_path(root, ranged.path, spec)
+    rel, is_dir = _named_path(root, ranged.path, ranged.spec)
     if is_dir:
         raise not_a_file(ranged)
     if rel in named or rel in ranges:
-        raise named_twice(spec, rel, ranges)
+        raise named_twice(ranged.spec, rel, ranges)
     ranges[rel] = ranged
     return rel
+
+
+def _leave_out(
+    listed: dict[str, None], named: set[str], outputs: Sequence[Output], excludes: list[str]
+) -> tuple[list[Skipped], dict[str, Skipped]]:
+    """What folders and globs listed that is left out (the tool's own outputs, then what
+    ``--exclude`` matches; a file also named explicitly stays in), and by path."""
+    left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
+    if excludes:
+        for rel in listed:
+            if rel not in named and rel not in left_out_of and excluded(rel, excludes):
+                skip = Skipped(rel, f"matches {name_of('exclude')}", KIND_EXCLUDED)
+                left_out.append(skip)
+                left_out_of[rel] = skip
+    return left_out, left_out_of
 
 
 # --------------------------------------------------------------------------- gathering

@@ -29,7 +29,6 @@ from deepseek_review.context.types import (
     Output,
     Skipped,
     excluded,
-    sha256_tag,
     split_exclusions,
 )
 from deepseek_review.errors import InputError, MissingObject
@@ -37,6 +36,7 @@ from deepseek_review.git.diff import Diff
 from deepseek_review.git.objects import UNSHALLOW_HINT, read_blobs, short, tree_entries
 from deepseek_review.git.runner import has_unsafe_chars, in_git_work_tree
 from deepseek_review.options.table import name_of
+from deepseek_review.records.canonical import sha256_tag
 
 
 def blob_file(path: str, data: bytes, max_file_bytes: int) -> ContextFile | Skipped:
@@ -81,10 +81,28 @@ def gather_at_commit(
         raise InputError(f"no context given: pass {name_of('context')} with a file, folder or glob")
     if not in_git_work_tree(root):
         raise InputError(f"{name_of('rev')}: the repository root {root} is not a git work tree")
+    ranges: dict[str, RangeSpec] = {}
+    entries, named, left_out = _listed_at_commit(root, commit, specs, excludes, outputs, ranges)
+    why = f"matches {name_of('exclude')}"
+    skipped = [Skipped(p, why, KIND_EXCLUDED) for p in left_out if p not in entries]
+    out = _read_at_commit(root, commit, entries, named, limits, skipped, ranges)
+    return out, skipped
+
+
+def _listed_at_commit(
+    root: Path,
+    commit: str,
+    specs: Sequence[str],
+    excludes: Sequence[str],
+    outputs: Sequence[Output],
+    ranges: dict[str, RangeSpec],
+) -> tuple[dict[str, str], set[str], dict[str, None]]:
+    """The blobs ``specs`` list in ``commit`` (path to blob id, in order), the paths named
+    exactly, and the paths a folder or glob listed that ``excludes`` leaves out; the lines of
+    the files named with a range (``path#L120-L260``) go into ``ranges``."""
     entries: dict[str, str] = {}
     named: set[str] = set()
     left_out: dict[str, None] = {}
-    ranges: dict[str, RangeSpec] = {}
     for spec in specs:
         clean = spec.removeprefix("./").rstrip("/") or "."
         if has_unsafe_chars(spec) or spec.startswith("/") or ".." in clean.split("/"):
@@ -121,10 +139,23 @@ def gather_at_commit(
             found = [e for e in found if e.path not in out_of]
         for e in found:
             entries.setdefault(e.path, e.oid)
+    return entries, named, left_out
+
+
+def _read_at_commit(
+    root: Path,
+    commit: str,
+    entries: dict[str, str],
+    named: set[str],
+    limits: ContextLimits,
+    skipped: list[Skipped],
+    ranges: dict[str, RangeSpec],
+) -> list[tuple[ContextFile, str]]:
+    """The listed blobs read as context files (the lines ``ranges`` names of a file named with
+    a range), each with its blob id, within ``limits``; what cannot be sent is added to
+    ``skipped``, or refused when its path was named exactly."""
     blobs = read_blobs(root, list(entries.values()))
     out: list[tuple[ContextFile, str]] = []
-    why = f"matches {name_of('exclude')}"
-    skipped = [Skipped(p, why, KIND_EXCLUDED) for p in left_out if p not in entries]
     total = 0
     for path, oid in entries.items():
         if has_unsafe_chars(path):
@@ -154,7 +185,7 @@ def gather_at_commit(
                 f"{name_of('max_context_bytes')} {limits.max_context_bytes}"
             )
         out.append((f, oid))
-    return out, skipped
+    return out
 
 
 def _in_commit(root: Path, commit: str, spec: str) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from deepseek_review.context.types import ContextFile, plural
+from deepseek_review.context.types import ContextFile
 from deepseek_review.errors import MissingObject
 from deepseek_review.git.objects import (
     UNSHALLOW_HINT,
@@ -32,14 +32,14 @@ from deepseek_review.git.objects import (
 from deepseek_review.git.runner import git_facts, git_output, in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.lines import valid_lines
+from deepseek_review.util.textsafe import plural
 
 if TYPE_CHECKING:
     from deepseek_review.records.rebuild import Reader
 
 
 class FilePin(NamedTuple):
-    """Where a context file's bytes can be read again (a named tuple: one is made for every
-    context file, 20,000 for a large folder, at a third of a frozen dataclass's cost)."""
+    """Where a context file's bytes can be read again."""
 
     path: str
     blob: str | None = None

@@ -20,9 +20,11 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from deepseek_review.chat.tokens import bytes_as_tokens
-from deepseek_review.context.types import ContextFile, LineRange, is_glob, plural, sha256_tag
+from deepseek_review.context.types import ContextFile, LineRange, is_glob
 from deepseek_review.errors import InputError
+from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.lines import line_count, line_slice
+from deepseek_review.util.textsafe import plural
 
 #: ``#L120``, ``#L120-L260`` (or ``-260``): the end of a spec, from its last ``#L``.
 _RANGE = re.compile(r"#L([0-9]+)(?:-L?([0-9]+))?")

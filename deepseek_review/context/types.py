@@ -7,7 +7,6 @@ takes a gathered file list (prompt framing, the secret scan, records).
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,8 +25,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 class ContextFile(NamedTuple):
-    """One file as it goes into the prompt (a named tuple: a gathering makes one per file,
-    20,000 for a large folder, at half a frozen dataclass's cost)."""
+    """One file as it goes into the prompt."""
 
     path: str
     """Repo-relative POSIX path, as receipts name it."""
@@ -149,14 +147,6 @@ def written_by_tool(rel: str) -> bool:
         return False
     _, base, _, suffix = name_order(name)
     return bool(suffix) and topic_of(base) is not None and _STAMP_END.search(base) is not None
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def sha256_tag(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def is_glob(spec: str) -> bool:

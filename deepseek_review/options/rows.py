@@ -1,7 +1,7 @@
 """The option table's rows: every option once, with its type, default, scopes, checks and help.
 
 Add an option here (one row) and run ``scripts/option_schemas.py``, ``scripts/option_docs.py``
-and ``scripts/readme_help.py``; everything else is derived (:mod:`deepseek_review.options.table`).
+and ``scripts/cli_reference.py``; everything else is derived (:mod:`deepseek_review.options.table`).
 """
 
 from __future__ import annotations

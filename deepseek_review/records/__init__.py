@@ -12,6 +12,6 @@ one canonical JSON encoding and the strict readers. :mod:`.stored` loads a segme
 and record); :mod:`.index` finds chains of segments from their receipts (owners,
 continuations, forks, loops) for ``show``, ``continue``, batch resume and ``verify`` alike.
 
-Nothing is imported here: each caller imports the module it needs (verify must not pay for
+Nothing is imported here: each caller imports the module it needs (verify needs little of
 what a review needs, and the other way round).
 """

@@ -42,9 +42,9 @@ class FileRef:
 
 
 def file_ref(path: str, sha256: str, size: int, lines: Lines | None = None) -> FileRef:
-    """``FileRef(path, sha256, size, lines)``, equal in every way, made at half its cost:
-    without the frozen dataclass's ``__init__`` (guarded ``object.__setattr__`` calls), its
-    fields written straight into the new instance's ``__dict__``. Framing makes one per file."""
+    """``FileRef(path, sha256, size, lines)``, equal in every way, made without the frozen
+    dataclass's ``__init__``: its fields are written straight into the new instance's
+    ``__dict__``. Framing makes one per file."""
     ref = _new(FileRef)
     fields = ref.__dict__
     fields["path"] = path

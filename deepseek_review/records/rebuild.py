@@ -135,13 +135,13 @@ def escaped_utf8(data: bytes) -> bytes | None:
 
     With ``ensure_ascii=False`` JSON escapes only ``\\``, ``"`` and the control characters,
     all ASCII, whose bytes never occur inside a multi-byte UTF-8 sequence: so the common
-    ones are replaced in place; text with rarer control characters takes the slow road.
+    ones are replaced in place; text with rarer control characters is escaped as a string.
     """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if data.translate(None, _NOT_RARE_CONTROL):  # what is left is small: 5x a regex search
+    if data.translate(None, _NOT_RARE_CONTROL):  # a rare control character: escape in full
         return escaped(text)
     return (
         data.replace(b"\\", b"\\\\")
@@ -198,8 +198,8 @@ class Rebuilder:
         concatenation of its parts' escaped forms, each escaped once per run. The rest of
         the body is serialised with a placeholder (where the messages go, when each is only
         a role and a content, the tool's form; else one per content), and the hash is fed
-        the pieces. Only a match counts (:meth:`check`): this path can make a run faster,
-        never more lenient.
+        the pieces. Only a match counts (:meth:`check`): this path can spare work, never make
+        a check more lenient.
 
         It reads the body itself, taking only the forms :func:`.parts.parse_messages` takes
         (anything else: None, and the reference decides), so that the records of a run are

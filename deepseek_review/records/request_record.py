@@ -264,7 +264,7 @@ class Response:
             raise _invalid(where, "$.response.usage", "a usage object of three integers")
         if keys is not None:
             try:
-                "".join(keys)  # the quickest check that every item is a string
+                "".join(keys)  # fails unless every item is a string
             except TypeError:
                 raise _invalid(where, "$.response.message_keys", "a list of strings") from None
             v[3] = tuple(keys)
@@ -302,8 +302,7 @@ class Continuation:
 class RequestRecord:
     """One request record. ``body`` is the request body with ``$parts`` contents.
 
-    Read-only by convention, not frozen: ``verify`` builds one per receipt, and a frozen
-    dataclass costs several times as much to build.
+    Read-only by convention, not frozen: ``verify`` builds one per receipt.
     """
 
     body: Mapping[str, Any]
@@ -399,7 +398,7 @@ class RequestRecord:
         v = _TOP.values(data, where)
         response, cont, template, files, found = v[8], v[9], v[10], v[11], v[12]
         git = v[13]
-        return cls(  # positional, in field order: the quickest way to build one
+        return cls(  # positional, in field order
             data["body"],
             v[0],
             v[1],

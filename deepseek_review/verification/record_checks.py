@@ -312,8 +312,8 @@ def _disagreements(rel: str, d: dict[str, Any], record: RequestRecord) -> str:
 
 
 def _listed(record: RequestRecord) -> list[str]:
-    """The receipt's ``context_files`` as the record says them (each path once); the git
-    modules are imported only for a record pinned to git."""
+    """The receipt's ``context_files`` as the record says them (each path once; a record
+    pinned to git adds the paths its pins name)."""
     paths = [f.path for f in record.context_files or ()]
     if record.git is None:
         return list(dict.fromkeys(paths))  # what receipt_paths gives without git

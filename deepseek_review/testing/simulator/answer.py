@@ -239,7 +239,8 @@ def prompt_token_estimate(messages: Sequence[Mapping[str, Any]]) -> int:
 
 @functools.lru_cache(maxsize=256)
 def _count_prompt_tokens(text: str) -> int:
-    """Cached: benchmarks resend the same large prompts, and the regex dominates per request."""
+    """Cached: the same large prompt is often sent again (a continuation resends it), and
+    counting its tokens is most of the simulator's work per request."""
     return sum(1 for _ in _PROMPT_TOKEN_RE.finditer(text))
 
 

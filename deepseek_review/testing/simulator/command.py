@@ -123,7 +123,7 @@ _FAULTS_HELP = "\n".join(
 
 
 #: Where ``deepseek-review simulator`` listens unless told otherwise: next to Ollama's 11434,
-#: a port the README's examples can name (the library's :class:`Simulator` picks a free one).
+#: a port the docs' examples can name (the library's :class:`Simulator` picks a free one).
 DEFAULT_PORT = 11435
 
 #: The flags, in ``--help`` order: (the :class:`SimulatorConfig` field, its help, argparse
