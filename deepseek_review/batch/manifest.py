@@ -40,6 +40,7 @@ from deepseek_review.batch.manifest_share import ContextCache, EntryOptions, Pro
 from deepseek_review.chat.types import RetryPolicy, Timeouts
 from deepseek_review.context.gather import Output
 from deepseek_review.context.places import refuse_git_data, refuse_ignored
+from deepseek_review.context.ranges import parse_range
 from deepseek_review.context.types import is_glob
 from deepseek_review.errors import ConfigError, InputError, NothingNew, ReviewError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
@@ -162,15 +163,20 @@ def _named_files(root: Path, specs: Sequence[str]) -> list[tuple[str, str, str]]
     what it ignores), as (key, spelled, repo-relative path); what does not resolve is left to
     gathering, which words its own refusal."""
     named = []
-    for spec in specs:
+    for given in specs:
+        try:  # a range names lines of the file before ``#L``: that file must not be ignored
+            ranged = parse_range(given, lambda s: os.path.lexists(root / s))
+        except ReviewError:
+            continue
+        spec = given if ranged is None else ranged.path
         if is_glob(spec) and not os.path.lexists(root / spec):
             continue
         try:
             resolved, rel = resolve_inside(root, spec, what="context path")
         except ReviewError:
             continue
-        refuse_git_data(root, spec, resolved, what=name_of("context"))
-        named.append((name_of("context"), spec, rel))
+        refuse_git_data(root, given, resolved, what=name_of("context"))
+        named.append((name_of("context"), given, rel))
     return named
 
 

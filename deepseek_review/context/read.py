@@ -343,7 +343,7 @@ def _quick(opener: Opener, rel: str, max_file_bytes: int) -> ContextFile | None:
             if len(data) <= size and b"\0" not in data:
                 tag = "sha256:" + hashlib.sha256(data).hexdigest()
                 # tuple.__new__: the named tuple without its Python-level __new__ (equal)
-                got = _new(ContextFile, (rel, data.decode("utf-8"), tag, len(data)))
+                got = _new(ContextFile, (rel, data.decode("utf-8"), tag, len(data), None, None))
     except (OSError, UnicodeDecodeError):
         got = None
     try:

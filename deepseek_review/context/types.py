@@ -30,11 +30,31 @@ class ContextFile(NamedTuple):
     path: str
     """Repo-relative POSIX path, as receipts name it."""
     text: str
-    """The file's text (decoded UTF-8, byte for byte what is sent)."""
+    """The file's text (decoded UTF-8, byte for byte what is sent): with ``lines``, only those
+    lines of it."""
     sha256: str
-    """``sha256:<hex>`` of the file's bytes."""
+    """``sha256:<hex>`` of the bytes sent (the whole file's, or its lines')."""
     size: int
-    """Size in bytes."""
+    """Size in bytes of what is sent."""
+    lines: LineRange | None = None
+    """Only these lines of the file are sent (``path#L120-L260``); None: the whole file."""
+    whole: ContextFile | None = None
+    """With ``lines``: the whole file as read (what it is pinned by); the ranges of one file
+    share it. Dropped once pinned (a plan keeps ``lines`` only)."""
+
+
+class LineRange(NamedTuple):
+    """A range of a file's lines (1-based, inclusive) and how many lines the file has."""
+
+    first: int
+    last: int
+    total: int | None = None
+    """The file's lines (None: not known, e.g. a continuation rebuilt from its record)."""
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(first, last)``, as a record says it."""
+        return self.first, self.last
 
 
 @dataclass(frozen=True)

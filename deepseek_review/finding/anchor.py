@@ -2,9 +2,10 @@
 
 A finding is anchored to its lines only when its path is one of the review's context files
 and its lines exist in that file's *reviewed* version (the text whose hash the request record
-holds), and, for a review of a diff, when its lines lie inside one hunk of the diff (GitHub
-rejects a review comment anywhere else with HTTP 422: :mod:`.hunks`; the cited lines are then
-the hunk's). Otherwise it is kept, demoted to the file (its path is a context file, or a
+holds; of a file reviewed in part, lines as the file numbers them, inside the range), and,
+for a review of a diff, when its lines lie inside one hunk of the diff (GitHub rejects a
+review comment anywhere else with HTTP 422: :mod:`.hunks`; the cited lines are then the
+hunk's). Otherwise it is kept, demoted to the file (its path is a context file, or a
 file the change deleted) or to the review (it is not, or it is not a location inside the
 repository at all: :mod:`.location`), with the reason.
 """
@@ -12,7 +13,7 @@ repository at all: :mod:`.location`), with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from deepseek_review.finding.fingerprint import fingerprint
 from deepseek_review.finding.hunks import DELETED, NewSide, parse_diff
@@ -32,6 +33,9 @@ class Reviewed:
     texts: Mapping[str, str | None]
     unavailable: Mapping[str, str]
     change: NewSide | None = None
+    ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """The files of which only some lines were reviewed: (first, last) of the file, whose
+    text ``texts`` holds (a finding cites the file's own line numbers)."""
 
 
 def diff_hunks(diff: str) -> Hunks:
@@ -93,12 +97,17 @@ def _claimed(f: Finding, seen: Reviewed) -> Placed:
     if text is None:
         return "file", seen.unavailable.get(f.path, "its reviewed text is not available"), ()
     lines = file_lines(text)
-    if f.end_line > len(lines):
+    first, last = seen.ranges.get(f.path) or (1, len(lines))
+    if f.path in seen.ranges and (f.start_line < first or f.end_line > last):
+        span = f"{f.start_line}-{f.end_line}"
+        why = f"lines {span} of {f.path} are outside the lines reviewed ({first}-{last})"
+        return "file", why, ()
+    if f.end_line > last:
         return "file", f"{f.path} has {len(lines)} lines; line {f.end_line} does not exist", ()
     if seen.change is not None:
         why = "only lines inside a hunk of the diff are anchored"
         return "file", f"{f.path} is a whole context file, not part of the change: {why}", ()
-    return "line", "", tuple(lines[f.start_line - 1 : f.end_line])
+    return "line", "", tuple(lines[f.start_line - first : f.end_line - first + 1])
 
 
 def anchor(findings: Sequence[Finding], seen: Reviewed, review: str) -> list[Anchored]:

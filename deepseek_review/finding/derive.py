@@ -24,6 +24,7 @@ from deepseek_review.finding.model import SEVERITIES, Anchored, rank
 from deepseek_review.git.runner import git_output
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import stitched_text
+from deepseek_review.records.lines import Lines, describe, line_slice
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import repo_reader
 from deepseek_review.records.stored import ChainSegment
@@ -84,33 +85,41 @@ def _receipt_summary(seg: ChainSegment) -> dict[str, str]:
     }
 
 
-def reviewed_texts(root: Path, refs: Mapping[str, str], change: NewSide | None = None) -> Reviewed:
-    """Each file's text as reviewed (``refs``: path → recorded sha256): the working tree's
-    or ``HEAD``'s, whichever hashes as recorded; otherwise None, with why. ``change``: a
-    diff review's change."""
+def reviewed_texts(
+    root: Path, refs: Mapping[str, tuple[str, Lines | None]], change: NewSide | None = None
+) -> Reviewed:
+    """Each file's text as reviewed (``refs``: path → recorded sha256 and, for a range, its
+    lines, cut from the file): the working tree's or ``HEAD``'s, whichever hashes as
+    recorded; otherwise None, with why. ``change``: a diff review's change."""
     texts: dict[str, str | None] = {}
     unavailable: dict[str, str] = {}
+    ranges: dict[str, Lines] = {}
     read = repo_reader(root)
-    for path, sha in refs.items():
+    for path, (sha, lines) in refs.items():
         text = None
         for get in (read, lambda p: git_output(root, "cat-file", "blob", f"HEAD:{p}")):
             data = get(path)  # HEAD (a git process) only when the tree's file differs
+            if data is not None and lines is not None:
+                data = line_slice(data, *lines)
             if data is not None and sha256_tag(data) == sha:
                 text = data.decode("utf-8", "replace")
                 break
         texts[path] = text
+        if lines is not None:
+            ranges[path] = lines
         if text is None:
+            what = path if lines is None else f"{path} ({describe(lines)})"
             unavailable[path] = (
-                f"{path} is no longer as reviewed (neither the working tree nor HEAD holds "
+                f"{what} is no longer as reviewed (neither the working tree nor HEAD holds "
                 "the recorded sha256)"
             )
-    return Reviewed(texts, unavailable, change)
+    return Reviewed(texts, unavailable, change, ranges)
 
 
 def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
     """Each context file of a chain's requests as the review saw it, or why it cannot be
     had (a segment without a request record names its files but not their hashes)."""
-    refs: dict[str, str] = {}
+    refs: dict[str, tuple[str, Lines | None]] = {}
     unknown: dict[str, str] = {}
     for seg in chain:
         if seg.record is None:
@@ -118,10 +127,10 @@ def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
                 unknown.setdefault(path, f"{seg.receipt_path} has no request record")
             continue
         for path, ref in file_refs(seg.record.messages).items():
-            refs.setdefault(path, ref.sha256)
+            refs.setdefault(path, (ref.sha256, ref.lines))
     seen = reviewed_texts(root, {p: h for p, h in refs.items() if p not in unknown})
     texts = {**dict.fromkeys(unknown), **seen.texts}
-    return Reviewed(texts, {**unknown, **seen.unavailable}, recorded_change(chain))
+    return Reviewed(texts, {**unknown, **seen.unavailable}, recorded_change(chain), seen.ranges)
 
 
 def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:

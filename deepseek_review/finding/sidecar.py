@@ -28,6 +28,7 @@ from deepseek_review.git.runner import read_regular_file, resolve_inside
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import find_chain, stitched_text
 from deepseek_review.records.index import ReceiptIndex
+from deepseek_review.records.lines import Lines
 from deepseek_review.records.naming import sibling
 from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.records.stored import ChainSegment
@@ -44,11 +45,13 @@ def sidecar_bytes(text: str, seen: Reviewed, review: str) -> bytes:
     return render(Collected([found], merge([found]), []), "json").encode("utf-8")
 
 
-def hook(root: Path, files: Iterable[tuple[str, str]], change: NewSide | None = None) -> Hook:
-    """The hook ``run --findings`` gives the segment writer; ``files``: (path, sha256) of
-    the context files as sent (their texts are read back and checked against the hash);
+def hook(
+    root: Path, files: Iterable[tuple[str, str, Lines | None]], change: NewSide | None = None
+) -> Hook:
+    """The hook ``run --findings`` gives the segment writer; ``files``: (path, sha256, lines)
+    of the context files as sent (their texts are read back and checked against the hash);
     ``change``: a diff review's change, as the request shows it (:func:`.hunks.change_in`)."""
-    refs = dict(files)
+    refs = {path: (sha, lines) for path, sha, lines in files}
 
     def make(text: str, review: str) -> bytes | None:
         try:

@@ -66,7 +66,8 @@ TABLE: tuple[Option, ...] = (
            "revision (in CI on a pull request: the base branch); see the trust model",
            frozenset({"batch", "run", "continue", "show", ENV}), aliases=("--resume-from",),
            refusal="a file under review must not choose which revision is trusted"),
-    Option("context", "paths", (), "A file, folder or glob inside the repository (repeatable)",
+    Option("context", "paths", (),
+           "A file (path#L120-L260: those lines), folder or glob in the repository (repeatable)",
            frozenset({"run", ENTRY, DEFAULTS}), short="-c", review=True, under_root=True),
     Option("exclude", "paths", (),
            "Leave out what a folder or glob lists that matches this git pathspec "

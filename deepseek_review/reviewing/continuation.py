@@ -29,6 +29,7 @@ from deepseek_review.chat.types import ProgressFn, RetryPolicy, Timeouts, Usage
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.context.pins import pinned_reader
 from deepseek_review.context.places import refuse_git_data
+from deepseek_review.context.types import LineRange
 from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
 from deepseek_review.options.merge import (
@@ -127,7 +128,13 @@ def rebuild_base(
     )
     texts = rebuilt.texts
     files = [
-        ContextFile(path, texts[path], ref.sha256, len(texts[path].encode("utf-8")))
+        ContextFile(
+            path,
+            texts[path],
+            ref.sha256,
+            len(texts[path].encode("utf-8")),
+            None if ref.lines is None else LineRange(*ref.lines),
+        )
         for path, ref in file_refs(messages).items()
     ]
     return wire, files

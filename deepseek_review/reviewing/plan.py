@@ -350,7 +350,7 @@ def plan_review(
     # From here the texts live in ``texts`` only, which the body takes as it is written; the
     # plan keeps what the record needs (path, hash, size): the body is the one large thing left.
     texts = {f.path: f.text for f in files}
-    files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
+    files = [ContextFile(f.path, "", f.sha256, f.size, f.lines) for f in files]
     change_lines = _lines(gitplan.scanned[0].text) if gitplan.scanned else None
     del gitplan
     prepared = prepare(body_options, messages, texts, sizes)

@@ -23,6 +23,7 @@ from deepseek_review.context.pins import receipt_paths
 from deepseek_review.errors import OutputError
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import claim_answer, sibling_paths, stem_for, utc_stamp
+from deepseek_review.records.parts import has_ranges
 from deepseek_review.records.receipt import (
     CONTINUATION,
     PRIMARY,
@@ -30,7 +31,13 @@ from deepseek_review.records.receipt import (
     created_at,
     validated_bytes,
 )
-from deepseek_review.records.request_record import Continuation, FileEntry, RequestRecord, Response
+from deepseek_review.records.request_record import (
+    Continuation,
+    FileEntry,
+    RequestRecord,
+    Response,
+    version_for,
+)
 from deepseek_review.records.storage import PRIVATE_MODE, crash_at, crash_point, write_output
 from deepseek_review.reviewing.request import PreparedRequest
 from deepseek_review.signing.hook import after_receipt
@@ -196,7 +203,9 @@ def _record(
     """The request record of the segment: what was sent, and what came back."""
     c = spec.completion
     is_cont = spec.continuation is not None
+    ranged = any(has_ranges(m.parts) for m in spec.prepared.messages)
     return RequestRecord(
+        record=version_for(ranged),
         tool=f"deepseek-review {__version__}",
         kind="continuation" if is_cont else "primary",
         created_at=created_at(now),
@@ -223,7 +232,10 @@ def _record(
         ),
         continuation=spec.continuation,
         template=spec.template,
-        context_files=tuple(FileEntry(f.path, f.sha256, f.size) for f in spec.context_files),
+        context_files=tuple(
+            FileEntry(f.path, f.sha256, f.size, None if f.lines is None else f.lines.span)
+            for f in spec.context_files
+        ),
         findings=findings,
         git=spec.git,
     )

@@ -21,6 +21,7 @@ from deepseek_review.git.diff import Change, Diff, DiffSettings, Range, make_dif
 from deepseek_review.git.objects import UNSHALLOW_HINT, BlobStore, is_oid, short
 from deepseek_review.git.runner import in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.lines import describe, line_slice
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import Reader
 from deepseek_review.records.request_record import RequestRecord
@@ -87,8 +88,20 @@ def check_pinned(
 
     def digest(path: str) -> str:
         data = read(path) or b""
+        lines = refs[path].lines
+        if lines is not None:  # the pin is of the whole file; the reference of its lines
+            cut = line_slice(data, *lines)
+            return "" if cut is None else sha256_tag(cut)
         return sha256_tag(data) if path in got.from_git else hashes.sha256(path, data)
 
+    unlike = [p for p, ref in refs.items() if p in pins and pins[p].lines != ref.lines]
+    if unlike:
+        return CheckResult(
+            "prompt",
+            "fail",
+            f"the request record pins other lines of {listing(unlike)} than its body "
+            "references (the record was altered)",
+        )
     bad = [p for p, ref in refs.items() if p in got.pinned and digest(p) != ref.sha256]
     if bad:
         return CheckResult(
@@ -104,8 +117,9 @@ def check_pinned(
     if change is not None:
         return change if isinstance(change, CheckResult) else soft(strict, "prompt", change)
     by_how: dict[str, list[str]] = {}
-    for p in refs:
-        by_how.setdefault(pins[p].how if p in pins else "working tree", []).append(p)
+    for p, ref in refs.items():
+        shown = p if ref.lines is None else f"{p} ({describe(ref.lines)})"
+        by_how.setdefault(pins[p].how if p in pins else "working tree", []).append(shown)
     reread = [f"{listing(paths)} from {how}" for how, paths in by_how.items()]
     r = _range(git)
     if isinstance(git.get("diff"), Mapping) and r is not None:
