@@ -160,3 +160,12 @@ def test_markdown_keeps_a_finding_in_its_table_row():
 
 def test_the_json_export_validates_against_its_published_schema():
     assert_valid_findings_json(json.loads(render(collected(), "json")))
+
+
+def test_every_sarif_rule_carries_the_full_description_and_help_github_requires():
+    rules = to_sarif(collected())["runs"][0]["tool"]["driver"]["rules"]
+    assert rules
+    for rule in rules:
+        assert rule["fullDescription"]["text"]
+        assert rule["help"]["text"] and rule["help"]["markdown"]
+        assert "deepseek-review verify" in rule["help"]["text"]

@@ -80,6 +80,33 @@ def _result(a: Anchored, rule_index: int) -> dict[str, Any]:
     return result
 
 
+def _rule(a: Anchored) -> dict[str, Any]:
+    """One rule per category, described as GitHub's code scanning requires (a full
+    description and help, in text and markdown): what such a result is and how to check it."""
+    category = a.finding.category
+    full = (
+        f"A finding of category {category!r} stated by a model in a review made by "
+        "deepseek-review; the result names the review's answer file, and the run's "
+        "properties list the receipts it was derived from."
+    )
+    check = (
+        "Read the finding against the code it is anchored to; the review it comes from is "
+        "proved by its receipt: run deepseek-review verify on the review's folder."
+    )
+    return {
+        "id": a.rule_id,
+        "name": category,
+        "shortDescription": {"text": f"Review finding: {category}"},
+        "fullDescription": {"text": full},
+        "help": {
+            "text": check,
+            "markdown": f"{check.replace('deepseek-review verify', '`deepseek-review verify`')}"
+            f"\n\nMore: [deepseek-review]({HOME}).",
+        },
+        "helpUri": HOME,
+    }
+
+
 def to_sarif(collected: Collected) -> dict[str, Any]:
     """The SARIF log of the collected findings."""
     rules: dict[str, int] = {}
@@ -88,13 +115,7 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
     for a in collected.findings:
         if a.rule_id not in rules:
             rules[a.rule_id] = len(rule_list)
-            rule_list.append(
-                {
-                    "id": a.rule_id,
-                    "name": a.finding.category,
-                    "shortDescription": {"text": f"Review finding: {a.finding.category}"},
-                }
-            )
+            rule_list.append(_rule(a))
         results.append(_result(a, rules[a.rule_id]))
     return {
         "$schema": SARIF_SCHEMA,
