@@ -5,10 +5,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONTRACT_STAMP := $(VENV)/.installed-contract
+SARIF_MT_DIR := $(VENV)/sarif-multitool
+SARIF_MT := $(SARIF_MT_DIR)/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool
 DOCS_STAMP := $(VENV)/.installed-docs
 TESTS  ?=
 
-.PHONY: venv test test-slow test-contract lint demo docs bench clean
+.PHONY: venv test test-slow test-contract lint demo docs bench clean sarif-multitool
 
 venv: $(STAMP)
 
@@ -26,6 +28,13 @@ test: $(STAMP)
 ## The slow fault and crash suites (marked slow); .ci/run runs them after make test.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
+
+## Microsoft's SARIF Multitool (npm; a .NET binary for Linux): tests/test_sarif_multitool.py runs
+## its SARIF and GitHub rules over the SARIF the tool writes when it is here; .ci/run installs it.
+$(SARIF_MT):
+	npm install --silent --no-audit --no-fund --prefix $(SARIF_MT_DIR) @microsoft/sarif-multitool@5.7.0
+
+sarif-multitool: $(SARIF_MT)
 
 ## The contract extra: llama-cpp-python compiles llama.cpp (CPU only; minutes on 2 cores the
 ## first time, seconds once pip's wheel cache holds the wheel). Its own stamp, so make test

@@ -21,7 +21,7 @@ from deepseek_review.finding.extract import extract
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
-from deepseek_review.git.runner import git_output
+from deepseek_review.git.runner import git_output, read_regular_file, resolve_inside
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import stitched_text
 from deepseek_review.records.lines import Lines, describe, line_slice
@@ -38,6 +38,32 @@ class ReviewFindings:
     """The last segment's answer (where review-level findings are shown)."""
     receipts: tuple[dict[str, str], ...]
     findings: tuple[Anchored, ...]
+    extents: Mapping[str, int] = field(default_factory=dict)
+    """The number of lines of each file a finding is shown on as a whole (a finding demoted
+    to its file or to the review's answer): a SARIF region covering the whole file."""
+
+
+def line_count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _extents(root: Path, last: str, seen: Reviewed, found: Sequence[Anchored]) -> dict[str, int]:
+    """:attr:`ReviewFindings.extents` of the findings not shown on their lines."""
+    out: dict[str, int] = {}
+    for a in found:
+        if a.anchored or a.where is None or a.where in out:
+            continue
+        text = seen.texts.get(a.finding.path) if a.level == "file" else None
+        if a.level == "review":
+            try:
+                text = read_regular_file(resolve_inside(root, last, what="answer")[0]).decode(
+                    "utf-8", "replace"
+                )
+            except (OSError, InputError):
+                text = None
+        if text is not None:
+            out[a.where] = line_count(text)
+    return out
 
 
 @dataclass
@@ -69,6 +95,10 @@ class Collected:
         """The findings whose path is not a location inside the repository (shown on their
         review, or on no file: :mod:`.location`)."""
         return [a for a in self.findings if refusal(a.finding.path) or a.where is None]
+
+    def extents(self) -> dict[str, int]:
+        """The line counts of the files findings are shown on as a whole (every review's)."""
+        return {k: n for r in self.reviews for k, n in r.extents.items()}
 
     def at_or_above(self, severity: str) -> list[Anchored]:
         return [a for a in self.findings if rank(a.finding.severity) <= rank(severity)]
@@ -158,9 +188,10 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
                 f"{seg.record_path}); not read as part of the review"
             )
     last = chain[-1].answer_path
-    found = derive_text(stitched_text(root, list(chain)), reviewed_version(root, chain), last)
+    seen = reviewed_version(root, chain)
+    found = derive_text(stitched_text(root, list(chain)), seen, last)
     receipts = tuple(_receipt_summary(s) for s in chain)
-    return ReviewFindings(last, receipts, tuple(found))
+    return ReviewFindings(last, receipts, tuple(found), _extents(root, last, seen, found))
 
 
 #: The bundled templates that ask the model for no findings block.

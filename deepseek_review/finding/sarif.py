@@ -28,14 +28,19 @@ def _artifact(where: str) -> dict[str, str]:
     return {"uri": sarif_uri(where), "uriBaseId": "%SRCROOT%"}
 
 
-def _locations(a: Anchored) -> list[dict[str, Any]]:
-    """Its one location (lines only when anchored), or none when :attr:`Anchored.where`
-    is not a file inside the repository."""
+def _locations(a: Anchored, extents: dict[str, int]) -> list[dict[str, Any]]:
+    """Its one location: its lines when anchored, else the whole file it is shown on (when
+    its length is known); none when :attr:`Anchored.where` is not a file inside the
+    repository."""
     if a.where is None:
         return []
     physical: dict[str, Any] = {"artifactLocation": _artifact(a.where)}
     if a.anchored:
         physical["region"] = {"startLine": a.finding.start_line, "endLine": a.finding.end_line}
+    elif a.where in extents:
+        n = extents[a.where]
+        whole = {"startLine": 1, "endLine": n} if n else {"charOffset": 0, "charLength": 0}
+        physical["region"] = whole
     return [{"physicalLocation": physical}]
 
 
@@ -57,14 +62,14 @@ def _fix(a: Anchored, where: str) -> dict[str, Any]:
     }
 
 
-def _result(a: Anchored, rule_index: int) -> dict[str, Any]:
+def _result(a: Anchored, rule_index: int, extents: dict[str, int]) -> dict[str, Any]:
     f = a.finding
     result: dict[str, Any] = {
         "ruleId": a.rule_id,
         "ruleIndex": rule_index,
         "level": LEVELS[f.severity],
         "message": {"text": f"{f.title}\n\n{f.message}"},
-        "locations": _locations(a),
+        "locations": _locations(a, extents),
         "partialFingerprints": {KEY: a.fingerprint},
         "properties": {
             "severity": f.severity,
@@ -112,11 +117,12 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
     rules: dict[str, int] = {}
     rule_list: list[dict[str, Any]] = []
     results = []
+    extents = collected.extents()
     for a in collected.findings:
         if a.rule_id not in rules:
             rules[a.rule_id] = len(rule_list)
             rule_list.append(_rule(a))
-        results.append(_result(a, rules[a.rule_id]))
+        results.append(_result(a, rules[a.rule_id], extents))
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
