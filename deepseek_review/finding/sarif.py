@@ -35,20 +35,20 @@ def _locations(a: Anchored) -> list[dict[str, Any]]:
         return []
     physical: dict[str, Any] = {"artifactLocation": _artifact(a.where)}
     if a.anchored:
-        physical["region"] = {"startLine": a.finding.start_line, "endLine": a.finding.end_line}
+        physical["region"] = {"startLine": a.start_line, "endLine": a.end_line}
     return [{"physicalLocation": physical}]
 
 
 def _fix(a: Anchored, where: str) -> dict[str, Any]:
     f = a.finding
     return {
-        "description": {"text": f"Replace lines {f.start_line}-{f.end_line}"},
+        "description": {"text": f"Replace lines {a.start_line}-{a.end_line}"},
         "artifactChanges": [
             {
                 "artifactLocation": _artifact(where),
                 "replacements": [
                     {
-                        "deletedRegion": {"startLine": f.start_line, "endLine": f.end_line},
+                        "deletedRegion": {"startLine": a.start_line, "endLine": a.end_line},
                         "insertedContent": {"text": f.suggestion or ""},
                     }
                 ],
@@ -71,10 +71,14 @@ def _result(a: Anchored, rule_index: int) -> dict[str, Any]:
             "category": f.category,
             "anchor": a.level,
             "claimedLocation": f"{f.path}:{f.start_line}-{f.end_line}",
+            **({"quote": f.quote} if f.quote is not None else {}),
+            **({"quoteMatch": a.quote_match} if a.quote_match is not None else {}),
             **({"unanchoredReason": a.reason} if a.reason else {}),
             "review": a.review,
         },
     }
+    if a.baseline is not None:
+        result["baselineState"] = a.baseline
     if a.anchored and f.suggestion is not None and a.where is not None:
         result["fixes"] = [_fix(a, a.where)]
     return result
@@ -85,7 +89,8 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
     rules: dict[str, int] = {}
     rule_list: list[dict[str, Any]] = []
     results = []
-    for a in collected.findings:
+    # Against a baseline, its findings gone now are results too, "absent" (SARIF 3.27.24).
+    for a in [*collected.findings, *collected.absent]:
         if a.rule_id not in rules:
             rules[a.rule_id] = len(rule_list)
             rule_list.append(
