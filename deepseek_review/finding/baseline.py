@@ -1,4 +1,4 @@
-"""A baseline: the findings of an earlier run, so a run says which of its findings are new.
+"""Findings against a baseline, an earlier run's: new, unchanged, or absent now.
 
 A finding's identity is its fingerprint (:mod:`.fingerprint`: rule, path, and the quoted or
 cited text, never line numbers), so a problem keeps it when lines move. Each current finding
