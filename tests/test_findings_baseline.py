@@ -260,3 +260,13 @@ def test_a_missing_baseline_is_an_input_error_naming_it(repo, cli, make_stub, tm
     got = cli("findings", answer, "--baseline", str(tmp_path / "gone.sarif"))
     assert got.code == 3
     assert f"--baseline {tmp_path / 'gone.sarif'}: no such file or folder" in got.err
+
+
+def test_a_baseline_folder_outside_the_repository_is_an_input_error_naming_the_flag(
+    repo, cli, make_stub, tmp_path
+):
+    answer = review(cli, make_stub, "push1", divides(2))
+    (tmp_path / "elsewhere").mkdir()
+    got = cli("findings", answer, "--baseline", str(tmp_path / "elsewhere"))
+    assert got.code == 3
+    assert f"error: --baseline {tmp_path / 'elsewhere'}: outside" in got.err

@@ -5,7 +5,9 @@ location (lines only when anchored, the file when demoted to it, the review's an
 when demoted to the review; a percent-encoded URI relative to ``%SRCROOT%``, never outside
 it: :mod:`.location`), a fix when the finding suggests replacement text for its
 lines, and ``partialFingerprints`` from content (:mod:`.fingerprint`). The receipts the
-findings were derived from are in the run's properties.
+findings were derived from are in the run's properties. Against a baseline (:mod:`.baseline`)
+each result has its ``baselineState``, and the baseline's findings gone now are results
+``absent``.
 """
 
 from __future__ import annotations

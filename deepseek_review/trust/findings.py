@@ -180,6 +180,7 @@ def baseline_findings(root: Path, baseline: str, policy: TrustPolicy) -> list[An
     through the trust rule, so a review nobody vouches for cannot make a finding look old."""
     path = Path(baseline) if Path(baseline).is_absolute() else root / baseline
     if path.is_dir():
-        collected, _ = collect(root, [baseline], policy)
+        _, rel = resolve_inside(root, baseline, what="--baseline")  # a folder of this repository
+        collected, _ = collect(root, [rel], policy)
         return collected.findings
     return read_baseline(path, baseline)
