@@ -297,3 +297,12 @@ def test_a_findings_file_of_an_unknown_version_gives_no_counts(tmp_path):
     data["schema"] = "deepseek_review_findings_v9"
     (tmp_path / "r.findings.json").write_text(json.dumps(data), encoding="utf-8")
     assert counts_beside(tmp_path, "r.md") is None
+
+
+def test_every_bundled_template_that_asks_for_findings_asks_for_their_quote():
+    from deepseek_review.util.resources import prompts_dir
+
+    texts = {p.stem: " ".join(p.read_text().split()) for p in Path(prompts_dir()).glob("*.md")}
+    asking = sorted(n for n, t in texts.items() if "schemas/findings.schema.json" in t)
+    assert asking == ["code-review", "diff-review", "spec-review"]
+    assert [n for n in asking if "`quote` (those lines copied exactly" not in texts[n]] == []
