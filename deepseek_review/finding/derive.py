@@ -83,6 +83,10 @@ class Collected:
     """The chains (by last answer) whose answer holds no findings block at all: a review made
     with a template that asks for none. A gate passes over them (nothing appended to a chain
     can remove a block); every other problem fails it."""
+    baselined: bool = False
+    """Whether the findings were compared with a baseline (each then has its state)."""
+    absent: list[Anchored] = field(default_factory=list)
+    """The baseline's findings not found now (state ``absent``): listed, never gated."""
 
     def counts(self) -> dict[str, int]:
         """Findings by severity, every severity present (zeros included)."""
@@ -172,9 +176,10 @@ def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
     return None
 
 
-def derive_text(text: str, seen: Reviewed, review: str) -> list[Anchored]:
-    """The anchored findings of a stitched answer (:class:`InputError` if it has none)."""
-    return anchor(extract(text), seen, review)
+def derive_text(text: str, seen: Reviewed, review: str, *, quotes: bool = True) -> list[Anchored]:
+    """The anchored findings of a stitched answer (:class:`InputError` if it has none);
+    ``quotes``: anchored by their quotes (:func:`.anchor.anchor`)."""
+    return anchor(extract(text), seen, review, quotes=quotes)
 
 
 def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:

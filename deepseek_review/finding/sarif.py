@@ -5,7 +5,9 @@ location (lines only when anchored, the file when demoted to it, the review's an
 when demoted to the review; a percent-encoded URI relative to ``%SRCROOT%``, never outside
 it: :mod:`.location`), a fix when the finding suggests replacement text for its
 lines, and ``partialFingerprints`` from content (:mod:`.fingerprint`). The receipts the
-findings were derived from are in the run's properties.
+findings were derived from are in the run's properties. Against a baseline (:mod:`.baseline`)
+each result has its ``baselineState``, and the baseline's findings gone now are results
+``absent``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def _locations(a: Anchored, extents: dict[str, int]) -> list[dict[str, Any]]:
         return []
     physical: dict[str, Any] = {"artifactLocation": _artifact(a.where)}
     if a.anchored:
-        physical["region"] = {"startLine": a.finding.start_line, "endLine": a.finding.end_line}
+        physical["region"] = {"startLine": a.start_line, "endLine": a.end_line}
     elif a.where in extents:
         n = extents[a.where]
         whole = {"startLine": 1, "endLine": n} if n else {"charOffset": 0, "charLength": 0}
@@ -47,13 +49,13 @@ def _locations(a: Anchored, extents: dict[str, int]) -> list[dict[str, Any]]:
 def _fix(a: Anchored, where: str) -> dict[str, Any]:
     f = a.finding
     return {
-        "description": {"text": f"Replace lines {f.start_line}-{f.end_line}"},
+        "description": {"text": f"Replace lines {a.start_line}-{a.end_line}"},
         "artifactChanges": [
             {
                 "artifactLocation": _artifact(where),
                 "replacements": [
                     {
-                        "deletedRegion": {"startLine": f.start_line, "endLine": f.end_line},
+                        "deletedRegion": {"startLine": a.start_line, "endLine": a.end_line},
                         "insertedContent": {"text": f.suggestion or ""},
                     }
                 ],
@@ -76,10 +78,14 @@ def _result(a: Anchored, rule_index: int, extents: dict[str, int]) -> dict[str, 
             "category": f.category,
             "anchor": a.level,
             "claimedLocation": f"{f.path}:{f.start_line}-{f.end_line}",
+            **({"quote": f.quote} if f.quote is not None else {}),
+            **({"quoteMatch": a.quote_match} if a.quote_match is not None else {}),
             **({"unanchoredReason": a.reason} if a.reason else {}),
             "review": a.review,
         },
     }
+    if a.baseline is not None:
+        result["baselineState"] = a.baseline
     if a.anchored and f.suggestion is not None and a.where is not None:
         result["fixes"] = [_fix(a, a.where)]
     return result
@@ -118,7 +124,8 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
     rule_list: list[dict[str, Any]] = []
     results = []
     extents = collected.extents()
-    for a in collected.findings:
+    # Against a baseline, its findings gone now are results too, "absent" (SARIF 3.27.24).
+    for a in [*collected.findings, *collected.absent]:
         if a.rule_id not in rules:
             rules[a.rule_id] = len(rule_list)
             rule_list.append(_rule(a))

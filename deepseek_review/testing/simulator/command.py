@@ -149,6 +149,7 @@ _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("role_chunk", "llama-cpp-python's stream framing: the role alone in a first chunk", {}),
     ("end_token", "an answer that fills the cap ends with length", {}),
     ("directive_restarts", "a directive continuation starts the answer over", {}),
+    ("findings_line_offset", "findings block lines off by this many (quotes stay right)", {}),
     ("fault_rate", "share of requests that fail, 0-1", {}),
     ("fault_kinds", "comma-separated, from the kinds above",
      {"type": _fault_kinds, "default": ",".join(SimulatorConfig.fault_kinds)}),
