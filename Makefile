@@ -5,9 +5,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONTRACT_STAMP := $(VENV)/.installed-contract
+SARIF_MT_DIR := $(VENV)/sarif-multitool
+SARIF_MT := $(SARIF_MT_DIR)/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool
+DOCS_STAMP := $(VENV)/.installed-docs
 TESTS  ?=
 
-.PHONY: venv test test-slow test-contract lint demo bench clean
+.PHONY: venv test test-slow test-contract lint demo docs bench clean sarif-multitool
 
 venv: $(STAMP)
 
@@ -26,6 +29,13 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
 
+## Microsoft's SARIF Multitool (npm; a .NET binary for Linux): tests/test_sarif_multitool.py runs
+## its SARIF and GitHub rules over the SARIF the tool writes when it is here; .ci/run installs it.
+$(SARIF_MT):
+	npm install --silent --no-audit --no-fund --prefix $(SARIF_MT_DIR) @microsoft/sarif-multitool@5.7.0
+
+sarif-multitool: $(SARIF_MT)
+
 ## The contract extra: llama-cpp-python compiles llama.cpp (CPU only; minutes on 2 cores the
 ## first time, seconds once pip's wheel cache holds the wheel). Its own stamp, so make test
 ## never pays for it.
@@ -35,7 +45,7 @@ $(CONTRACT_STAMP): $(STAMP)
 	touch $(CONTRACT_STAMP)
 
 ## The contract suite (marked contract): the real CLI against a real llama-cpp-python server
-## on 127.0.0.1, serving a tiny model the suite writes itself (docs/DEVELOPING.md).
+## on 127.0.0.1, serving a tiny model the suite writes itself (docs/contributing/developing.md).
 test-contract: $(CONTRACT_STAMP)
 	$(BIN)/python -m pytest -q -m contract tests/contract $(if $(TESTS),-k '$(TESTS)')
 
@@ -46,14 +56,27 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_sizes.py
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
-## Every row of docs/benchmarks.md, measured side by side (~10 min; needs git, curl, strace,
-## sha256sum, xargs, ssh-keygen and /usr/bin/time besides the venv).
+## The documentation site (mkdocs-material, the docs extra; its own stamp, so make test never
+## pays for it) built into site/. --strict: a broken link, a missing anchor or a page left out
+## of mkdocs.yml's nav fails. Offline: no plugin fetches anything at build time.
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+## The performance guards of issue #31 (one `run`, --version, batch, verify pinned and
+## unpinned, peak memory, a 20,000-file dry run) and the signing count, each against its limit,
+## written to docs/contributing/benchmarks.md (~5-10 min; needs git, strace, sha256sum, xargs,
+## ssh-keygen and /usr/bin/time besides the venv).
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache demo-out .bench
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache demo-out .bench site

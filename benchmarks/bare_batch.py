@@ -15,7 +15,6 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 
@@ -33,32 +32,25 @@ def send_all(host: str, port: int, path: str, bodies: queue.SimpleQueue[bytes | 
 
 def queued(body_dir: str, jobs: int) -> queue.SimpleQueue[bytes | None]:
     """Every body of BODY_DIR in name order, then one end marker per thread."""
-    return queue_of((_read(os.path.join(body_dir, n)) for n in sorted(os.listdir(body_dir))), jobs)
-
-
-def queue_of(bodies: Iterable[bytes], jobs: int) -> queue.SimpleQueue[bytes | None]:
-    """The bodies in order, then one end marker per thread."""
     out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-    for body in bodies:
-        out.put(body)
+    for name in sorted(os.listdir(body_dir)):
+        with open(os.path.join(body_dir, name), "rb") as fh:
+            out.put(fh.read())
     for _ in range(jobs):
         out.put(None)
     return out
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
-def run_threads(send: Callable[..., None], args: tuple[object, ...], jobs: int, name: str) -> None:
-    """``send(*args)`` in JOBS threads at once; exits naming the first failure, so a failed
-    run cannot pass for a fast one."""
+def main() -> None:
+    url, jobs_text, body_dir = sys.argv[1:]
+    jobs = int(jobs_text)
+    parts = urlsplit(url)
+    bodies = queued(body_dir, jobs)
     failures: list[str] = []
 
     def worker() -> None:
         try:
-            send(*args)
+            send_all(parts.hostname or "127.0.0.1", parts.port or 80, parts.path, bodies)
         except Exception as exc:
             failures.append(repr(exc))
 
@@ -67,17 +59,8 @@ def run_threads(send: Callable[..., None], args: tuple[object, ...], jobs: int, 
         t.start()
     for t in threads:
         t.join()
-    if failures:
-        sys.exit(f"{name}: {len(failures)} thread(s) failed: {failures[0]}")
-
-
-def main() -> None:
-    url, jobs_text, body_dir = sys.argv[1:]
-    jobs = int(jobs_text)
-    parts = urlsplit(url)
-    bodies = queued(body_dir, jobs)
-    args = (parts.hostname or "127.0.0.1", parts.port or 80, parts.path, bodies)
-    run_threads(send_all, args, jobs, "bare_batch")
+    if failures:  # a failed run must not pass for a fast one
+        sys.exit(f"bare_batch: {len(failures)} thread(s) failed: {failures[0]}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""What every benchmark returns, and how it times things.
+"""What every guard returns, and how it times things.
 
-The machine is shared and noisy, so a benchmark never reports a bare duration as its result:
-it runs our command and a baseline doing the same work side by side, in pairs whose order
-alternates from round to round, and reports the ratio of their medians. Each run is a fresh
+The machine is shared and noisy, so a guard is a ratio wherever it can be: it runs our command
+and a baseline doing the same work side by side, in pairs whose order alternates from round to
+round, and compares the medians. Each run is a fresh
 process, timed for wall time and for CPU time (user + system of the process and every child
 it waited for, from ``wait4``), and each side's number of processes is counted once (under
 ``strace``), so a comparison of 3 processes with 1 says so.
@@ -59,24 +59,25 @@ class Side:
 @dataclass
 class BenchResult:
     name: str
-    """Short title, e.g. "verify 10,000 receipts"."""
-    goal: str
-    """The goal as the issue states it, e.g. "<= 2x sha256sum"."""
+    """Short title, e.g. "`verify` of 10,000 receipts"."""
+    limit: str
+    """The guard as the issue states it, e.g. "<= 3x sha256sum of the files it reads"."""
     ratio: float
-    """ours / baseline (medians of wall time); what the goal is about unless it says else."""
-    met: bool
+    """What the limit is about: ours / baseline (medians of wall time) unless it says else."""
+    held: bool
     ours: Side
-    baseline: Side
+    baseline: Side | None
+    """The side ours is compared with; None where the limit is computed, not measured."""
     baseline_name: str
     """What the baseline is, in words."""
     rounds: int
     commands: list[str] = field(default_factory=list)
-    """The exact commands timed (ours and the baseline), for docs/benchmarks.md."""
+    """The exact commands timed (ours and the baseline), for docs/contributing/benchmarks.md."""
     notes: list[str] = field(default_factory=list)
     details: list[tuple[str, str]] = field(default_factory=list)
-    """Other measured figures of this run (label, value), e.g. a second baseline."""
+    """Other measured figures of this run (label, value), e.g. where ours' time goes."""
     memory: bool = False
-    """The goal is about peak memory: the sides are shown with their peak resident set."""
+    """The guard is about peak memory: the sides are shown with their peak resident set."""
 
 
 def run_command(
@@ -164,7 +165,7 @@ class Command:
         return count_processes(self.argv, cwd=self.cwd, env=self.env, stdin=self.stdin)
 
     def shown(self) -> str:
-        """The command as docs/benchmarks.md shows it (the venv's paths shortened)."""
+        """The command as docs/contributing/benchmarks.md shows it (the venv's paths shortened)."""
         words = ["deepseek-review" if a == tool() else a for a in self.argv]
         words = ["python" if a == sys.executable else a for a in words]
         text = shlex.join(words)
@@ -224,19 +225,14 @@ def seconds(side: Side, *, memory: bool = False) -> str:
 class SimulatorProcess:
     """The simulator in its own process, so it never competes for our GIL.
 
-    With ``record`` or ``arrivals``, it runs through :mod:`benchmarks.simrecord`, which writes
-    the sha256 of every chat request body it received (``record``) and the time each arrived
-    (``arrivals``) to those files when it is stopped.
+    With ``record``, it runs through :mod:`benchmarks.simrecord`, which writes the sha256 of
+    every chat request body it received to that file when it is stopped.
     """
 
-    def __init__(
-        self, *flags: str, record: Path | None = None, arrivals: Path | None = None
-    ) -> None:
+    def __init__(self, *flags: str, record: Path | None = None) -> None:
         argv = [sys.executable, "-m", "deepseek_review.testing.simulator"]
-        if record is not None or arrivals is not None:
-            argv = [sys.executable, "-m", "benchmarks.simrecord"]
-            argv += ["--record", str(record)] if record is not None else []
-            argv += ["--arrivals", str(arrivals)] if arrivals is not None else []
+        if record is not None:
+            argv = [sys.executable, "-m", "benchmarks.simrecord", "--record", str(record)]
         self.proc = subprocess.Popen(
             [*argv, "--port", "0", "--quiet", *flags],
             stdout=subprocess.PIPE,

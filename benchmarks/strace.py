@@ -22,7 +22,6 @@ _MADE = re.compile(r"= \d+$")
 # A call cut by another process's line ("<unfinished ...>") is named again when it resumes;
 # with -y the descriptor returned is followed by the full path behind it.
 _OPENED = re.compile(r"(?:open(?:at)?\(|<\.\.\. open(?:at)? resumed>).* = \d+<([^>]+)>$")
-_DURATION = re.compile(r"<(\d+\.\d+)>$")
 _EXEC = re.compile(r'^\d+\s+execve\("[^"]*", \[(.*?)\](?:, | /\*)')
 
 
@@ -115,15 +114,3 @@ def commands_run(argv: Sequence[str], *, cwd: Path | str | None = None) -> list[
     lines = trace(argv, ["-s", "65535", "-e", "trace=execve", "-e", "signal=none"], cwd=cwd)
     found = (_EXEC.match(line) for line in lines)
     return [json.loads(f"[{m.group(1)}]") for m in found if m is not None]
-
-
-def time_in(
-    argv: Sequence[str], calls: Sequence[str], *, cwd: Path | str | None = None
-) -> tuple[int, float] | None:
-    """How many of the system ``calls`` ``argv`` (and its children) made, and the seconds
-    spent inside them (``strace -T``, one run); None when strace is not installed."""
-    if not available():
-        return None
-    lines = trace(argv, ["-T", "-e", f"trace={','.join(calls)}", "-e", "signal=none"], cwd=cwd)
-    spent = [float(m.group(1)) for m in map(_DURATION.search, lines) if m is not None]
-    return len(spent), sum(spent)

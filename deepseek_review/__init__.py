@@ -6,8 +6,7 @@ The library API is one call per command: :func:`review` (and :func:`plan_review`
 :func:`sign` and :func:`attest` (signed reviews: :func:`signing_key`, :func:`signed_with`) and
 :func:`configuration` (see :mod:`deepseek_review.api`); they apply keywords > environment >
 config file > defaults as the commands do, return dataclasses and raise :class:`ReviewError`
-subclasses. Names are imported on first use, so ``import deepseek_review`` stays cheap for
-the command line.
+subclasses. Each name is imported on first use from the module that holds it.
 """
 
 from __future__ import annotations

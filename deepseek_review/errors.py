@@ -2,7 +2,7 @@
 
 Every failure the user can cause or meet is a subclass of :class:`ReviewError`. The CLI catches
 ``ReviewError`` in exactly one place and exits with the subclass's ``exit_code``; the table
-below is also the README's exit-code table (a test checks they agree).
+below is also docs/reference/exit-codes.md's table (a test checks they agree).
 
 ::
 
@@ -150,7 +150,7 @@ class Interrupted(ReviewError):
     exit_code = 130
 
 
-#: Every failure kind with its exit code, in table order (the README and a test use it).
+#: Every failure kind with its exit code, in table order (docs/reference/exit-codes.md).
 EXIT_CODES: tuple[tuple[int, type[ReviewError]], ...] = tuple(
     (cls.exit_code, cls)
     for cls in (

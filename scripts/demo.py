@@ -117,7 +117,53 @@ def start_simulator() -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
+def _steps(story: Story, root: Path, url: str) -> None:
+    """The demo's four steps against the simulator at ``url``: a review cut off and
+    continued, verify, show, and findings for CI."""
+    story.step("1. A review with a small token cap: cut off, then continued by itself")
+    out = story.sh(
+        [TOOL, "run", "-c", "docs/spec.md", "-c", "src/**/*.py", "--template", "spec-review",
+         "--topic", "window_stats", "-p", "Check the arithmetic in the spec against the code.",
+         "--endpoint", url, "--max-tokens", "120", "--findings", "--json"],
+        "1-run.json",
+    )  # fmt: skip
+    result = json.loads(out)
+    segments = result["segments"]
+    reasons = ", ".join(s["finish_reason"] for s in segments)
+    story.line(
+        f"-> {len(segments)} segments ({reasons}), {result['usage']['total_tokens']:,} "
+        f"tokens, status {result['status']}: {story.saved('1-run.json')}"
+    )
+    story.line(f"   first answer:  {segments[0]['answer_path']}")
+    story.line("   each with .receipt.json (hashes, usage) and .request.json (the body)")
+
+    story.step("2. Verify every receipt, without the model")
+    story.sh([TOOL, "verify", "reviews"], "2-verify.txt")
+    summary = (story.transcript / "2-verify.txt").read_text(encoding="utf-8")
+    last = [ln for ln in summary.splitlines() if "receipt" in ln and "OK" in ln][-1]
+    story.line(f"-> {last.removeprefix('deepseek-review: ')}")
+
+    story.step("3. Show the stitched answer (each segment's hash checked first)")
+    text = story.sh([TOOL, "show", segments[0]["answer_path"]], "3-show.md")
+    story.line(
+        f"-> {len(text):,} characters from {len(segments)} segments: {story.saved('3-show.md')}"
+    )
+
+    story.step("4. Findings for CI: SARIF for code scanning, a Markdown step summary")
+    story.sh(
+        [TOOL, "findings", "reviews", "--format", "sarif", "-o", "review.sarif"], "4-sarif.txt"
+    )
+    sarif = json.loads((root / "review.sarif").read_text(encoding="utf-8"))
+    for r in sarif["runs"][0]["results"]:
+        place = r["locations"][0]["physicalLocation"]
+        line = place.get("region", {}).get("startLine", "-")
+        story.line(f"-> {r['level']}: {place['artifactLocation']['uri']}:{line} {r['ruleId']}")
+    story.sh([TOOL, "findings", "reviews", "--format", "markdown"], "4-summary.md")
+    story.line(f"-> {story.saved('4-summary.md')}")
+
+
 def main(argv: list[str]) -> int:
+    """Make the demo repository in ``argv[0]`` (else a fresh folder) and tell its story."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     root = Path(argv[0]).resolve() if argv else HERE / "demo-out" / stamp
     make_repo(root)
@@ -134,46 +180,7 @@ def main(argv: list[str]) -> int:
     sim, url = start_simulator()
     story.line(f"simulator:  {url}")
     try:
-        story.step("1. A review with a small token cap: cut off, then continued by itself")
-        out = story.sh(
-            [TOOL, "run", "-c", "docs/spec.md", "-c", "src/**/*.py", "--template", "spec-review",
-             "--topic", "window_stats", "-p", "Check the arithmetic in the spec against the code.",
-             "--endpoint", url, "--max-tokens", "120", "--findings", "--json"],
-            "1-run.json",
-        )  # fmt: skip
-        result = json.loads(out)
-        segments = result["segments"]
-        reasons = ", ".join(s["finish_reason"] for s in segments)
-        story.line(
-            f"-> {len(segments)} segments ({reasons}), {result['usage']['total_tokens']:,} "
-            f"tokens, status {result['status']}: {story.saved('1-run.json')}"
-        )
-        story.line(f"   first answer:  {segments[0]['answer_path']}")
-        story.line("   each with .receipt.json (hashes, usage) and .request.json (the body)")
-
-        story.step("2. Verify every receipt, without the model")
-        story.sh([TOOL, "verify", "reviews"], "2-verify.txt")
-        summary = (story.transcript / "2-verify.txt").read_text(encoding="utf-8")
-        last = [ln for ln in summary.splitlines() if "receipt" in ln and "OK" in ln][-1]
-        story.line(f"-> {last.removeprefix('deepseek-review: ')}")
-
-        story.step("3. Show the stitched answer (each segment's hash checked first)")
-        text = story.sh([TOOL, "show", segments[0]["answer_path"]], "3-show.md")
-        story.line(
-            f"-> {len(text):,} characters from {len(segments)} segments: {story.saved('3-show.md')}"
-        )
-
-        story.step("4. Findings for CI: SARIF for code scanning, a Markdown step summary")
-        story.sh(
-            [TOOL, "findings", "reviews", "--format", "sarif", "-o", "review.sarif"], "4-sarif.txt"
-        )
-        sarif = json.loads((root / "review.sarif").read_text(encoding="utf-8"))
-        for r in sarif["runs"][0]["results"]:
-            place = r["locations"][0]["physicalLocation"]
-            line = place.get("region", {}).get("startLine", "-")
-            story.line(f"-> {r['level']}: {place['artifactLocation']['uri']}:{line} {r['ruleId']}")
-        story.sh([TOOL, "findings", "reviews", "--format", "markdown"], "4-summary.md")
-        story.line(f"-> {story.saved('4-summary.md')}")
+        _steps(story, root, url)
     finally:
         sim.terminate()
         sim.wait(timeout=10)

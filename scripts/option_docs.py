@@ -1,6 +1,6 @@
 """Keep the documentation's tables of options equal to the option table.
 
-README.md and docs/batch.md hold blocks between `<!-- options: SCOPE -->` and
+docs/reference/options.md holds blocks between `<!-- options: SCOPE -->` and
 `<!-- /options -->` markers (SCOPE: `entry`, the keys of a manifest entry; `config_file`, the
 settings of a config file and the environment); `python scripts/option_docs.py` rewrites each
 from the option table (deepseek_review/options/rows.py), and `--check` exits 1 if any differs
@@ -16,7 +16,7 @@ from pathlib import Path
 from deepseek_review.options.table import DEFAULTS, ENV, OPTIONS, in_scope
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = (ROOT / "README.md", ROOT / "docs" / "batch.md")
+DOCS = (ROOT / "docs" / "reference" / "options.md",)
 BLOCK = re.compile(
     r"(<!-- options: (?P<scope>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /options -->)", re.S
 )

@@ -53,13 +53,13 @@ def assert_valid_rdjsonl(text: str) -> None:
         assert not errors, [e.message for e in errors[:3]]
 
 
-def assert_valid_findings_json(doc: Any) -> None:
-    """Against this tool's own export schema (``schemas/deepseek-review-findings-v1``)."""
+def assert_valid_findings_json(doc: Any, version: int = 2) -> None:
+    """Against this tool's own export schema (``schemas/deepseek-review-findings-v<N>``)."""
     from jsonschema import Draft202012Validator
 
     from deepseek_review.util.resources import resource_dir
 
-    path = resource_dir("schemas") / "deepseek-review-findings-v1.schema.json"
+    path = resource_dir("schemas") / f"deepseek-review-findings-v{version}.schema.json"
     schema = json.loads(path.read_text(encoding="utf-8"))
     errors = list(Draft202012Validator(schema).iter_errors(doc))
     assert not errors, [e.message for e in errors[:3]]

@@ -78,7 +78,9 @@ def test_a_token_count_that_is_a_bool_makes_the_answer_unusable():
         chatwire.completion_from_json(body)
 
 
-@pytest.mark.parametrize("module", ["calls", "chatwire", "errorbody", "segment"])
+@pytest.mark.parametrize(
+    "module", ["chat.types", "chat.wire", "chat.error_body", "reviewing.segment"]
+)
 def test_the_domain_and_wire_modules_load_without_httpx(module):
     code = f"import sys, deepseek_review.{module}; print('httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -160,3 +160,22 @@ def test_markdown_keeps_a_finding_in_its_table_row():
 
 def test_the_json_export_validates_against_its_published_schema():
     assert_valid_findings_json(json.loads(render(collected(), "json")))
+
+
+def test_every_sarif_rule_carries_the_full_description_and_help_github_requires():
+    rules = to_sarif(collected())["runs"][0]["tool"]["driver"]["rules"]
+    assert rules
+    for rule in rules:
+        assert rule["fullDescription"]["text"]
+        assert rule["help"]["text"] and rule["help"]["markdown"]
+        assert "deepseek-review verify" in rule["help"]["text"]
+
+
+def test_a_finding_shown_on_its_whole_file_has_a_region_covering_the_file():
+    found = anchor(
+        [finding(start_line=30, end_line=31)], Reviewed({"src/pkg/mean.py": MEAN}, {}), "r.md"
+    )
+    review = ReviewFindings("r.md", (), tuple(found), {"src/pkg/mean.py": 2})
+    (result,) = to_sarif(Collected([review], found, []))["runs"][0]["results"]
+    assert result["properties"]["anchor"] == "file"
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 1, "endLine": 2}

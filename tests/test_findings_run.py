@@ -64,7 +64,9 @@ def test_verify_re_derives_the_findings_file(repo, cli, make_stub):
     assert got.code == 0, got.err
     (receipt,) = got.json()["receipts"]
     answer = next(c for c in receipt["checks"] if c["name"] == "answer")
-    assert answer["detail"] == "hash matches; findings file re-derived from the answer: identical"
+    assert answer["detail"] == (
+        "hash matches; findings file (version 2) re-derived from the answer: identical"
+    )
 
 
 def test_verify_fails_a_findings_file_changed_after_the_review(repo, cli, make_stub):

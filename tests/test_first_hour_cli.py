@@ -171,9 +171,9 @@ COMMANDS = ("run", "continue", "show", "verify", "batch", "config", "stats", "si
 
 
 def _help(*args: str) -> str:
-    import scripts.readme_help as readme_help
+    import scripts.cli_reference as cli_reference
 
-    return readme_help.help_text(" ".join(args))
+    return cli_reference.help_text(" ".join(args))
 
 
 @pytest.mark.parametrize("command", [*COMMANDS, ""])

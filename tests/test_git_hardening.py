@@ -199,7 +199,7 @@ def _args(call: list[str]) -> list[str]:
 #: The modules that start a program, each through its one runner: git's (argv from
 #: ``repo.git_command``: the safe config, filters off; gitread's one ``cat-file --batch`` a
 #: verify run keeps open) and ssh-keygen's.
-PROCESS_STARTERS = {"repo.py", "gitread.py", "signing/sshsig.py"}
+PROCESS_STARTERS = {"git/runner.py", "git/objects.py", "signing/sshsig.py"}
 _STARTERS = {
     "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput",
                    "getstatusoutput"},
@@ -234,7 +234,7 @@ def test_every_program_the_package_starts_goes_through_one_of_its_runners() -> N
     git command is one ``repo.git_command`` built, under the filter rule; programs are looked
     up in one place (:mod:`deepseek_review.git.programs`)."""
     starts = _process_starts()
-    assert starts.pop("programs.py") == {"shutil.which"}
+    assert starts.pop("git/programs.py") == {"shutil.which"}
     assert set(starts) == PROCESS_STARTERS
     assert all(calls <= {"subprocess.run", "subprocess.Popen"} for calls in starts.values())
 

@@ -233,7 +233,10 @@ def test_a_linked_worktrees_git_dir_is_refused_on_the_command_line(repo, simulat
 # --------------------------------------------------------------------------- ignored files
 
 
-@pytest.mark.parametrize("spelled", [".npmrc", "secrets/kubeconfig", "./secrets/../.npmrc"])
+@pytest.mark.parametrize(
+    "spelled",
+    [".npmrc", "secrets/kubeconfig", "./secrets/../.npmrc", ".npmrc#L1", "secrets/kubeconfig#L1-2"],
+)
 def test_a_manifest_may_not_name_an_ignored_context_file(planted, simulator, cli, spelled):
     r = batch(cli, simulator, manifest(planted, context=["docs/spec.md", spelled]))
     assert_refused_once(r, simulator, planted, f"context {spelled}", "git ignores it", "entry 1")

@@ -15,13 +15,14 @@ from deepseek_review import api
 from tests.test_config import run_dry
 
 Cli = Callable[..., Any]
-README = Path(__file__).resolve().parent.parent / "README.md"
+CONFIGURATION = Path(__file__).resolve().parent.parent / "docs" / "guide" / "configuration.md"
 PYPROJECT = "pyproject.toml [tool.deepseek-review]"
 
 
-def readme_config_example() -> str:
-    """The README's ``pyproject.toml`` example, as a user would paste it."""
-    block = re.search(r"```toml\n(# pyproject\.toml\n.*?)```", README.read_text(), re.S)
+def documented_config_example() -> str:
+    """The documented ``pyproject.toml`` example (docs/guide/configuration.md), as a user
+    would paste it."""
+    block = re.search(r"```toml\n(# pyproject\.toml\n.*?)```", CONFIGURATION.read_text(), re.S)
     assert block is not None
     return block.group(1)
 
@@ -110,8 +111,8 @@ def test_a_remote_endpoint_in_the_repository_config_is_refused_naming_the_file_a
     )
 
 
-def test_the_readme_config_example_is_accepted_as_pasted(repo, cli):
-    (repo / "pyproject.toml").write_text(readme_config_example())
+def test_the_documented_config_example_is_accepted_as_pasted(repo, cli):
+    (repo / "pyproject.toml").write_text(documented_config_example())
     r = cli("config")
     assert r.code == 0, r.err
     assert "refused" not in r.out
@@ -120,8 +121,8 @@ def test_the_readme_config_example_is_accepted_as_pasted(repo, cli):
     assert r.json()["template"] == "spec-review"
 
 
-def test_the_readme_config_example_says_how_to_reach_another_host(repo, cli, monkeypatch):
-    example = readme_config_example()
+def test_the_documented_config_example_says_how_to_reach_another_host(repo, cli, monkeypatch):
+    example = documented_config_example()
     assert "DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS" in example and "--endpoint" in example
     remote = example.replace(
         'endpoint = "http://localhost:11434"', 'endpoint = "http://gpu-box:11434"'
@@ -139,7 +140,7 @@ def test_the_readme_config_example_says_how_to_reach_another_host(repo, cli, mon
 
 
 def write_remote_example(repo: Path) -> None:
-    example = readme_config_example()
+    example = documented_config_example()
     (repo / "pyproject.toml").write_text(
         example.replace('endpoint = "http://localhost:11434"', 'endpoint = "http://gpu-box:11434"')
     )

@@ -303,8 +303,9 @@ def test_the_published_schemas_are_json_schema_draft_4_as_taplo_reads(name):
 
 
 def _manifest_examples() -> list[str]:
-    """Every ``# reviews.toml`` TOML block of the README and docs/batch.md."""
-    texts = [(ROOT / "README.md").read_text(), (ROOT / "docs" / "batch.md").read_text()]
+    """Every ``# reviews.toml`` TOML block of the README and the docs."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    texts = [page.read_text(encoding="utf-8") for page in pages]
     blocks = [b for t in texts for b in re.findall(r"```toml\n(.*?)```", t, re.S)]
     return [b for b in blocks if b.startswith("# reviews.toml")]
 

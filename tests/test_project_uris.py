@@ -79,8 +79,8 @@ def test_nothing_shipped_points_at_the_former_address_but_what_must_keep_it():
 
 def test_the_readme_documents_the_predicates_fields():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "(docs/predicates.md)" in readme
-    doc = (ROOT / "docs" / "predicates.md").read_text(encoding="utf-8")
+    assert "(docs/reference/predicates.md)" in readme
+    doc = (ROOT / "docs" / "reference" / "predicates.md").read_text(encoding="utf-8")
     for uri in (PREDICATE_TYPE, ATTEST_PREDICATE_TYPE):
         assert f"## `{uri}`" in doc
     schema = json.loads(

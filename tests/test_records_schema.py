@@ -27,14 +27,21 @@ UNTOUCHED = sorted((HERE / "fixtures" / "tampered" / "untouched").rglob("*.reque
 
 
 @cache
-def validator() -> Draft202012Validator:
-    schema = json.loads(record_schema_path().read_text(encoding="utf-8"))
+def validator(version: str = RECORD_SCHEMA) -> Draft202012Validator:
+    """The validator of the schema of records of ``version`` (the newest by default)."""
+    schema = json.loads(record_schema_path(version.rsplit("_", 1)[1]).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
+def validator_of(data: Any) -> Draft202012Validator:
+    """The validator of the version ``data`` says it is (the newest when it names none)."""
+    version = data.get("record") if isinstance(data, dict) else None
+    return validator(version if version in RECORD_VERSIONS else RECORD_SCHEMA)
+
+
 def schema_errors(data: Any) -> list[str]:
-    return [f"{e.json_path}: {e.message}" for e in validator().iter_errors(data)]
+    return [f"{e.json_path}: {e.message}" for e in validator_of(data).iter_errors(data)]
 
 
 def records_under(folder: Path) -> list[Path]:
@@ -49,7 +56,21 @@ def test_the_schema_is_versioned_and_names_the_version_records_carry() -> None:
     )
     assert RECORD_VERSIONS[-1] == RECORD_SCHEMA
     for version in RECORD_VERSIONS:  # one schema file per version, none dropped
-        assert record_schema_path(version.rsplit("_", 1)[1]).is_file()
+        path = record_schema_path(version.rsplit("_", 1)[1])
+        assert json.loads(path.read_text("utf-8"))["properties"]["record"] == {"const": version}
+
+
+def test_version_2_is_version_1_with_line_ranges_and_nothing_else() -> None:
+    """Every record of version 1 would be a valid record of version 2 but for its name: so a
+    record is written as version 2 only when it holds a range, and reads the same either way."""
+    v1, v2 = (json.loads(record_schema_path(v).read_text("utf-8")) for v in ("v1", "v2"))
+    for path in FIXTURE_RECORDS:
+        data = json.loads(path.read_text("utf-8"))
+        if data["record"] == RECORD_VERSIONS[0]:
+            assert [e.message for e in validator(RECORD_SCHEMA).iter_errors(data)] == [
+                f"'{RECORD_SCHEMA}' was expected"
+            ], path.name
+    assert set(v2["$defs"]) - set(v1["$defs"]) == {"lines", "fileReference"}
 
 
 @pytest.mark.parametrize(
@@ -85,6 +106,47 @@ def test_a_record_without_usage_validates(repo, make_simulator, cli):
     assert record.response.usage is None and record.response.usage_reported is False
 
 
+def test_a_record_with_a_line_range_validates_as_version_2_and_reads_back_to_its_bytes(
+    repo, make_simulator, cli
+):
+    (repo / "docs" / "long.md").write_text("".join(f"line {i}\n" for i in range(50)), "utf-8")
+    sim = make_simulator(answer_words=60)
+    r = run_review(cli, sim, "-c", "docs/long.md#L10-L20", "--max-tokens", "20")
+    assert r.code == 0, r.err
+    written = records_under(repo / "reviews")
+    assert len(written) == len(r.json()["segments"]) >= 2
+    for path in written:
+        raw = path.read_bytes()
+        data = json.loads(raw)
+        assert data["record"] == RECORD_SCHEMA
+        assert schema_errors(data) == [], path.name
+        assert RequestRecord.load(raw, path.name).to_bytes() == raw
+
+
+@pytest.mark.parametrize(
+    "lines", [[0, 3], [5, 4], [1], [1, 2, 3], ["1", "2"], [1.0, 2], None, "1-2"]
+)
+def test_a_reference_with_lines_that_are_no_range_is_refused_by_reader_and_schema(
+    lines: Any,
+) -> None:
+    ref = {"path": "a.py", "sha256": "sha256:" + "0" * 64, "bytes": 1, "lines": lines}
+    body = {"messages": [{"role": "user", "content": {"$parts": [{"$file": ref}]}}]}
+    record = RequestRecord.from_json({"record": RECORD_SCHEMA, "body": body}, "x")
+    with pytest.raises(InputError) as exc:
+        record.messages  # noqa: B018
+    assert "has lines that are not [first, last] of a $file" in exc.value.message
+    full = {**_minimal_valid(), "body": {**_minimal_valid()["body"], **body}}
+    # JSON Schema cannot say first <= last, and takes 1.0 for an integer: the reader can.
+    if lines not in ([5, 4], [1.0, 2]):
+        assert schema_errors(full)
+
+
+def _minimal_valid() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(UNTOUCHED[0].read_text("utf-8"))
+    data["record"] = RECORD_SCHEMA
+    return data
+
+
 @pytest.mark.parametrize(
     "path", FIXTURE_RECORDS, ids=[str(p.relative_to(HERE / "fixtures")) for p in FIXTURE_RECORDS]
 )
@@ -106,8 +168,8 @@ def test_a_minimal_record_of_hand_loads_with_what_it_lacks_as_none() -> None:
     ("raw", "problem"),
     [
         (b"{", "x: request record is not JSON ("),
-        (b'{"record": "other", "body": {}}', f"x: not a {RECORD_SCHEMA} request record"),
-        (b'{"record": "' + RECORD_SCHEMA.encode() + b'"}', "not a " + RECORD_SCHEMA),
+        (b'{"record": "other", "body": {}}', "x: not a request record of a known version ("),
+        (b'{"record": "' + RECORD_SCHEMA.encode() + b'"}', "not a request record of a known"),
         (b'{"record": "' + RECORD_SCHEMA.encode() + b'", "body": {}, "x": NaN}', "not JSON"),
         (b"[" * 200 + b"]" * 200, "x: request record is nested too deeply"),
     ],
@@ -145,10 +207,21 @@ def _with(record: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[st
 WRONG = ["text", 7, 2.5, True, None, [], {}, ["x", 1]]
 
 
+def _ranged(path: Path) -> dict[str, Any]:
+    """A record of version 2 made of a fixture's: its first context file sent in part (for
+    the types of ``lines``; its body no longer matches, which types do not care about)."""
+    record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    record["record"] = RECORD_SCHEMA
+    record["context_files"][0]["lines"] = [1, 2]
+    return record
+
+
 def _mutations() -> list[tuple[str, dict[str, Any]]]:
     out = []
-    for path in UNTOUCHED:
-        record = json.loads(path.read_text(encoding="utf-8"))
+    for path, record in [
+        *((p, json.loads(p.read_text(encoding="utf-8"))) for p in UNTOUCHED),
+        (UNTOUCHED[0].with_name("v2-" + UNTOUCHED[0].name), _ranged(UNTOUCHED[0])),
+    ]:
         for where in _typed_fields(record):
             for value in WRONG:
                 out.append(
@@ -178,7 +251,7 @@ def test_a_field_of_the_wrong_type_is_refused_where_the_schema_refuses_it(
 ) -> None:
     """The reader checks types, the schema also formats and ranges: whatever the reader
     accepts, the schema accepts but for those; whatever it refuses, the schema refuses."""
-    errors = validator().iter_errors(data)
+    errors = validator_of(data).iter_errors(data)
     type_errors = [e for e in errors if _is_type_error(e)]
     try:
         RequestRecord.from_json(data, "x")

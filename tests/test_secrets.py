@@ -722,7 +722,7 @@ def test_batch_bound_off_the_machine_refuses_secrets_naming_entry_file_and_line(
     )
     before = files_under(repo)
     r = cli("batch", "reviews.toml", "--endpoint", REMOTE)
-    assert r.code == 3, r.err  # a manifest problem (docs/batch.md); nothing sent or written
+    assert r.code == 3, r.err  # a manifest problem (docs/guide/batch.md); nothing sent or written
     assert f"{path}:{line}: looks like a secret" in r.err.splitlines()[-1]
     assert offline.urls == []
     assert files_under(repo) == before

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from deepseek_review.errors import ConfigError
-from deepseek_review.signing import allowed, sshsig, verifier
+from deepseek_review.signing import allowed, sshsig
 from tests.sshkeys import HAVE_OPENSSL, Key, allowed_signers, make_key, needs_openssh, small_rsa_key
 
 pytestmark = needs_openssh
@@ -69,7 +69,9 @@ def ours(path: Path, sig: bytes) -> tuple[str | None, str]:
         return None, exc.message
     principal, why = allowed.principal_for(signers, sshsig.parse(sig).public_key,
                                            datetime.now(UTC))  # fmt: skip
-    if principal is not None and verifier.verify(MESSAGE, sig, "deepseek-review") is not True:
+    if principal is not None and sshsig.verify(
+        MESSAGE, sig, allowed_signers=path, principal=principal
+    ):
         return None, "the signature does not verify"
     return principal, why
 

@@ -630,7 +630,7 @@ def test_pre_commit_hook_runs_verify_on_the_whole_output_folder() -> None:
 
 
 def test_docs_show_the_hook_and_the_exit_codes() -> None:
-    doc = (REPO / "docs" / "verify.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "guide" / "verify.md").read_text(encoding="utf-8")
     assert "id: deepseek-review-verify" in doc
     assert "deepseek-review verify --strict" in doc
     for code, name in (("0", ""), ("9", "VerificationFailed"), ("3", "InputError"), ("2", "")):

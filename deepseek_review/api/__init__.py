@@ -60,35 +60,44 @@ if TYPE_CHECKING:
 
 #: Where each name lives: a call imports only its own command family's module (``run``
 #: need not load the batch's or verify's), on first use.
-_HOME = {
-    "BatchPlan": "deepseek_review.api.batch",
-    "Configuration": "deepseek_review.api.views",
-    "ShownChain": "deepseek_review.api.views",
-    "api_key": "deepseek_review.api.run",
-    "attest": "deepseek_review.api.records",
-    "configuration": "deepseek_review.api.run",
-    "continue_review": "deepseek_review.api.run",
-    "cost_estimate": "deepseek_review.api.run",
-    "execute_batch": "deepseek_review.api.batch",
-    "findings": "deepseek_review.api.records",
-    "plan_batch": "deepseek_review.api.batch",
-    "plan_review": "deepseek_review.api.run",
-    "plan_run": "deepseek_review.api.run",
-    "preflight_batch": "deepseek_review.api.batch",
-    "repo_root": "deepseek_review.api.run",
-    "review": "deepseek_review.api.run",
-    "run_batch": "deepseek_review.api.batch",
-    "send_review": "deepseek_review.api.run",
-    "send_split": "deepseek_review.api.run",
-    "show": "deepseek_review.api.run",
-    "sign": "deepseek_review.api.records",
-    "signed_with": "deepseek_review.api.records",
-    "signing_key": "deepseek_review.api.records",
-    "stats": "deepseek_review.api.records",
-    "verify": "deepseek_review.api.records",
-    "verify_splits": "deepseek_review.api.records",
-    "ManifestError": "deepseek_review.batch.manifest_file",
+_MODULES = {
+    "deepseek_review.api.batch": (
+        "BatchPlan",
+        "execute_batch",
+        "plan_batch",
+        "preflight_batch",
+        "run_batch",
+    ),
+    "deepseek_review.api.views": (
+        "Configuration",
+        "ShownChain",
+    ),
+    "deepseek_review.api.run": (
+        "api_key",
+        "configuration",
+        "continue_review",
+        "cost_estimate",
+        "plan_review",
+        "plan_run",
+        "repo_root",
+        "review",
+        "send_review",
+        "send_split",
+        "show",
+    ),
+    "deepseek_review.api.records": (
+        "attest",
+        "findings",
+        "sign",
+        "signed_with",
+        "signing_key",
+        "stats",
+        "verify",
+        "verify_splits",
+    ),
+    "deepseek_review.batch.manifest_file": ("ManifestError",),
 }
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:

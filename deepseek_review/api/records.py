@@ -113,11 +113,16 @@ def findings(
     env: Mapping[str, str] | None = None,
     trusted_rev: str | None = None,
     allowed_signers: PathArg | None = None,
+    baseline: PathArg | None = None,
+    only_new: bool = False,
 ) -> FindingsExport:
     """The findings of the reviews under ``paths`` (none: the configured output folder) in
     ``format`` (json, sarif, rdjson, rdjsonl, github, markdown), written to ``output`` when
     given (``deepseek-review findings``). ``fail_on``: a severity; call
     ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13).
+    ``baseline``: an earlier SARIF log or findings JSON file, or a folder of reviews (relative
+    to the root), each finding then marked new, unchanged or absent; ``only_new``: keep (and
+    gate) the new ones alone.
     Only reviews the trust rule admits are read (:mod:`deepseek_review.trust.rule`: ``trusted_rev``,
     ``allowed_signers``, else their ``DEEPSEEK_REVIEW_*`` variables and ``CI``)."""
     from deepseek_review.git.runner import find_repo_root
@@ -130,7 +135,8 @@ def findings(
     where = list(paths) or ([default] if (root / default).exists() else [])
     out = None if output is None else Path(output)
     policy = TrustPolicy.configured(trusted_rev, _fspath(allowed_signers), env)
-    return export(root, where, format, out, fail_on, policy)
+    base = None if baseline is None else os.fspath(baseline)
+    return export(root, where, format, out, fail_on, policy, base, only_new)
 
 
 def _fspath(path: PathArg | None) -> str | None:

@@ -225,7 +225,7 @@ def send_review(plan: ReviewPlan, *, progress: ProgressFn | None = None) -> Revi
 def sent_summary(plan: ReviewPlan) -> str:
     """What a review sends, in words: ``a diff of 3 files (41 lines) and 1 context file (61
     bytes)`` (a change's files are counted as the diff shows them)."""
-    from deepseek_review.context.types import plural
+    from deepseek_review.util.textsafe import plural
 
     parts = []
     if plan.change_lines is not None:
@@ -282,8 +282,7 @@ def continue_review(
     Keywords are ``continue``'s options in snake_case (``endpoint``, ``max_continuations``,
     ``continuation_max_tokens``, ``force``, ...), completed from the environment and the
     config file as for the command; the endpoint is the receipt's unless one is given."""
-    from deepseek_review.reviewing.continuation import continue_existing
-    from deepseek_review.reviewing.setup import continue_options
+    from deepseek_review.reviewing.continuation import continue_existing, continue_options
 
     _, planned = continue_options(path, options, repo_root=repo_root, env=env)
     return continue_existing(planned, env=env, progress=progress)

@@ -1,7 +1,6 @@
 """What ``config`` and ``show`` return (see :mod:`.api`).
 
-Apart from :mod:`api.run`, whose functions make them: a frozen dataclass costs about 0.4 ms
-to build at import, and ``run``, which imports ``api_run``, returns neither.
+Apart from :mod:`deepseek_review.api.run`, whose functions make them: ``run`` returns neither.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from deepseek_review.batch.manifest_share import ContextCache, EntryOptions, Pro
 from deepseek_review.chat.types import RetryPolicy, Timeouts
 from deepseek_review.context.gather import Output
 from deepseek_review.context.places import refuse_git_data, refuse_ignored
+from deepseek_review.context.ranges import parse_range
 from deepseek_review.context.types import is_glob
 from deepseek_review.errors import ConfigError, InputError, NothingNew, ReviewError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
@@ -162,15 +163,20 @@ def _named_files(root: Path, specs: Sequence[str]) -> list[tuple[str, str, str]]
     what it ignores), as (key, spelled, repo-relative path); what does not resolve is left to
     gathering, which words its own refusal."""
     named = []
-    for spec in specs:
+    for given in specs:
+        try:  # a range names lines of the file before ``#L``: that file must not be ignored
+            ranged = parse_range(given, lambda s: os.path.lexists(root / s))
+        except ReviewError:
+            continue
+        spec = given if ranged is None else ranged.path
         if is_glob(spec) and not os.path.lexists(root / spec):
             continue
         try:
             resolved, rel = resolve_inside(root, spec, what="context path")
         except ReviewError:
             continue
-        refuse_git_data(root, spec, resolved, what=name_of("context"))
-        named.append((name_of("context"), spec, rel))
+        refuse_git_data(root, given, resolved, what=name_of("context"))
+        named.append((name_of("context"), given, rel))
     return named
 
 
@@ -228,6 +234,7 @@ def entry_options(
         root = find_repo_root(repo_root)
     key = "" if shared is None else shared.key(entry)
     known = None if shared is None else shared.get(key)
+    values: dict[str, Setting] = {}
     if known is None:
         values = merge([_layer(entry.values, f"manifest entry {entry.index}"), *below], _KEYS)
         limit = values["max_context_bytes"].value
@@ -243,25 +250,8 @@ def entry_options(
             raise known[1]
         return replace(known[1], topic=entry.topic, prompt=prompt)
     try:
-        # A manifest is a file under review: the files it names must not be ones git ignores.
-        context = values["context"]
-        if context.source.startswith("manifest"):
-            specs = OPTIONS["context"].typed(context.value)
-            with _refused_at("context"):
-                refuse_ignored(root, _named_files(root, specs), by="a manifest")
-        template_file = values["template_file"]
-        if template_file.value is not None:
-            path = _inside_repo(manifest, root, "template_file", template_file.value)
-            values["template_file"] = Setting("template_file", str(path), template_file.source)
-        values["topic"] = Setting("topic", entry.topic, f"manifest entry {entry.index}")
-        options = build_review_options(
-            values,
-            prompt,
-            root,
-            retry=retry,
-            timeouts=timeouts,
-            operator_endpoints=(overrides["endpoint"],) if "endpoint" in overrides else (),
-        )
+        operator = (overrides["endpoint"],) if "endpoint" in overrides else ()
+        options = _built_options(manifest, entry, values, prompt, root, retry, timeouts, operator)
     except ReviewError as exc:
         if shared is not None:
             shared.put(key, limit, exc)
@@ -270,6 +260,39 @@ def entry_options(
         options = replace(options, outputs=shared.outputs)
         shared.put(key, limit, options)
     return options
+
+
+def _built_options(
+    manifest: Manifest,
+    entry: Entry,
+    values: dict[str, Setting],
+    prompt: str,
+    root: Path,
+    retry: RetryPolicy | None,
+    timeouts: Timeouts | None,
+    operator_endpoints: tuple[str, ...],
+) -> ReviewOptions:
+    """The entry's merged settings built into review options, its context and template file
+    checked as what a file under review names."""
+    # A manifest is a file under review: the files it names must not be ones git ignores.
+    context = values["context"]
+    if context.source.startswith("manifest"):
+        specs = OPTIONS["context"].typed(context.value)
+        with _refused_at("context"):
+            refuse_ignored(root, _named_files(root, specs), by="a manifest")
+    template_file = values["template_file"]
+    if template_file.value is not None:
+        path = _inside_repo(manifest, root, "template_file", template_file.value)
+        values["template_file"] = Setting("template_file", str(path), template_file.source)
+    values["topic"] = Setting("topic", entry.topic, f"manifest entry {entry.index}")
+    return build_review_options(
+        values,
+        prompt,
+        root,
+        retry=retry,
+        timeouts=timeouts,
+        operator_endpoints=operator_endpoints,
+    )
 
 
 # --------------------------------------------------------------------------- planning
@@ -335,6 +358,65 @@ def _checked_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _plan_entries(
+    manifest: Manifest,
+    selected: list[Entry],
+    problems: list[Problem],
+    overrides: Mapping[str, Any],
+    base: Mapping[str, Setting],
+    below: list[dict[str, Setting]],
+    root: Path,
+    *,
+    env: Mapping[str, str] | None,
+    retry: RetryPolicy | None,
+    timeouts: Timeouts | None,
+    plan: Callable[..., ReviewPlan],
+    written: tuple[Output, ...],
+) -> list[PlannedEntry]:
+    """Each entry of ``selected`` planned, sharing what entries alike share; the problem of an
+    entry that cannot be planned is added to ``problems``, located at its line."""
+    prompt_files = PromptFiles()
+    gather = ContextCache()
+    shared = SharedPlans()
+    shared_options = EntryOptions(written)
+    # What an entry does not set itself is named where it was set: batch's flag (as the
+    # caller spells it), the variable, the config file's key.
+    names = spellings(below[0])
+    names |= {k: name_of(k) for k, s in below[0].items() if s.source == "flag"}
+    planned: list[PlannedEntry] = []
+    for entry in selected:
+        try:
+            own = {k: n for k, n in names.items() if k not in entry.values}
+            with naming("manifest"), naming_as(own):
+                options = entry_options(
+                    manifest,
+                    entry,
+                    overrides=overrides,
+                    base=base,
+                    repo_root=str(root),
+                    retry=retry,
+                    timeouts=timeouts,
+                    prompt_files=prompt_files,
+                    below=below,
+                    root=root,
+                    shared=shared_options,
+                )
+                try:
+                    plan_one = plan(options, env, gather=gather, shared=shared)
+                    nothing_new = None
+                except NothingNew as exc:
+                    whole = replace(options, git=replace(options.git, since_last_review=False))
+                    plan_one = plan(whole, env, gather=gather, shared=shared)
+                    nothing_new = exc.message
+                # Sending names them so too (the Ollama pre-flight).
+                plan_one = replace(plan_one, names=own) if own else plan_one
+                planned.append(PlannedEntry(entry, plan_one, nothing_new))
+        except ReviewError as exc:
+            line = _line_of(manifest, entry, exc)
+            problems.append(Problem(exc.message, entry.index, line, entry.topic))
+    return planned
+
+
 def plan_manifest(
     path: Path,
     *,
@@ -362,49 +444,23 @@ def plan_manifest(
     planned: list[PlannedEntry] = []
     # Problems with the file or [defaults] would make every plan's complaint misleading.
     if not any(p.entry is None for p in problems):
-        prompt_files = PromptFiles()
-        gather = ContextCache()
-        shared = SharedPlans()
         below = [_settled(_levels_below(manifest, overrides, base))]
-        # What an entry does not set itself is named where it was set: batch's flag (as the
-        # caller spells it), the variable, the config file's key.
-        names = spellings(below[0])
-        names |= {k: name_of(k) for k, s in below[0].items() if s.source == "flag"}
         with paths_settled():  # the root and the output folders, resolved once for all
             written = (*_output_folders(manifest, below, root), *outputs)
-            shared_options = EntryOptions(written)
-            for entry in selected:
-                try:
-                    own = {k: n for k, n in names.items() if k not in entry.values}
-                    with naming("manifest"), naming_as(own):
-                        options = entry_options(
-                            manifest,
-                            entry,
-                            overrides=overrides,
-                            base=base,
-                            repo_root=str(root),
-                            retry=retry,
-                            timeouts=timeouts,
-                            prompt_files=prompt_files,
-                            below=below,
-                            root=root,
-                            shared=shared_options,
-                        )
-                        try:
-                            plan_one = plan(options, env, gather=gather, shared=shared)
-                            nothing_new = None
-                        except NothingNew as exc:
-                            whole = replace(
-                                options, git=replace(options.git, since_last_review=False)
-                            )
-                            plan_one = plan(whole, env, gather=gather, shared=shared)
-                            nothing_new = exc.message
-                        # Sending names them so too (the Ollama pre-flight).
-                        plan_one = replace(plan_one, names=own) if own else plan_one
-                        planned.append(PlannedEntry(entry, plan_one, nothing_new))
-                except ReviewError as exc:
-                    line = _line_of(manifest, entry, exc)
-                    problems.append(Problem(exc.message, entry.index, line, entry.topic))
+            planned = _plan_entries(
+                manifest,
+                selected,
+                problems,
+                overrides,
+                base,
+                below,
+                root,
+                env=env,
+                retry=retry,
+                timeouts=timeouts,
+                plan=plan,
+                written=written,
+            )
     problems.sort(key=lambda p: (p.entry is not None, p.entry or 0))
     if problems:
         raise ManifestError(manifest.shown, problems)

@@ -270,6 +270,32 @@ def read_manifest(path: Path, fmt: str | None = None) -> tuple[Manifest, list[Pr
     """
     fmt = detect_format(path, fmt)
     shown = str(path)
+    text = _read_text(path, shown)
+    if fmt == "toml":
+        defaults_raw, reviews, lines, problems = _parse_toml(text, shown)
+    else:
+        defaults_raw, reviews, lines, problems = _parse_jsonl(text)
+    defaults = _checked_defaults(defaults_raw, lines, problems)
+    has_default_context = "context" in defaults or "context" in (
+        defaults_raw if isinstance(defaults_raw, dict) else {}
+    )
+    entries = _checked_entries(reviews, lines, problems, has_default_context=has_default_context)
+    if not reviews and not problems:
+        what = "[[review]] entries" if fmt == "toml" else "review lines"
+        problems.append(Problem(f"no reviews: the manifest holds no {what}"))
+    manifest = Manifest(
+        path=path,
+        format=fmt,
+        defaults=defaults,
+        entries=tuple(entries),
+        defaults_line=lines.defaults,
+        default_key_lines=lines.default_keys,
+    )
+    return manifest, problems
+
+
+def _read_text(path: Path, shown: str) -> str:
+    """The manifest's text (bounded, UTF-8), or a one-line refusal naming it."""
     try:
         raw = safejson.read_stream(path, max_bytes=safejson.MAX_FILE_BYTES)
     except FileNotFoundError:
@@ -277,29 +303,34 @@ def read_manifest(path: Path, fmt: str | None = None) -> tuple[Manifest, list[Pr
     except OSError as exc:
         raise InputError(f"manifest {shown}: cannot read ({exc.strerror or exc})") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"manifest {shown}: not UTF-8 (byte {exc.start})") from None
-    if fmt == "toml":
-        defaults_raw, reviews, lines, problems = _parse_toml(text, shown)
-    else:
-        defaults_raw, reviews, lines, problems = _parse_jsonl(text)
 
-    defaults: dict[str, Any] = {}
+
+def _checked_defaults(
+    defaults_raw: Any, lines: _TomlLines, problems: list[Problem]
+) -> dict[str, Any]:
+    """The ``[defaults]`` table without the keys that have a problem (added to ``problems``)."""
     if not isinstance(defaults_raw, dict):
         problems.append(
             Problem("[defaults] must be a table", line=lines.defaults, in_defaults=True)
         )
-    else:
-        defaults = _given(defaults_raw)
-        bad = table_problems(defaults, "defaults")
-        for key, why in bad.items():
-            line = lines.default_keys.get(key or "", lines.defaults)
-            problems.append(Problem(why, line=line, in_defaults=True))
-            defaults.pop(key or "", None)
-    has_default_context = "context" in defaults or "context" in (
-        defaults_raw if isinstance(defaults_raw, dict) else {}
-    )
+        return {}
+    defaults = _given(defaults_raw)
+    bad = table_problems(defaults, "defaults")
+    for key, why in bad.items():
+        line = lines.default_keys.get(key or "", lines.defaults)
+        problems.append(Problem(why, line=line, in_defaults=True))
+        defaults.pop(key or "", None)
+    return defaults
+
+
+def _checked_entries(
+    reviews: list[Any], lines: _TomlLines, problems: list[Problem], *, has_default_context: bool
+) -> list[Entry]:
+    """The entries without a problem; each problem of the others is added to ``problems``
+    (bad keys, no context, a topic already used), located at its line."""
     entries: list[Entry] = []
     first_seen: dict[str, Entry] = {}
     for i, obj in enumerate(reviews, start=1):
@@ -339,18 +370,7 @@ def read_manifest(path: Path, fmt: str | None = None) -> tuple[Manifest, list[Pr
         problems.extend(entry_problems)
         if not entry_problems and topic is not None:
             entries.append(Entry(i, line, topic, values, key_lines))
-    if not reviews and not problems:
-        what = "[[review]] entries" if fmt == "toml" else "review lines"
-        problems.append(Problem(f"no reviews: the manifest holds no {what}"))
-    manifest = Manifest(
-        path=path,
-        format=fmt,
-        defaults=defaults,
-        entries=tuple(entries),
-        defaults_line=lines.defaults,
-        default_key_lines=lines.default_keys,
-    )
-    return manifest, problems
+    return entries
 
 
 def _given(table: Mapping[str, Any]) -> dict[str, Any]:

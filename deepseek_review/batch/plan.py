@@ -148,50 +148,23 @@ def _refuse_over_cap(work: list[Work]) -> None:
         refuse_over_cap(cap, total, f"the batch ({len(to_run)} reviews to run)")
 
 
-def prepare_batch(
-    options: BatchOptions, *, env: Mapping[str, str] | None = None, clean: bool = True
-) -> PreparedBatch:
-    """Check and plan the manifest, index what earlier runs left, and decide each entry.
-
-    Raises :class:`~deepseek_review.batch.manifest.ManifestError` (nothing sent, nothing written)
-    when the manifest has problems. ``clean`` removes stale temporary files of killed runs.
-    """
-    tls: list[threading.Thread] = []
-
-    def plan(options: ReviewOptions, env: Mapping[str, str] | None, **kw: Any) -> ReviewPlan:
-        planned = plan_review(options, env, check_output=False, **kw)  # folders: below
-        if not tls and planned.endpoint.url.startswith("https:"):
-            # Load the CA bundle (~50 ms, without the GIL) while the rest is planned; a
-            # batch of plain-http endpoints never loads it.
-            tls.append(threading.Thread(target=tls_context, name="tls-context", daemon=True))
-            tls[0].start()
-        return planned
-
-    planned = plan_manifest(
-        Path(options.manifest),
-        fmt=options.format,
-        overrides=options.overrides,
-        shard=Shard.parse(options.shard) if options.shard else None,
-        repo_root=options.repo_root,
-        retry=options.retry,
-        timeouts=options.timeouts,
-        env=env,
-        plan=plan,
-        outputs=_report_output(options),
-    )
-    folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
-    for folder in folders:  # before anything is sent (a dry run finds it too)
+def _check_folders(planned: PlannedManifest, folders: list[Path]) -> None:
+    """Refuse an output folder the entries writing there could not write their files into,
+    tried with the longest name any of them would write."""
+    for folder in folders:
         there = [p for p in planned.entries if p.plan.out_dir == folder]
         names = [review_longest_name(p.plan.options) for p in there]
         longest = max(names, key=lambda n: len(n.encode("utf-8")))
         first = there[names.index(longest)]
         shown = f"output_dir {first.plan.options.output_dir} (entry {first.topic})"
         check_writable_dir(folder, shown=shown, root=planned.root, longest=longest)
-    removed: list[str] = []
-    if clean:
-        for folder in folders:
-            for path in remove_stale_temp_files(folder):
-                removed.append(path.relative_to(planned.root).as_posix())
+
+
+def _decide(
+    planned: PlannedManifest, folders: list[Path], options: BatchOptions
+) -> tuple[list[Work], list[str]]:
+    """What to do with each entry (skip it: nothing new, or its review complete on disk;
+    continue its truncated chain; or review it anew), and the orphan answers in ``folders``."""
     indexes = {folder: index_folder(planned.root, folder) for folder in folders}
     trusted = trusted_files(options.trusted_rev, planned.root, folders)
     work = []
@@ -210,8 +183,49 @@ def prepare_batch(
             work.append(Work(p, "continue", tuple(chain)))
         else:
             work.append(Work(p, "skip", tuple(chain)))
+    return work, [o for idx in indexes.values() for o in idx.orphans]
+
+
+def prepare_batch(
+    options: BatchOptions, *, env: Mapping[str, str] | None = None, clean: bool = True
+) -> PreparedBatch:
+    """Check and plan the manifest, index what earlier runs left, and decide each entry.
+
+    Raises :class:`~deepseek_review.batch.manifest.ManifestError` (nothing sent, nothing written)
+    when the manifest has problems. ``clean`` removes stale temporary files of killed runs.
+    """
+    tls: list[threading.Thread] = []
+
+    def plan(options: ReviewOptions, env: Mapping[str, str] | None, **kw: Any) -> ReviewPlan:
+        planned = plan_review(options, env, check_output=False, **kw)  # folders: below
+        if not tls and planned.endpoint.url.startswith("https:"):
+            # Load the CA bundle in the background while the rest is planned, so it is ready
+            # for the first request; a batch of plain-http endpoints never loads it.
+            tls.append(threading.Thread(target=tls_context, name="tls-context", daemon=True))
+            tls[0].start()
+        return planned
+
+    planned = plan_manifest(
+        Path(options.manifest),
+        fmt=options.format,
+        overrides=options.overrides,
+        shard=Shard.parse(options.shard) if options.shard else None,
+        repo_root=options.repo_root,
+        retry=options.retry,
+        timeouts=options.timeouts,
+        env=env,
+        plan=plan,
+        outputs=_report_output(options),
+    )
+    folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
+    _check_folders(planned, folders)  # before anything is sent (a dry run finds it too)
+    removed: list[str] = []
+    if clean:
+        for folder in folders:
+            for path in remove_stale_temp_files(folder):
+                removed.append(path.relative_to(planned.root).as_posix())
+    work, orphans = _decide(planned, folders, options)
     _refuse_over_cap(work)
-    orphans = [o for idx in indexes.values() for o in idx.orphans]
     for thread in tls:
         thread.join()
     return PreparedBatch(planned, tuple(work), tuple(orphans), tuple(removed))

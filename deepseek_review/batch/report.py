@@ -145,7 +145,7 @@ def finding_counts(
 ) -> dict[str, int] | None:
     """The counts of the findings file beside the chain's last answer. When this run wrote
     that answer (the last of ``new``), it says whether it wrote a findings file: without one,
-    nothing is looked up (a batch without findings never loads the findings modules)."""
+    nothing is looked up."""
     if not segments:
         return None
     last = segments[-1]

@@ -238,8 +238,19 @@ class _Runner:
     # -- the main thread -----------------------------------------------------------------
 
     def run(self) -> BatchReport:
-        board = self.board
+        """Every entry: the skipped reported at once, the others reviewed by the workers."""
         results: dict[int, EntryReport] = {}
+        todo = self._skip(results)
+        self.board.drain(self.on_event)
+        try:
+            self._work(todo, results)
+        finally:
+            self.http.close()
+        self.board.drain(self.on_event)
+        return self._report(results)
+
+    def _skip(self, results: dict[int, EntryReport]) -> list[tuple[int, Work]]:
+        """Report each skipped entry into ``results``; the others, by position, to work on."""
         todo: list[tuple[int, Work]] = []
         for i, w in enumerate(self.prepared.work):
             if w.action == "skip":
@@ -252,40 +263,45 @@ class _Runner:
                     receipt_paths=[s.receipt_path for s in w.existing],
                     **existing_usage(w.existing),
                 )
-                results[i] = board.finish(report, started=False)
+                results[i] = self.board.finish(report, started=False)
             else:
                 todo.append((i, w))
-        board.drain(self.on_event)
+        return todo
+
+    def _work(self, todo: list[tuple[int, Work]], results: dict[int, EntryReport]) -> None:
+        """Review ``todo`` in worker threads, reporting into ``results``; this thread checks
+        the halts and passes the board's events on while they run."""
+        board = self.board
         last_tick = time.monotonic()
-        try:
-            # Twice as many workers as request slots: while some write their files, the next
-            # requests are already waiting for a slot, so the endpoint never idles on us.
-            workers = 2 * self.options.jobs
-            with ThreadPoolExecutor(workers, thread_name_prefix="batch") as pool:
-                # Each worker runs in a copy of the caller's context: errors name options
-                # as the caller's layer does (the command line: its flags).
-                self.slots.queue(w.planned.entry.index for _, w in todo)
-                futures = {
-                    pool.submit(contextvars.copy_context().run, self.run_one, w): i for i, w in todo
-                }
-                # Each entry's future says it is done here, once (``wait`` on the set of those
-                # still running would walk all of them at every wake-up).
-                finished: queue.SimpleQueue[Future[EntryReport]] = queue.SimpleQueue()
-                for f in futures:
-                    f.add_done_callback(finished.put)
-                left = len(futures)
-                while left:
-                    for f in _finished_within(finished, 0.1):
-                        results[futures[f]] = f.result()
-                        left -= 1
-                    board.check_halts()
-                    if time.monotonic() - last_tick >= 0.25:  # a live line shows streaming
-                        last_tick = time.monotonic()
-                        board.emit("tick")
-                    board.drain(self.on_event)
-        finally:
-            self.http.close()
-        board.drain(self.on_event)
+        # Twice as many workers as request slots: while some write their files, the next
+        # requests are already waiting for a slot, so the endpoint never idles on us.
+        workers = 2 * self.options.jobs
+        with ThreadPoolExecutor(workers, thread_name_prefix="batch") as pool:
+            # Each worker runs in a copy of the caller's context: errors name options
+            # as the caller's layer does (the command line: its flags).
+            self.slots.queue(w.planned.entry.index for _, w in todo)
+            futures = {
+                pool.submit(contextvars.copy_context().run, self.run_one, w): i for i, w in todo
+            }
+            # Each entry's future says it is done here, once (``wait`` on the set of those
+            # still running would walk all of them at every wake-up).
+            finished: queue.SimpleQueue[Future[EntryReport]] = queue.SimpleQueue()
+            for f in futures:
+                f.add_done_callback(finished.put)
+            left = len(futures)
+            while left:
+                for f in _finished_within(finished, 0.1):
+                    results[futures[f]] = f.result()
+                    left -= 1
+                board.check_halts()
+                if time.monotonic() - last_tick >= 0.25:  # a live line shows streaming
+                    last_tick = time.monotonic()
+                    board.emit("tick")
+                board.drain(self.on_event)
+
+    def _report(self, results: dict[int, EntryReport]) -> BatchReport:
+        """The batch's report: every entry's, in manifest order, and the board's totals."""
+        board = self.board
         planned = self.prepared.planned
         return BatchReport(
             manifest=planned.manifest.shown,
@@ -303,8 +319,7 @@ class _Runner:
 
 
 def _loaded(root: Path, chain: tuple[ChainSegment, ...]) -> tuple[Segment, ...]:
-    """A chain left on disk, loaded to be continued (``continue``'s machinery, imported only
-    by a batch that continues one)."""
+    """A chain left on disk, loaded to be continued (with ``continue``'s machinery)."""
     if not chain:
         return ()
     from deepseek_review.reviewing.continuation import segment_from

@@ -22,8 +22,8 @@ from deepseek_review.chat.types import Timeouts
 
 @functools.cache
 def tls_context() -> ssl.SSLContext | bool:
-    """httpx's default verifying TLS context, built once per process: loading the CA bundle
-    takes ~50 ms, which every client (one per review, per batch endpoint) would pay again."""
+    """httpx's default verifying TLS context, built once per process and shared by every
+    client (one per review, per batch endpoint), so the CA bundle is loaded once."""
     make = getattr(httpx, "create_ssl_context", None)  # public from httpx 0.28
     return make() if make is not None else True
 
@@ -87,7 +87,7 @@ class HttpClients:
 
 def make_http_client(timeouts: Timeouts, *, https: bool) -> HttpClients:
     """The clients for chat requests: ``https`` when any endpoint they will reach is https
-    (only then is the CA bundle loaded, a sixth of a whole local review)."""
+    (only then is the CA bundle loaded)."""
 
     def make() -> httpx.Client:
         return httpx.Client(

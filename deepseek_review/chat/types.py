@@ -18,9 +18,8 @@ from deepseek_review.options.table import check, default
 ProgressFn = Callable[[int, float], None]
 
 
-# Usage and Completion are named tuples, not frozen dataclasses (immutable all the same): they
-# are created at every start-up that plans a review, and a named tuple class costs a fifth of a
-# frozen dataclass to create. RetryPolicy and Timeouts check their values, so stay dataclasses.
+# Usage and Completion are named tuples (immutable plain values); RetryPolicy and Timeouts
+# check their values, so they are dataclasses.
 
 
 class Usage(NamedTuple):

@@ -163,7 +163,7 @@ def _root(
 
 def _json_out(obj: Any) -> None:
     """One JSON object on stdout: readable UTF-8, but no raw control character (C1, bidi)."""
-    import json  # not at start-up: most commands print no JSON
+    import json
 
     STATE.json_written = True
     sys.stdout.write(json_safe(json.dumps(obj, indent=2, ensure_ascii=False)) + "\n")

@@ -17,9 +17,9 @@ from deepseek_review.cli.app import (
 from deepseek_review.cli.progress import BatchProgress
 from deepseek_review.cli.signals import graceful_stop
 from deepseek_review.cli.table import Flags, table_command
-from deepseek_review.context.types import plural
 from deepseek_review.errors import BatchIncomplete, Interrupted
 from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import plural
 
 
 @table_command(

@@ -1,10 +1,11 @@
 """``findings``: a review's findings exported for CI (JSON, SARIF, rdjson, GitHub, Markdown).
 
-``--format``, ``-o`` and ``--fail-on`` are this command's own flags, not settings: they say
-what one invocation writes, so they are not in the option table (no config key, no
-environment variable).
+``--format``, ``-o``, ``--fail-on``, ``--baseline`` and ``--only-new`` are this command's own
+flags, not settings: they say what one invocation writes, so they are not in the option table
+(no config key, no environment variable).
 """
 
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,11 +22,12 @@ from deepseek_review.cli.app import (
     typed_path,
 )
 from deepseek_review.cli.table import choice_settings
-from deepseek_review.context.types import plural
 from deepseek_review.util.logs import log
-from deepseek_review.util.textsafe import escape
+from deepseek_review.util.textsafe import escape, plural
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from deepseek_review.trust.findings import FindingsExport
 
 #: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
@@ -70,12 +72,35 @@ FailOnOpt = Annotated[
 ]
 
 
+BaselineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        help="Compare with an earlier run: its SARIF or JSON export (a file from your CI, not "
+        "the repository under review), or a folder of reviews read through the trust rule. "
+        "Each finding is marked new or unchanged (by fingerprint: path, quoted code, "
+        "category; not line numbers), and the baseline's findings gone now are listed as "
+        "absent (never gated).",
+        show_default=False,
+    ),
+]
+OnlyNewOpt = Annotated[
+    bool,
+    typer.Option(
+        "--only-new",
+        help="Keep only the findings new against --baseline; --fail-on then counts only them.",
+    ),
+]
+
+
 @app.command(epilog=example("deepseek-review findings reviews --format sarif -o review.sarif"))
 def findings(
     paths: PathsArg = None,
     fmt: FormatOpt = "json",
     output: OutputOpt = None,
     fail_on: FailOnOpt = None,
+    baseline: BaselineOpt = None,
+    only_new: OnlyNewOpt = False,
     repo_root: RepoRootOpt = None,
     trusted_rev: TrustedRevOpt = None,
     allowed_signers: AllowedSignersOpt = None,
@@ -94,9 +119,19 @@ def findings(
         repo_root=root,
         trusted_rev=trusted_rev,
         allowed_signers=allowed_signers,
+        baseline=None if baseline is None else _baseline_path(root, baseline),
+        only_new=only_new,
     )
     _render(result, to_stdout=output is None)
     result.raise_for_gate()
+
+
+def _baseline_path(root: "Path", typed: str) -> str:
+    """A folder as the core takes paths (relative to the root); a file as typed, absolute
+    (an export of an earlier run may lie anywhere)."""
+    if os.path.isdir(typed):
+        return typed_path(root, typed)
+    return os.path.abspath(typed)
 
 
 def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
@@ -124,6 +159,16 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
     if to_stdout:
         sys.stdout.write(result.text)
         sys.stdout.flush()
+    absent = len(result.collected.absent)
+    if result.collected.baselined:
+        states = [a.baseline for a in result.collected.findings]
+        log.info(
+            "against the baseline: %d new, %d unchanged, %d absent%s",
+            states.count("new"),
+            states.count("unchanged"),
+            absent,
+            " (only the new ones kept)" if result.only_new else "",
+        )
     counts = result.collected.counts()
     log.info(
         "%d finding(s) from %d review(s): %s",

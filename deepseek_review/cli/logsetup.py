@@ -1,8 +1,7 @@
 """The command line's log handler: each message one line on stderr, the API key never shown,
 control characters shown as escapes.
 
-Imported only once a module that logs takes the package's logger (:func:`util.logs.configure`):
-most short commands never load :mod:`logging`.
+Installed when a module that logs first takes the package's logger (:func:`util.logs.configure`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 On a terminal (stderr a TTY that can redraw a line, not ``TERM=dumb``, no ``--quiet``) one
 line is redrawn in place, and every log record is printed through the same rich console: the
 console erases the line, prints the record at column 0 and draws the line again below it, so a
-warning is never printed over the progress. rich is imported only then: ``--version``,
-``--help``, dry runs and ``verify`` start without it.
+warning is never printed over the progress.
 
 Off a terminal, ``batch`` prints one plain line per event, each starting with counters that
 never go back and add up (``[3/6 finished, 2 asking, 0 writing, 1 waiting]``); ``run`` and

@@ -17,12 +17,13 @@ from deepseek_review.cli.app import (
 )
 from deepseek_review.cli.progress import review_progress
 from deepseek_review.cli.table import Flags, table_command
-from deepseek_review.context.types import plural
+from deepseek_review.context.types import ContextFile
 from deepseek_review.errors import InputError, NoProgress, TruncatedReview
 from deepseek_review.options.table import default
+from deepseek_review.records.lines import describe
 from deepseek_review.records.naming import SIGNATURE_SUFFIX, STATEMENT_SUFFIX, sibling
 from deepseek_review.util.logs import log
-from deepseek_review.util.textsafe import escape
+from deepseek_review.util.textsafe import escape, plural
 
 if TYPE_CHECKING:
     from deepseek_review.reviewing.pipeline import ReviewPlan, ReviewResult
@@ -146,7 +147,7 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
             f"template and prompt (--max-context-bytes {plan.options.limits.max_context_bytes})",
             f"context        {plural(len(plan.files), 'file')}, "
             f"{plural(plan.context_bytes, 'byte')}",
-            *(f"  {f.size:>10}  {f.path}" for f in plan.files),
+            *(f"  {f.size:>10}  {_file_shown(f)}" for f in plan.files),
             *change_lines(plan.pins, plan.change_lines),
             *(
                 [f"left out       {plural(sum(s.files for s in plan.skipped), 'file')}"]
@@ -164,6 +165,13 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
     log.info("dry run: nothing was sent and nothing was written")
 
 
+def _file_shown(f: ContextFile) -> str:
+    """A context file as the dry run lists it: its path, and the lines sent of a range."""
+    if f.lines is None:
+        return f.path
+    return f"{f.path} ({describe(f.lines.span, f.lines.total)})"
+
+
 def _plan_info(plan: ReviewPlan, cost: float | None) -> dict[str, Any]:
     """``run --dry-run --json``: what the text lists, with each file's sha256."""
     return {
@@ -178,7 +186,9 @@ def _plan_info(plan: ReviewPlan, cost: float | None) -> dict[str, Any]:
         "framed_bytes": plan.framed_bytes,
         "max_context_bytes": plan.options.limits.max_context_bytes,
         "context_files": [
-            {"path": f.path, "bytes": f.size, "sha256": f.sha256} for f in plan.files
+            {"path": f.path, "bytes": f.size, "sha256": f.sha256}
+            | ({} if f.lines is None else {"lines": list(f.lines.span), "of": f.lines.total})
+            for f in plan.files
         ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
         "cost_estimate": cost,

@@ -98,8 +98,9 @@ def attest(
     the reviews; print its predicate type (actions/attest's predicate-type).
 
     Exit 0 when written, 9 when a segment fails verification (nothing written), 3 when
-    there are no receipts or the trust rule admits none of them (see the README's trust
-    model: segments a commit brought need --trusted-rev or a signature).
+    there are no receipts or the trust rule admits none of them (see the trust model,
+    docs/explanation/trust-model.md: segments a commit brought need --trusted-rev or a
+    signature).
     """
     from deepseek_review import api
     from deepseek_review.records.canonical import pretty_json
@@ -112,7 +113,7 @@ def attest(
         typed, root=root, trusted_rev=trusted_rev, allowed_signers=allowed_signers
     )
     write_output(Path(output), pretty_json(predicate), shown=output)
-    from deepseek_review.context.types import plural
+    from deepseek_review.util.textsafe import plural
 
     n = plural(len(predicate["reviews"]), "segment")
     lines = [f"deepseek-review: attest: wrote {output} ({n})"]

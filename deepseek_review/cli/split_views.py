@@ -1,5 +1,5 @@
-"""What ``run --split`` prints: the plan (``--dry-run``), the files a run wrote, and the story
-of a split record (``show`` on it)."""
+"""What ``run --split`` prints (the plan, the files a run wrote) and the story ``show`` tells
+of a split record."""
 
 from __future__ import annotations
 

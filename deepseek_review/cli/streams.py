@@ -1,5 +1,4 @@
-"""How a command's process ends: stdout that ends quietly when its reader goes away
-(``| head``), and the quick end of a successful command."""
+"""Standard output that ends the command quietly when its reader goes away (``| head``)."""
 
 from __future__ import annotations
 

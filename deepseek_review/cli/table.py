@@ -54,8 +54,7 @@ def choice_settings(names: tuple[str, ...]) -> dict[str, Any]:
 
 def _parameter(option: Option) -> inspect.Parameter:
     """The typer parameter of ``option``: its type as the annotation and typer's Option or
-    Argument as the default (not ``Annotated``, which costs typing's machinery per option at
-    every start-up). The value is None ("not given") unless it is a plain switch (False) or
+    Argument as the default. The value is None ("not given") unless it is a plain switch (False) or
     required (``...``); the table fills in the real default later."""
     help_text = option.help_text()
     kind: Any = _PY.get(option.kind)

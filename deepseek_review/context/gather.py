@@ -1,6 +1,7 @@
 """Gathering the context files of a review: what is read, in what order, and what is refused.
 
-A ``--context`` spec is a file, a folder or a glob, relative to the repository root. Folders
+A ``--context`` spec is a file, a folder or a glob, relative to the repository root, or lines
+of a file (``path#L120-L260``: :mod:`.ranges`). Folders
 and globs are expanded by git itself (``git ls-files --cached --others --exclude-standard``)
 so git's ignore rules apply exactly (nested ``.gitignore``, ``.git/info/exclude``,
 ``core.excludesFile``); outside a git work tree the ``.gitignore`` files are honoured with
@@ -39,6 +40,13 @@ from pathlib import Path
 
 from deepseek_review.context.ignore import IgnoreWalker, git_ls_files, glob_to_regex
 from deepseek_review.context.places import why_not_context
+from deepseek_review.context.ranges import (
+    RangeSpec,
+    file_range,
+    named_twice,
+    not_a_file,
+    parse_range,
+)
 from deepseek_review.context.read import Opener, read_context_file, read_entries, read_runs
 from deepseek_review.context.types import (
     DEFAULT_MAX_CONTEXT_BYTES,
@@ -56,7 +64,6 @@ from deepseek_review.context.types import (
     Skipped,
     excluded,
     is_glob,
-    plural,
     split_exclusions,
     written_by_tool,
 )
@@ -70,6 +77,7 @@ from deepseek_review.git.runner import (
 from deepseek_review.options.table import name_of
 from deepseek_review.records.storage import TEMP_PREFIX
 from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import plural
 
 __all__ = [
     "DEFAULT_MAX_CONTEXT_BYTES",
@@ -136,6 +144,9 @@ class Expansion:
     also named explicitly stays in)."""
     left_out_of: dict[str, Skipped] = field(default_factory=dict)
     """Which of ``left_out`` each listed path left out falls under."""
+    ranges: dict[str, RangeSpec] = field(default_factory=dict)
+    """The files named with a line range (``path#L120-L260``): only those lines are sent,
+    also when a folder or glob lists the file too."""
 
 
 def _leave_out_outputs(
@@ -187,67 +198,100 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
     groups: list[tuple[str, str, list[str]]] = []
     listed: dict[str, None] = {}
     named: set[str] = set()
-
-    def add(rel: str, explicit: bool) -> None:
-        if explicit:
-            named.add(rel)
-        else:
-            listed[rel] = None
-        if rel not in seen:
-            seen.add(rel)
-            entries.append((rel, explicit))
-
-    def add_listed(rels: list[str]) -> None:
-        """:func:`add` of each of ``rels`` (what a folder or glob listed), in one go."""
-        listed.update(dict.fromkeys(rels))
-        new = [rel for rel in dict.fromkeys(rels) if rel not in seen]
-        seen.update(new)
-        entries.extend([(rel, False) for rel in new])
-
+    ranges: dict[str, RangeSpec] = {}
     specs, excludes = split_exclusions(specs)
-
-    any_spec = False
-    for spec in specs:
-        any_spec = True
-        if has_unsafe_chars(spec):
-            raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
-        if is_glob(spec) and not _exists_literally(root, spec):
-            matches = _expand_glob(root, spec)
-            if not matches:
-                raise InputError(
-                    f"context pattern {spec}: matches no file (after git's ignore rules)"
-                )
-            groups.append((spec, "pattern", matches))
-            add_listed(matches)
-            continue
-        resolved, rel = resolve_inside(root, spec, what="context path")
-        if under_dot_git(rel):
-            raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
-        try:
-            st = resolved.stat()
-        except FileNotFoundError:
-            raise InputError(f"context path {spec}: no such file or folder") from None
-        except OSError as exc:
-            raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
-        # Checked again on the open file when it is read: this only refuses early, by name.
-        why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
-        if why is not None:
-            raise InputError(f"context path {spec}: {why[0]}")
-        if stat.S_ISDIR(st.st_mode):
-            matches = _expand_folder(root, rel)
-            if rel != ".":
-                matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
-            if not matches:
-                raise InputError(f"context folder {spec}: holds no file (after git's ignore rules)")
-            groups.append((spec, "folder", matches))
-            add_listed(matches)
-        else:
-            add(rel, True)
-    if not any_spec:
+    if not specs:
         raise InputError(
             f"no context given: pass {name_of('context')} with a file, folder or glob, or "
             f"{name_of('diff')} or {name_of('staged')} to review a change"
         )
+    for spec in specs:
+        ranged = _range_of(root, spec)
+        one = (
+            _expand_spec(root, spec) if ranged is None else _add_range(root, ranged, ranges, named)
+        )
+        if isinstance(one, str):  # a file named
+            if ranged is None and one in ranges:
+                raise named_twice(spec, one, ranges)
+            named.add(one)
+            if one not in seen:
+                seen.add(one)
+                entries.append((one, True))
+            continue
+        groups.append(one)
+        listed.update(dict.fromkeys(one[2]))
+        new = [rel for rel in dict.fromkeys(one[2]) if rel not in seen]
+        seen.update(new)
+        entries.extend([(rel, False) for rel in new])
+    left_out, left_out_of = _leave_out(listed, named, outputs, excludes)
+    if left_out_of:
+        entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
+    return Expansion(entries, groups, left_out, left_out_of, ranges)
+
+
+def _expand_spec(root: Path, spec: str) -> str | tuple[str, str, list[str]]:
+    """What one spec names: a file's repo-relative path, or (spec, "folder" or "pattern",
+    the files it lists); refused if it names nothing that may be sent."""
+    if is_glob(spec) and not _exists_literally(root, spec):
+        matches = _expand_glob(root, spec)
+        if not matches:
+            raise InputError(f"context pattern {spec}: matches no file (after git's ignore rules)")
+        return spec, "pattern", matches
+    rel, is_dir = _named_path(root, spec, spec)
+    if not is_dir:
+        return rel
+    matches = _expand_folder(root, rel)
+    if rel != ".":
+        matches = [m for m in matches if m == rel or m.startswith(rel + "/")]
+    if not matches:
+        raise InputError(f"context folder {spec}: holds no file (after git's ignore rules)")
+    return spec, "folder", matches
+
+
+def _range_of(root: Path, spec: str) -> RangeSpec | None:
+    """The lines of a file ``spec`` names (None: it names a whole file, folder or glob);
+    a name that could fake the framing is refused first."""
+    if has_unsafe_chars(spec):
+        raise InputError(f"context path {spec!r}: {UNSAFE_NAME}")
+    return parse_range(spec, lambda s: _exists_literally(root, s))
+
+
+def _named_path(root: Path, path: str, spec: str) -> tuple[str, bool]:
+    """The repo-relative path a spec names (``path``: the spec, or its file's part of a line
+    range) and whether it is a folder; refused, naming ``spec``, when it may not be context."""
+    resolved, rel = resolve_inside(root, path, what="context path")
+    if under_dot_git(rel):
+        raise InputError(f"context path {spec}: {GIT_DATA.format(where='.git/')}")
+    try:
+        st = resolved.stat()
+    except FileNotFoundError:
+        raise InputError(f"context path {spec}: no such file or folder") from None
+    except OSError as exc:
+        raise InputError(f"context path {spec}: cannot read ({exc.strerror})") from None
+    # Checked again on the open file when it is read: this only refuses early, by name.
+    why = why_not_context(root, rel, os.fspath(resolved), stat.S_ISDIR(st.st_mode))
+    if why is not None:
+        raise InputError(f"context path {spec}: {why[0]}")
+    return rel, stat.S_ISDIR(st.st_mode)
+
+
+def _add_range(root: Path, ranged: RangeSpec, ranges: dict[str, RangeSpec], named: set[str]) -> str:
+    """Check a spec naming lines of a file and note its range in ``ranges``: the file must
+    exist and be a file, named once (whole or one range). Its repo-relative path."""
+    rel, is_dir = _named_path(root, ranged.path, ranged.spec)
+    if is_dir:
+        raise not_a_file(ranged)
+    if rel in named or rel in ranges:
+        raise named_twice(ranged.spec, rel, ranges)
+    ranges[rel] = ranged
+    return rel
+
+
+def _leave_out(
+    listed: dict[str, None], named: set[str], outputs: Sequence[Output], excludes: list[str]
+) -> tuple[list[Skipped], dict[str, Skipped]]:
+    """What folders and globs listed that is left out (the tool's own outputs, then what
+    ``--exclude`` matches; a file also named explicitly stays in), and by path."""
     left_out, left_out_of = _leave_out_outputs(listed, named, outputs)
     if excludes:
         for rel in listed:
@@ -255,9 +299,7 @@ def expand_specs(root: Path, specs: Iterable[str], outputs: Sequence[Output] = (
                 skip = Skipped(rel, f"matches {name_of('exclude')}", KIND_EXCLUDED)
                 left_out.append(skip)
                 left_out_of[rel] = skip
-    if left_out_of:
-        entries = [(rel, explicit) for rel, explicit in entries if rel not in left_out_of]
-    return Expansion(entries, groups, left_out, left_out_of)
+    return left_out, left_out_of
 
 
 # --------------------------------------------------------------------------- gathering
@@ -289,6 +331,8 @@ def gather_context(
     with opener, closing(read_runs(opener, expansion.entries, limits.max_file_bytes)) as reads:
         for run in reads:  # results of consecutive entries: a run is checked as a whole
             kept = [cf for cf in run if isinstance(cf, ContextFile)]
+            if expansion.ranges:
+                kept = [_cut(cf, expansion.ranges.get(cf.path)) for cf in kept]
             if len(kept) != len(run):
                 skipped += [s for s in run if s is not None and not isinstance(s, ContextFile)]
             size = sum([cf.size for cf in kept])
@@ -309,6 +353,10 @@ def gather_context(
             _refuse_empty_group(spec, kind, listed, left_out_of)
     _log_left_out(skipped)
     return Gathered(files, skipped)
+
+
+def _cut(f: ContextFile, ranged: RangeSpec | None) -> ContextFile:
+    return f if ranged is None else file_range(f, ranged.first, ranged.last, spec=ranged.spec)
 
 
 def _refuse_empty_group(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from deepseek_review.context.git_files import gather_at_commit, new_versions
 from deepseek_review.context.git_plan import GatherFn, GitOptions, GitPlan, frame_diff, plan
-from deepseek_review.context.pins import FilePin, auto_pin
+from deepseek_review.context.pins import FilePin, auto_pin, pin_of
 from deepseek_review.context.types import (
     ContextFile,
     ContextLimits,
@@ -65,7 +65,7 @@ def plan_git(
         if opts.rev is not None:
             head = resolve_commit(root, opts.rev, name_of("rev"))
             at, unsent = gather_at_commit(root, head, specs, limits, outputs)
-            pins = [FilePin(f.path, blob=b, commit=head) for f, b in at]
+            pins = [pin_of(f, b, head) for f, b in at]
             return plan([f for f, _ in at], tuple(unsent), None, pins, {"head": head})
         gathered = gather(root, specs, limits, outputs)
         return plan(list(gathered), gathered.skipped, None, auto_pin(root, gathered), {})

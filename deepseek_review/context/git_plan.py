@@ -12,16 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepseek_review.context.pins import FilePin
-from deepseek_review.context.types import (
-    ContextFile,
-    ContextLimits,
-    Gathered,
-    Output,
-    Skipped,
-    sha256_tag,
-)
+from deepseek_review.context.types import ContextFile, ContextLimits, Gathered, Output, Skipped
 from deepseek_review.errors import InputError
 from deepseek_review.options.table import check, default, name_of
+from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.util.textsafe import fence_for
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from deepseek_review.context.types import ContextFile, plural
+from deepseek_review.context.types import ContextFile
 from deepseek_review.errors import MissingObject
 from deepseek_review.git.objects import (
     UNSHALLOW_HINT,
@@ -31,14 +31,15 @@ from deepseek_review.git.objects import (
 )
 from deepseek_review.git.runner import git_facts, git_output, in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.lines import valid_lines
+from deepseek_review.util.textsafe import plural
 
 if TYPE_CHECKING:
     from deepseek_review.records.rebuild import Reader
 
 
 class FilePin(NamedTuple):
-    """Where a context file's bytes can be read again (a named tuple: one is made for every
-    context file, 20,000 for a large folder, at a third of a frozen dataclass's cost)."""
+    """Where a context file's bytes can be read again."""
 
     path: str
     blob: str | None = None
@@ -46,6 +47,8 @@ class FilePin(NamedTuple):
     """The commit (or index tree) whose blob it is."""
     worktree: str | None = None
     """``sha256:`` of its working-tree bytes, when it was not committed."""
+    lines: tuple[int, int] | None = None
+    """Only these lines of the pinned file were sent (blob and hash are the whole file's)."""
 
     @property
     def how(self) -> str:
@@ -56,8 +59,17 @@ class FilePin(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         if self.blob is None:
-            return {"path": self.path, "worktree": self.worktree}
-        return {"path": self.path, "blob": self.blob, "commit": self.commit}
+            d: dict[str, Any] = {"path": self.path, "worktree": self.worktree}
+        else:
+            d = {"path": self.path, "blob": self.blob, "commit": self.commit}
+        if self.lines is not None:
+            d["lines"] = list(self.lines)
+        return d
+
+
+def pin_of(f: ContextFile, blob: str, commit: str | None) -> FilePin:
+    """A context file read from ``blob`` (of ``commit``) pinned to it, with its lines."""
+    return FilePin(f.path, blob, commit, None, None if f.lines is None else f.lines.span)
 
 
 def head_commit(root: Path) -> str | None:
@@ -100,16 +112,25 @@ def auto_pin(root: Path, files: Sequence[ContextFile]) -> list[FilePin]:
     head, blobs = _head_blobs(root) if files else (None, {})
     new = tuple.__new__  # the named tuple without its Python-level __new__ (equal)
     if not blobs:
-        return [new(FilePin, (f.path, None, None, f.sha256)) for f in files]
+        return [_worktree(f) for f in files]
     fmt = object_format(root)
     pins = []
     for f in files:
         blob = blobs.get(f.path)
-        if blob is not None and blob_id(f.text.encode("utf-8"), fmt) == blob:
-            pins.append(new(FilePin, (f.path, blob, head, None)))
+        whole = f.whole or f  # a range: the whole file's blob, and its lines
+        if blob is not None and blob_id(whole.text.encode("utf-8"), fmt) == blob:
+            span = None if f.lines is None else f.lines.span
+            pins.append(new(FilePin, (f.path, blob, head, None, span)))
         else:
-            pins.append(new(FilePin, (f.path, None, None, f.sha256)))
+            pins.append(_worktree(f))
     return pins
+
+
+def _worktree(f: ContextFile) -> FilePin:
+    """A file not committed as sent: the hash of its working-tree bytes (the whole file's)."""
+    if f.lines is None:
+        return tuple.__new__(FilePin, (f.path, None, None, f.sha256, None))
+    return FilePin(f.path, worktree=(f.whole or f).sha256, lines=f.lines.span)
 
 
 def file_pins(git: Mapping[str, Any] | None) -> dict[str, FilePin]:
@@ -121,11 +142,12 @@ def file_pins(git: Mapping[str, Any] | None) -> dict[str, FilePin]:
         if not isinstance(e, dict) or not isinstance(e.get("path"), str):
             continue
         blob, commit = e.get("blob"), e.get("commit")
+        lines = valid_lines(e.get("lines"))
         if isinstance(blob, str) and is_oid(blob):
             good_commit = commit if isinstance(commit, str) and is_oid(commit) else None
-            out[e["path"]] = FilePin(e["path"], blob=blob, commit=good_commit)
+            out[e["path"]] = FilePin(e["path"], blob=blob, commit=good_commit, lines=lines)
         else:
-            out[e["path"]] = FilePin(e["path"], worktree=str(e.get("worktree")))
+            out[e["path"]] = FilePin(e["path"], worktree=str(e.get("worktree")), lines=lines)
     return out
 
 

@@ -41,8 +41,8 @@ _LAYOUTS: dict[str, Layout] = {}
 
 
 def layout_of(root: Path) -> Layout:
-    # A plain dict keyed by the path's text: looked up once per file, and a batch plans each
-    # entry with its own Path object of the same root (comparing Paths costs more than a hit).
+    # A plain dict keyed by the path's text: a batch plans each entry with its own Path
+    # object of the same root.
     key = os.fspath(root)
     layout = _LAYOUTS.get(key)
     if layout is None:

@@ -29,11 +29,11 @@ from deepseek_review.context.types import (
     UNSAFE_NAME,
     ContextFile,
     Skipped,
-    sha256_tag,
 )
 from deepseek_review.errors import InputError
 from deepseek_review.git.runner import has_unsafe_chars, under_dot_git
 from deepseek_review.options.table import name_of
+from deepseek_review.records.canonical import sha256_tag
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0)
@@ -50,7 +50,8 @@ class Opener:
     folder, all with ``O_NOFOLLOW``: a path through a symlink -- or a file or folder swapped
     for one after any check (the check-then-open race) -- fails with ``ELOOP`` instead of
     leading elsewhere, so what is opened is exactly ``root/rel``. The folders of the last
-    path stay open (git lists a folder's files together): most files cost one ``openat``.
+    path stay open (git lists a folder's files together), so a folder is opened once for all
+    its files.
     Where ``dir_fd`` is not supported, only the last component is protected.
     """
 
@@ -178,7 +179,7 @@ def _open_checked(
 PIECE = 1 << 16
 
 
-#: A file's text, ``sha256:`` tag and size in bytes (a plain tuple: one per file of 20,000).
+#: A file's text, ``sha256:`` tag and size in bytes.
 _Text = tuple[str, str, int]
 
 
@@ -342,7 +343,7 @@ def _quick(opener: Opener, rel: str, max_file_bytes: int) -> ContextFile | None:
             if len(data) <= size and b"\0" not in data:
                 tag = "sha256:" + hashlib.sha256(data).hexdigest()
                 # tuple.__new__: the named tuple without its Python-level __new__ (equal)
-                got = _new(ContextFile, (rel, data.decode("utf-8"), tag, len(data)))
+                got = _new(ContextFile, (rel, data.decode("utf-8"), tag, len(data), None, None))
     except (OSError, UnicodeDecodeError):
         got = None
     try:

@@ -22,7 +22,7 @@ bare DER/OpenSSH key body). Each rule names the value it found and refuses place
 A finding names file, line and kind; the secret itself is never printed. If detect-secrets
 lacks a plugin the scan relies on, the scan refuses to run rather than pass everything.
 
-This is a guard against accidents, not a guarantee: see the README's threat model.
+This is a guard against accidents, not a guarantee: see docs/explanation/threat-model.md.
 """
 
 from __future__ import annotations

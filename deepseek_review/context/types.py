@@ -7,7 +7,6 @@ takes a gathered file list (prompt framing, the secret scan, records).
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,17 +25,36 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 class ContextFile(NamedTuple):
-    """One file as it goes into the prompt (a named tuple: a gathering makes one per file,
-    20,000 for a large folder, at half a frozen dataclass's cost)."""
+    """One file as it goes into the prompt."""
 
     path: str
     """Repo-relative POSIX path, as receipts name it."""
     text: str
-    """The file's text (decoded UTF-8, byte for byte what is sent)."""
+    """The file's text (decoded UTF-8, byte for byte what is sent): with ``lines``, only those
+    lines of it."""
     sha256: str
-    """``sha256:<hex>`` of the file's bytes."""
+    """``sha256:<hex>`` of the bytes sent (the whole file's, or its lines')."""
     size: int
-    """Size in bytes."""
+    """Size in bytes of what is sent."""
+    lines: LineRange | None = None
+    """Only these lines of the file are sent (``path#L120-L260``); None: the whole file."""
+    whole: ContextFile | None = None
+    """With ``lines``: the whole file as read (what it is pinned by); the ranges of one file
+    share it. Dropped once pinned (a plan keeps ``lines`` only)."""
+
+
+class LineRange(NamedTuple):
+    """A range of a file's lines (1-based, inclusive) and how many lines the file has."""
+
+    first: int
+    last: int
+    total: int | None = None
+    """The file's lines (None: not known, e.g. a continuation rebuilt from its record)."""
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(first, last)``, as a record says it."""
+        return self.first, self.last
 
 
 @dataclass(frozen=True)
@@ -129,14 +147,6 @@ def written_by_tool(rel: str) -> bool:
         return False
     _, base, _, suffix = name_order(name)
     return bool(suffix) and topic_of(base) is not None and _STAMP_END.search(base) is not None
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def sha256_tag(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def is_glob(spec: str) -> bool:

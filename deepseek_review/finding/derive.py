@@ -21,9 +21,10 @@ from deepseek_review.finding.extract import extract
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
-from deepseek_review.git.runner import git_output
+from deepseek_review.git.runner import git_output, read_regular_file, resolve_inside
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import stitched_text
+from deepseek_review.records.lines import Lines, describe, line_slice
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import repo_reader
 from deepseek_review.records.stored import ChainSegment
@@ -37,6 +38,32 @@ class ReviewFindings:
     """The last segment's answer (where review-level findings are shown)."""
     receipts: tuple[dict[str, str], ...]
     findings: tuple[Anchored, ...]
+    extents: Mapping[str, int] = field(default_factory=dict)
+    """The number of lines of each file a finding is shown on as a whole (a finding demoted
+    to its file or to the review's answer): a SARIF region covering the whole file."""
+
+
+def line_count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _extents(root: Path, last: str, seen: Reviewed, found: Sequence[Anchored]) -> dict[str, int]:
+    """:attr:`ReviewFindings.extents` of the findings not shown on their lines."""
+    out: dict[str, int] = {}
+    for a in found:
+        if a.anchored or a.where is None or a.where in out:
+            continue
+        text = seen.texts.get(a.finding.path) if a.level == "file" else None
+        if a.level == "review":
+            try:
+                text = read_regular_file(resolve_inside(root, last, what="answer")[0]).decode(
+                    "utf-8", "replace"
+                )
+            except (OSError, InputError):
+                text = None
+        if text is not None:
+            out[a.where] = line_count(text)
+    return out
 
 
 @dataclass
@@ -56,6 +83,10 @@ class Collected:
     """The chains (by last answer) whose answer holds no findings block at all: a review made
     with a template that asks for none. A gate passes over them (nothing appended to a chain
     can remove a block); every other problem fails it."""
+    baselined: bool = False
+    """Whether the findings were compared with a baseline (each then has its state)."""
+    absent: list[Anchored] = field(default_factory=list)
+    """The baseline's findings not found now (state ``absent``): listed, never gated."""
 
     def counts(self) -> dict[str, int]:
         """Findings by severity, every severity present (zeros included)."""
@@ -68,6 +99,10 @@ class Collected:
         """The findings whose path is not a location inside the repository (shown on their
         review, or on no file: :mod:`.location`)."""
         return [a for a in self.findings if refusal(a.finding.path) or a.where is None]
+
+    def extents(self) -> dict[str, int]:
+        """The line counts of the files findings are shown on as a whole (every review's)."""
+        return {k: n for r in self.reviews for k, n in r.extents.items()}
 
     def at_or_above(self, severity: str) -> list[Anchored]:
         return [a for a in self.findings if rank(a.finding.severity) <= rank(severity)]
@@ -84,33 +119,41 @@ def _receipt_summary(seg: ChainSegment) -> dict[str, str]:
     }
 
 
-def reviewed_texts(root: Path, refs: Mapping[str, str], change: NewSide | None = None) -> Reviewed:
-    """Each file's text as reviewed (``refs``: path → recorded sha256): the working tree's
-    or ``HEAD``'s, whichever hashes as recorded; otherwise None, with why. ``change``: a
-    diff review's change."""
+def reviewed_texts(
+    root: Path, refs: Mapping[str, tuple[str, Lines | None]], change: NewSide | None = None
+) -> Reviewed:
+    """Each file's text as reviewed (``refs``: path → recorded sha256 and, for a range, its
+    lines, cut from the file): the working tree's or ``HEAD``'s, whichever hashes as
+    recorded; otherwise None, with why. ``change``: a diff review's change."""
     texts: dict[str, str | None] = {}
     unavailable: dict[str, str] = {}
+    ranges: dict[str, Lines] = {}
     read = repo_reader(root)
-    for path, sha in refs.items():
+    for path, (sha, lines) in refs.items():
         text = None
         for get in (read, lambda p: git_output(root, "cat-file", "blob", f"HEAD:{p}")):
             data = get(path)  # HEAD (a git process) only when the tree's file differs
+            if data is not None and lines is not None:
+                data = line_slice(data, *lines)
             if data is not None and sha256_tag(data) == sha:
                 text = data.decode("utf-8", "replace")
                 break
         texts[path] = text
+        if lines is not None:
+            ranges[path] = lines
         if text is None:
+            what = path if lines is None else f"{path} ({describe(lines)})"
             unavailable[path] = (
-                f"{path} is no longer as reviewed (neither the working tree nor HEAD holds "
+                f"{what} is no longer as reviewed (neither the working tree nor HEAD holds "
                 "the recorded sha256)"
             )
-    return Reviewed(texts, unavailable, change)
+    return Reviewed(texts, unavailable, change, ranges)
 
 
 def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
     """Each context file of a chain's requests as the review saw it, or why it cannot be
     had (a segment without a request record names its files but not their hashes)."""
-    refs: dict[str, str] = {}
+    refs: dict[str, tuple[str, Lines | None]] = {}
     unknown: dict[str, str] = {}
     for seg in chain:
         if seg.record is None:
@@ -118,10 +161,10 @@ def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
                 unknown.setdefault(path, f"{seg.receipt_path} has no request record")
             continue
         for path, ref in file_refs(seg.record.messages).items():
-            refs.setdefault(path, ref.sha256)
+            refs.setdefault(path, (ref.sha256, ref.lines))
     seen = reviewed_texts(root, {p: h for p, h in refs.items() if p not in unknown})
     texts = {**dict.fromkeys(unknown), **seen.texts}
-    return Reviewed(texts, {**unknown, **seen.unavailable}, recorded_change(chain))
+    return Reviewed(texts, {**unknown, **seen.unavailable}, recorded_change(chain), seen.ranges)
 
 
 def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
@@ -133,9 +176,10 @@ def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
     return None
 
 
-def derive_text(text: str, seen: Reviewed, review: str) -> list[Anchored]:
-    """The anchored findings of a stitched answer (:class:`InputError` if it has none)."""
-    return anchor(extract(text), seen, review)
+def derive_text(text: str, seen: Reviewed, review: str, *, quotes: bool = True) -> list[Anchored]:
+    """The anchored findings of a stitched answer (:class:`InputError` if it has none);
+    ``quotes``: anchored by their quotes (:func:`.anchor.anchor`)."""
+    return anchor(extract(text), seen, review, quotes=quotes)
 
 
 def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
@@ -149,9 +193,10 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
                 f"{seg.record_path}); not read as part of the review"
             )
     last = chain[-1].answer_path
-    found = derive_text(stitched_text(root, list(chain)), reviewed_version(root, chain), last)
+    seen = reviewed_version(root, chain)
+    found = derive_text(stitched_text(root, list(chain)), seen, last)
     receipts = tuple(_receipt_summary(s) for s in chain)
-    return ReviewFindings(last, receipts, tuple(found))
+    return ReviewFindings(last, receipts, tuple(found), _extents(root, last, seen, found))
 
 
 #: The bundled templates that ask the model for no findings block.

@@ -32,7 +32,7 @@ def command(a: Anchored) -> str:
     f = a.finding
     props = {} if a.where is None else {"file": a.where}  # else on no file (:mod:`.location`)
     if a.anchored and a.where is not None:
-        props |= {"line": str(f.start_line), "endLine": str(f.end_line)}
+        props |= {"line": str(a.start_line), "endLine": str(a.end_line)}
     props["title"] = f"[{f.severity}] {f.title}"
     message = f.message if a.anchored else f"{f.message}\n\n(unanchored: {a.reason})"
     joined = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())

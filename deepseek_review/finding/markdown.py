@@ -19,10 +19,9 @@ def _cell(text: str) -> str:
 
 
 def _where(a: Anchored) -> str:
-    f = a.finding
     shown = "(no file)" if a.where is None else a.where  # :mod:`.location`
     if a.anchored:
-        span = str(f.start_line) if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+        span = str(a.start_line) if a.start_line == a.end_line else f"{a.start_line}-{a.end_line}"
         return _cell(f"{shown}:{span}")
     return _cell(f"{shown} (unanchored: {a.reason})")
 
@@ -37,11 +36,21 @@ def to_markdown(collected: Collected) -> str:
         "",
     ]
     if collected.findings:
-        lines += ["| Severity | Location | Finding |", "| --- | --- | --- |"]
+        state = collected.baselined  # a column saying new or unchanged
+        head = "| Severity | Location | Finding |" + (" Baseline |" if state else "")
+        lines += [head, "| --- | --- | --- |" + (" --- |" if state else "")]
         for a in collected.findings:
             f = a.finding
             text = f"**{_cell(f.title)}** — {_cell(f.message)}"
-            lines.append(f"| {f.severity} | {_where(a)} | {text} |")
+            row = f"| {f.severity} | {_where(a)} | {text} |"
+            lines.append(row + (f" {a.baseline} |" if state else ""))
+        lines.append("")
+    if collected.absent:
+        lines.append(f"Absent since the baseline ({len(collected.absent)}):")
+        lines += [
+            f"- {a.finding.severity}: {_cell(a.finding.path)}: {_cell(a.finding.title)}"
+            for a in collected.absent
+        ]
         lines.append("")
     problems = [f"- ⚠ {_cell(path)}: {_cell(why)}" for path, why in collected.problems]
     if problems:

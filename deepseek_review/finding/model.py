@@ -13,6 +13,11 @@ from typing import Any, Literal
 
 from deepseek_review.finding.location import repo_path
 
+#: The findings output versions (``schemas/deepseek-review-findings-v<N>.schema.json``):
+#: 1 anchored by the model's line numbers alone, 2 by the finding's quote when it has one.
+OUTPUT_VERSIONS = (1, 2)
+#: What a baseline says of a finding: new, in it too, or in it and gone now (listed apart).
+BASELINE_STATES = ("new", "unchanged", "absent")
 #: Most severe first; the index is the rank (``--fail-on`` compares ranks).
 SEVERITIES = ("critical", "major", "minor", "nit")
 Level = Literal["line", "file", "review"]
@@ -35,12 +40,15 @@ class Finding:
     title: str
     message: str
     suggestion: str | None = None
+    quote: str | None = None
+    """The exact text of the lines it is about (blocks written before quotes have none)."""
 
     @classmethod
     def from_json(cls, item: dict[str, Any]) -> Finding:
         return cls(
             item["path"], item["start_line"], item["end_line"], item["severity"],
             item["category"], item["title"], item["message"], item.get("suggestion"),
+            item.get("quote"),
         )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
@@ -48,6 +56,7 @@ class Finding:
             "path": self.path,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            **({"quote": self.quote} if self.quote is not None else {}),
             "severity": self.severity,
             "category": self.category,
             "title": self.title,
@@ -73,10 +82,27 @@ class Anchored:
     fingerprint: str
     review: str
     """The answer file of the chain's last segment: where a review-level finding is shown."""
+    lines: tuple[int, int] | None = None
+    """The lines it is anchored to (first, last; inclusive): where its quote was found, else
+    the lines the model wrote; None unless ``level`` is line."""
+    quote_match: str | None = None
+    """How its quote was found: ``exact``, ``whitespace`` (each line's leading and trailing
+    whitespace ignored), ``not found``; None when it has no quote or it was not looked for."""
+    baseline: str | None = None
+    """``new``, ``unchanged`` or ``absent`` against a baseline (None: no baseline given)."""
 
     @property
     def anchored(self) -> bool:
-        return self.level == "line"
+        return self.level == "line" and self.lines is not None
+
+    @property
+    def start_line(self) -> int:
+        """The first anchored line (the model's ``start_line`` when not anchored)."""
+        return self.finding.start_line if self.lines is None else self.lines[0]
+
+    @property
+    def end_line(self) -> int:
+        return self.finding.end_line if self.lines is None else self.lines[1]
 
     @property
     def where(self) -> str | None:
@@ -89,13 +115,27 @@ class Anchored:
     def rule_id(self) -> str:
         return rule_id(self.finding.category)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, version: int = 2) -> dict[str, Any]:
+        """Its item in the findings output of ``version`` (:data:`OUTPUT_VERSIONS`): version 1
+        has neither the anchored lines nor how the quote was found (it had no quotes)."""
+        if version == 1:
+            return {
+                **self.finding.to_json(),
+                "anchor": self.level,
+                "unanchored_reason": self.reason or None,
+                "fingerprint": self.fingerprint,
+                "review": self.review,
+            }
+        lines = None if self.lines is None else {"start": self.lines[0], "end": self.lines[1]}
         return {
             **self.finding.to_json(),
             "anchor": self.level,
+            "lines": lines,
+            "quote_match": self.quote_match,
             "unanchored_reason": self.reason or None,
             "fingerprint": self.fingerprint,
             "review": self.review,
+            **({"baseline": self.baseline} if self.baseline is not None else {}),
         }
 
 

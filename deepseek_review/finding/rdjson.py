@@ -22,7 +22,7 @@ SOURCE = {"name": "deepseek-review"}
 def diagnostic(a: Anchored) -> dict[str, Any]:
     """One finding as a reviewdog Diagnostic."""
     f = a.finding
-    line_range = {"start": {"line": f.start_line}, "end": {"line": f.end_line}}
+    line_range = {"start": {"line": a.start_line}, "end": {"line": a.end_line}}
     d: dict[str, Any] = {
         "message": f"[{f.severity}] {f.title}\n\n{f.message}",
         "severity": SEVERITY[f.severity],

@@ -5,7 +5,9 @@ location (lines only when anchored, the file when demoted to it, the review's an
 when demoted to the review; a percent-encoded URI relative to ``%SRCROOT%``, never outside
 it: :mod:`.location`), a fix when the finding suggests replacement text for its
 lines, and ``partialFingerprints`` from content (:mod:`.fingerprint`). The receipts the
-findings were derived from are in the run's properties.
+findings were derived from are in the run's properties. Against a baseline (:mod:`.baseline`)
+each result has its ``baselineState``, and the baseline's findings gone now are results
+``absent``.
 """
 
 from __future__ import annotations
@@ -28,27 +30,32 @@ def _artifact(where: str) -> dict[str, str]:
     return {"uri": sarif_uri(where), "uriBaseId": "%SRCROOT%"}
 
 
-def _locations(a: Anchored) -> list[dict[str, Any]]:
-    """Its one location (lines only when anchored), or none when :attr:`Anchored.where`
-    is not a file inside the repository."""
+def _locations(a: Anchored, extents: dict[str, int]) -> list[dict[str, Any]]:
+    """Its one location: its lines when anchored, else the whole file it is shown on (when
+    its length is known); none when :attr:`Anchored.where` is not a file inside the
+    repository."""
     if a.where is None:
         return []
     physical: dict[str, Any] = {"artifactLocation": _artifact(a.where)}
     if a.anchored:
-        physical["region"] = {"startLine": a.finding.start_line, "endLine": a.finding.end_line}
+        physical["region"] = {"startLine": a.start_line, "endLine": a.end_line}
+    elif a.where in extents:
+        n = extents[a.where]
+        whole = {"startLine": 1, "endLine": n} if n else {"charOffset": 0, "charLength": 0}
+        physical["region"] = whole
     return [{"physicalLocation": physical}]
 
 
 def _fix(a: Anchored, where: str) -> dict[str, Any]:
     f = a.finding
     return {
-        "description": {"text": f"Replace lines {f.start_line}-{f.end_line}"},
+        "description": {"text": f"Replace lines {a.start_line}-{a.end_line}"},
         "artifactChanges": [
             {
                 "artifactLocation": _artifact(where),
                 "replacements": [
                     {
-                        "deletedRegion": {"startLine": f.start_line, "endLine": f.end_line},
+                        "deletedRegion": {"startLine": a.start_line, "endLine": a.end_line},
                         "insertedContent": {"text": f.suggestion or ""},
                     }
                 ],
@@ -57,27 +64,58 @@ def _fix(a: Anchored, where: str) -> dict[str, Any]:
     }
 
 
-def _result(a: Anchored, rule_index: int) -> dict[str, Any]:
+def _result(a: Anchored, rule_index: int, extents: dict[str, int]) -> dict[str, Any]:
     f = a.finding
     result: dict[str, Any] = {
         "ruleId": a.rule_id,
         "ruleIndex": rule_index,
         "level": LEVELS[f.severity],
         "message": {"text": f"{f.title}\n\n{f.message}"},
-        "locations": _locations(a),
+        "locations": _locations(a, extents),
         "partialFingerprints": {KEY: a.fingerprint},
         "properties": {
             "severity": f.severity,
             "category": f.category,
             "anchor": a.level,
             "claimedLocation": f"{f.path}:{f.start_line}-{f.end_line}",
+            **({"quote": f.quote} if f.quote is not None else {}),
+            **({"quoteMatch": a.quote_match} if a.quote_match is not None else {}),
             **({"unanchoredReason": a.reason} if a.reason else {}),
             "review": a.review,
         },
     }
+    if a.baseline is not None:
+        result["baselineState"] = a.baseline
     if a.anchored and f.suggestion is not None and a.where is not None:
         result["fixes"] = [_fix(a, a.where)]
     return result
+
+
+def _rule(a: Anchored) -> dict[str, Any]:
+    """One rule per category, described as GitHub's code scanning requires (a full
+    description and help, in text and markdown): what such a result is and how to check it."""
+    category = a.finding.category
+    full = (
+        f"A finding of category {category!r} stated by a model in a review made by "
+        "deepseek-review; the result names the review's answer file, and the run's "
+        "properties list the receipts it was derived from."
+    )
+    check = (
+        "Read the finding against the code it is anchored to; the review it comes from is "
+        "proved by its receipt: run deepseek-review verify on the review's folder."
+    )
+    return {
+        "id": a.rule_id,
+        "name": category,
+        "shortDescription": {"text": f"Review finding: {category}"},
+        "fullDescription": {"text": full},
+        "help": {
+            "text": check,
+            "markdown": f"{check.replace('deepseek-review verify', '`deepseek-review verify`')}"
+            f"\n\nMore: [deepseek-review]({HOME}).",
+        },
+        "helpUri": HOME,
+    }
 
 
 def to_sarif(collected: Collected) -> dict[str, Any]:
@@ -85,17 +123,13 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
     rules: dict[str, int] = {}
     rule_list: list[dict[str, Any]] = []
     results = []
-    for a in collected.findings:
+    extents = collected.extents()
+    # Against a baseline, its findings gone now are results too, "absent" (SARIF 3.27.24).
+    for a in [*collected.findings, *collected.absent]:
         if a.rule_id not in rules:
             rules[a.rule_id] = len(rule_list)
-            rule_list.append(
-                {
-                    "id": a.rule_id,
-                    "name": a.finding.category,
-                    "shortDescription": {"text": f"Review finding: {a.finding.category}"},
-                }
-            )
-        results.append(_result(a, rules[a.rule_id]))
+            rule_list.append(_rule(a))
+        results.append(_result(a, rules[a.rule_id], extents))
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

@@ -22,12 +22,14 @@ from deepseek_review.finding.derive import (
     reviewed_texts,
     reviewed_version,
 )
-from deepseek_review.finding.export import render
+from deepseek_review.finding.export import output_version, pretty, to_json
 from deepseek_review.finding.hunks import NewSide
+from deepseek_review.finding.model import OUTPUT_VERSIONS
 from deepseek_review.git.runner import read_regular_file, resolve_inside
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import find_chain, stitched_text
 from deepseek_review.records.index import ReceiptIndex
+from deepseek_review.records.lines import Lines
 from deepseek_review.records.naming import sibling
 from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.records.stored import ChainSegment
@@ -37,22 +39,35 @@ from deepseek_review.util.logs import log
 Hook = Callable[[str, str], bytes | None]
 
 
-def sidecar_bytes(text: str, seen: Reviewed, review: str) -> bytes:
+#: The findings output version ``run --findings`` writes (:data:`.model.OUTPUT_VERSIONS`).
+WRITTEN_VERSION = OUTPUT_VERSIONS[-1]
+
+
+def sidecar_bytes(text: str, seen: Reviewed, review: str, version: int | None = None) -> bytes:
     """The findings file of a chain whose stitched answer is ``text`` (:class:`InputError`
-    when it has no usable block). Its ``receipts`` is empty: the record names this file."""
-    found = ReviewFindings(review, (), tuple(derive_text(text, seen, review)))
-    return render(Collected([found], merge([found]), []), "json").encode("utf-8")
+    when it has no usable block). Its ``receipts`` is empty: the record names this file.
+    ``version``: the output version's rules and shape (None: :data:`WRITTEN_VERSION`); version
+    1 anchors by line numbers alone, and refuses a block with quotes (version 1 had none)."""
+    version = WRITTEN_VERSION if version is None else version
+    found = derive_text(text, seen, review, quotes=version >= 2)
+    if version == 1 and any(a.finding.quote is not None for a in found):
+        raise InputError("its findings block has quotes, which findings version 1 did not allow")
+    review_findings = ReviewFindings(review, (), tuple(found))
+    collected = Collected([review_findings], merge([review_findings]), [])
+    return pretty(to_json(collected, version)).encode("utf-8")
 
 
-def hook(root: Path, files: Iterable[tuple[str, str]], change: NewSide | None = None) -> Hook:
-    """The hook ``run --findings`` gives the segment writer; ``files``: (path, sha256) of
-    the context files as sent (their texts are read back and checked against the hash);
+def hook(
+    root: Path, files: Iterable[tuple[str, str, Lines | None]], change: NewSide | None = None
+) -> Hook:
+    """The hook ``run --findings`` gives the segment writer; ``files``: (path, sha256, lines)
+    of the context files as sent (their texts are read back and checked against the hash);
     ``change``: a diff review's change, as the request shows it (:func:`.hunks.change_in`)."""
-    refs = dict(files)
+    refs = {path: (sha, lines) for path, sha, lines in files}
 
     def make(text: str, review: str) -> bytes | None:
         try:
-            return sidecar_bytes(text, reviewed_texts(root, refs, change), review)
+            return sidecar_bytes(text, reviewed_texts(root, refs, change), review, WRITTEN_VERSION)
         except InputError as exc:
             log.warning("%s: %s", review, exc.message)
             return None
@@ -60,14 +75,16 @@ def hook(root: Path, files: Iterable[tuple[str, str]], change: NewSide | None = 
     return make
 
 
-def rederive(root: Path, chain: Sequence[ChainSegment], text: str) -> tuple[bytes | None, str]:
-    """The findings file the chain ending with ``chain[-1]`` would get now, or None with why
-    it cannot be re-derived (a context file is no longer as reviewed)."""
+def rederive(
+    root: Path, chain: Sequence[ChainSegment], text: str, version: int | None = None
+) -> tuple[bytes | None, str]:
+    """The findings file of output ``version`` the chain ending with ``chain[-1]`` would get
+    now, or None with why it cannot be re-derived (a context file is no longer as reviewed)."""
     seen = reviewed_version(root, chain)
     if seen.unavailable:
         return None, next(iter(seen.unavailable.values()))
     try:
-        return sidecar_bytes(text, seen, chain[-1].answer_path), ""
+        return sidecar_bytes(text, seen, chain[-1].answer_path, version), ""
     except InputError as exc:
         return None, exc.message
 
@@ -92,17 +109,20 @@ def check_sidecar(
         return "fail", f"{path}: cannot read ({getattr(exc, 'message', exc)})"
     if sha256_tag(data) != digest:
         return "fail", f"{path} does not match the record's sha256 (changed after the review)"
+    version = output_version(data)
+    if version is None:
+        return "fail", f"{path} is not a findings file of a version this tool reads"
     try:
         chain = find_chain(root, receipt_rel, index=index)
         chain = chain[: [s.receipt_path for s in chain].index(receipt_rel) + 1]
-        again, why = rederive(root, chain, stitched_text(root, chain))
+        again, why = rederive(root, chain, stitched_text(root, chain), version)
     except ReviewError as exc:
         return "fail", f"{path}: cannot re-derive ({exc.message})"
     if again is None:
         return "soft", f"{path}: not re-derived: {why}"
     if again != data:
         return "fail", f"{path} is not what the answer gives (re-derived findings differ)"
-    return "ok", "findings file re-derived from the answer: identical"
+    return "ok", f"findings file (version {version}) re-derived from the answer: identical"
 
 
 def counts_beside(root: Path, answer_path: str) -> dict[str, int] | None:
@@ -115,6 +135,8 @@ def counts_beside(root: Path, answer_path: str) -> dict[str, int] | None:
         path, _ = resolve_inside(root, sibling(answer_path, "findings"), what="findings")
         data = safejson.loads(read_regular_file(path), what="findings")
     except (OSError, ValueError, InputError):
+        return None
+    if output_version(data) is None:
         return None
     counts = data.get("counts") if isinstance(data, dict) else None
     if not isinstance(counts, dict) or any(type(counts.get(s)) is not int for s in SEVERITIES):

@@ -59,8 +59,7 @@ def object_format(root: Path) -> str:
 
 def blob_id(data: bytes, fmt: str = "sha1") -> str:
     """The id git gives a blob of ``data`` (computed here: ``hash-object`` would run the
-    repository's clean filters). hashlib is imported here: loading OpenSSL takes some 6 ms,
-    which a diff review would otherwise spend before its ``diff-tree`` starts."""
+    repository's clean filters)."""
     import hashlib
 
     h = hashlib.sha256() if fmt == "sha256" else hashlib.sha1()

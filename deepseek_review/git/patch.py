@@ -10,8 +10,7 @@ from typing import NamedTuple
 
 
 class Change(NamedTuple):
-    """One file of the change, as ``diff --raw`` lists it (a named tuple: a change of
-    thousands of files builds thousands, where a frozen dataclass costs four times more)."""
+    """One file of the change, as ``diff --raw`` lists it."""
 
     status: str
     """``A``, ``D``, ``M``, ``T``, ``R``/``C`` (with a score) ..."""
@@ -37,7 +36,7 @@ def _is_binary(patch: bytes, start: int, end: int) -> bool:
     """Whether git shows the section ``patch[start:end]`` as binary (in its header)."""
     head = patch.find(b"\n@@", start, end)
     stop = end if head < 0 else head
-    if (  # each line's first words, found quicker than by the pattern
+    if (  # the header lines git writes for a binary file
         patch.find(b"\nBinary files ", start, stop) < 0
         and patch.find(b"\nGIT binary patch", start, stop) < 0
     ):
@@ -50,7 +49,7 @@ _BACKTICKS_RE = re.compile(rb"`{3,}")
 
 def _longest_run(patch: bytes, start: int, end: int) -> int:
     """The longest run of 3 or more backticks in ``patch[start:end]``; 0 when none."""
-    tick = patch.find(b"`", start, end)  # one byte is looked for far quicker than three
+    tick = patch.find(b"`", start, end)  # no backtick, or none three in a row: no run
     if tick < 0 or patch.find(b"```", tick, end) < 0:
         return 0
     return max(len(m) for m in _BACKTICKS_RE.findall(patch, start, end))

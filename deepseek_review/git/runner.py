@@ -199,8 +199,7 @@ def git_output(
 
 
 class GitFacts(NamedTuple):
-    """What one ``git rev-parse`` says of the repository around a folder (a named tuple:
-    built at every start-up, where a frozen dataclass costs half a millisecond)."""
+    """What one ``git rev-parse`` says of the repository around a folder."""
 
     inside: bool
     """Whether the folder is inside a git work tree (so git lists its files)."""

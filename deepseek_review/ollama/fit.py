@@ -30,8 +30,8 @@ SMALLEST_DEFAULT = 4096
 
 
 def asks_server(server: str, url: str) -> bool:
-    """Whether :func:`preflight` asks the server at ``url`` anything (a dry run makes no
-    client, and loads no HTTP stack, when it would not)."""
+    """Whether :func:`preflight` asks the server at ``url`` anything (a dry run makes a
+    client only when it would)."""
     if server != "ollama":
         return False
     from deepseek_review.ollama import probe
@@ -59,31 +59,60 @@ def preflight(
     )
 
     if probe.is_cloud(client.url):
-        with client.learning:  # said once per client, not per entry of a batch
-            if ("ollama", "cloud") not in client.learned:
-                client.learned["ollama", "cloud"] = True
-                log.info("ollama.com runs models at their full context: no context check needed")
+        _say_cloud(client)
         return
     if not probe.probed_origin(client.url):
         return
     facts = probe.model_facts(client, model)
     if facts is None:
         return
-    thinks = "thinking" in facts.capabilities or not facts.capabilities
-    if reasoning not in (None, "none") and not thinks:
-        listed = ", ".join(sorted(facts.capabilities))
-        raise ConfigError(
-            f"{name_of('reasoning')} {reasoning}: {safe_url(client.url)} says {model} does "
-            f"not think (/api/show capabilities: {listed}); nothing was sent",
-            hint=f"use {name_of('reasoning')} none, or leave it unset",
-        )
-    need = estimate + max_tokens
+    _refuse_reasoning(client, model, reasoning, facts.capabilities)
     native = urlsplit(client.url).path == probe.NATIVE_CHAT_PATH
     if native:  # the request asks for the context it needs, up to what the model was trained for
         trained = facts.trained_context
         known = None if trained is None else (trained, "/api/show, the model's trained context")
     else:
         known = facts.context
+    _check_fits(
+        client, model, estimate, max_tokens, known, trained=facts.trained_context, allow=allow
+    )
+
+
+def _say_cloud(client: ChatClient) -> None:
+    """Tell once per client (not per entry of a batch) that ollama.com needs no check."""
+    with client.learning:
+        if ("ollama", "cloud") not in client.learned:
+            client.learned["ollama", "cloud"] = True
+            log.info("ollama.com runs models at their full context: no context check needed")
+
+
+def _refuse_reasoning(
+    client: ChatClient, model: str, reasoning: str | None, capabilities: frozenset[str]
+) -> None:
+    """Refuse a ``reasoning`` level for a model whose capabilities say it does not think."""
+    thinks = "thinking" in capabilities or not capabilities
+    if reasoning not in (None, "none") and not thinks:
+        listed = ", ".join(sorted(capabilities))
+        raise ConfigError(
+            f"{name_of('reasoning')} {reasoning}: {safe_url(client.url)} says {model} does "
+            f"not think (/api/show capabilities: {listed}); nothing was sent",
+            hint=f"use {name_of('reasoning')} none, or leave it unset",
+        )
+
+
+def _check_fits(
+    client: ChatClient,
+    model: str,
+    estimate: int,
+    max_tokens: int,
+    known: tuple[int, str] | None,
+    *,
+    trained: int | None,
+    allow: bool,
+) -> None:
+    """Compare the prompt and the answer's cap with the ``known`` context (and who said so);
+    None: the server's default, which only the check after the answer can catch."""
+    need = estimate + max_tokens
     if known is None:  # the check after the answer (exit 7) still catches a clipped prompt
         if need > SMALLEST_DEFAULT:
             log.debug(
@@ -106,7 +135,7 @@ def preflight(
     if allow:
         log.warning("%s; sent anyway (%s)", message, name_of("allow_truncated_prompt"))
         return
-    raise PromptDoesNotFit(message + "; nothing was sent", hint=_fix(need, facts.trained_context))
+    raise PromptDoesNotFit(message + "; nothing was sent", hint=_fix(need, trained))
 
 
 def _fix(need: int, trained: int | None) -> str:

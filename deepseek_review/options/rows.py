@@ -1,7 +1,7 @@
 """The option table's rows: every option once, with its type, default, scopes, checks and help.
 
 Add an option here (one row) and run ``scripts/option_schemas.py``, ``scripts/option_docs.py``
-and ``scripts/readme_help.py``; everything else is derived (:mod:`deepseek_review.options.table`).
+and ``scripts/cli_reference.py``; everything else is derived (:mod:`deepseek_review.options.table`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ TABLE: tuple[Option, ...] = (
            "revision (in CI on a pull request: the base branch); see the trust model",
            frozenset({"batch", "run", "continue", "show", ENV}), aliases=("--resume-from",),
            refusal="a file under review must not choose which revision is trusted"),
-    Option("context", "paths", (), "A file, folder or glob inside the repository (repeatable)",
+    Option("context", "paths", (),
+           "A file (path#L120-L260: those lines), folder or glob in the repository (repeatable)",
            frozenset({"run", ENTRY, DEFAULTS}), short="-c", review=True, under_root=True),
     Option("exclude", "paths", (),
            "Leave out what a folder or glob lists that matches this git pathspec "

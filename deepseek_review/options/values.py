@@ -10,8 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-# The checks are named tuples, not frozen dataclasses: every command builds the option table
-# at start-up, and a named tuple class costs a tenth of a frozen dataclass to create.
+# The checks are named tuples: immutable plain values.
 
 
 def _num(v: Any) -> str:
@@ -171,7 +170,7 @@ def parse_text(kind: str, text: str) -> Any:
         elif kind == "float":
             value = float(raw)
         elif kind == "json":  # a table in a variable: JSON (DEEPSEEK_REVIEW_PRICES)
-            import json  # only then: not every start-up
+            import json
 
             value = json.loads(raw)
     except ValueError:

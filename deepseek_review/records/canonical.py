@@ -7,8 +7,8 @@ bytes, which are exactly the bytes sent, and a request record must rebuild them.
 :func:`canonical_json` writes them straight into one buffer: a large string is escaped and
 encoded a slice at a time, and a message content given as parts (:class:`Streamed`) is written
 part by part, each context file's text taken out of its mapping as it is written, so the body
-is about the only large thing alive when it is done (peak memory within 1.6x the body; joining
-and encoding in one go holds about twice that). Escaping is per code point, so slices escape
+is about the only large thing alive when it is done (joining and encoding in one go would hold
+about twice the body). Escaping is per code point, so slices escape
 to the slices of the escaped whole: the bytes are exactly ``json.dumps`` with these options.
 """
 

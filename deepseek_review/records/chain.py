@@ -21,9 +21,9 @@ from deepseek_review.util import safejson
 
 
 def _glance(root: Path, rel: str) -> Entry[None] | None:
-    """A receipt's two path fields, read without validating it: a folder of thousands of
-    receipts costs milliseconds; the segments of the chain are then loaded in full. A
-    receipt that is not JSON claims nothing (``verify`` reports it)."""
+    """A receipt's two path fields, read without validating it (enough to walk the chains of
+    a folder); the segments of the chain are then loaded in full. A receipt that is not JSON
+    claims nothing (``verify`` reports it)."""
     try:
         data = safejson.loads(read_regular_file(root / rel), what="receipt")
     except (OSError, ValueError):  # refused too

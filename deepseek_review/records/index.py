@@ -29,8 +29,7 @@ T = TypeVar("T")
 @dataclass(slots=True)
 class Entry(Generic[T]):
     """A receipt as the index knows it, with what its loader made of it (read-only by
-    convention: a verify run makes one per receipt, and reads its fields many times: slots,
-    which the interpreter reads quicker than a named tuple's fields)."""
+    convention; a verify run makes one per receipt)."""
 
     rel: str
     answer: str | None
@@ -41,8 +40,7 @@ class Entry(Generic[T]):
 
 
 class Break(NamedTuple):
-    """Where a walk along a chain stopped before its end (a named tuple: verify's start-up
-    creates the class, where a frozen dataclass costs several times as much)."""
+    """Where a walk along a chain stopped before its end."""
 
     kind: Literal["link", "unclaimed", "claimed-twice", "loop", "fork"]
     at: str

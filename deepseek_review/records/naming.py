@@ -21,7 +21,7 @@ from deepseek_review.options.table import check
 
 
 class SegmentFile(NamedTuple):
-    """One kind of file a segment owns (a named tuple: made at every start-up)."""
+    """One kind of file a segment owns."""
 
     kind: str
     suffix: str
@@ -141,10 +141,10 @@ def name_order(path: str) -> tuple[str, str, int, str]:
     listings sort with this key instead: folder, stem without ``-N``, N (1 for none), suffix.
     """
     folder, _, name = path.rpartition("/")
-    # String tests, not a regex (verify sorts every receipt by this; four times quicker):
-    # the longest suffix the name ends with, then an ``-N`` (N from 1, ASCII digits) before
-    # it; a base holding a newline is no such name. ``tests/test_verify_schema.py`` holds
-    # it to the regex ``(?P<base>.*?)(?:-(?P<n>[1-9][0-9]*))?(?P<suffix>…)``.
+    # String tests, not a regex (verify sorts every receipt by this): the longest suffix the
+    # name ends with, then an ``-N`` (N from 1, ASCII digits) before it; a base holding a
+    # newline is no such name. ``tests/test_verify_schema.py`` holds it to the regex
+    # ``(?P<base>.*?)(?:-(?P<n>[1-9][0-9]*))?(?P<suffix>…)``.
     for suffix in _SUFFIXES:
         if name.endswith(suffix):
             stem = name[: len(name) - len(suffix)]

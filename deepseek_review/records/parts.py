@@ -1,7 +1,8 @@
 """``$parts``: how a request record stands for the texts of a request's messages.
 
 A record holds the request body with every context file's text replaced by
-``{"$file": {"path", "sha256", "bytes"}}`` and every earlier answer segment by
+``{"$file": {"path", "sha256", "bytes"}}`` (with ``"lines": [first, last]`` when only those
+lines of the file were sent: record version 2, :mod:`.lines`) and every earlier answer segment by
 ``{"$answer": {"path", "sha256", "bytes"}}``, inside ``{"$parts": [...]}`` message contents.
 Message contents on the wire are strings, so such an object can never be mistaken for text.
 :func:`encode_content` writes that form and :func:`parse_messages` is the one reader of it
@@ -16,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from deepseek_review.errors import InputError
+from deepseek_review.records.lines import Lines, line_slice, valid_lines
 
 
 @dataclass(frozen=True)
@@ -28,18 +30,27 @@ class FileRef:
 
     path: str
     sha256: str
+    """Of the text that goes here: the whole file's, or the slice's when ``lines`` is set."""
     size: int
+    lines: Lines | None = None
+    """Only these lines of the file (1-based, inclusive), cut by :func:`.lines.line_slice`."""
+
+    def text_of(self, data: bytes) -> bytes | None:
+        """What of the file's bytes ``data`` goes here: all of it, or its lines (None: the
+        file has no such lines now)."""
+        return data if self.lines is None else line_slice(data, *self.lines)
 
 
-def file_ref(path: str, sha256: str, size: int) -> FileRef:
-    """``FileRef(path, sha256, size)``, equal in every way, made at half its cost: without the
-    frozen dataclass's ``__init__`` (three guarded ``object.__setattr__`` calls), its fields
-    written straight into the new instance's ``__dict__``. Framing makes one per file."""
+def file_ref(path: str, sha256: str, size: int, lines: Lines | None = None) -> FileRef:
+    """``FileRef(path, sha256, size, lines)``, equal in every way, made without the frozen
+    dataclass's ``__init__``: its fields are written straight into the new instance's
+    ``__dict__``. Framing makes one per file."""
     ref = _new(FileRef)
     fields = ref.__dict__
     fields["path"] = path
     fields["sha256"] = sha256
     fields["size"] = size
+    fields["lines"] = lines
     return ref
 
 
@@ -54,6 +65,9 @@ class AnswerRef:
     sha256: str
     size: int
 
+    def text_of(self, data: bytes) -> bytes | None:
+        return data
+
 
 Ref = FileRef | AnswerRef
 RecordPart = str | FileRef | AnswerRef
@@ -67,7 +81,15 @@ REF_KEYS = tuple(_MAKERS)
 def encode_part(p: RecordPart) -> str | dict[str, Any]:
     if isinstance(p, str):
         return p
-    return {_KEYS[type(p)]: {"path": p.path, "sha256": p.sha256, "bytes": p.size}}
+    ref: dict[str, Any] = {"path": p.path, "sha256": p.sha256, "bytes": p.size}
+    if isinstance(p, FileRef) and p.lines is not None:
+        ref["lines"] = list(p.lines)
+    return {_KEYS[type(p)]: ref}
+
+
+def has_ranges(parts: Sequence[RecordPart]) -> bool:
+    """Whether a reference among ``parts`` names a range of lines (a record of version 2)."""
+    return any(isinstance(p, FileRef) and p.lines is not None for p in parts)
 
 
 def encode_content(parts: Sequence[RecordPart]) -> str | dict[str, Any]:
@@ -106,7 +128,15 @@ def _ref(p: Any) -> Ref:
             and isinstance(ref.get("sha256"), str)
             and type(ref.get("bytes")) is int
         ):
-            return make(ref["path"], ref["sha256"], ref["bytes"])
+            if "lines" not in ref:
+                return make(ref["path"], ref["sha256"], ref["bytes"])
+            lines = valid_lines(ref["lines"])
+            if make is FileRef and lines is not None:
+                return FileRef(ref["path"], ref["sha256"], ref["bytes"], lines)
+            raise _error(
+                f"the reference to {ref['path']} has lines that are not [first, last] of a "
+                "$file (1 <= first <= last)"
+            )
     raise _error("a part is neither text nor a $file/$answer reference")
 
 

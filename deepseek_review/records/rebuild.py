@@ -18,12 +18,13 @@ from typing import Any
 
 from deepseek_review.errors import InputError
 from deepseek_review.records.canonical import CANONICAL, canonical_json, escaped, sha256_tag
+from deepseek_review.records.lines import Lines, line_slice, valid_lines
 from deepseek_review.records.parts import REF_KEYS, RecordedMessage, Ref, parse_messages
 
 #: Reads a repo-relative path (never outside the root); None when it cannot be read.
 Reader = Callable[[str], bytes | None]
-#: The files a request references: path → (sha256, bytes).
-FileHashes = dict[str, tuple[str, int]]
+#: The files a request references: path → (sha256, bytes, lines) of the text sent.
+FileHashes = dict[str, tuple[str, int, Lines | None]]
 
 
 @dataclass
@@ -66,14 +67,16 @@ def resolve(
 
 
 def _text(ref: Ref, data: bytes | None, result: Rebuild, unchecked: Collection[str]) -> str:
-    """The text of one reference, or "" with its path listed as missing or changed."""
+    """The text of one reference (``data``: its file's bytes, of which it takes its lines),
+    or "" with its path listed as missing or changed (a range the file no longer has)."""
+    sent = None if data is None else ref.text_of(data)
     if data is None:
         problem = result.missing
-    elif ref.path not in unchecked and sha256_tag(data) != ref.sha256:
+    elif sent is None or (ref.path not in unchecked and sha256_tag(sent) != ref.sha256):
         problem = result.changed
     else:
         try:
-            text = result.texts[ref.path] = data.decode("utf-8")
+            text = result.texts[ref.path] = sent.decode("utf-8")
             return text
         except UnicodeDecodeError:  # cannot happen when the hash matches what the tool wrote
             problem = result.changed
@@ -132,13 +135,13 @@ def escaped_utf8(data: bytes) -> bytes | None:
 
     With ``ensure_ascii=False`` JSON escapes only ``\\``, ``"`` and the control characters,
     all ASCII, whose bytes never occur inside a multi-byte UTF-8 sequence: so the common
-    ones are replaced in place; text with rarer control characters takes the slow road.
+    ones are replaced in place; text with rarer control characters is escaped as a string.
     """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if data.translate(None, _NOT_RARE_CONTROL):  # what is left is small: 5x a regex search
+    if data.translate(None, _NOT_RARE_CONTROL):  # a rare control character: escape in full
         return escaped(text)
     return (
         data.replace(b"\\", b"\\\\")
@@ -166,6 +169,8 @@ class Rebuilder:
         self._escaped: dict[str, bytes | None] = {}
         self._frames: dict[str, tuple[bytes, bytes] | None] = {}
         self._escaped_text: dict[str, bytes] = {}
+        self._ranges: dict[tuple[str, int, int], tuple[str | None, bytes | None]] = {}
+        """Each range's hash and escaped text, by (path, first, last)."""
 
     def _hash(self, path: str) -> str | None:
         data = self.read(path)
@@ -193,8 +198,8 @@ class Rebuilder:
         concatenation of its parts' escaped forms, each escaped once per run. The rest of
         the body is serialised with a placeholder (where the messages go, when each is only
         a role and a content, the tool's form; else one per content), and the hash is fed
-        the pieces. Only a match counts (:meth:`check`): this path can make a run faster,
-        never more lenient.
+        the pieces. Only a match counts (:meth:`check`): this path can spare work, never make
+        a check more lenient.
 
         It reads the body itself, taking only the forms :func:`.parts.parse_messages` takes
         (anything else: None, and the reference decides), so that the records of a run are
@@ -327,6 +332,8 @@ class Rebuilder:
         digest = ref.get("sha256")
         if not isinstance(path, str) or not isinstance(digest, str):
             return None
+        if "lines" in ref:
+            return self._escaped_lines(kind, path, digest, ref, files)
         try:
             known = self._digests[path]
         except KeyError:
@@ -334,8 +341,31 @@ class Rebuilder:
         if known != digest:
             return None
         if kind == "$file":
-            files.setdefault(path, (digest, ref["bytes"]))
+            files.setdefault(path, (digest, ref["bytes"], None))
         if path not in self._escaped:
             data = self.read(path)
             self._escaped[path] = None if data is None else escaped_utf8(data)
         return self._escaped[path]
+
+    def _escaped_lines(
+        self, kind: str, path: str, digest: str, ref: dict[str, Any], files: FileHashes
+    ) -> bytes | None:
+        """A ``$file`` reference to a range of lines: the slice's text, JSON-escaped, if the
+        file still has those lines and they hash as the record says (each range cut and
+        hashed once per run)."""
+        lines = valid_lines(ref["lines"])
+        if kind != "$file" or lines is None:
+            return None
+        key = (path, *lines)
+        try:
+            known, text = self._ranges[key]
+        except KeyError:
+            data = self.read(path)
+            cut = None if data is None else line_slice(data, *lines)
+            known = None if cut is None else sha256_tag(cut)
+            text = None if cut is None else escaped_utf8(cut)
+            self._ranges[key] = known, text
+        if known != digest:
+            return None
+        files.setdefault(path, (digest, ref["bytes"], lines))
+        return text

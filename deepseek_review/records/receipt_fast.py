@@ -50,8 +50,7 @@ def plain_date_time(value: str) -> bool:
 
 def plainly_uri(url: str) -> bool:
     """True when ``url`` is certainly an RFC 3986 URI (the shape of every endpoint URL
-    :mod:`chat.endpoint` builds); False means only "ask the full check", so a review never loads
-    the full validator's hundred-odd regexes for a URL the tool wrote itself."""
+    :mod:`deepseek_review.chat.endpoint` builds); False means only "ask the full check"."""
     return _PLAIN_URI.fullmatch(url) is not None
 
 

@@ -3,8 +3,13 @@
 Written beside every answer (after the answer, before the receipt), it holds the request body
 with every file text replaced by a reference (:mod:`.parts`), so the exact bytes whose hash is
 ``prompt_sha256`` can be rebuilt, and what the server answered beyond the receipt's fields.
-Its JSON Schema is ``schemas/deepseek-review-request-record-v1.schema.json``, one file per
-version (:data:`RECORD_VERSIONS`).
+Its JSON Schema is ``schemas/deepseek-review-request-record-v<N>.schema.json``, one file per
+version (:data:`RECORD_VERSIONS`). Version 2 adds line ranges: a ``$file`` reference, a
+``context_files`` entry and a ``git.files`` pin may say ``"lines": [first, last]`` (only those
+lines of the file were sent). A record is written in the oldest version that can say what it
+holds (:func:`version_for`, as git writes its index): a record without a range is version 1,
+byte for byte as before, so every reader of version 1 still reads it; one with a range is
+version 2, which a reader of version 1 refuses rather than rebuilding the whole file.
 
 :meth:`RequestRecord.load` accepts every version written so far. A reader is tolerant of
 what is absent (``None``: records of hand or of other tools check what they can) and of
@@ -20,12 +25,22 @@ from typing import Any, cast
 
 from deepseek_review.errors import InputError
 from deepseek_review.records.canonical import RECORD_DECODER, pretty_json
+from deepseek_review.records.lines import Lines, valid_lines
 from deepseek_review.records.parts import RecordedMessage, parse_messages
 from deepseek_review.util import safejson
 
-RECORD_SCHEMA = "deepseek_review_request_record_v1"
+RECORD_V1 = "deepseek_review_request_record_v1"
+#: The newest version: version 1 and line ranges (``"lines": [first, last]``).
+RECORD_SCHEMA = "deepseek_review_request_record_v2"
 #: Every record version this tool wrote, oldest first: each stays readable.
-RECORD_VERSIONS = (RECORD_SCHEMA,)
+RECORD_VERSIONS = (RECORD_V1, RECORD_SCHEMA)
+
+
+def version_for(ranged: bool) -> str:
+    """The version a record is written in: the oldest that can say what it holds (version 2
+    only when a file was sent in part)."""
+    return RECORD_SCHEMA if ranged else RECORD_V1
+
 
 _Types = frozenset[type]
 _STR: _Types = frozenset({str})
@@ -142,7 +157,9 @@ _CONTINUATION = _Shape(
 )
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _USAGE_TYPES = (int, int, int)
-_ENTRY = _Shape("$.context_files[]", (("path", _STR), ("sha256", _STR), ("bytes", _INT)))
+_ENTRY = _Shape(
+    "$.context_files[]", (("path", _STR), ("sha256", _STR), ("bytes", _INT), ("lines", _LIST))
+)
 _TEMPLATE = _Shape("$.template", (("name", _STR), ("sha256", _STR)))
 _FINDINGS = _Shape("$.findings", (("path", _STR), ("sha256", _STR)))
 
@@ -170,8 +187,14 @@ def _file_entries(files: list[Any], where: str) -> tuple[FileEntry, ...]:
     for i, f in enumerate(files):
         path = None if isinstance(f, dict) else f"$.context_files[{i}]"
         got = [None] if path else _ENTRY.values(f, where, "$.context_files[]")
-        if None in got:
+        if None in got[:3]:
             raise _invalid(where, f"$.context_files[{i}]", "an object with path, sha256 and bytes")
+        if got[3] is not None:
+            got[3] = valid_lines(got[3])
+            if got[3] is None:
+                raise _invalid(
+                    where, f"$.context_files[{i}].lines", "[first, last] (1 <= first <= last)"
+                )
         out.append(FileEntry(*got))
     return tuple(out)
 
@@ -182,10 +205,16 @@ class FileEntry:
 
     path: str
     sha256: str
+    """Of what was sent: the whole file, or its lines."""
     size: int
+    lines: Lines | None = None
+    """Only these lines of the file were sent (version 2)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "sha256": self.sha256, "bytes": self.size}
+        d: dict[str, Any] = {"path": self.path, "sha256": self.sha256, "bytes": self.size}
+        if self.lines is not None:
+            d["lines"] = list(self.lines)
+        return d
 
 
 @dataclass(slots=True)
@@ -235,7 +264,7 @@ class Response:
             raise _invalid(where, "$.response.usage", "a usage object of three integers")
         if keys is not None:
             try:
-                "".join(keys)  # the quickest check that every item is a string
+                "".join(keys)  # fails unless every item is a string
             except TypeError:
                 raise _invalid(where, "$.response.message_keys", "a list of strings") from None
             v[3] = tuple(keys)
@@ -273,8 +302,7 @@ class Continuation:
 class RequestRecord:
     """One request record. ``body`` is the request body with ``$parts`` contents.
 
-    Read-only by convention, not frozen: ``verify`` builds one per receipt, and a frozen
-    dataclass costs several times as much to build.
+    Read-only by convention, not frozen: ``verify`` builds one per receipt.
     """
 
     body: Mapping[str, Any]
@@ -292,7 +320,8 @@ class RequestRecord:
     template: tuple[str, str] | None = None
     """A primary's template: (name, sha256)."""
     context_files: tuple[FileEntry, ...] | None = None
-    record: str = RECORD_SCHEMA
+    record: str = RECORD_V1
+    """The version (:func:`version_for`)."""
     findings: tuple[str, str] | None = None
     """The findings file written beside the answer (``run --findings``): (path, sha256)."""
     git: Mapping[str, Any] | None = None
@@ -363,11 +392,13 @@ class RequestRecord:
             or data.get("record") not in RECORD_VERSIONS
             or not isinstance(data.get("body"), dict)
         ):
-            raise InputError(f"{where}: not a {RECORD_SCHEMA} request record")
+            raise InputError(
+                f"{where}: not a request record of a known version ({' or '.join(RECORD_VERSIONS)})"
+            )
         v = _TOP.values(data, where)
         response, cont, template, files, found = v[8], v[9], v[10], v[11], v[12]
         git = v[13]
-        return cls(  # positional, in field order: the quickest way to build one
+        return cls(  # positional, in field order
             data["body"],
             v[0],
             v[1],

@@ -50,8 +50,7 @@ CRASH_POINTS = (
 
 
 def _token(nbytes: int) -> str:
-    """What ``secrets.token_hex`` returns (``os.urandom(n).hex()``), without importing
-    ``secrets`` (and ``random``, ``hmac``, ``base64``) into every command's start-up."""
+    """What ``secrets.token_hex`` returns: ``os.urandom(n).hex()``."""
     return os.urandom(nbytes).hex()
 
 
@@ -76,7 +75,7 @@ def crash_at() -> tuple[str, int] | None:
     write windows deterministically. Read where a crash point is reached, never at import: a
     command that writes nothing is not affected by it at all, and an invalid value is a
     :class:`ConfigError` only for a command that writes (raised at its first temporary file,
-    before anything is written). Unset, every call site costs one environment lookup.
+    before anything is written).
     """
     return _crash_at(os.environ.get(CRASH_ENV, ""))
 

@@ -13,9 +13,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from deepseek_review.chat.client import ChatClient
-from deepseek_review.chat.endpoint import resolve_endpoint
+from deepseek_review.chat.endpoint import Endpoint, resolve_endpoint
 from deepseek_review.chat.native import chain_api, native_endpoint, openai_url, recorded_extra
 from deepseek_review.chat.tokens import (
     BYTES_PER_TOKEN,
@@ -28,8 +29,16 @@ from deepseek_review.chat.types import ProgressFn, RetryPolicy, Timeouts, Usage
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.context.pins import pinned_reader
 from deepseek_review.context.places import refuse_git_data
+from deepseek_review.context.types import LineRange
 from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.git.runner import find_repo_root, resolve_inside
+from deepseek_review.options.merge import (
+    configured_layer,
+    fields_of,
+    given_layer,
+    given_options,
+    merge,
+)
 from deepseek_review.options.table import name_of
 from deepseek_review.records.chain import read_answer
 from deepseek_review.records.naming import longest_name, topic_of
@@ -48,6 +57,7 @@ from deepseek_review.reviewing.pipeline import (
 )
 from deepseek_review.reviewing.request import CORE_FIELDS, BodyOptions, WireMessage, message_sizes
 from deepseek_review.reviewing.segment import Segment
+from deepseek_review.reviewing.setup import REVIEW_FIELDS
 from deepseek_review.trust.rule import TrustPolicy, trusted_chain
 from deepseek_review.util.logs import log
 from deepseek_review.util.resources import prompts_dir
@@ -118,7 +128,13 @@ def rebuild_base(
     )
     texts = rebuilt.texts
     files = [
-        ContextFile(path, texts[path], ref.sha256, len(texts[path].encode("utf-8")))
+        ContextFile(
+            path,
+            texts[path],
+            ref.sha256,
+            len(texts[path].encode("utf-8")),
+            None if ref.lines is None else LineRange(*ref.lines),
+        )
         for path, ref in file_refs(messages).items()
     ]
     return wire, files
@@ -195,85 +211,26 @@ def continue_existing(
     progress: ProgressFn | None = None,
     client: ChatClient | None = None,
 ) -> ContinueOutcome:
+    """Extend the chain whose answer or receipt ``options.path`` names, from its last segment."""
     env = os.environ if env is None else env
     root = find_repo_root(options.repo_root)
     chain_segs = trusted_chain(root, options.path, TrustPolicy.configured())
     last = chain_segs[-1]
     primary = chain_segs[0]
     segments = [segment_from(root, s, assume_truncated=s is last) for s in chain_segs]
-    if last.finish_reason is not None and last.finish_reason != "length" and not options.force:
-        log.info(
-            "%s ended with finish_reason %r: the review is complete, nothing to continue "
-            "(%s sends one continuation anyway)",
-            last.answer_path,
-            last.finish_reason,
-            name_of("force"),
-        )
-        return ContinueOutcome(
-            result=ReviewResult(
-                tuple(segments), last.receipt.endpoint, primary.receipt.context_files or ()
-            ),
-            new_segments=0,
-            had_record=primary.record is not None,
-            already_complete=True,
-            max_continuations=options.continuation.max_continuations,
-        )
-    # A receipt does not choose a destination: anyone who can write to the repository can
-    # edit it. Its endpoint is used only if loopback or one the operator chose too.
+    complete = _already_complete(options, last, primary, segments)
+    if complete is not None:
+        return complete
     api = chain_api(last.receipt.endpoint)
-    endpoint = resolve_endpoint(
-        options.endpoint or openai_url(last.receipt.endpoint),
-        env,
-        key_env=options.api_key_env,
-        named_by=None if options.endpoint else "a receipt",
-        what=name_of("endpoint") if options.endpoint else f"{last.receipt_path}: endpoint",
-    )
-    endpoint = native_endpoint(endpoint, api)
+    endpoint = _endpoint(options, env, last, api)
     if last.finish_reason is None:
         log.info(
             "%s has no request record: its finish reason is unknown; continuing as asked",
             last.answer_path,
         )
-    if primary.record is not None:
-        where = primary.record_path
-        base, files = rebuild_base(root, primary.record, where)
-        body = _body_from_record(primary.record, options.stream, options.max_tokens, where=where)
-        body = replace(body, api=api, extra_body=recorded_extra(body.extra_body, api))
-        if not (options.allow_secrets or endpoint.is_local):
-            from deepseek_review.context.secrets import refuse_secrets
-
-            refuse_secrets(files, endpoint=endpoint.url)
-    else:
-        log.warning(
-            "%s has no request record (written by another tool): continuing from the "
-            "answer so far alone, without the original prompt or context",
-            primary.receipt_path,
-        )
-        intro = (
-            (prompts_dir() / "continuation-without-context.md").read_text(encoding="utf-8").strip()
-        )
-        base = (WireMessage("user", (intro,), intro),)
-        body = BodyOptions(
-            model=last.receipt.model,
-            max_tokens=options.max_tokens or DEFAULT_MAX_TOKENS,
-            stream=options.stream,
-            api=api,
-        )
-    folder = last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
-    out_dir, _ = resolve_inside(root, folder)
-    refuse_git_data(root, folder, out_dir, what=f"{last.receipt_path}: its folder")
-    topic = topic_of(primary.answer_path) or "review"
-    model = options.continuation.model or body.model
-    longest = longest_name(topic, [(model, True)])
-    check_writable_dir(out_dir, shown=folder, root=root, longest=longest)  # before paying
-    check_recordable(model=model, endpoint=endpoint.url, folder=folder, context_files=None)
-    made = max(options.continuation.max_continuations, 1 if options.force else 0)
-    if options.max_run_tokens is not None and made:
-        later = options.continuation.max_tokens or body.max_tokens
-        prompt = estimate_sizes(message_sizes(base))
-        answered = estimate_tokens(s.content for s in segments)
-        estimate = worst_case(prompt, later, later, made - 1, answered=answered)
-        refuse_over_cap(options.max_run_tokens, estimate, "continuing the chain")
+    base, body = _request(options, root, primary, last, endpoint, api)
+    folder, out_dir, topic = _writable_folder(options, root, last, primary, body, endpoint)
+    _refuse_over_cap(options, body, base, segments)
     job = Job(
         root=root,
         out_dir=out_dir,
@@ -304,3 +261,161 @@ def continue_existing(
         had_record=primary.record is not None,
         max_continuations=options.continuation.max_continuations,
     )
+
+
+def _already_complete(
+    options: ContinueOptions, last: ChainSegment, primary: ChainSegment, segments: list[Segment]
+) -> ContinueOutcome | None:
+    """The outcome of a chain whose last answer finished, which is not continued unless
+    ``--force``d; None: continue it."""
+    if last.finish_reason is None or last.finish_reason == "length" or options.force:
+        return None
+    log.info(
+        "%s ended with finish_reason %r: the review is complete, nothing to continue "
+        "(%s sends one continuation anyway)",
+        last.answer_path,
+        last.finish_reason,
+        name_of("force"),
+    )
+    return ContinueOutcome(
+        result=ReviewResult(
+            tuple(segments), last.receipt.endpoint, primary.receipt.context_files or ()
+        ),
+        new_segments=0,
+        had_record=primary.record is not None,
+        already_complete=True,
+        max_continuations=options.continuation.max_continuations,
+    )
+
+
+def _endpoint(
+    options: ContinueOptions, env: Mapping[str, str], last: ChainSegment, api: str
+) -> Endpoint:
+    """Where the continuation goes. A receipt does not choose a destination: anyone who can
+    write to the repository can edit it. Its endpoint is used only if loopback or one the
+    operator chose too."""
+    endpoint = resolve_endpoint(
+        options.endpoint or openai_url(last.receipt.endpoint),
+        env,
+        key_env=options.api_key_env,
+        named_by=None if options.endpoint else "a receipt",
+        what=name_of("endpoint") if options.endpoint else f"{last.receipt_path}: endpoint",
+    )
+    return native_endpoint(endpoint, api)
+
+
+def _request(
+    options: ContinueOptions,
+    root: Path,
+    primary: ChainSegment,
+    last: ChainSegment,
+    endpoint: Endpoint,
+    api: str,
+) -> tuple[tuple[WireMessage, ...], BodyOptions]:
+    """The messages the continuations follow and their body's options: the primary request
+    rebuilt from its record (its files scanned for secrets like a new review's), or, without a
+    record, an introduction to the answer so far alone."""
+    if primary.record is not None:
+        where = primary.record_path
+        base, files = rebuild_base(root, primary.record, where)
+        body = _body_from_record(primary.record, options.stream, options.max_tokens, where=where)
+        body = replace(body, api=api, extra_body=recorded_extra(body.extra_body, api))
+        if not (options.allow_secrets or endpoint.is_local):
+            from deepseek_review.context.secrets import refuse_secrets
+
+            refuse_secrets(files, endpoint=endpoint.url)
+        return base, body
+    log.warning(
+        "%s has no request record (written by another tool): continuing from the "
+        "answer so far alone, without the original prompt or context",
+        primary.receipt_path,
+    )
+    intro = (prompts_dir() / "continuation-without-context.md").read_text(encoding="utf-8").strip()
+    body = BodyOptions(
+        model=last.receipt.model,
+        max_tokens=options.max_tokens or DEFAULT_MAX_TOKENS,
+        stream=options.stream,
+        api=api,
+    )
+    return (WireMessage("user", (intro,), intro),), body
+
+
+def _writable_folder(
+    options: ContinueOptions,
+    root: Path,
+    last: ChainSegment,
+    primary: ChainSegment,
+    body: BodyOptions,
+    endpoint: Endpoint,
+) -> tuple[str, Path, str]:
+    """The chain's folder (as written, and resolved) and topic, refused before paying if the
+    continuations could not be written or recorded there."""
+    folder = last.answer_path.rsplit("/", 1)[0] if "/" in last.answer_path else "."
+    out_dir, _ = resolve_inside(root, folder)
+    refuse_git_data(root, folder, out_dir, what=f"{last.receipt_path}: its folder")
+    topic = topic_of(primary.answer_path) or "review"
+    model = options.continuation.model or body.model
+    longest = longest_name(topic, [(model, True)])
+    check_writable_dir(out_dir, shown=folder, root=root, longest=longest)  # before paying
+    check_recordable(model=model, endpoint=endpoint.url, folder=folder, context_files=None)
+    return folder, out_dir, topic
+
+
+def _refuse_over_cap(
+    options: ContinueOptions,
+    body: BodyOptions,
+    base: tuple[WireMessage, ...],
+    segments: list[Segment],
+) -> None:
+    """Refuse continuations that could together use more than ``max_run_tokens``."""
+    made = max(options.continuation.max_continuations, 1 if options.force else 0)
+    if options.max_run_tokens is not None and made:
+        later = options.continuation.max_tokens or body.max_tokens
+        prompt = estimate_sizes(message_sizes(base))
+        answered = estimate_tokens(s.content for s in segments)
+        estimate = worst_case(prompt, later, later, made - 1, answered=answered)
+        refuse_over_cap(options.max_run_tokens, estimate, "continuing the chain")
+
+
+#: Where each option of ``continue`` goes in :class:`ContinueOptions`.
+CONTINUE_FIELDS = {
+    "endpoint": "endpoint",
+    "api_key_env": "api_key_env",
+    "stream": "stream",
+    "continuation_max_tokens": "max_tokens",
+    "allow_truncated_prompt": "allow_truncated_prompt",
+    "allow_secrets": "allow_secrets",
+    "keep_reasoning": "keep_reasoning",
+    "force": "force",
+    "max_run_tokens": "max_run_tokens",
+    **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
+}
+
+
+def continue_options(
+    path: str,
+    given: Mapping[str, Any],
+    *,
+    repo_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Path, ContinueOptions]:
+    """The repository root and the options of ``continue`` / ``continue_review()``.
+
+    The endpoint is the receipt's unless the caller names one: a continuation goes back to
+    the server that wrote the chain, so the environment's and the config file's are not
+    consulted."""
+
+    given = given_options(given, "continue", "continue_review()")
+    root = find_repo_root(repo_root)
+    configured = {k: s for k, s in configured_layer(root, env).items() if k != "endpoint"}
+    values = merge([given_layer(given), configured], list(CONTINUE_FIELDS))
+    g = fields_of(values, CONTINUE_FIELDS)
+    options = ContinueOptions(
+        path=path,
+        repo_root=str(root),
+        **g[""],
+        continuation=ContinuationOptions(**g["continuation"]),
+        retry=RetryPolicy(**g["retry"]),
+        timeouts=Timeouts(**g["timeouts"]),
+    )
+    return root, options

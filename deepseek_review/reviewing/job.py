@@ -259,6 +259,8 @@ class _Run:
         return self._joined
 
     def _continue(self) -> None:
+        """Ask for continuations while the last answer was cut off (one more, ``--force``d,
+        after one that ended normally), up to the cap, stopping at one that adds nothing."""
         job, segments = self.job, self.result.segments
         options = job.continuation
         body = continuation_body(job.body, options)
@@ -270,66 +272,89 @@ class _Run:
             if not forced and _repeats_nothing(segments[-1], body.max_tokens):
                 break  # the caller says why: the result is ``stalled``
             made += 1
-            so_far = "".join(s.content for s in segments)
-            messages = (
-                *self._base_messages(),
-                *_continuation_tail(segments, so_far, options.style, options.server),
-            )
-            sizes = message_sizes(messages)  # counted once: the body and the estimate
-            prepared = prepare(body, messages, sizes=sizes)
-            estimate = estimate_sizes(sizes)
-            preflight(
-                self.client,
-                server=options.server,
-                model=body.model,
-                estimate=estimate,
-                max_tokens=body.max_tokens,
-                allow=job.allow_truncated_prompt,
-            )
-            why = (
-                f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
-            )
-            note = (
-                f"continuation {made}/{options.max_continuations}: "
-                f"{segments[-1].answer_path} {why}; asking {body.model} to go on"
-            )
-            completion = self._ask(prepared, body, note, primary=False)
-            if completion is None:  # refused before the job sent anything
+            if not self._continue_once(body, made, forced=forced):
                 self.result.not_started = True
                 return
-            self._received(completion, estimate)
-            content, echoed = strip_echo(completion.content, so_far)
-            if echoed:
-                self._log(
-                    logging.INFO,
-                    "the server echoed the %d prefilled characters; kept them out",
-                    echoed,
-                )
-            ensure_dir(job.out_dir, shown=job.out_dir.name)
-            self._write(
-                SegmentSpec(
-                    root=job.root,
-                    out_dir=job.out_dir,
-                    topic=job.topic,
-                    model=body.model,
-                    endpoint=job.endpoint.url,
-                    prepared=prepared,
-                    completion=completion,
-                    content=content,
-                    echo_stripped_chars=echoed,
-                    git=job.git,
-                    prompt_token_estimate=estimate,
-                    continuation=Continuation(
-                        index=len(segments),
-                        style=options.style,
-                        server=options.server,
-                        primary_answer_path=segments[0].answer_path,
-                        previous_answer_path=segments[-1].answer_path,
-                    ),
-                    keep_reasoning=job.keep_reasoning,
-                    findings=job.findings and partial(job.findings, so_far + content),
-                )
+
+    def _continue_once(self, body: BodyOptions, made: int, *, forced: bool) -> bool:
+        """Ask for continuation ``made`` and write it; False: refused before anything was sent."""
+        job, segments = self.job, self.result.segments
+        options = job.continuation
+        so_far = "".join(s.content for s in segments)
+        messages = (
+            *self._base_messages(),
+            *_continuation_tail(segments, so_far, options.style, options.server),
+        )
+        sizes = message_sizes(messages)  # counted once: the body and the estimate
+        prepared = prepare(body, messages, sizes=sizes)
+        estimate = estimate_sizes(sizes)
+        preflight(
+            self.client,
+            server=options.server,
+            model=body.model,
+            estimate=estimate,
+            max_tokens=body.max_tokens,
+            allow=job.allow_truncated_prompt,
+        )
+        why = f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
+        note = (
+            f"continuation {made}/{options.max_continuations}: "
+            f"{segments[-1].answer_path} {why}; asking {body.model} to go on"
+        )
+        completion = self._ask(prepared, body, note, primary=False)
+        if completion is None:  # refused before the job sent anything
+            return False
+        self._received(completion, estimate)
+        content, echoed = strip_echo(completion.content, so_far)
+        if echoed:
+            self._log(
+                logging.INFO,
+                "the server echoed the %d prefilled characters; kept them out",
+                echoed,
             )
+        ensure_dir(job.out_dir, shown=job.out_dir.name)
+        self._write(
+            self._continuation_spec(body, prepared, completion, estimate, so_far, content, echoed)
+        )
+        return True
+
+    def _continuation_spec(
+        self,
+        body: BodyOptions,
+        prepared: PreparedRequest,
+        completion: Completion,
+        estimate: int,
+        so_far: str,
+        content: str,
+        echoed: int,
+    ) -> SegmentSpec:
+        """The next continuation's segment: ``completion``'s answer (``content``: without the
+        ``echoed`` characters of ``so_far``, the chain's answer until now, that it repeated) to
+        the request ``prepared``."""
+        job, segments = self.job, self.result.segments
+        options = job.continuation
+        return SegmentSpec(
+            root=job.root,
+            out_dir=job.out_dir,
+            topic=job.topic,
+            model=body.model,
+            endpoint=job.endpoint.url,
+            prepared=prepared,
+            completion=completion,
+            content=content,
+            echo_stripped_chars=echoed,
+            git=job.git,
+            prompt_token_estimate=estimate,
+            continuation=Continuation(
+                index=len(segments),
+                style=options.style,
+                server=options.server,
+                primary_answer_path=segments[0].answer_path,
+                previous_answer_path=segments[-1].answer_path,
+            ),
+            keep_reasoning=job.keep_reasoning,
+            findings=job.findings and partial(job.findings, so_far + content),
+        )
 
 
 # --------------------------------------------------------------------------- helpers

@@ -187,7 +187,8 @@ def findings_hook(plan: ReviewPlan) -> FindingsHook:
     from deepseek_review.finding.sidecar import hook
 
     change = change_in(plan.pins, (p for m in plan.framed for p in m.parts))
-    return hook(plan.root, ((f.path, f.sha256) for f in plan.files), change)
+    files = ((f.path, f.sha256, None if f.lines is None else f.lines.span) for f in plan.files)
+    return hook(plan.root, files, change)
 
 
 @dataclass

@@ -35,10 +35,10 @@ from deepseek_review.reviewing.plan import (
 )
 from deepseek_review.reviewing.segment import Segment
 
-if TYPE_CHECKING:  # the HTTP stack is imported once a client is made: not for --dry-run
+if TYPE_CHECKING:  # a dry run makes no client
     from deepseek_review.chat.client import ChatClient
 
-# What other modules, tests and the benchmarks import from here (planning is .plan's).
+# What other modules and the tests import from here (planning is .plan's).
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_OUTPUT_DIR",

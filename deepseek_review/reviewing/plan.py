@@ -337,9 +337,7 @@ def plan_review(
     does not depend on the topic and prompt once for all the reviews that share it.
     """
     env = os.environ if env is None else env
-    check_topic(options.topic)
-    if options.context_window is not None:
-        check("context_window", options.context_window)
+    _check_own_options(options)
     base = _base(options, env, gather) if shared is None else shared.base(options, env, gather)
     root, endpoint, out_dir, template = base.root, base.endpoint, base.out_dir, base.template
     body_options, gitplan = base.body, base.git
@@ -347,18 +345,7 @@ def plan_review(
     del base
     skipped, pins, receipt_paths = gitplan.skipped, gitplan.git, gitplan.receipt_paths
     files: list[ContextFile] = gitplan.files
-    prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
-    if prompt_bytes > options.limits.max_context_bytes:
-        raise InputError(
-            f"the prompt is {prompt_bytes} bytes, over {name_of('max_context_bytes')} "
-            f"{options.limits.max_context_bytes}"
-        )
-    if not (options.allow_secrets or endpoint.is_local):
-        from deepseek_review.context.secrets import refuse_secrets
-
-        # The prompt leaves the machine too: scan it as if it were one more file.
-        prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
-        refuse_secrets([prompt_file, *files, *gitplan.scanned], endpoint=endpoint.url)
+    _refuse_prompt(options, endpoint, [*files, *gitplan.scanned])
     framed = frame_messages(template, options.prompt, options.topic, files, gitplan.lead)
     messages = tuple(WireMessage(role, parts, None) for role, parts in framed)
     sizes = message_sizes(messages)
@@ -366,36 +353,17 @@ def plan_review(
     # From here the texts live in ``texts`` only, which the body takes as it is written; the
     # plan keeps what the record needs (path, hash, size): the body is the one large thing left.
     texts = {f.path: f.text for f in files}
-    files = [ContextFile(f.path, "", f.sha256, f.size) for f in files]
+    files = [ContextFile(f.path, "", f.sha256, f.size, f.lines) for f in files]
     change_lines = _lines(gitplan.scanned[0].text) if gitplan.scanned else None
     del gitplan
     prepared = prepare(body_options, messages, texts, sizes)
     estimate = estimate_sizes(sizes)
-    if options.context_window is not None and estimate > options.context_window:
-        log.warning(
-            "the prompt is about %d tokens, over the declared %s %d: the server "
-            "may silently drop part of it",
-            estimate,
-            name_of("context_window"),
-            options.context_window,
-        )
-    # What could otherwise only fail once an answer has been paid for is checked now.
+    _warn_over_window(options, estimate)
     out_rel = out_dir.relative_to(root).as_posix()
-    if kept is None:
-        _after(options, body_options, endpoint.url, out_rel, receipt_paths)
-    else:
-        if kept.after is None:
-            try:
-                _after(options, body_options, endpoint.url, out_rel, receipt_paths)
-                kept.after = True
-            except ReviewError as exc:
-                kept.after = exc
-        if isinstance(kept.after, ReviewError):
-            raise kept.after
+    _after_once(kept, options, body_options, endpoint.url, out_rel, receipt_paths)
     refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
     if check_output:
-        named = f"{name_of('output_dir')} {options.output_dir}"
-        check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))
+        _check_output_dir(options, root, out_dir)
     return ReviewPlan(
         root=root,
         endpoint=endpoint,
@@ -412,6 +380,71 @@ def plan_review(
         receipt_paths=tuple(receipt_paths),
         change_lines=change_lines,
     )
+
+
+def _check_own_options(options: ReviewOptions) -> None:
+    """Refuse a topic or a context window no review could have, before anything is read."""
+    check_topic(options.topic)
+    if options.context_window is not None:
+        check("context_window", options.context_window)
+
+
+def _check_output_dir(options: ReviewOptions, root: Path, out_dir: Path) -> None:
+    """Refuse an output folder the review's files could not be written into."""
+    named = f"{name_of('output_dir')} {options.output_dir}"
+    check_writable_dir(out_dir, shown=named, root=root, longest=review_longest_name(options))
+
+
+def _refuse_prompt(options: ReviewOptions, endpoint: Endpoint, sent: list[ContextFile]) -> None:
+    """Refuse a prompt over ``--max-context-bytes``, or secrets in the prompt or in ``sent``
+    (the files that leave the machine) unless they go to a local endpoint or are allowed."""
+    prompt_bytes = len(options.prompt.encode("utf-8", errors="surrogatepass"))
+    if prompt_bytes > options.limits.max_context_bytes:
+        raise InputError(
+            f"the prompt is {prompt_bytes} bytes, over {name_of('max_context_bytes')} "
+            f"{options.limits.max_context_bytes}"
+        )
+    if not (options.allow_secrets or endpoint.is_local):
+        from deepseek_review.context.secrets import refuse_secrets
+
+        # The prompt leaves the machine too: scan it as if it were one more file.
+        prompt_file = ContextFile(path="<prompt>", text=options.prompt, sha256="", size=0)
+        refuse_secrets([prompt_file, *sent], endpoint=endpoint.url)
+
+
+def _warn_over_window(options: ReviewOptions, estimate: int) -> None:
+    """Warn when the prompt's estimate is over the context window the user declared."""
+    if options.context_window is not None and estimate > options.context_window:
+        log.warning(
+            "the prompt is about %d tokens, over the declared %s %d: the server "
+            "may silently drop part of it",
+            estimate,
+            name_of("context_window"),
+            options.context_window,
+        )
+
+
+def _after_once(
+    kept: _Base | None,
+    options: ReviewOptions,
+    body: BodyOptions,
+    url: str,
+    folder: str,
+    paths: list[str],
+) -> None:
+    """What could otherwise only fail once an answer has been paid for, checked now
+    (:func:`_after`); its outcome kept on a shared base (``kept``) for the next review."""
+    if kept is None:
+        _after(options, body, url, folder, paths)
+        return
+    if kept.after is None:
+        try:
+            _after(options, body, url, folder, paths)
+            kept.after = True
+        except ReviewError as exc:
+            kept.after = exc
+    if isinstance(kept.after, ReviewError):
+        raise kept.after
 
 
 def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:

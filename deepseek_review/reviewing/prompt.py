@@ -6,7 +6,10 @@ A template (``prompts/<name>.md``) has an optional ``<!-- system -->`` section a
 substituted in one pass, so a prompt or file that contains ``{{ context }}`` stays literal.
 
 Each context file is framed by a heading naming its path and a backtick fence longer than any
-backtick run in the file, so no file content can close its frame or fake another file's.
+backtick run in the file, so no file content can close its frame or fake another file's. A
+range of a file (``path#L120-L260``) has a line under its heading, ``Only lines 120-260 of 900
+of this file; the first line below is line 120 of the file.``, so the model cites the file's
+own line numbers (and names the file by its path alone).
 
 Messages are kept as *parts*: literal strings and :class:`FileRef` references. The request
 body joins them; the request record keeps the references, so the exact body can be rebuilt
@@ -24,9 +27,11 @@ from pathlib import Path
 from typing import Protocol
 
 from deepseek_review.context.gather import UNSAFE_NAME, ContextFile
+from deepseek_review.context.types import LineRange
 from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.git.runner import has_unsafe_chars
 from deepseek_review.options.table import name_of
+from deepseek_review.records.lines import describe
 from deepseek_review.records.parts import (
     FileRef as FileRef,  # defined there: verify reads it, not prompts
 )
@@ -182,16 +187,36 @@ def frame_parts(files: Sequence[ContextFile]) -> list[Part]:
         language = languages.get(name)
         if language is None:
             language = languages[name] = _language(name)
-        append(f"{close}## File {i} of {n}: {path}\n\n{fence}{language}\n")
-        append(file_ref(path, f.sha256, f.size))
+        lines = f.lines
+        if lines is None:
+            append(f"{close}## File {i} of {n}: {path}\n\n{fence}{language}\n")
+            append(file_ref(path, f.sha256, f.size))
+        else:
+            note = _range_note(lines)
+            append(f"{close}## File {i} of {n}: {path}\n\n{note}\n\n{fence}{language}\n")
+            append(file_ref(path, f.sha256, f.size, lines.span))
         close = f"{fence}\n\n" if text.endswith("\n") or not text else f"\n{fence}\n\n"
     if close:
         append(close[:-1])
     return parts
 
 
+def _range_note(lines: LineRange) -> str:
+    """What the line under a ranged file's heading says (the heading names the path alone,
+    as the templates tell the model to name it)."""
+    span = describe(lines.span, lines.total)
+    return f"Only {span} of this file; the first line below is line {lines.first} of the file."
+
+
 def file_list(files: Sequence[ContextFile]) -> str:
-    return "\n".join([f"- {f.path} ({f.size} bytes)" for f in files])
+    return "\n".join(
+        [
+            f"- {f.path} ({f.size} bytes)"
+            if f.lines is None
+            else f"- {f.path} ({describe(f.lines.span, f.lines.total)}, {f.size} bytes)"
+            for f in files
+        ]
+    )
 
 
 def _merge(parts: list[Part]) -> tuple[Part, ...]:

@@ -4,8 +4,7 @@ Order matters. The answer is written first (and claims the file name); its hash 
 the bytes read back from disk; then the optional reasoning file, the request record, and the
 receipt last. The receipt is the commit point: a segment without a receipt is unfinished and
 is ignored by ``verify``, ``continue`` and resumed batches (see docs/batch.md, "Crashes").
-The ``if crash_at()`` lines are the crash tests' hook (:func:`records.storage.crash_at`); unset,
-they cost one environment lookup each.
+The ``if crash_at()`` lines are the crash tests' hook (:func:`records.storage.crash_at`).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from deepseek_review.context.pins import receipt_paths
 from deepseek_review.errors import OutputError
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import claim_answer, sibling_paths, stem_for, utc_stamp
+from deepseek_review.records.parts import has_ranges
 from deepseek_review.records.receipt import (
     CONTINUATION,
     PRIMARY,
@@ -31,7 +31,13 @@ from deepseek_review.records.receipt import (
     created_at,
     validated_bytes,
 )
-from deepseek_review.records.request_record import Continuation, FileEntry, RequestRecord, Response
+from deepseek_review.records.request_record import (
+    Continuation,
+    FileEntry,
+    RequestRecord,
+    Response,
+    version_for,
+)
 from deepseek_review.records.storage import PRIVATE_MODE, crash_at, crash_point, write_output
 from deepseek_review.reviewing.request import PreparedRequest
 from deepseek_review.signing.hook import after_receipt
@@ -113,35 +119,98 @@ def _message_keys(keys: tuple[str, ...]) -> list[str]:
 
 
 def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
+    """Write the segment ``spec`` describes in the order that makes the receipt the commit
+    point: answer, reasoning, findings, request record, receipt (then its signature)."""
     c = spec.completion
+    answer, answer_rel, answer_sha = _write_answer(spec, now)
+    paths = sibling_paths(answer)
+    reasoning = _write_reasoning(spec, paths["reasoning"])
+    findings = _write_findings(spec, answer_rel, paths["findings"])
+    receipt_rel = _rel(spec.root, paths["receipt"])
+    record = _record(spec, now, answer_rel, receipt_rel, reasoning, findings)
+    record_rel = _rel(spec.root, paths["record"])
+    write_output(
+        paths["record"],
+        record.to_bytes(),
+        shown=record_rel,
+        mode=PRIVATE_MODE,  # the prompt, the template: not for other users of the machine
+    )
+    if crash_at():
+        crash_point("after-record")
+    usage = c.usage or ZERO_USAGE
+    receipt = _receipt(spec, now, answer_rel, answer_sha, usage)
+    write_output(paths["receipt"], validated_bytes(receipt, shown=receipt_rel), shown=receipt_rel)
+    if crash_at():
+        crash_point("after-receipt")
+    after_receipt(spec.root, receipt_rel)  # signs it when run with a signing key
+    return Segment(
+        answer_path=answer_rel,
+        receipt_path=receipt_rel,
+        record_path=record_rel,
+        answer_sha256=answer_sha,
+        prompt_sha256=spec.prepared.prompt_sha256,
+        usage=usage,
+        usage_reported=c.usage is not None,
+        finish_reason=c.finish_reason,
+        model=spec.model,
+        reasoning_path=reasoning[0] if reasoning else None,
+        attempts=c.attempts,
+        content=spec.content,
+        max_tokens=_int_or_none(spec.prepared.record_body.get("max_tokens")),
+        estimated_tokens=None
+        if c.usage is not None
+        else estimate_exchange(len(spec.prepared.body_bytes), c.content, c.reasoning),
+        findings_path=findings[0] if findings else None,
+    )
+
+
+def _write_answer(spec: SegmentSpec, now: datetime) -> tuple[Path, str, str]:
+    """Write the answer under a new stem (claiming the name): its path, repo-relative path and
+    the hash of the bytes read back from disk."""
     is_cont = spec.continuation is not None
     stem = stem_for(spec.topic, spec.model, utc_stamp(now), continuation=is_cont)
     shown_dir = _rel(spec.root, spec.out_dir) if spec.out_dir != spec.root else "."
     answer = claim_answer(spec.out_dir, stem, spec.content.encode("utf-8"), shown_folder=shown_dir)
     if crash_at():
         crash_point("after-answer")
-    paths = sibling_paths(answer)
     answer_rel = _rel(spec.root, answer)
     try:
         answer_sha = sha256_tag(answer.read_bytes())
     except OSError as exc:
         raise OutputError(f"{answer_rel}: cannot read back ({exc.strerror or exc})") from None
+    return answer, answer_rel, answer_sha
 
-    reasoning_rel = reasoning_sha = None
-    if spec.keep_reasoning and c.reasoning:
-        data = c.reasoning.encode("utf-8")
-        reasoning_rel = _rel(spec.root, paths["reasoning"])
-        write_output(paths["reasoning"], data, shown=reasoning_rel, mode=PRIVATE_MODE)
-        reasoning_sha = sha256_tag(data)
 
-    findings = _write_findings(spec, answer_rel, paths["findings"])
-    usage = c.usage or ZERO_USAGE
-    record = RequestRecord(
+def _write_reasoning(spec: SegmentSpec, path: Path) -> tuple[str, str] | None:
+    """The model's reasoning, when kept (``--keep-reasoning``) and there is some: written
+    readable by its owner only; (path, sha256), or None."""
+    if not (spec.keep_reasoning and spec.completion.reasoning):
+        return None
+    data = spec.completion.reasoning.encode("utf-8")
+    rel = _rel(spec.root, path)
+    write_output(path, data, shown=rel, mode=PRIVATE_MODE)
+    return rel, sha256_tag(data)
+
+
+def _record(
+    spec: SegmentSpec,
+    now: datetime,
+    answer_rel: str,
+    receipt_rel: str,
+    reasoning: tuple[str, str] | None,
+    findings: tuple[str, str] | None,
+) -> RequestRecord:
+    """The request record of the segment: what was sent, and what came back."""
+    c = spec.completion
+    is_cont = spec.continuation is not None
+    ranged = any(has_ranges(m.parts) for m in spec.prepared.messages)
+    return RequestRecord(
+        record=version_for(ranged),
         tool=f"deepseek-review {__version__}",
         kind="continuation" if is_cont else "primary",
         created_at=created_at(now),
         answer_path=answer_rel,
-        receipt_path=_rel(spec.root, paths["receipt"]),
+        receipt_path=receipt_rel,
         endpoint=spec.endpoint,
         prompt_sha256=spec.prepared.prompt_sha256,
         prompt_token_estimate=spec.prompt_token_estimate,
@@ -157,27 +226,27 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
             content_sha256=sha256_tag(c.content.encode("utf-8")),
             echo_stripped_chars=spec.echo_stripped_chars,
             reasoning_chars=len(c.reasoning or ""),
-            reasoning_path=reasoning_rel,
-            reasoning_sha256=reasoning_sha,
+            reasoning_path=reasoning[0] if reasoning else None,
+            reasoning_sha256=reasoning[1] if reasoning else None,
             usage_details=dict(c.usage_details) or None,
         ),
         continuation=spec.continuation,
         template=spec.template,
-        context_files=tuple(FileEntry(f.path, f.sha256, f.size) for f in spec.context_files),
+        context_files=tuple(
+            FileEntry(f.path, f.sha256, f.size, None if f.lines is None else f.lines.span)
+            for f in spec.context_files
+        ),
         findings=findings,
         git=spec.git,
     )
-    record_rel = _rel(spec.root, paths["record"])
-    write_output(
-        paths["record"],
-        record.to_bytes(),
-        shown=record_rel,
-        mode=PRIVATE_MODE,  # the prompt, the template: not for other users of the machine
-    )
-    if crash_at():
-        crash_point("after-record")
 
-    receipt = Receipt(
+
+def _receipt(
+    spec: SegmentSpec, now: datetime, answer_rel: str, answer_sha: str, usage: Usage
+) -> Receipt:
+    """The receipt of the segment: the answer's hash bound to the prompt's."""
+    is_cont = spec.continuation is not None
+    return Receipt(
         schema=CONTINUATION if is_cont else PRIMARY,
         created_at=created_at(now),
         model=spec.model,
@@ -190,31 +259,7 @@ def write_segment(spec: SegmentSpec, now: datetime) -> Segment:
         if is_cont
         else tuple(receipt_paths([f.path for f in spec.context_files], spec.git)),
         previous_answer_path=spec.continuation.previous_answer_path if spec.continuation else None,
-        message_keys=tuple(_message_keys(c.message_keys)) if is_cont else None,
-    )
-    receipt_rel = _rel(spec.root, paths["receipt"])
-    write_output(paths["receipt"], validated_bytes(receipt, shown=receipt_rel), shown=receipt_rel)
-    if crash_at():
-        crash_point("after-receipt")
-    after_receipt(spec.root, receipt_rel)  # signs it when run with a signing key
-    return Segment(
-        answer_path=answer_rel,
-        receipt_path=receipt_rel,
-        record_path=record_rel,
-        answer_sha256=answer_sha,
-        prompt_sha256=spec.prepared.prompt_sha256,
-        usage=usage,
-        usage_reported=c.usage is not None,
-        finish_reason=c.finish_reason,
-        model=spec.model,
-        reasoning_path=reasoning_rel,
-        attempts=c.attempts,
-        content=spec.content,
-        max_tokens=_int_or_none(spec.prepared.record_body.get("max_tokens")),
-        estimated_tokens=None
-        if c.usage is not None
-        else estimate_exchange(len(spec.prepared.body_bytes), c.content, c.reasoning),
-        findings_path=findings[0] if findings else None,
+        message_keys=tuple(_message_keys(spec.completion.message_keys)) if is_cont else None,
     )
 
 

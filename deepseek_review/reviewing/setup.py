@@ -1,4 +1,4 @@
-"""The options of ``run`` / ``review()`` and ``continue`` / ``continue_review()``: the settled
+"""The options of ``run`` / ``review()``: the settled
 values (:mod:`deepseek_review.options.merge`) made into the dataclasses a review runs on, the
 same way for the command line, the library and every batch entry."""
 
@@ -24,7 +24,6 @@ from deepseek_review.options.merge import (
     merge,
 )
 from deepseek_review.options.table import name_of
-from deepseek_review.reviewing.continuation import ContinueOptions
 from deepseek_review.reviewing.plan import ContinuationOptions, ReviewOptions
 
 #: The git options of a review (:class:`~deepseek_review.context.git_plan.GitOptions`).
@@ -71,18 +70,6 @@ REVIEW_FIELDS = {
     "read_timeout": "timeouts.read",
     "total_timeout": "timeouts.total",
     **{k: f"git.{k}" for k in GIT_KEYS},
-}
-_CONTINUE_FIELDS = {
-    "endpoint": "endpoint",
-    "api_key_env": "api_key_env",
-    "stream": "stream",
-    "continuation_max_tokens": "max_tokens",
-    "allow_truncated_prompt": "allow_truncated_prompt",
-    "allow_secrets": "allow_secrets",
-    "keep_reasoning": "keep_reasoning",
-    "force": "force",
-    "max_run_tokens": "max_run_tokens",
-    **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
 }
 
 
@@ -183,32 +170,3 @@ def review_setup(
     values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))
     prompt = _prompt(given, values["max_context_bytes"].value, root)
     return root, build_review_options(values, prompt, root), spellings(values)
-
-
-def continue_options(
-    path: str,
-    given: Mapping[str, Any],
-    *,
-    repo_root: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> tuple[Path, ContinueOptions]:
-    """The repository root and the options of ``continue`` / ``continue_review()``.
-
-    The endpoint is the receipt's unless the caller names one: a continuation goes back to
-    the server that wrote the chain, so the environment's and the config file's are not
-    consulted."""
-
-    given = given_options(given, "continue", "continue_review()")
-    root = find_repo_root(repo_root)
-    configured = {k: s for k, s in configured_layer(root, env).items() if k != "endpoint"}
-    values = merge([given_layer(given), configured], list(_CONTINUE_FIELDS))
-    g = fields_of(values, _CONTINUE_FIELDS)
-    options = ContinueOptions(
-        path=path,
-        repo_root=str(root),
-        **g[""],
-        continuation=ContinuationOptions(**g["continuation"]),
-        retry=RetryPolicy(**g["retry"]),
-        timeouts=Timeouts(**g["timeouts"]),
-    )
-    return root, options

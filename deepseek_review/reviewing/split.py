@@ -1,4 +1,5 @@
-"""``run --split``: the parts a context too large for the model's window is reviewed in.
+"""Planning a split review (``run --split``), the parts a context too large for the window is
+reviewed in.
 
 Pure and deterministic: the same files, window and caps give the same plan, byte for byte
 (:func:`plan_parts`). A part's prompt (the template's framing, the part's note, its files)

@@ -1,4 +1,5 @@
-"""``run --split``: plan the parts, review each as an ordinary review, then the synthesis.
+"""Running a split review (``run --split``), its parts each an ordinary review, then the
+synthesis.
 
 Each part is an ordinary review (:func:`.plan.plan_review` of the part's files, sent by
 :func:`.pipeline.send_review`: primary, continuations, receipts, records, signing, findings),

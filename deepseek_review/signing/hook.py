@@ -2,7 +2,7 @@
 
 The key is set for a whole run (``run --sign``, ``batch --sign``, or :func:`signing` in the
 library) rather than carried through every review's options: one process-wide value that the
-batch's worker threads see too. Unset, the hook costs one global lookup.
+batch's worker threads see too.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def _canonical(name: str) -> bytes:
 
 def _listed_settings(root: Path) -> _Listed:
     """The last value of every key of the user's and the system's git config, by scope,
-    from ONE ``git config --list`` (each git process is milliseconds of every ``verify``);
+    from ONE ``git config --list`` (one process instead of one per scope);
     None when that could differ from asking ``--global`` and ``--system`` one by one.
 
     ``--no-includes``: ``--global --get`` does not follow includes either. The repository's

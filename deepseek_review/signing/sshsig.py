@@ -21,6 +21,7 @@ import hashlib
 import os
 import struct
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,8 +165,6 @@ def parse(armored: bytes) -> Signature:
 def verify(data: bytes, armored: bytes, *, allowed_signers: Path, principal: str) -> str | None:
     """None when ``ssh-keygen -Y verify`` accepts ``armored`` over ``data`` for
     ``principal`` in :data:`NAMESPACE`; else its reason, one line."""
-    import tempfile  # only for key types checked by ssh-keygen, not in process
-
     with tempfile.NamedTemporaryFile(prefix="deepseek-review-", suffix=".sig") as sig:
         sig.write(armored)
         sig.flush()

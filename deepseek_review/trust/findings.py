@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepseek_review.errors import FindingsGate, InputError, OutputError, VerificationFailed
+from deepseek_review.errors import (
+    ConfigError,
+    FindingsGate,
+    InputError,
+    OutputError,
+    VerificationFailed,
+)
+from deepseek_review.finding.baseline import compare, only_new, read_baseline
 from deepseek_review.finding.derive import Collected, asks_for_none, chain_findings, merge
 from deepseek_review.finding.export import FORMATS, check_choice, render
 from deepseek_review.finding.extract import FindingsRefused
@@ -92,9 +99,13 @@ class FindingsExport:
     text: str
     fail_on: str | None
     output: Path | None
+    only_new: bool = False
+    """Only the findings new against the baseline were kept (and are gated)."""
 
     @property
     def gate(self) -> list[Anchored]:
+        """The findings at or above ``fail_on`` (with ``only_new``: the new ones alone; absent
+        ones never count)."""
         return [] if self.fail_on is None else self.collected.at_or_above(self.fail_on)
 
     def raise_for_gate(self) -> None:
@@ -108,7 +119,8 @@ class FindingsExport:
         if gate:
             counts = Counter(a.finding.severity for a in gate)
             listed = ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s])
-            raise FindingsGate(f"findings at or above {self.fail_on}: {listed}")
+            new = "new " if self.only_new else ""
+            raise FindingsGate(f"{new}findings at or above {self.fail_on}: {listed}")
         admission = self.admission
         note = admission.note()
         if note is not None:
@@ -135,17 +147,40 @@ def export(
     output: Path | None,
     fail_on: str | None,
     policy: TrustPolicy | None = None,
+    baseline: str | None = None,
+    new_only: bool = False,
 ) -> FindingsExport:
-    """Collect (the reviews the trust rule admits), render, and write
+    """Collect (the reviews the trust rule admits), compare with ``baseline`` when given
+    (:func:`baseline_findings`; ``new_only``: keep the new findings alone), render, and write
     ``output`` when given (replaced atomically: an export is meant to be rewritten); the gate
     is left to :meth:`FindingsExport.raise_for_gate`."""
     check_choice(fmt, list(FORMATS), "findings format")
     check_choice(fail_on, SEVERITIES, "findings severity")
+    if new_only and baseline is None:
+        raise ConfigError("--only-new needs --baseline (new against what?)")
+    policy = TrustPolicy.configured() if policy is None else policy
+    before = None if baseline is None else baseline_findings(root, baseline, policy)
     collected, admission = collect(root, paths, policy)
+    if before is not None:
+        compare(collected, before)
+        if new_only:
+            only_new(collected)
     text = render(collected, fmt)
     if output is not None:
         try:
             write_replacing(output, text.encode("utf-8"))
         except OSError as exc:
             raise OutputError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    return FindingsExport(collected, admission, fmt, text, fail_on, output)
+    return FindingsExport(collected, admission, fmt, text, fail_on, output, new_only)
+
+
+def baseline_findings(root: Path, baseline: str, policy: TrustPolicy) -> list[Anchored]:
+    """The findings of a baseline: a SARIF log or findings JSON file (an absolute path, or
+    relative to the root), or a folder of reviews, read like ``findings`` reads its paths:
+    through the trust rule, so a review nobody vouches for cannot make a finding look old."""
+    path = Path(baseline) if Path(baseline).is_absolute() else root / baseline
+    if path.is_dir():
+        _, rel = resolve_inside(root, baseline, what="--baseline")  # a folder of this repository
+        collected, _ = collect(root, [rel], policy)
+        return collected.findings
+    return read_baseline(path, baseline)

@@ -1,11 +1,8 @@
 """The package's one logger, silent until the command line gives it a handler.
 
-It lives here rather than in the package's ``__init__`` so that ``import deepseek_review``
-(all ``--version`` needs) does not import :mod:`logging`; every module that logs imports it
-from here, so the handler below is in place before any message. :mod:`logging` itself is
-imported when the first such module asks for :data:`log` (about 4% of a short command's
-start-up): a command whose modules never log (``verify``, ``config``, ``--help``) does not
-load it, and the command line's handler waits in :func:`configure` until then.
+Every module that logs imports :data:`log` from here, so the handler is in place before any
+message. The logger is made when the first such module asks for it; a handler the command line
+gives before then waits in :func:`configure`.
 """
 
 from __future__ import annotations

@@ -12,10 +12,9 @@ raises a ``ValueError`` that names a Python setting. :func:`loads` refuses such 
 parsing, with a :class:`JSONRefused` that names what was read, so each caller reports it the
 way it reports bad JSON: one line, its own error kind.
 
-The depth check is cheap where it matters: a document holding no more ``[`` and ``{`` bytes
-than the depth limit cannot nest deeper (one pass that keeps only those bytes, all that a
-receipt costs); only a document with more of them is scanned, strings first removed by one
-regex pass.
+The depth check: a document holding no more ``[`` and ``{`` bytes than the depth limit cannot
+nest deeper (one pass that keeps only those bytes, enough for a receipt); only a document with
+more of them is scanned, strings first removed by one regex pass.
 """
 
 from __future__ import annotations
@@ -106,7 +105,7 @@ class JSONRefused(ValueError):
 
 def nesting_over(data: bytes, limit: int) -> bool:
     """Whether arrays and objects in ``data`` nest more than ``limit`` deep (strings skipped)."""
-    if len(data.translate(None, _NOT_OPENING)) <= limit:  # quicker than two counts
+    if len(data.translate(None, _NOT_OPENING)) <= limit:  # too few openings to nest deeper
         return False
     brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
     depth = 0

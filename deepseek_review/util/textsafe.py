@@ -24,8 +24,7 @@ _ALWAYS = (
     "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
     "\ud800-\udfff"
 )
-#: The three patterns, each compiled on first use: a class that reaches past Latin-1 takes about
-#: a millisecond to compile, and most commands print through one of them at most.
+#: The three patterns, each compiled on first use (most commands print through one at most).
 _PATTERNS = {
     #: One line (a diagnostic, a table row): newline, tab and carriage return are escaped too.
     "line": f"[{_ALWAYS}\t\n\r]",
@@ -132,3 +131,8 @@ def fence_for(text: str) -> str:
         return "```"
     longest = max((len(m) for m in _BACKTICK_RUN_RE.findall(text)), default=0)
     return "`" * max(3, longest + 1)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -23,12 +23,10 @@ Every path taken from a receipt or a record goes through :func:`repo.resolve_ins
 directories it names are resolved once and cached; a final component that is a symlink is
 resolved in full), so no receipt can make verify read or hash a file outside the root.
 
-Speed (issue 17: a small multiple of ``sha256sum`` over the files verify reads, with as many
-processes): a plain-Python check accepts the receipts of the form the tool writes
+A plain-Python check accepts the receipts of the form the tool writes
 (:mod:`..records.receipt_fast`); any other form goes to jsonschema, which decides and
-names the errors. Every file is read at
-most once per run and every hash taken once; what ordinary receipts do not need (the git
-modules, the signing modules, the worker processes, the RFC validators) is not imported.
+names the errors. Every file is read at most once per run and every hash taken once; the git
+and signing modules are used only for the receipts that need them.
 """
 
 from __future__ import annotations
@@ -228,8 +226,7 @@ def verify(
     found = discover(root, paths, default_folder)
     receipts = [r for r in found.receipts if r not in exclude] if exclude else found.receipts
     # Tens of thousands of small objects stay alive for the whole run and make no cycles
-    # worth collecting: the cyclic collector would only walk them again and again (about a
-    # tenth of verify's CPU at 10,000 receipts, against its 3x sha256sum guard).
+    # worth collecting: the cyclic collector would only walk them again and again.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     v = Verifier(root, strict=strict, exclude=exclude)

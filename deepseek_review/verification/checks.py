@@ -64,8 +64,8 @@ class _Local:
 
 
 def _pinned(record: RequestRecord | str | None) -> set[str]:
-    """The receipt's paths git holds for its record; the git modules are imported only for a
-    record pinned to git (most are not, and verify's start-up counts)."""
+    """The receipt's paths git holds for its record (none unless the record is pinned to
+    git)."""
     if not isinstance(record, RequestRecord) or record.git is None:
         return set()
     from deepseek_review.verification.pins import pinned_paths

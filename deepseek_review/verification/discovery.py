@@ -25,9 +25,7 @@ _SIGNED = (STATEMENT_SUFFIX, SIGNATURE_SUFFIX)
 
 
 class _Listing(NamedTuple):
-    """What a walk saw beyond the receipts (paths relative to the folder walked). Named
-    tuples here: verify's start-up creates their classes, and a dataclass costs several
-    times as much."""
+    """What a walk saw beyond the receipts (paths relative to the folder walked)."""
 
     orphans: list[str]
     """Answers without their receipt."""

@@ -15,8 +15,7 @@ from deepseek_review.util.safejson import MAX_FILE_BYTES, read_fd
 
 
 class Problem(NamedTuple):
-    """Why a file named by a receipt or record could not be used (a named tuple: verify's
-    start-up creates its classes, and a frozen dataclass costs several times as much)."""
+    """Why a file named by a receipt or record could not be used."""
 
     kind: Literal["missing", "outside", "not_file", "unreadable"]
     detail: str
@@ -30,8 +29,8 @@ _FAST_PATHS = os.sep == "/" and _NOFOLLOW != 0
 def _clean(rel: str) -> bool:
     """A plain relative POSIX path (no ``.``, ``..``, empty part, leading ``/`` or NUL).
 
-    Substring tests, not a regex: verify asks this of every file it reads, and they are
-    five times quicker. ``tests/test_verify_schema.py`` holds them to ``resolve_inside``.
+    Substring tests, not a regex: verify asks this of every file it reads.
+    ``tests/test_verify_schema.py`` holds them to ``resolve_inside``.
     """
     return not (
         "\x00" in rel

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_review.context.git_plan import frame_diff
-from deepseek_review.context.pins import TreeHashes, file_pins, pinned_bytes
+from deepseek_review.context.pins import FilePin, PinnedBytes, TreeHashes, file_pins, pinned_bytes
 from deepseek_review.errors import ReviewError
 from deepseek_review.git.diff import Change, Diff, DiffSettings, Range, make_diff
 from deepseek_review.git.objects import UNSHALLOW_HINT, BlobStore, is_oid, short
 from deepseek_review.git.runner import in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.parts import file_refs
+from deepseek_review.records.lines import describe, line_slice
+from deepseek_review.records.parts import FileRef, file_refs
 from deepseek_review.records.rebuild import Reader
 from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.verification.reports import REBUILT, CheckResult, listing, soft
@@ -84,11 +85,52 @@ def check_pinned(
     pins = file_pins(git)
     read = got.reader(fallback)
     refs = file_refs(record.messages)
+    altered = _altered_pins(pins, refs, got, read, hashes)
+    if altered is not None:
+        return altered
+    result = rebuild(read if got.from_git else None)
+    if result.status != "ok":
+        return result
+    change = _check_change(root, git, record)
+    if change is not None:
+        return change if isinstance(change, CheckResult) else soft(strict, "prompt", change)
+    by_how: dict[str, list[str]] = {}
+    for p, ref in refs.items():
+        shown = p if ref.lines is None else f"{p} ({describe(ref.lines)})"
+        by_how.setdefault(pins[p].how if p in pins else "working tree", []).append(shown)
+    reread = [f"{listing(paths)} from {how}" for how, paths in by_how.items()]
+    r = _range(git)
+    if isinstance(git.get("diff"), Mapping) and r is not None:
+        reread.insert(0, f"the change {r.label} made again by git")
+    return CheckResult("prompt", "ok", REBUILT + "; ".join(reread))
+
+
+def _altered_pins(
+    pins: Mapping[str, FilePin],
+    refs: Mapping[str, FileRef],
+    got: PinnedBytes,
+    read: Reader,
+    hashes: TreeHashes,
+) -> CheckResult | None:
+    """A failed prompt check when the record's pins and its body's references disagree (other
+    lines, or a hash that is not the pinned blob's: blobs never change), else None."""
 
     def digest(path: str) -> str:
         data = read(path) or b""
+        lines = refs[path].lines
+        if lines is not None:  # the pin is of the whole file; the reference of its lines
+            cut = line_slice(data, *lines)
+            return "" if cut is None else sha256_tag(cut)
         return sha256_tag(data) if path in got.from_git else hashes.sha256(path, data)
 
+    unlike = [p for p, ref in refs.items() if p in pins and pins[p].lines != ref.lines]
+    if unlike:
+        return CheckResult(
+            "prompt",
+            "fail",
+            f"the request record pins other lines of {listing(unlike)} than its body "
+            "references (the record was altered)",
+        )
     bad = [p for p, ref in refs.items() if p in got.pinned and digest(p) != ref.sha256]
     if bad:
         return CheckResult(
@@ -97,20 +139,7 @@ def check_pinned(
             f"the request record's hash of {listing([f'{p} ({pins[p].how})' for p in bad])} "
             "is not the hash of the pinned blob (blobs never change: the record was altered)",
         )
-    result = rebuild(read if got.from_git else None)
-    if result.status != "ok":
-        return result
-    change = _check_change(root, git, record)
-    if change is not None:
-        return change if isinstance(change, CheckResult) else soft(strict, "prompt", change)
-    by_how: dict[str, list[str]] = {}
-    for p in refs:
-        by_how.setdefault(pins[p].how if p in pins else "working tree", []).append(p)
-    reread = [f"{listing(paths)} from {how}" for how, paths in by_how.items()]
-    r = _range(git)
-    if isinstance(git.get("diff"), Mapping) and r is not None:
-        reread.insert(0, f"the change {r.label} made again by git")
-    return CheckResult("prompt", "ok", REBUILT + "; ".join(reread))
+    return None
 
 
 def _check_change(

@@ -259,17 +259,17 @@ class RecordChecks:
 
 
 def _context_list_problem(record: RequestRecord, files: FileHashes) -> str | None:
-    """Why the record's ``context_files`` list (path, sha256, bytes per file) does not match
+    """Why the record's ``context_files`` list (path, sha256, bytes, lines per file) does not match
     the ``$file`` references its body was rebuilt from (``files``, when the fast path listed
     them); None when it does."""
     if record.context_files is None:
         return None
-    refs = files or {p: (r.sha256, r.size) for p, r in file_refs(record.messages).items()}
+    refs = files or {p: (r.sha256, r.size, r.lines) for p, r in file_refs(record.messages).items()}
     for f in record.context_files:
-        if refs.get(f.path) != (f.sha256, f.size):
+        if refs.get(f.path) != (f.sha256, f.size, f.lines):
             return (
                 f"the request record's context_files entry for {f.path} does not match the "
-                "file reference in its body (sha256 and bytes)"
+                "file reference in its body (sha256, bytes and lines)"
             )
     return None
 
@@ -312,8 +312,8 @@ def _disagreements(rel: str, d: dict[str, Any], record: RequestRecord) -> str:
 
 
 def _listed(record: RequestRecord) -> list[str]:
-    """The receipt's ``context_files`` as the record says them (each path once); the git
-    modules are imported only for a record pinned to git."""
+    """The receipt's ``context_files`` as the record says them (each path once; a record
+    pinned to git adds the paths its pins name)."""
     paths = [f.path for f in record.context_files or ()]
     if record.git is None:
         return list(dict.fromkeys(paths))  # what receipt_paths gives without git

@@ -1,4 +1,5 @@
-"""``verify`` of split records (``<stem>.split.json``, :mod:`deepseek_review.records.split_record`).
+"""The checks ``verify`` makes of a split record (``<stem>.split.json``,
+:mod:`deepseek_review.records.split_record`).
 
 A split record checks out when it is one by its schema; every part's and the synthesis's
 receipts exist, verify (:func:`deepseek_review.verification.verify`) and form one whole

@@ -92,7 +92,9 @@ def key_digest(messages: Sequence[Mapping[str, Any]]) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def full_answer(messages: Sequence[Mapping[str, Any]], words: int = 200) -> str:
+def full_answer(
+    messages: Sequence[Mapping[str, Any]], words: int = 200, line_offset: int = 0
+) -> str:
     """The whole deterministic answer for a conversation: same key, same text, byte for byte.
 
     ``words`` is the simulator's ``answer_words``; the text has exactly that many ``\\S+``
@@ -102,7 +104,7 @@ def full_answer(messages: Sequence[Mapping[str, Any]], words: int = 200) -> str:
     if words < 2:
         raise ValueError(f"answer words must be >= 2, got {words}")
     text = _render(key_digest(messages), words)
-    block = findings_block(messages)
+    block = findings_block(messages, line_offset)
     return text if block is None else _before_tail(text, block)
 
 
@@ -112,23 +114,26 @@ _FINDINGS_ASK = "schemas/findings.schema.json"
 _FILE_RE = re.compile(r"^## File \d+ of \d+: (.+)\n\n(`{3,})[^\n]*\n", re.M)
 
 
-def findings_block(messages: Sequence[Mapping[str, Any]]) -> str | None:
+def findings_block(messages: Sequence[Mapping[str, Any]], line_offset: int = 0) -> str | None:
     """The fenced findings block the simulator ends with when the prompt asks for one
     (None otherwise): one finding on line 1 of the first context file whose first line has
-    text, its severity chosen by the conversation's hash. Its words come on top of
-    ``answer_words``."""
+    text, quoting that line, its severity chosen by the conversation's hash; ``line_offset``:
+    its line numbers are off by that many (its quote is still line 1's). Its words come on
+    top of ``answer_words``."""
     prompt = "".join(message_text(m) for m in conversation_key(messages))
     if _FINDINGS_ASK not in prompt:
         return None
     findings = []
-    path = _first_nonempty_file(prompt)
-    if path is not None:
+    first = _first_nonempty_file(prompt)
+    if first is not None:
+        path, line = first
         digest = key_digest(messages)
         findings.append(
             {
                 "path": path,
-                "start_line": 1,
-                "end_line": 1,
+                "start_line": 1 + line_offset,
+                "end_line": 1 + line_offset,
+                "quote": line,
                 "severity": ("critical", "major", "minor", "nit")[int(digest[:2], 16) % 4],
                 "category": "correctness",
                 "title": "Simulated finding on the first line",
@@ -139,12 +144,12 @@ def findings_block(messages: Sequence[Mapping[str, Any]]) -> str | None:
     return f"```json\n{body}\n```\n"
 
 
-def _first_nonempty_file(prompt: str) -> str | None:
-    """The path of the first framed context file with text on its first line."""
+def _first_nonempty_file(prompt: str) -> tuple[str, str] | None:
+    """The path and first line of the first framed context file with text on that line."""
     for m in _FILE_RE.finditer(prompt):
         first_line = prompt[m.end() :].split("\n", 1)[0]
         if first_line.strip() and first_line != m.group(2):
-            return m.group(1)
+            return m.group(1), first_line
     return None
 
 
@@ -239,7 +244,8 @@ def prompt_token_estimate(messages: Sequence[Mapping[str, Any]]) -> int:
 
 @functools.lru_cache(maxsize=256)
 def _count_prompt_tokens(text: str) -> int:
-    """Cached: benchmarks resend the same large prompts, and the regex dominates per request."""
+    """Cached: the same large prompt is often sent again (a continuation resends it), and
+    counting its tokens is most of the simulator's work per request."""
     return sum(1 for _ in _PROMPT_TOKEN_RE.finditer(text))
 
 
@@ -290,13 +296,15 @@ def plan_completion(
     context_window: int | None = None,
     end_token: bool = False,
     directive_restarts: bool = False,
+    findings_line_offset: int = 0,
 ) -> Plan:
     """Resume the full answer where the client's copy stops, within the token budget.
 
     ``end_token``: ending costs a token, so an answer that fills the cap exactly is ``length``.
     ``directive_restarts``: a directive continuation starts the answer over.
+    ``findings_line_offset``: the findings block's lines are off by this many.
     """
-    full = full_answer(messages, answer_words)
+    full = full_answer(messages, answer_words, findings_line_offset)
     so_far, prefill = answer_so_far(messages)
     offset = 0 if directive_restarts and not prefill else _common_prefix_length(full, so_far)
     remainder = TOKEN_RE.findall(full[offset:])

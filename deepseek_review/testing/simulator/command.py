@@ -123,7 +123,7 @@ _FAULTS_HELP = "\n".join(
 
 
 #: Where ``deepseek-review simulator`` listens unless told otherwise: next to Ollama's 11434,
-#: a port the README's examples can name (the library's :class:`Simulator` picks a free one).
+#: a port the docs' examples can name (the library's :class:`Simulator` picks a free one).
 DEFAULT_PORT = 11435
 
 #: The flags, in ``--help`` order: (the :class:`SimulatorConfig` field, its help, argparse
@@ -149,6 +149,7 @@ _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("role_chunk", "llama-cpp-python's stream framing: the role alone in a first chunk", {}),
     ("end_token", "an answer that fills the cap ends with length", {}),
     ("directive_restarts", "a directive continuation starts the answer over", {}),
+    ("findings_line_offset", "findings block lines off by this many (quotes stay right)", {}),
     ("fault_rate", "share of requests that fail, 0-1", {}),
     ("fault_kinds", "comma-separated, from the kinds above",
      {"type": _fault_kinds, "default": ",".join(SimulatorConfig.fault_kinds)}),

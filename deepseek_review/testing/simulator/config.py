@@ -56,6 +56,9 @@ class SimulatorConfig:
     ``max_tokens`` exactly ends with ``length``, and the next request gets nothing and
     ``stop``."""
     directive_restarts: bool = False
+    findings_line_offset: int = 0
+    """The findings block's lines are off by this many (its quotes stay right), as a model's
+    line numbers often are."""
     """Asked to continue by a user message (directive style), the model starts its answer
     over instead of going on (a server that repeats what it already said)."""
     fault_rate: float = 0.0

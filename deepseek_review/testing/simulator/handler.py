@@ -241,6 +241,7 @@ class Handler(Writer):
             context_window=context if native_chat else cfg.context_window,
             end_token=cfg.end_token,
             directive_restarts=cfg.directive_restarts,
+            findings_line_offset=cfg.findings_line_offset,
         )
         loaded_before = sim.load(req["model"], context)
         slot = sim.slot()

@@ -175,12 +175,6 @@ def stream_chunks(
     and the finish one.
     """
     created = int(time.time())
-    deltas: list[dict[str, Any]] = [
-        {"content": "", "reasoning": text} for text in _groups(plan.reasoning, group)
-    ]
-    if plan.echo:
-        deltas.append({"content": plan.echo})
-    deltas.extend({"content": text} for text in _groups(plan.content, group))
 
     def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
         return {
@@ -192,13 +186,9 @@ def stream_chunks(
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
 
+    deltas = _deltas(plan, group)
     if llama or role_chunk:
-        deltas = [{"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas]
-        if role_chunk:
-            deltas.insert(0, {"role": "assistant"})
-        elif deltas:
-            deltas[0] = {"role": "assistant", **deltas[0]}
-        chunks = [chunk(d, None) for d in deltas]
+        chunks = [chunk(d, None) for d in _llama_deltas(deltas, role_chunk=role_chunk)]
         chunks.append(chunk({}, plan.finish_reason))
     elif legacy:
         deltas = deltas or [{"content": ""}]
@@ -216,6 +206,29 @@ def stream_chunks(
     if include_usage:
         chunks.append({**chunks[-1], "choices": [], "usage": usage(plan, details)})
     return chunks
+
+
+def _llama_deltas(deltas: list[dict[str, Any]], *, role_chunk: bool) -> list[dict[str, Any]]:
+    """``deltas`` as llama.cpp frames them: reasoning as ``reasoning_content``, the role on the
+    first delta (llama-cpp-python, ``role_chunk``: alone in a delta of its own)."""
+    deltas = [{"reasoning_content": d["reasoning"]} if "reasoning" in d else d for d in deltas]
+    if role_chunk:
+        deltas.insert(0, {"role": "assistant"})
+    elif deltas:
+        deltas[0] = {"role": "assistant", **deltas[0]}
+    return deltas
+
+
+def _deltas(plan: Plan, group: int) -> list[dict[str, Any]]:
+    """The text of a stream's deltas before framing: reasoning, an echoed prefill, content,
+    ``group`` tokens to a delta."""
+    deltas: list[dict[str, Any]] = [
+        {"content": "", "reasoning": text} for text in _groups(plan.reasoning, group)
+    ]
+    if plan.echo:
+        deltas.append({"content": plan.echo})
+    deltas.extend({"content": text} for text in _groups(plan.content, group))
+    return deltas
 
 
 def mutate(body: dict[str, Any], fault: str) -> None:
