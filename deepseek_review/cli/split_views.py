@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepseek_review.cli.app import _json_out, _write_lines, shown_path
-from deepseek_review.context.types import plural
 from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import plural
 
 if TYPE_CHECKING:
     from deepseek_review.reviewing.split_run import SplitOutcome, SplitReview

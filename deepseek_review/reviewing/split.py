@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deepseek_review.chat.tokens import BYTES_PER_TOKEN, estimate_tokens
-from deepseek_review.context.types import ContextFile, plural
-from deepseek_review.util.textsafe import fence_for
+from deepseek_review.context.types import ContextFile
+from deepseek_review.util.textsafe import fence_for, plural
 
 #: What :func:`count_tokens` is, as the split record names it.
 ESTIMATOR = f"bytes/{BYTES_PER_TOKEN}, +4 a text"

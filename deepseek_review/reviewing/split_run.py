@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import refuse_over_cap
 from deepseek_review.context.gather import ContextFile, ContextLimits, Gathered, Output
-from deepseek_review.context.types import plural, sha256_tag
 from deepseek_review.errors import (
     ConfigError,
     InputError,
@@ -35,6 +34,7 @@ from deepseek_review.errors import (
     TruncatedReview,
 )
 from deepseek_review.options.table import check, name_of
+from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import check_topic, model_slug, stem_for, topic_of, utc_stamp
 from deepseek_review.records.split_record import SPLIT_SCHEMA, SPLIT_SUFFIX, write_split
 from deepseek_review.reviewing.plan import (
@@ -57,6 +57,7 @@ from deepseek_review.reviewing.split import (
     plan_parts,
 )
 from deepseek_review.util.logs import log
+from deepseek_review.util.textsafe import plural
 
 if TYPE_CHECKING:
     from deepseek_review.chat.client import ChatClient
