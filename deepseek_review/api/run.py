@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from deepseek_review.chat.types import ProgressFn
     from deepseek_review.reviewing.continuation import ContinueOutcome
     from deepseek_review.reviewing.pipeline import ReviewOptions, ReviewPlan, ReviewResult
-    from deepseek_review.reviewing.split_run import SplitOutcome, SplitReview
+    from deepseek_review.reviewing.split_plan import SplitReview
+    from deepseek_review.reviewing.split_run import SplitOutcome
 
 PathArg = str | os.PathLike[str]
 
@@ -158,7 +159,7 @@ def plan_run(
                     f"and batches: for one review, use {name_of('max_run_tokens')}"
                 )
             return _planned(planned, names, env, ask_server)
-        from deepseek_review.reviewing.split_run import (
+        from deepseek_review.reviewing.split_plan import (
             SplitReview,
             plan_split_review,
             window_from_server,

@@ -12,7 +12,8 @@ from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import plural
 
 if TYPE_CHECKING:
-    from deepseek_review.reviewing.split_run import SplitOutcome, SplitReview
+    from deepseek_review.reviewing.split_plan import SplitReview
+    from deepseek_review.reviewing.split_run import SplitOutcome
 
 
 def plan_lines(review: SplitReview) -> list[str]:
