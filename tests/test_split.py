@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from itertools import pairwise
 
 import pytest
 
@@ -94,12 +95,25 @@ def test_every_file_is_in_exactly_one_part_or_not_reviewed():
     assert len(placed) == len(set(placed))
 
 
-def test_a_file_larger_than_a_part_is_listed_as_not_reviewed_with_its_size():
+def test_a_file_whose_one_line_is_larger_than_a_part_is_listed_as_not_reviewed():
     plan = _plan([_file("big.md", 48_000), _file("small.md", 100)])
     (left,) = plan.not_reviewed
     assert left.path == "big.md"
-    assert left.reason.startswith("larger than one part (about 12")
+    assert left.reason.startswith("a line of it alone is larger than one part (the file is about")
     assert [f.path for p in plan.parts for f in p.files] == ["small.md"]
+
+
+def test_a_file_larger_than_a_part_is_cut_at_blank_lines_into_ranges_in_order():
+    text = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(3000))
+    big = ContextFile("src/big.py", text, "sha256:" + "0" * 64, len(text))
+    plan = _plan([big])
+    spans = [f.lines or (0, 0) for p in plan.parts for f in p.files]
+    assert len(plan.parts) >= 3 and plan.not_reviewed == ()
+    assert spans[0][0] == 1 and spans[-1][1] == 9000
+    assert all(b[0] == a[1] + 1 for a, b in pairwise(spans))
+    lines = text.split("\n")
+    assert all(lines[s[0] - 1].startswith("def ") for s in spans)
+    assert all(plan.part_tokens(p) <= plan.part_cap for p in plan.parts)
 
 
 def test_the_same_files_in_any_order_give_the_same_plan():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -114,18 +115,37 @@ def test_no_request_is_over_the_window_and_there_are_at_least_five_parts(big_rep
 
 
 def test_every_file_is_in_one_part_or_listed_as_not_reviewed_with_a_reason(big_repo, cli, sim):
+    (big_repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     assert _run(cli, sim).code == 0
     record = _record(big_repo)
-    covered = [f["path"] for p in record["parts"] for f in p["files"]]
+    files = [f for p in record["parts"] for f in p["files"]]
+    whole = [f["path"] for f in files if "lines" not in f]
+    ranged = {f["path"] for f in files if "lines" in f}
     left = {n["path"]: n["reason"] for n in record["not_reviewed"]}
     expected = sorted(
         p.relative_to(big_repo).as_posix()
         for p in big_repo.rglob("*")
         if p.is_file() and ".git" not in p.parts and "reviews" not in p.parts
     )
-    assert sorted([*covered, *left]) == expected
-    assert len(covered) == len(set(covered))
-    assert left["docs/big.md"].startswith("larger than one part")
+    assert sorted([*whole, *ranged, *left]) == expected
+    assert len(whole) == len(set(whole)) and not ranged & set(whole)
+    assert left == {"logo.png": "binary (NUL bytes)"} or "binary" in left["logo.png"]
+
+
+def test_a_file_larger_than_a_part_is_cut_into_ranges_covering_it_once(big_repo, cli, sim):
+    assert _run(cli, sim).code == 0
+    spans = [
+        (n, f["lines"])
+        for p in _record(big_repo)["parts"]
+        for f in p["files"]
+        if f["path"] == "docs/big.md"
+        for n in [p["number"]]
+    ]
+    assert len({n for n, _ in spans}) >= 2  # in several parts
+    lines = [span for _, span in spans]
+    total = (big_repo / "docs" / "big.md").read_text().count("\n")
+    assert lines[0][0] == 1 and lines[-1][1] == total
+    assert all(b[0] == a[1] + 1 for a, b in pairwise(lines))
 
 
 def test_the_synthesis_context_is_exactly_the_parts_answers(big_repo, cli, sim):
@@ -194,6 +214,11 @@ def _tamper_hide_a_file(d: dict[str, Any]) -> None:
     d["not_reviewed"].append({"path": d["parts"][0]["files"][0]["path"], "reason": "binary"})
 
 
+def _tamper_range(d: dict[str, Any]) -> None:
+    ranged = next(f for p in d["parts"] for f in p["files"] if "lines" in f)
+    ranged["lines"][0] += 1
+
+
 def _tamper_drop_last_part(d: dict[str, Any]) -> None:
     d["parts"].pop()
 
@@ -202,6 +227,7 @@ def _tamper_drop_last_part(d: dict[str, Any]) -> None:
     "tamper",
     [
         _tamper_drop_last_part,
+        _tamper_range,
         _tamper_hash,
         _tamper_drop_file,
         _tamper_move_file,
@@ -238,7 +264,7 @@ def test_dry_run_prints_the_plan_and_writes_and_sends_nothing(big_repo, cli, sim
     r = _run(cli, sim, "--dry-run")
     assert r.code == 0, r.err
     assert "part  1/" in r.out and "synthesis" in r.out and "total" in r.out
-    assert "docs/big.md  larger than one part" in r.out
+    assert "docs/big.md#L1-L" in r.out  # larger than a part: cut into ranges
     assert files_under(big_repo / "reviews") == []
     assert sim.chat_requests() == []
 
@@ -329,12 +355,14 @@ def test_when_the_whole_context_fits_split_makes_one_ordinary_review(repo, cli, 
 
 
 def test_show_on_the_split_record_tells_what_each_part_covered(big_repo, cli, sim):
+    (big_repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     assert _run(cli, sim).code == 0
     (path,) = _records(big_repo)
     r = cli("show", f"reviews/{path.name}")
     assert r.code == 0, r.err
     assert "part 1 (review-part-01-of-" in r.out
-    assert "  docs/big.md: larger than one part" in r.out
+    assert "  docs/big.md#L1-L" in r.out
+    assert "  logo.png: binary" in r.out
 
 
 def test_show_on_the_synthesis_adds_the_story_on_stderr(big_repo, cli, sim):

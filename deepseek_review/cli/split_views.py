@@ -35,7 +35,7 @@ def plan_lines(review: SplitReview) -> list[str]:
             f"part {p.part.number:>{width}}/{n}  {p.topic}  {plural(len(p.part.files), 'file')}, "
             f"~{p.plan.token_estimate} tokens (+{cap} answer)"
         )
-        lines += [f"  {f.size:>10}  {f.path}" for f in p.part.files]
+        lines += [f"  {f.size:>10}  {_named(f.path, f.lines)}" for f in p.part.files]
     lines.append(
         f"synthesis      {review.synthesis_topic}: the parts' answers, ~{review.synthesis_estimate}"
         f" tokens at most (+{cap} answer)"
@@ -80,6 +80,7 @@ def plan_json(review: SplitReview) -> dict[str, Any]:
                 "prompt_sha256": p.plan.prepared.prompt_sha256,
                 "files": [
                     {"path": f.path, "bytes": f.size, "sha256": f.sha256, "tokens": f.tokens}
+                    | ({} if f.lines is None else {"lines": list(f.lines)})
                     for f in p.part.files
                 ],
             }
@@ -167,7 +168,7 @@ def story_lines(record: dict[str, Any]) -> list[str]:
             f"part {p['number']} ({p['topic']}): {p['status']}, {plural(len(files), 'file')}, "
             f"~{p['estimated_tokens']} tokens"
         )
-        lines += [f"  {f['path']}" for f in files]
+        lines += [f"  {_named(f['path'], f.get('lines'))}" for f in files]
         lines += [f"  reviewed by {r}" for r in p["receipts"]]
         if "error" in p:
             lines.append(f"  error: {p['error']}")
@@ -214,3 +215,8 @@ def story_of(root: Path, receipt: str) -> list[str]:
         if record["synthesis"]["receipts"][:1] == [receipt]:
             return [f"{rel}:", *story_lines(record)]
     return []
+
+
+def _named(path: str, lines: Any) -> str:
+    """A file as a context spec names it: ``path``, or ``path#L120-L260`` for a range."""
+    return path if not lines else f"{path}#L{lines[0]}-L{lines[1]}"

@@ -48,6 +48,9 @@ class PlannedFile:
     size: int
     tokens: int
     """What the file adds to its part's prompt: its text, heading, fences and list line."""
+    lines: tuple[int, int] | None = None
+    """The lines sent (1-based, inclusive) when the file is larger than a part: each of its
+    ranges is planned as a file of its own; None: the whole file."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,9 @@ def groups_of(files: Sequence[ContextFile]) -> list[list[ContextFile]]:
     ordered = sorted(files, key=lambda f: f.path)
     by_name: dict[str, list[str]] = {}
     for f in ordered:
-        if subject_of(f.path) is None:
-            by_name.setdefault(f.path.rpartition("/")[2], []).append(f.path)
+        named = by_name.setdefault(f.path.rpartition("/")[2], [])
+        if subject_of(f.path) is None and f.path not in named:  # a file's ranges: once
+            named.append(f.path)
     groups: dict[str, list[ContextFile]] = {}
     for f in ordered:
         folder = f.path.rpartition("/")[0]
@@ -151,8 +155,11 @@ def plan_parts(
     left = list(not_reviewed)
     current: list[PlannedFile] = []
     used = 0
+    count = len(files)
+    files, large = _ranged(files, room, count)
+    left += large
     for group in groups_of(files):
-        planned = [PlannedFile(f.path, f.sha256, f.size, file_tokens(f, len(files))) for f in group]
+        planned = [_planned(f, count) for f in group]
         cost = sum(p.tokens for p in planned)
         if cost <= room - used:
             current += planned
@@ -164,9 +171,7 @@ def plan_parts(
             current, used = planned, cost
             continue
         for p in planned:  # a group larger than a part: cut between its files
-            if p.tokens > room:
-                left.append(NotReviewed(p.path, too_large(p.tokens, room)))
-            elif p.tokens <= room - used:
+            if p.tokens <= room - used:
                 current.append(p)
                 used += p.tokens
             else:
@@ -185,8 +190,52 @@ def plan_parts(
     )
 
 
+#: What a range's note under its heading (``Only lines 120-260 of 900 ...``) may add.
+RANGE_NOTE_TOKENS = 48
+
+
+def _planned(f: ContextFile, count: int) -> PlannedFile:
+    lines = None if f.lines is None else f.lines.span
+    extra = 0 if lines is None else RANGE_NOTE_TOKENS
+    return PlannedFile(f.path, f.sha256, f.size, file_tokens(f, count) + extra, lines)
+
+
+def _ranged(
+    files: Sequence[ContextFile], room: int, count: int
+) -> tuple[list[ContextFile], list[NotReviewed]]:
+    """The files, each larger than a part's ``room`` cut into ranges of its lines that fit
+    (:func:`deepseek_review.context.ranges.cut_lines`: at headings, top-level definitions,
+    blank lines); one with a single line larger than a part is not reviewed."""
+    from deepseek_review.context.ranges import cut_lines, file_range
+
+    out: list[ContextFile] = []
+    left: list[NotReviewed] = []
+    for f in files:
+        tokens = file_tokens(f, count)
+        if tokens <= room:
+            out.append(f)
+            continue
+        frame = tokens - count_tokens(f.text) + RANGE_NOTE_TOKENS + MESSAGE_SLACK
+        cuts = cut_lines(f.text, max(1, room - frame), path=f.path)
+        ranges = [file_range(f, c.first, c.last) for c in cuts]
+        over = [r for r in ranges if _planned(r, count).tokens > room]
+        if over or not ranges:
+            left.append(NotReviewed(f.path, too_large(tokens, room)))
+            continue
+        out += ranges
+    return out, left
+
+
+#: The estimate's per-text overhead, counted twice for a file (its frame and its text).
+MESSAGE_SLACK = 8
+
+
 def too_large(tokens: int, room: int) -> str:
-    return f"larger than one part (about {tokens} tokens; a part has room for {room})"
+    """Why a file is not reviewed: it cannot be cut into ranges that fit a part."""
+    return (
+        f"a line of it alone is larger than one part (the file is about {tokens} tokens; a "
+        f"part has room for {room})"
+    )
 
 
 def folders_line(files: Sequence[PlannedFile]) -> str:

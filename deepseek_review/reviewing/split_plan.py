@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import refuse_over_cap
 from deepseek_review.context.gather import ContextFile, ContextLimits, Gathered, Output
+from deepseek_review.context.ranges import file_range
 from deepseek_review.errors import (
     ConfigError,
     InputError,
@@ -215,7 +216,10 @@ def plan_split_review(
         part_options = replace(
             options, topic=topic, prompt=prompt, split=False, context_window=window
         )
-        part_files = [texts[f.path] for f in part.files]
+        part_files = [
+            texts[f.path] if f.lines is None else file_range(texts[f.path], *f.lines)
+            for f in part.files
+        ]
         plan = planned_within(part_options, env, part_files, window, split.margin)
         if plan.token_estimate > split.part_cap:  # the sum planning made is an upper bound
             raise PromptDoesNotFit(

@@ -480,6 +480,7 @@ def record_data(
 def _part_data(p: PlannedPart, o: PartOutcome) -> dict[str, Any]:
     files = [
         {"path": f.path, "sha256": f.sha256, "bytes": f.size, "estimated_tokens": f.tokens}
+        | ({} if f.lines is None else {"lines": list(f.lines)})
         for f in p.part.files
     ]
     return {

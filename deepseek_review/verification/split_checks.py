@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -103,15 +104,26 @@ def _check_plan(data: dict[str, Any], problems: list[str]) -> None:
     if plan["part_cap"] != cap:
         problems.append(f"plan: part_cap {plan['part_cap']} is not {cap}")
     seen: dict[str, int] = {}
+    spans: dict[str, list[tuple[int, int, int]]] = {}  # a file cut into ranges: (first, last, part)
     for i, p in enumerate(data["parts"], start=1):
         if p["number"] != i:
             problems.append(f"parts: part {i} is numbered {p['number']}")
         if p["estimated_tokens"] > cap:
             problems.append(f"part {i}: ~{p['estimated_tokens']} tokens, over part_cap {cap}")
         for f in p["files"]:
+            if "lines" in f:
+                spans.setdefault(f["path"], []).append((*f["lines"], i))
+                continue
             if f["path"] in seen:
                 problems.append(f"{f['path']}: in part {seen[f['path']]} and part {i}")
             seen[f["path"]] = i
+    for path, ranges in spans.items():
+        if path in seen:
+            problems.append(f"{path}: whole in part {seen[path]} and in ranges too")
+        ranges.sort()
+        if ranges[0][0] != 1 or any(b[0] != a[1] + 1 for a, b in pairwise(ranges)):
+            problems.append(f"{path}: its ranges do not follow each other from line 1")
+        seen.setdefault(path, ranges[0][2])
     for n in data["not_reviewed"]:
         if n["path"] in seen:
             problems.append(f"{n['path']}: in part {seen[n['path']]} and not reviewed too")
