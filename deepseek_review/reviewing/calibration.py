@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepseek_review.chat.endpoint import safe_url
+from deepseek_review.chat.native import openai_url
 from deepseek_review.chat.tokens import Counter, Sample
 from deepseek_review.records.storage import PRIVATE_MODE, write_replacing
 from deepseek_review.util import safejson
@@ -65,8 +66,9 @@ def cache_file(env: Mapping[str, str] | None = None) -> Path:
 
 
 def key(url: str, model: str) -> tuple[str, str]:
-    """What samples are kept under: the endpoint without userinfo or query, and the model."""
-    return safe_url(url), model
+    """What samples are kept under: the endpoint without userinfo or query (as its OpenAI
+    chat URL: Ollama's native API counts the same prompt alike), and the model."""
+    return openai_url(safe_url(url)), model
 
 
 def load(url: str, model: str, env: Mapping[str, str] | None = None) -> list[Sample]:
