@@ -84,9 +84,7 @@ def test_the_dry_run_text_says_the_estimate_is_calibrated(
     assert "tokens (calibrated estimate (1 sample))" in r.out
 
 
-def test_samples_are_kept_per_endpoint_and_model(
-    long_spec: Path, simulator: Any, cli: Any
-) -> None:
+def test_samples_are_kept_per_endpoint_and_model(long_spec: Path, simulator: Any, cli: Any) -> None:
     assert run(cli, simulator.base_url).code == 0
     assert dry(cli, simulator.base_url, "--model", "another-model")["token_count_how"] == (
         "estimate"
@@ -111,9 +109,13 @@ def test_the_cache_is_in_xdg_cache_home_when_it_is_set(
     assert (tmp_path / "xdg" / "deepseek-review" / "token-calibration.json").is_file()
 
 
-def test_a_relative_xdg_cache_home_is_ignored_as_the_spec_says(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_relative_xdg_cache_home_is_ignored_as_the_spec_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
-    assert cache_file() == Path(os.environ["HOME"]) / ".cache/deepseek-review/token-calibration.json"
+    assert (
+        cache_file() == Path(os.environ["HOME"]) / ".cache/deepseek-review/token-calibration.json"
+    )
 
 
 # --------------------------------------------------------------------------- robustness

@@ -170,7 +170,10 @@ def test_llama_cpp_python_is_counted_through_its_extras_route(
         routes({"/extras/tokenize/count": lambda body: {"count": lengths[body["input"]]}})
     )
     assert server_count(client, "llama.cpp", "m", CHAT) == (5 + 20 + 2 * TEMPLATE_TOKENS, None)
-    assert asked(seen)[-1] == ("/extras/tokenize/count", {"input": CHAT[1]["content"], "model": "m"})
+    assert asked(seen)[-1] == (
+        "/extras/tokenize/count",
+        {"input": CHAT[1]["content"], "model": "m"},
+    )
 
 
 # --------------------------------------------------------------------------- failures
@@ -237,7 +240,7 @@ def test_the_plain_estimate_is_bytes_over_four_plus_each_messages_overhead() -> 
     assert Counter().estimate([400, 0]) == Count(100 + 0 + 2 * MESSAGE_OVERHEAD, PLAIN_ESTIMATE)
 
 
-def test_a_calibrated_estimate_divides_by_a_low_quantile_of_the_reported_ratios_with_margin() -> None:
+def test_a_calibrated_estimate_divides_by_a_low_quantile_of_the_ratios_less_a_margin() -> None:
     samples = [Sample(3000 + 100 * i, 1, 1000) for i in range(10)]  # 3.0 .. 3.9 bytes a token
     per = calibrated_bytes_per_token(samples)
     assert per == pytest.approx(3.1 / (1 + 0.10 + 0.15 / 10))

@@ -133,8 +133,9 @@ class Sample:
 def calibrated_bytes_per_token(samples: Iterable[Sample]) -> float | None:
     """The bytes per token to estimate with, from what a server reported: the
     :data:`CALIBRATION_QUANTILE` of the usable samples' ratios, less the margins
-    (:data:`CALIBRATION_MARGIN`, :data:`FEW_SAMPLES_MARGIN`); None without a usable sample. The chat template's tokens are
-    part of each sample's count, so they raise the estimate too."""
+    (:data:`CALIBRATION_MARGIN`, :data:`FEW_SAMPLES_MARGIN`); None without a usable sample.
+    The chat template's tokens are part of each sample's count, so they raise the estimate
+    too."""
     ratios = sorted(s.bytes_per_token for s in samples if s.usable)
     if not ratios:
         return None
