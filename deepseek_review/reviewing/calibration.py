@@ -118,7 +118,7 @@ def remember(url: str, model: str, sample: Sample, env: Mapping[str, str] | None
         with _locked(path.parent):
             data = _read(path)
             _add(data, key(url, model), sample)
-            write_replacing(path, _encode(data), mode=PRIVATE_MODE)
+            write_replacing(path, _encode(data), mode=PRIVATE_MODE, crash=None)
             with _lock:
                 _loaded.pop(path, None)
     except (OSError, ValueError) as exc:
