@@ -1,4 +1,4 @@
-"""Token counts: a local estimate, one calibrated from what a server reported, or the server's.
+"""A prompt's tokens by the server's tokenizer, an estimate calibrated from it, or bytes / 4.
 
 No tokenizer ships with the tool (DeepSeek's is not on PyPI in a small, offline form), so the
 plain estimate is bytes / 4, which for English prose and code lands within about ±40 % of BPE
