@@ -157,3 +157,13 @@ def test_the_simulator_refuses_a_truncate_that_is_not_a_boolean(make_simulator: 
     body = {"model": "m", "messages": _messages(3), "stream": False, "truncate": "no"}
     r = httpx.post(sim.base_url + "/api/chat", json=body)
     assert r.status_code == 400 and "truncate" in r.json()["error"]
+
+
+def test_a_prompt_denser_than_bytes_over_four_is_refused_not_cut(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    (repo / "docs" / "large.txt").write_text("ab " * 4_000, encoding="utf-8")
+    sim = make_simulator(answer_words=20)
+    r = cli("run", "-c", "docs/large.txt", "-p", "x", "--endpoint", sim.base_url, "--api",
+            "ollama", "--max-tokens", "100")  # fmt: skip
+    assert r.code == 5 and INPUT_TOO_LONG in r.err
