@@ -373,8 +373,7 @@ def plan_review(
     del gitplan
     prepared = prepare(body_options, messages, texts, sizes)
     estimate = estimate_sizes(sizes)
-    count = counter_for(endpoint.url, options.model).estimate(sizes)
-    warn_over_window(count, options.context_window)
+    count = _counted(endpoint.url, options, sizes)
     out_rel = out_dir.relative_to(root).as_posix()
     _after_once(kept, options, body_options, endpoint.url, out_rel, receipt_paths)
     refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
@@ -450,6 +449,14 @@ def _after_once(
             kept.after = exc
     if isinstance(kept.after, ReviewError):
         raise kept.after
+
+
+def _counted(url: str, options: ReviewOptions, sizes: Sequence[int]) -> Count:
+    """The prompt's tokens as the fit checks count them (calibrated from what the server at
+    ``url`` reported before, when it did), warned about when over ``context_window``."""
+    count = counter_for(url, options.model).estimate(sizes)
+    warn_over_window(count, options.context_window)
+    return count
 
 
 def warn_over_window(count: Count, window: int | None) -> None:
