@@ -105,7 +105,7 @@ def plan_review(
         if ask_server:
             from deepseek_review.reviewing.pipeline import preflight_review
 
-            preflight_review(plan)
+            plan = preflight_review(plan)
         return plan
 
 
