@@ -26,6 +26,9 @@ from deepseek_review.testing.simulator.config import (
 )
 from deepseek_review.testing.simulator.httpio import Writer
 
+#: Faults answered without generating anything (:meth:`Handler._refuse`).
+_REFUSALS = frozenset({"reset", "500", "502", "503", "429", "429-string", "html", "empty"})
+
 
 class State(Protocol):
     """What a connection's thread asks of the shared simulator
@@ -211,15 +214,8 @@ class Handler(Writer):
             message = f"404 page not found: {self.command} {route}"
             self._send_json(404, wire.error_body(404, message))
 
-    def _chat(
-        self,
-        sim: State,
-        cfg: SimulatorConfig,
-        req: dict[str, Any],
-        fault: str | None,
-        seq: int,
-        native_chat: bool = False,
-    ) -> None:
+    def _refuse(self, fault: str, cfg: SimulatorConfig) -> None:
+        """A fault that answers (or drops the connection) instead of generating."""
         if fault == "reset":
             return self._reset()
         if fault in ("500", "502", "503"):
@@ -232,8 +228,19 @@ class Handler(Writer):
             return self._send_json(429, {"error": wire.RATE_LIMIT_STRING})
         if fault == "html":
             return self._send(502, wire.HTML_502, "text/html")
-        if fault == "empty":
-            return self._send(200, b"")
+        return self._send(200, b"")  # "empty"
+
+    def _chat(
+        self,
+        sim: State,
+        cfg: SimulatorConfig,
+        req: dict[str, Any],
+        fault: str | None,
+        seq: int,
+        native_chat: bool = False,
+    ) -> None:
+        if fault in _REFUSALS:
+            return self._refuse(fault, cfg)
         if fault == "stall":
             if not sim.sleep(cfg.stall_seconds):
                 return self._reset()
