@@ -59,6 +59,7 @@ _ENV_TO_CLEAR = (
     "all_proxy",
     "NO_PROXY",
     "no_proxy",
+    "XDG_CACHE_HOME",
 )
 
 

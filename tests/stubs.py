@@ -22,6 +22,12 @@ class Reply:
 class Seen:
     headers: dict[str, str]
     body: bytes
+    path: str = ""
+
+    @property
+    def chat(self) -> bool:
+        """A chat request (not a side request such as a tokenizer's)."""
+        return self.path.endswith("/chat/completions") or self.path == "/api/chat"
 
 
 class Stub:
@@ -47,7 +53,7 @@ class Stub:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                stub.seen.append(Seen(headers, body))
+                stub.seen.append(Seen(headers, body, self.path))
                 reply = stub.replies[min(len(stub.seen), len(stub.replies)) - 1]
                 data = reply.body
                 if stub.echo_headers:

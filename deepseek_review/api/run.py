@@ -123,7 +123,7 @@ def _planned(
     if ask:
         from deepseek_review.reviewing.pipeline import preflight_review
 
-        preflight_review(plan)
+        plan = preflight_review(plan)
     return plan
 
 

@@ -192,14 +192,18 @@ class ChatClient:
     @contextlib.contextmanager
     def side_requests(self, timeout: float = 5.0) -> Iterator[SideAsk]:
         """Ask paths (``/api/version``) of this endpoint's own origin: each answer's JSON on a
-        200, else None (refused, 404, not JSON, too big). A GET, or a POST of a body; the key
-        goes with them as with chat requests, since the origin is the chat URL's. Their own
-        client, closed at the end: a side request is neither a chat attempt nor a slot's."""
+        200, else None (refused, 404, not JSON, too big: over ``max_bytes``, 1 MiB unless
+        the caller expects more, as a tokenizer's list of a long prompt's tokens). A GET, or
+        a POST of a body; the key goes with them as with chat requests, since the origin is
+        the chat URL's. Their own client, closed at the end: a side request is neither a chat
+        attempt nor a slot's."""
         headers = request_headers(False, self._key)
         base = httpx.URL(self.url)
         with make_http_client(self.timeouts, https=base.scheme == "https") as side:
 
-            def ask(path: str, body: object = None) -> object:
+            def ask(
+                path: str, body: object = None, max_bytes: int = MAX_ERROR_BODY_BYTES
+            ) -> object:
                 url = base.copy_with(path=path, query=None, fragment=None)
                 data = None if body is None else json.dumps(body).encode("utf-8")
                 method = "GET" if data is None else "POST"
@@ -218,8 +222,8 @@ class ChatClient:
                     ):
                         if r.status_code != 200:
                             return None
-                        raw = bodyread.read_body(r, MAX_ERROR_BODY_BYTES)
-                    return safejson.loads(raw, what=path, max_bytes=MAX_ERROR_BODY_BYTES)
+                        raw = bodyread.read_body(r, max_bytes)
+                    return safejson.loads(raw, what=path, max_bytes=max_bytes)
                 except (httpx.HTTPError, bodyread.BodyError, ValueError, OSError):
                     return None
 

@@ -4,11 +4,13 @@ Ollama's OpenAI endpoint ignores ``num_ctx``, so a prompt over the server's cont
 silently; the native endpoint takes it per request. The body is built here: ``options`` holds
 what Ollama reads (``num_ctx`` sized to the prompt plus ``max_tokens``, rounded up to a few
 fixed steps so a batch does not reload the model for each entry; ``num_predict``;
-``temperature``). The top-level ``temperature`` and ``max_tokens`` stay in the body too (Ollama
-drops keys it does not know) so the request record reads the same for both APIs. Answers are
-one JSON object, or NDJSON lines when streaming, the last with ``done: true``,
-``done_reason``, ``prompt_eval_count``, ``eval_count`` and durations in nanoseconds; each is
-turned into the OpenAI shape :mod:`deepseek_review.chat.wire` reads (thinking is ``reasoning``).
+``temperature``), and ``truncate: false`` and ``shift: false`` (:data:`REFUSE_OVERFLOW`) make
+a prompt over ``num_ctx`` an error rather than silently cut. The top-level ``temperature`` and
+``max_tokens`` stay in the body too (Ollama drops keys it does not know) so the request record
+reads the same for both APIs. Answers are one JSON object, or NDJSON lines when streaming, the
+last with ``done: true``, ``done_reason``, ``prompt_eval_count``, ``eval_count`` and
+durations in nanoseconds; each is turned into the OpenAI shape :mod:`deepseek_review.chat.wire`
+reads (thinking is ``reasoning``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ APIS = ("openai", "ollama")
 _SIZED = ("num_ctx", "num_predict", "temperature")
 #: Durations Ollama reports (nanoseconds), kept with the other counts beyond usage.
 DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
+
+
+#: Top-level fields that make Ollama (0.12.6 and later: ``api/types.go`` ``ChatRequest``
+#: ``Truncate``/``Shift *bool``, both true when absent) refuse what it would otherwise do
+#: silently: ``truncate: false``, a prompt over ``num_ctx`` is a 400 ``{"error": "the input
+#: length exceeds the context length"}`` instead of its start dropped; ``shift: false``, an
+#: answer that reaches the end of the context stops (``done_reason: "length"``) instead of
+#: the context being shifted under it. Older versions ignore fields they do not know.
+REFUSE_OVERFLOW = {"truncate": False, "shift": False}
 
 
 #: Contexts suggested in a fix (and, natively, sent as ``num_ctx``): a few fixed steps, so a
@@ -119,6 +130,8 @@ def body(
         "num_predict": max_tokens,
         "temperature": temperature,
     }
+    for name, value in REFUSE_OVERFLOW.items():  # an extra_body that sets them is obeyed
+        base.setdefault(name, value)
     base["stream"] = stream
     return base
 

@@ -142,7 +142,7 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
             f"model          {plan.options.model}",
             f"template       {plan.template.name}",
             f"prompt_sha256  {plan.prepared.prompt_sha256}",
-            f"request        {len(plan.prepared.body_bytes)} bytes, ~{plan.token_estimate} tokens",
+            f"request        {len(plan.prepared.body_bytes)} bytes, {plan.count}",
             f"framed         {plan.framed_bytes} bytes with headings, fences, file list, "
             f"template and prompt (--max-context-bytes {plan.options.limits.max_context_bytes})",
             f"context        {plural(len(plan.files), 'file')}, "
@@ -182,6 +182,8 @@ def _plan_info(plan: ReviewPlan, cost: float | None) -> dict[str, Any]:
         "prompt_sha256": plan.prepared.prompt_sha256,
         "request_bytes": len(plan.prepared.body_bytes),
         "token_estimate": plan.token_estimate,
+        "token_count": plan.count.tokens,
+        "token_count_how": plan.count.how,
         "context_bytes": plan.context_bytes,
         "framed_bytes": plan.framed_bytes,
         "max_context_bytes": plan.options.limits.max_context_bytes,

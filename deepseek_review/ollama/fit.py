@@ -3,8 +3,9 @@
 Ollama runs a model with a fixed context (``OLLAMA_CONTEXT_LENGTH``, a Modelfile's
 ``num_ctx``, or 4k/32k/256k by the GPU's memory) and, given more, keeps the end of the prompt
 and answers anyway; its OpenAI endpoint ignores any ``num_ctx`` sent. So before the first
-request the server is asked (:mod:`.probe`) and the planned prompt (the local estimate,
-:mod:`chat.tokens`) plus ``max_tokens`` is compared with the context the request will run with.
+request the server is asked (:mod:`.probe`) and the planned prompt (its count,
+:class:`chat.tokens.Counter`: calibrated from what the server reported before, when it did)
+plus ``max_tokens`` is compared with the context the request will run with.
 ``max_tokens`` is Ollama's ``num_predict``, which counts thinking tokens too, so it is also the
 reasoning reserve of a thinking model. Servers that are not Ollama, or declared as another kind
 (``--server``), are not asked; ollama.com runs models at their full context, so is not either.
@@ -48,9 +49,11 @@ def preflight(
     max_tokens: int,
     allow: bool,
     reasoning: str | None = None,
+    how: str = "estimated",
 ) -> None:
     """Ask an Ollama server what context ``model`` runs with; raise :class:`PromptDoesNotFit`
-    when the prompt and the answer's cap would not fit (unless ``allow``: then warn), and a
+    when the prompt (``estimate`` tokens, counted as ``how`` says: :class:`chat.tokens.Count`)
+    and the answer's cap would not fit (unless ``allow``: then warn), and a
     :class:`ConfigError` for a ``reasoning`` level the model cannot think at."""
     if server != "ollama":
         return
@@ -74,7 +77,14 @@ def preflight(
     else:
         known = facts.context
     _check_fits(
-        client, model, estimate, max_tokens, known, trained=facts.trained_context, allow=allow
+        client,
+        model,
+        estimate,
+        max_tokens,
+        known,
+        trained=facts.trained_context,
+        allow=allow,
+        how=how,
     )
 
 
@@ -109,9 +119,11 @@ def _check_fits(
     *,
     trained: int | None,
     allow: bool,
+    how: str,
 ) -> None:
-    """Compare the prompt and the answer's cap with the ``known`` context (and who said so);
-    None: the server's default, which only the check after the answer can catch."""
+    """Compare the prompt (``estimate`` tokens, counted as ``how`` says) and the answer's cap
+    with the ``known`` context (and who said so); None: the server's default, which only the
+    check after the answer can catch."""
     need = estimate + max_tokens
     if known is None:  # the check after the answer (exit 7) still catches a clipped prompt
         if need > SMALLEST_DEFAULT:
@@ -128,7 +140,7 @@ def _check_fits(
     if need <= context:
         return
     message = (
-        f"the prompt (about {estimate} tokens, estimated) plus {name_of('max_tokens')} "
+        f"the prompt (about {estimate} tokens, {how}) plus {name_of('max_tokens')} "
         f"{max_tokens} needs {need} tokens, but {safe_url(client.url)} runs {model} with a "
         f"context of {context} ({source}): Ollama would silently keep only the end of the prompt"
     )

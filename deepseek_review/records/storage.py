@@ -111,15 +111,17 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _write_temp(
-    folder: Path, data: bytes, *, mode: int, mid_point: str, after_point: str | None
+    folder: Path, data: bytes, *, mode: int, mid_point: str | None, after_point: str | None
 ) -> Path:
     """``data`` in a new temporary file in ``folder``, fsynced; removed again on failure.
 
     Created with ``mode`` less the umask, so the final name (linked or renamed to it) never
     exists with wider permissions. ``mid_point``/``after_point`` name the crash tests' hook
-    points (see ``crash_at``).
+    points (see ``crash_at``); no ``mid_point``: a file outside the write sequence (a cache),
+    which the hook never stops at.
     """
-    crashing = crash_at()  # an invalid test-hook value fails here, before any file exists
+    # An invalid test-hook value fails here, before any file exists.
+    crashing = crash_at() if mid_point is not None else None
     tmp = folder / f"{TEMP_PREFIX}{_token(8)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
@@ -129,7 +131,7 @@ def _write_temp(
                 half = len(view) // 2
                 while len(view) > half:
                     view = view[os.write(fd, view[: len(view) - half]) :]
-                crash_point(mid_point)
+                crash_point(mid_point or "")
             while view:
                 view = view[os.write(fd, view) :]
             if crashing and after_point:
@@ -168,11 +170,14 @@ def write_new(path: Path, data: bytes, *, mode: int = PUBLIC_MODE) -> None:
     _fsync_dir(folder)
 
 
-def write_replacing(path: Path, data: bytes, *, mode: int = PUBLIC_MODE) -> None:
+def write_replacing(
+    path: Path, data: bytes, *, mode: int = PUBLIC_MODE, crash: str | None = "mid-report-write"
+) -> None:
     """Write ``path`` atomically, replacing it if it exists: only for files meant to be
-    rewritten (a batch report), never for answers, receipts or records."""
+    rewritten (a batch report, a cache), never for answers, receipts or records. ``crash``:
+    the crash hook's point (None: a cache, outside the write sequence the crash suite tests)."""
     folder = path.parent
-    tmp = _write_temp(folder, data, mode=mode, mid_point="mid-report-write", after_point=None)
+    tmp = _write_temp(folder, data, mode=mode, mid_point=crash, after_point=None)
     try:
         os.replace(tmp, path)
     except BaseException:

@@ -21,14 +21,24 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING
 
-from deepseek_review.chat.tokens import estimate_exchange, estimate_sizes, looks_clipped
+from deepseek_review.chat import tokenize
+from deepseek_review.chat.endpoint import safe_url
+from deepseek_review.chat.tokens import (
+    PLAIN_ESTIMATE,
+    Count,
+    Sample,
+    estimate_exchange,
+    estimate_sizes,
+    looks_clipped,
+)
 from deepseek_review.chat.types import Completion
-from deepseek_review.errors import Interrupted, PromptTruncated, ReviewError
+from deepseek_review.errors import Interrupted, PromptDoesNotFit, PromptTruncated, ReviewError
 from deepseek_review.ollama.fit import preflight
 from deepseek_review.options.table import SERVER_PRESETS, name_of
 from deepseek_review.records.parts import AnswerRef
 from deepseek_review.records.request_record import Continuation
 from deepseek_review.records.storage import ensure_dir
+from deepseek_review.reviewing.calibration import counter_for, remember
 from deepseek_review.reviewing.job_spec import (
     EventSink,
     Job,
@@ -71,19 +81,60 @@ __all__ = [
 # --------------------------------------------------------------------------- the job
 
 
-def preflight_primary(job: Job, primary: Primary, client: ChatClient) -> None:
-    """What the server is asked before a job's first request (Ollama's pre-flight: does the
-    prompt fit, can the model think at the level asked): the one check of ``run`` before it
-    sends and of ``run --dry-run`` instead of sending, so that both refuse alike."""
+def preflight_primary(job: Job, primary: Primary, client: ChatClient) -> Count:
+    """What the server is asked before a job's first request (a server with a tokenizer: the
+    prompt's tokens; Ollama's pre-flight: does the prompt fit, can the model think at the level
+    asked): the one check of ``run`` before it sends and of ``run --dry-run`` instead of
+    sending, so that both refuse alike. Returns the prompt's count, the server's when it
+    gave one."""
+    server = job.continuation.server
+    count = primary.token_count or Count(primary.token_estimate, PLAIN_ESTIMATE)
+    if tokenize.asks(server):
+        counter = counter_for(client.url, job.body.model, server=server, client=client)
+        texts = sent_contents(primary.prepared.body_bytes)
+        roles = (m.role for m in primary.prepared.messages)
+        chat = [{"role": r, "content": t} for r, t in zip(roles, texts, strict=True)]
+        asked = counter.count(chat)
+        if asked.exact:
+            count = asked
+            _refuse_over_window(count, job.body.max_tokens, client.url, job.body.model)
     preflight(
         client,
-        server=job.continuation.server,
+        server=server,
         model=job.body.model,
-        estimate=primary.token_estimate,
+        estimate=count.tokens,
         max_tokens=job.body.max_tokens,
         allow=job.allow_truncated_prompt,
         reasoning=job.reasoning,
+        how=count.how,
     )
+    return count
+
+
+def _refuse_over_window(count: Count, max_tokens: int, url: str, model: str) -> None:
+    """A server that said its window with its count (vLLM's ``max_model_len``) refuses a
+    prompt whose tokens and ``max_tokens`` are over it: said before anything is sent."""
+    if count.window is None or count.tokens + max_tokens <= count.window:
+        return
+    raise PromptDoesNotFit(
+        f"the prompt ({count}) plus {name_of('max_tokens')} {max_tokens} needs "
+        f"{count.tokens + max_tokens} tokens, but {safe_url(url)} runs {model} with a context "
+        f"of {count.window} (its /tokenize's max_model_len); nothing was sent",
+        hint=f"send less context or lower {name_of('max_tokens')}",
+    )
+
+
+def remember_usage(url: str, model: str, prepared: PreparedRequest, completion: Completion) -> None:
+    """Keep what the server counted for this prompt (:mod:`reviewing.calibration`), so the next
+    plan for the same endpoint and model estimates from it; a prompt it looks to have clipped
+    is not kept."""
+    usage = completion.usage
+    if usage is None:
+        return
+    sizes = message_sizes(prepared.messages)
+    if looks_clipped(usage.prompt_tokens, estimate_sizes(sizes)):
+        return
+    remember(url, model, Sample(sum(sizes), len(sizes), usage.prompt_tokens))
 
 
 def run_job(
@@ -162,6 +213,7 @@ class _Run:
                 first_answer=primary,
             )
             if completion.usage is not None:
+                remember_usage(self.client.url, body.model, prepared, completion)
                 self.events.answered(completion, completion.usage.total_tokens, False, body.model)
             else:
                 guess = estimate_exchange(
@@ -288,13 +340,15 @@ class _Run:
         sizes = message_sizes(messages)  # counted once: the body and the estimate
         prepared = prepare(body, messages, sizes=sizes)
         estimate = estimate_sizes(sizes)
+        count = counter_for(self.client.url, body.model).estimate(sizes)
         preflight(
             self.client,
             server=options.server,
             model=body.model,
-            estimate=estimate,
+            estimate=count.tokens,
             max_tokens=body.max_tokens,
             allow=job.allow_truncated_prompt,
+            how=count.how,
         )
         why = f"ended normally ({name_of('force')})" if forced else "was cut off at the token cap"
         note = (

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from deepseek_review.chat.endpoint import Endpoint
+from deepseek_review.chat.tokens import Count
 from deepseek_review.chat.types import Completion, ProgressFn
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import ReviewError
@@ -106,6 +107,8 @@ class Primary(NamedTuple):
     template: tuple[str, str]
     git: Mapping[str, Any] | None = None
     """What the request record pins in git (:mod:`deepseek_review.context.pins`)."""
+    token_count: Count | None = None
+    """The prompt's tokens as the plan counted them (:attr:`ReviewPlan.count`)."""
 
 
 class Job(NamedTuple):
@@ -171,6 +174,7 @@ def job_from_plan(
             plan.files,
             (plan.template.name, plan.template.sha256),
             plan.pins,
+            plan.count,
         ),
         allow_truncated_prompt=o.allow_truncated_prompt,
         keep_reasoning=o.keep_reasoning,

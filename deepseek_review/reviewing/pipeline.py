@@ -10,7 +10,7 @@ and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -139,19 +139,23 @@ def make_client(endpoint: Endpoint, options: ClientOptions) -> ChatClient:
     )
 
 
-def preflight_review(plan: ReviewPlan) -> None:
+def preflight_review(plan: ReviewPlan) -> ReviewPlan:
     """The checks ``run`` asks the server before its first request
     (:func:`reviewing.job.preflight_primary`),
-    made for a dry run: only the server's metadata is asked (Ollama's ``/api/version``,
-    ``/api/show``, ``/api/ps``), never its chat endpoint."""
+    made for a dry run: only the server's metadata and tokenizer are asked (Ollama's
+    ``/api/version``, ``/api/show``, ``/api/ps``; llama.cpp's and vLLM's ``/tokenize``), never
+    its chat endpoint. The plan is returned with the count the server gave."""
+    from deepseek_review.chat.tokenize import asks
     from deepseek_review.ollama.fit import asks_server
 
-    if not asks_server(plan.options.continuation.server, plan.endpoint.url):
-        return
+    server = plan.options.continuation.server
+    if not (asks(server) or asks_server(server, plan.endpoint.url)):
+        return plan
     job = job_from_plan(plan)
     assert job.primary is not None, "a planned review has its primary"
     with make_client(plan.endpoint, plan.options) as client:
-        preflight_primary(job, job.primary, client)
+        count = preflight_primary(job, job.primary, client)
+    return replace(plan, token_count=count)
 
 
 def review(

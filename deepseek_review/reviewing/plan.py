@@ -16,7 +16,13 @@ from typing import Any, Literal
 
 from deepseek_review.chat.endpoint import Endpoint, resolve_endpoint
 from deepseek_review.chat.native import native_endpoint
-from deepseek_review.chat.tokens import estimate_sizes, refuse_over_cap, worst_case
+from deepseek_review.chat.tokens import (
+    PLAIN_ESTIMATE,
+    Count,
+    estimate_sizes,
+    refuse_over_cap,
+    worst_case,
+)
 from deepseek_review.chat.types import RetryPolicy, Timeouts
 from deepseek_review.context.gather import (
     ContextFile,
@@ -37,6 +43,7 @@ from deepseek_review.records.naming import check_topic, longest_name
 from deepseek_review.records.receipt import check_recordable
 from deepseek_review.records.storage import check_writable_dir
 from deepseek_review.reviewing import since_last
+from deepseek_review.reviewing.calibration import counter_for
 from deepseek_review.reviewing.prompt import Template, frame_messages, load_template
 from deepseek_review.reviewing.request import (
     BodyOptions,
@@ -168,6 +175,17 @@ class ReviewPlan:
     names: Mapping[str, str] = field(default_factory=dict)
     """How errors name the options set by the environment or the config file
     (:func:`deepseek_review.options.table.naming_as`), for what sending it may still refuse."""
+    token_count: Count | None = None
+    """The prompt's tokens as the fit checks count them (:class:`chat.tokens.Counter`):
+    calibrated from what the server reported before, or (once it was asked: a dry run, the
+    run's pre-flight) by its own tokenizer; None: :attr:`token_estimate`, plainly estimated.
+    ``token_estimate`` stays the plain estimate, what the record keeps and the check for a
+    silently clipped prompt uses."""
+
+    @property
+    def count(self) -> Count:
+        """:attr:`token_count`, or the plain estimate."""
+        return self.token_count or Count(self.token_estimate, PLAIN_ESTIMATE)
 
     @property
     def messages(self) -> tuple[WireMessage, ...]:
@@ -358,7 +376,7 @@ def plan_review(
     del gitplan
     prepared = prepare(body_options, messages, texts, sizes)
     estimate = estimate_sizes(sizes)
-    _warn_over_window(options, estimate)
+    count = _counted(endpoint.url, options, sizes)
     out_rel = out_dir.relative_to(root).as_posix()
     _after_once(kept, options, body_options, endpoint.url, out_rel, receipt_paths)
     refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
@@ -373,6 +391,7 @@ def plan_review(
         framed=messages,
         prepared=prepared,
         token_estimate=estimate,
+        token_count=count,
         framed_bytes=sum(sizes),
         options=options,
         skipped=skipped,
@@ -412,18 +431,6 @@ def _refuse_prompt(options: ReviewOptions, endpoint: Endpoint, sent: list[Contex
         refuse_secrets([prompt_file, *sent], endpoint=endpoint.url)
 
 
-def _warn_over_window(options: ReviewOptions, estimate: int) -> None:
-    """Warn when the prompt's estimate is over the context window the user declared."""
-    if options.context_window is not None and estimate > options.context_window:
-        log.warning(
-            "the prompt is about %d tokens, over the declared %s %d: the server "
-            "may silently drop part of it",
-            estimate,
-            name_of("context_window"),
-            options.context_window,
-        )
-
-
 def _after_once(
     kept: _Base | None,
     options: ReviewOptions,
@@ -445,6 +452,25 @@ def _after_once(
             kept.after = exc
     if isinstance(kept.after, ReviewError):
         raise kept.after
+
+
+def _counted(url: str, options: ReviewOptions, sizes: Sequence[int]) -> Count:
+    """The prompt's tokens as the fit checks count them (calibrated from what the server at
+    ``url`` reported before, when it did), warned about when over ``context_window``."""
+    count = counter_for(url, options.model).estimate(sizes)
+    warn_over_window(count, options.context_window)
+    return count
+
+
+def warn_over_window(count: Count, window: int | None) -> None:
+    """Warn when the prompt alone is over the declared ``context_window``."""
+    if window is not None and count.tokens > window:
+        log.warning(
+            "the prompt is %s, over the declared %s %d: the server may silently drop part of it",
+            count,
+            name_of("context_window"),
+            window,
+        )
 
 
 def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:

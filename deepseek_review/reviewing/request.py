@@ -26,7 +26,7 @@ from deepseek_review.reviewing.prompt import Message, Part, text_bytes
 #: Fields a server-specific ``extra_body`` may not override: they define the review.
 CORE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens", "stream"})
 #: Fields the native API's body sets itself (:mod:`deepseek_review.chat.native`).
-NATIVE_FIELDS = frozenset({"options"})
+NATIVE_FIELDS = frozenset({"options", "truncate", "shift"})
 
 #: Fields ``extra_body`` may not set although no option sets them either, and why: each would
 #: be dropped, overridden or thrown away without a word. (``{max_tokens}``: that option's name.)

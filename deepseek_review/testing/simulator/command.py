@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from deepseek_review.errors import ConfigError
-from deepseek_review.testing.simulator.config import SimulatorConfig
+from deepseek_review.testing.simulator.config import TOKENIZERS, SimulatorConfig
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.testing.simulator.wire import (
     ALL_FAULTS,
@@ -156,6 +156,8 @@ _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("fault_seed", "seed of the fault draw", {}),
     ("retry_after", "Retry-After of a 429, seconds", {}),
     ("stall_seconds", "how long a stall lasts", {}),
+    ("tokenizer", "offer the tokenizer endpoints of llama.cpp, llama-cpp-python or vllm",
+     {"choices": TOKENIZERS}),
     ("models", "comma-separated model names; none: any", {"type": _names}),
     ("api_key", "require this bearer token; none: open", {}),
     ("max_body_bytes", "larger requests get 413", {}),

@@ -14,6 +14,8 @@ from deepseek_review.testing.simulator import wire
 from deepseek_review.testing.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS, TRANSIENT_FAULTS
 
 CHAT_PATH = "/v1/chat/completions"
+#: What ``tokenizer`` may be (:mod:`.tokenizer`, which imports this module).
+TOKENIZERS = ("none", "llama.cpp", "llama-cpp-python", "vllm")
 
 
 @dataclass
@@ -66,6 +68,9 @@ class SimulatorConfig:
     fault_seed: int = 0
     retry_after: float = 1.0
     stall_seconds: float = 30.0
+    tokenizer: str = "none"
+    """The tokenizer endpoints offered, as ``llama.cpp``, ``llama-cpp-python`` or ``vllm``
+    offer them (:mod:`.tokenizer`); ``none``: none (Ollama has none)."""
     models: frozenset[str] | None = None
     api_key: str | None = None
     max_body_bytes: int = 64 * 1024 * 1024
@@ -78,6 +83,8 @@ class SimulatorConfig:
             raise ValueError("answer_words must be >= 2 (the END-OF-REVIEW line)")
         if self.context_overflow not in CONTEXT_OVERFLOWS:
             raise ValueError(f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOWS)}")
+        if self.tokenizer not in TOKENIZERS:
+            raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
         if not 0.0 <= self.fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if self.capacity < 0 or self.latency < 0 or self.reasoning_words < 0:

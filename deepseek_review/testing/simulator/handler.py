@@ -15,7 +15,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any, Protocol
 
 from deepseek_review.options.table import default
-from deepseek_review.testing.simulator import native, wire
+from deepseek_review.testing.simulator import native, tokenizer, wire
 from deepseek_review.testing.simulator.answer import Plan, plan_completion, prompt_token_estimate
 from deepseek_review.testing.simulator.config import (
     CHAT_PATH,
@@ -25,6 +25,9 @@ from deepseek_review.testing.simulator.config import (
     validate_chat,
 )
 from deepseek_review.testing.simulator.httpio import Writer
+
+#: Faults answered without generating anything (:meth:`Handler._refuse`).
+_REFUSALS = frozenset({"reset", "500", "502", "503", "429", "429-string", "html", "empty"})
 
 
 class State(Protocol):
@@ -75,6 +78,12 @@ class Server(ThreadingHTTPServer):
         """Dropped connections are normal here (faults, stop()); anything else is a bug."""
         if not isinstance(sys.exc_info()[1], OSError):
             super().handle_error(request, client_address)
+
+
+def _native_context(sim: State, options: dict[str, Any]) -> int:
+    """The context a native request runs with: its ``num_ctx``, else the server's default;
+    never over what the model was trained for."""
+    return min(options.get("num_ctx") or sim.default_context(), sim.config.model_context_length)
 
 
 def _overflow(cfg: SimulatorConfig, req: dict[str, Any]) -> dict[str, Any] | None:
@@ -149,7 +158,10 @@ class Handler(Writer):
                 raise Reject(401, {"error": "unauthorized"})
             if native_chat:
                 req = native.parse(body)
-                native.validate_chat(cfg, req)
+                options = native.validate_chat(cfg, req)
+                native.refuse_overflow(
+                    req, prompt_token_estimate(req["messages"]), _native_context(sim, options)
+                )
             elif chat:
                 req = validate_chat(body)
                 _check_effort(cfg, req)
@@ -191,21 +203,19 @@ class Handler(Writer):
             self._send_json(200, native.show(cfg, model))
         elif self.command == "GET" and route == native.PS_PATH:
             self._send_json(200, native.ps(sim.loaded()))
+        elif tokenizer.serves(cfg, self.command, route):
+            try:
+                self._send_json(200, tokenizer.answer(cfg, route, body))
+            except Reject as exc:
+                self._send_json(exc.status, exc.body)
         elif self.command == "GET" and route == "/_sim/stats":
             self._send_json(200, sim.stats())
         else:
             message = f"404 page not found: {self.command} {route}"
             self._send_json(404, wire.error_body(404, message))
 
-    def _chat(
-        self,
-        sim: State,
-        cfg: SimulatorConfig,
-        req: dict[str, Any],
-        fault: str | None,
-        seq: int,
-        native_chat: bool = False,
-    ) -> None:
+    def _refuse(self, fault: str, cfg: SimulatorConfig) -> None:
+        """A fault that answers (or drops the connection) instead of generating."""
         if fault == "reset":
             return self._reset()
         if fault in ("500", "502", "503"):
@@ -218,8 +228,19 @@ class Handler(Writer):
             return self._send_json(429, {"error": wire.RATE_LIMIT_STRING})
         if fault == "html":
             return self._send(502, wire.HTML_502, "text/html")
-        if fault == "empty":
-            return self._send(200, b"")
+        return self._send(200, b"")  # "empty"
+
+    def _chat(
+        self,
+        sim: State,
+        cfg: SimulatorConfig,
+        req: dict[str, Any],
+        fault: str | None,
+        seq: int,
+        native_chat: bool = False,
+    ) -> None:
+        if fault in _REFUSALS:
+            return self._refuse(fault, cfg)
         if fault == "stall":
             if not sim.sleep(cfg.stall_seconds):
                 return self._reset()
@@ -229,8 +250,11 @@ class Handler(Writer):
             events = wire.overflow_events(cfg.context_overflow, overflow)
             return self._stream(sim.sleep, 0.0, events, complete=True)
         options = (req.get("options") or {}) if native_chat else {}
-        context = min(options.get("num_ctx") or sim.default_context(), cfg.model_context_length)
+        context = _native_context(sim, options)
         max_tokens = options.get("num_predict") if native_chat else req.get("max_tokens")
+        if native_chat:
+            prompt = prompt_token_estimate(req["messages"])
+            max_tokens = native.answer_budget(req, max_tokens, prompt, context)
         thinks = req.get("think") is not False if native_chat else wire.thinks(req)
         plan = plan_completion(
             req["messages"],

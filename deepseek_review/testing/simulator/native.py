@@ -118,7 +118,33 @@ def validate_chat(cfg: SimulatorConfig, req: dict[str, Any]) -> dict[str, Any]:
             raise error(400, f"invalid think value: {think!r}")
     if not isinstance(req.get("stream", True), bool):
         raise error(400, "json: cannot unmarshal into field ChatRequest.stream of type bool")
+    for flag in ("truncate", "shift"):
+        if not isinstance(req.get(flag, True), bool):
+            raise error(400, f"json: cannot unmarshal into field ChatRequest.{flag} of type bool")
     return options
+
+
+#: Ollama's refusal of a prompt over the context when ``truncate`` is false (0.12.6 and later:
+#: the runner's ``errorInputTooLong``, a 400 ``{"error": ...}`` streamed or not).
+INPUT_TOO_LONG = "the input length exceeds the context length"
+
+
+def refuse_overflow(req: dict[str, Any], prompt_tokens: int, context: int) -> None:
+    """Ollama with ``truncate: false``: a prompt over the context is refused (otherwise its
+    start is dropped silently, as the answer's ``prompt_eval_count`` then shows)."""
+    if req.get("truncate") is False and prompt_tokens > context:
+        raise error(400, INPUT_TOO_LONG)
+
+
+def answer_budget(
+    req: dict[str, Any], max_tokens: int | None, prompt: int, context: int
+) -> int | None:
+    """The tokens an answer may have: with ``shift: false`` generation stops where the context
+    ends (``done_reason: "length"``); shifting (the default) goes on to ``max_tokens``."""
+    if req.get("shift") is not False:
+        return max_tokens
+    room = max(context - min(prompt, context), 0)
+    return room if max_tokens is None else min(max_tokens, room)
 
 
 def _final(plan: Plan, model: str, *, loaded_before: bool) -> dict[str, Any]:
