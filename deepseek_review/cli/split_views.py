@@ -21,13 +21,14 @@ def plan_lines(review: SplitReview) -> list[str]:
     split = review.split
     n = len(review.parts)
     cap = review.options.max_tokens
-    files = sum(len(p.part.files) for p in review.parts)
+    files = len({f.path for p in review.parts for f in p.part.files})
     lines = [
         f"endpoint       {review.endpoint.url}",
         f"model          {review.options.model}",
         f"split          {plural(n, 'part')} of {plural(files, 'file')} for a context window of "
         f"{split.window} tokens (--max-tokens {cap}, margin {split.margin}, a part's prompt at "
         f"most {split.part_cap})",
+        f"tokens         {split.estimator}",
     ]
     width = len(str(n))
     for p in review.parts:

@@ -15,11 +15,19 @@ estimate), so a better counter replaces it in one place.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
-from deepseek_review.chat.tokens import BYTES_PER_TOKEN, estimate_tokens
+from deepseek_review.chat.tokens import (
+    BYTES_PER_TOKEN,
+    MESSAGE_OVERHEAD,
+    estimate_tokens,
+    utf8_size,
+)
 from deepseek_review.context.types import ContextFile
 from deepseek_review.util.textsafe import fence_for, plural
 
@@ -30,9 +38,36 @@ NOTE_MAX_BYTES = 2048
 _TEST_NAME = re.compile(r"\A(?:test_(?P<a>.+)|(?P<b>.+?)(?:_test|\.test|\.spec|_spec))\Z")
 
 
+_BYTES_PER_TOKEN: ContextVar[float] = ContextVar("split_bytes_per_token", default=4.0)
+
+
+@contextmanager
+def counting(bytes_per_token: float | None) -> Iterator[None]:
+    """Inside, :func:`count_tokens` counts ``bytes_per_token`` bytes a token (what the server
+    reported before, calibrated: :mod:`deepseek_review.reviewing.calibration`), never more
+    than the plain estimate's :data:`BYTES_PER_TOKEN`; None: the plain estimate."""
+    bpt = float(BYTES_PER_TOKEN) if bytes_per_token is None else bytes_per_token
+    token = _BYTES_PER_TOKEN.set(min(float(BYTES_PER_TOKEN), bpt))
+    try:
+        yield
+    finally:
+        _BYTES_PER_TOKEN.reset(token)
+
+
 def count_tokens(text: str) -> int:
     """The tokens of ``text``, as planning counts them (the one count it uses)."""
-    return estimate_tokens([text])
+    bpt = _BYTES_PER_TOKEN.get()
+    if bpt >= BYTES_PER_TOKEN:
+        return estimate_tokens([text])
+    return math.ceil(utf8_size(text) / bpt) + MESSAGE_OVERHEAD
+
+
+def estimator() -> str:
+    """How :func:`count_tokens` counts now, as the split record says it."""
+    bpt = _BYTES_PER_TOKEN.get()
+    if bpt >= BYTES_PER_TOKEN:
+        return ESTIMATOR
+    return f"bytes/{bpt:.3f} (calibrated from the server's earlier counts), +4 a text"
 
 
 def margin_for(window: int) -> int:
@@ -78,6 +113,9 @@ class SplitPlan:
     """Every part's prompt without its files: the template, the prompt, the note's room."""
     parts: tuple[Part, ...]
     not_reviewed: tuple[NotReviewed, ...]
+    estimator: str = ESTIMATOR
+    """How tokens were counted (:func:`estimator`)."""
+    bytes_per_token: float = BYTES_PER_TOKEN
 
     @property
     def part_cap(self) -> int:
@@ -187,6 +225,8 @@ def plan_parts(
         base_tokens=base_tokens,
         parts=tuple(Part(i, tuple(p)) for i, p in enumerate(parts, start=1)),
         not_reviewed=tuple(sorted(left, key=lambda n: n.path)),
+        estimator=estimator(),
+        bytes_per_token=_BYTES_PER_TOKEN.get(),
     )
 
 
@@ -216,7 +256,8 @@ def _ranged(
             out.append(f)
             continue
         frame = tokens - count_tokens(f.text) + RANGE_NOTE_TOKENS + MESSAGE_SLACK
-        cuts = cut_lines(f.text, max(1, room - frame), path=f.path)
+        budget = (room - frame) * _BYTES_PER_TOKEN.get() / BYTES_PER_TOKEN  # its tokens
+        cuts = cut_lines(f.text, max(1, int(budget)), path=f.path)
         ranges = [file_range(f, c.first, c.last) for c in cuts]
         over = [r for r in ranges if _planned(r, count).tokens > room]
         if over or not ranges:

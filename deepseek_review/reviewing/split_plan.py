@@ -8,6 +8,7 @@ here (but the server may be asked its window); :mod:`.split_run` sends it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from deepseek_review.reviewing.split import (
     Part,
     SplitPlan,
     count_tokens,
+    counting,
     margin_for,
     part_notes,
     plan_parts,
@@ -203,7 +205,8 @@ def plan_split_review(
     secret = _secret_files(options, base.endpoint, base.git.files)
     held = {n.path for n in secret}
     files = [f for f in base.git.files if f.path not in held]
-    split = _parts(options, base.endpoint, window, files, [*left, *secret])
+    with counting(_calibrated(options, base.endpoint, env)):
+        split = _parts(options, base.endpoint, window, files, [*left, *secret])
     if len(split.parts) == 1 and not secret and len(split.parts[0].files) == len(files):
         log.info("%s: the whole context fits one review", name_of("split"))
         return plan_review(replace(options, split=False), env)  # the caller may plan it again
@@ -227,13 +230,28 @@ def plan_split_review(
                 f"room of {split.part_cap}: a planning error; nothing was sent"
             )
         planned.append(PlannedPart(part, topic, plan))
-    estimate = _synthesis_estimate(options, synthesis_topic, len(split.parts))
+    with counting(split.bytes_per_token):
+        estimate = _synthesis_estimate(options, synthesis_topic, len(split.parts))
     review = SplitReview(
         options, split, tuple(planned), synthesis_topic, estimate, base.root, base.out_dir,
         base.endpoint, env,
     )  # fmt: skip
     _refuse_over_budget(review, max_total_tokens)
     return review
+
+
+def _calibrated(options: ReviewOptions, endpoint: Endpoint, env: Mapping[str, str]) -> float | None:
+    """The bytes a token the same endpoint and model's earlier counts say, erring high
+    (:mod:`deepseek_review.reviewing.calibration`); None when none are remembered."""
+    from deepseek_review.chat.tokens import calibrated_bytes_per_token
+    from deepseek_review.reviewing.calibration import load
+
+    bpt = calibrated_bytes_per_token(load(endpoint.url, options.model, env))
+    if bpt is None:
+        return None
+    # In steps of a quarter byte, down: more samples seldom change the plan, so a re-run
+    # finds the parts an earlier run sent (resuming compares their exact requests).
+    return max(1.0, math.floor(bpt * 4) / 4)
 
 
 def _window(
@@ -308,7 +326,8 @@ def planned_within(
     """A part's, a merge's or the synthesis's plan, its continuations no more than keep each
     request within the window (a chain still cut off is then reported as truncated)."""
     plan = plan_review(options, env, gather=fixed_gathering(files))
-    allowed = continuations_within(options, plan.token_estimate, window, margin)
+    tokens = max(plan.token_estimate, plan.count.tokens)  # calibrated, when it says more
+    allowed = continuations_within(options, tokens, window, margin)
     if allowed == options.continuation.max_continuations:
         return plan
     fewer = replace(options.continuation, max_continuations=allowed)

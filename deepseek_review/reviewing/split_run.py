@@ -38,8 +38,8 @@ from deepseek_review.reviewing.plan import (
     ReviewPlan,
 )
 from deepseek_review.reviewing.split import (
-    ESTIMATOR,
     count_tokens,
+    counting,
 )
 from deepseek_review.reviewing.split_plan import (
     SYNTHESIS_TEMPLATE,
@@ -374,6 +374,12 @@ class _Merging:
         self, groups: list[list[ContextFile]], round_: int
     ) -> list[list[list[ContextFile]]] | None:
         """Consecutive groups packed into merges that fit; None when none holds two."""
+        with counting(self.review.split.bytes_per_token):
+            return self._packed(groups, round_)
+
+    def _packed(
+        self, groups: list[list[ContextFile]], round_: int
+    ) -> list[list[list[ContextFile]]] | None:
         options = self.review.options
         longest = f"{options.topic}-synthesis-r{round_}-9999-of-9999"
         framing = framing_tokens(SYNTHESIS_TEMPLATE, "x" * 512 + "\n\n" + options.prompt, longest)
@@ -453,7 +459,7 @@ def record_data(
             "context_window": split.window,
             "max_tokens": split.max_tokens,
             "margin": split.margin,
-            "estimator": ESTIMATOR,
+            "estimator": split.estimator,
             "base_tokens": split.base_tokens,
             "part_cap": split.part_cap,
         },
