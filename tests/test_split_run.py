@@ -530,3 +530,19 @@ def test_a_file_that_looks_like_a_secret_is_not_sent_to_a_remote_endpoint(big_re
     left = {n["path"]: n["reason"] for n in plan["not_reviewed"]}
     assert left["docs/leak.md"].startswith("looks like it holds a secret (line 2: Private Key)")
     assert all(f["path"] != "docs/leak.md" for p in plan["parts"] for f in p["files"])
+
+
+def test_parts_are_planned_with_what_the_server_counted_before(
+    big_repo, cli, sim, tmp_path, monkeypatch
+):
+    from deepseek_review.chat.tokens import Sample
+    from deepseek_review.reviewing.calibration import remember
+
+    plain = _run(cli, sim, "--dry-run", "--json").json()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for _ in range(20):  # a server that counted a token every 2.5 bytes
+        remember(sim.chat_url, "deepseek-v4-flash", Sample(25_000, 2, 10_000))
+    r = _run(cli, sim, "--dry-run")
+    assert "tokens         bytes/2.250 (calibrated from the server" in r.out
+    calibrated = _run(cli, sim, "--dry-run", "--json").json()
+    assert len(calibrated["parts"]) > len(plain["parts"])
