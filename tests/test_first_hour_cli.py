@@ -393,7 +393,7 @@ def test_verify_fails_a_record_whose_context_file_list_has_another_hash(repo, si
     assert r.code == 9
     assert _check(r, seg["receipt_path"], "prompt")["detail"] == (
         "the request record's context_files entry for docs/spec.md does not match the file "
-        "reference in its body (sha256 and bytes)"
+        "reference in its body (sha256, bytes and lines)"
     )
 
 
