@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import io
-import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deepseek_review.simulator import Simulator
-from tests.stubs import Reply, Stub
+from tests.support.cli import CliResult
+from tests.support.config import configured  # noqa: F401  (fixtures several files use)
+from tests.support.git import git
+from tests.support.secrets import offline  # noqa: F401  (fixtures several files use)
+from tests.support.signing import alice, no_agent  # noqa: F401  (fixtures several files use)
+from tests.support.stubs import Reply, Stub
 
 
 @pytest.fixture
@@ -62,13 +64,6 @@ _ENV_TO_CLEAR = (
 )
 
 
-def use_key(monkeypatch: pytest.MonkeyPatch, key: str, var: str = "OLLAMA_API_KEY") -> None:
-    """Export ``key`` in ``var`` and name ``var`` as the key to send, as an operator does for a
-    server over plain http on loopback (the default variable goes over https only)."""
-    monkeypatch.setenv(var, key)
-    monkeypatch.setenv("DEEPSEEK_REVIEW_API_KEY_ENV", var)
-
-
 @pytest.fixture(autouse=True)
 def clean_environ(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
@@ -94,12 +89,6 @@ def both_apis(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return str(request.param)
 
 
-def git(repo: Path, *args: str) -> str:
-    """Run git in ``repo`` (tests build real repositories, never mock git)."""
-    out = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return out.stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A small git work tree (the current folder for the test) with a spec and some code."""
@@ -117,16 +106,6 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     git(root, "init", "-q")
     monkeypatch.chdir(root)
     return root
-
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
 
 
 @pytest.fixture
@@ -152,22 +131,9 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     return run
 
 
-def files_under(folder: Path) -> list[str]:
-    """Every file below ``folder`` (relative), to assert that nothing was written."""
-    if not folder.exists():
-        return []
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-
-
-def run_review(cli: Callable[..., CliResult], sim: Any, *extra: str) -> CliResult:
-    """``run`` on the repo fixture's spec against ``sim``, fast retries, ``--json``."""
-    args = ["run", "-c", "docs/spec.md", "-p", "Check the mean.", "--endpoint", sim.base_url]
-    return cli(*args, "--retry-wait", "0.01", "--json", *extra)
-
-
 @pytest.fixture
 def make_stub() -> Iterator[Callable[..., Stub]]:
-    """A factory of started stub servers (``tests.stubs.Stub``); all stopped after."""
+    """A factory of started stub servers (``tests.support.stubs.Stub``); all stopped after."""
     made: list[Stub] = []
 
     def make(replies: list[Reply], **kw: Any) -> Stub:

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from tests.conftest import run_review
+from tests.support.cli import run_review
 
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from deepseek_review.simulator import Simulator
-from tests.conftest import CliResult, run_review
-from tests.test_batch import batch, manifest
-from tests.test_diff_review import base_commit, commit
+from tests.support.batch import batch, manifest
+from tests.support.cli import CliResult, run_review
+from tests.support.git import base_commit, commit
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]

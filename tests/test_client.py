@@ -7,7 +7,6 @@ the request's headers) come from :class:`Stub`, a tiny real HTTP server on 127.0
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
 from collections.abc import Callable
@@ -18,37 +17,23 @@ import pytest
 
 from deepseek_review.retry import parse_retry_after
 from deepseek_review.simulator import GARBAGE_FAULTS, TRANSIENT_FAULTS, Simulator
-from tests.conftest import files_under
-from tests.stubs import Reply
+from tests.support.chat import (
+    assert_nothing_written,
+    chunk,
+    error_json,
+    expected_answer,
+    one_error_line,
+    run,
+    sse,
+)
+from tests.support.cli import files_under
+from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
-FAST = ("--retry-wait", "0.01")
 
 
 # --------------------------------------------------------------------------- a stub server
-
-
-def error_json(message: Any) -> bytes:
-    return json.dumps({"error": message}).encode()
-
-
-def sse(*events: Any, done: bool = True, extra: bytes = b"") -> bytes:
-    out = extra
-    for e in events:
-        out += b"data: " + json.dumps(e).encode() + b"\n\n"
-    if done:
-        out += b"data: [DONE]\n\n"
-    return out
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 USAGE_CHUNK = {
@@ -60,49 +45,9 @@ USAGE_CHUNK = {
 # --------------------------------------------------------------------------- helpers
 
 
-def run(cli: Cli, endpoint: str, *args: str) -> Any:
-    return cli(
-        "run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", endpoint, "--json", *FAST, *args
-    )
-
-
-def expected_answer(sim: Simulator, body: bytes) -> dict[str, Any]:
-    """The message the simulator gives for ``body`` when asked directly, without streaming."""
-    req = json.loads(body)
-    req["stream"] = False
-    req.pop("stream_options", None)
-    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
-    try:
-        conn.request(
-            "POST",
-            "/v1/chat/completions",
-            json.dumps(req).encode(),
-            {"Content-Type": "application/json"},
-        )
-        resp = conn.getresponse()
-        data = json.loads(resp.read())
-    finally:
-        conn.close()
-    assert resp.status == 200, data
-    message: dict[str, Any] = data["choices"][0]["message"]
-    return message
-
-
 def answer_text(repo: Path, result: dict[str, Any]) -> str:
     path: str = result["segments"][0]["answer_path"]
     return (repo / path).read_text(encoding="utf-8")
-
-
-def assert_nothing_written(repo: Path) -> None:
-    assert files_under(repo / "reviews") == []
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.startswith("deepseek-review: error:")]
-    assert len(lines) == 1, err
-    assert err.rstrip("\n").endswith(lines[0])
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # --------------------------------------------------------------------------- transient faults

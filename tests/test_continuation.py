@@ -14,7 +14,7 @@ from deepseek_review.records.canonical import canonical_json, sha256_tag
 from deepseek_review.records.rebuild import rebuild_body, repo_reader
 from deepseek_review.resources import schema_path
 from deepseek_review.simulator import full_answer
-from tests.conftest import run_review
+from tests.support.cli import run_review
 
 pytestmark = pytest.mark.usefixtures("both_apis")
 

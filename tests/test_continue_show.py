@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deepseek_review.simulator import full_answer
-from tests.conftest import run_review
+from tests.support.cli import run_review
 
 pytestmark = pytest.mark.usefixtures("both_apis")
 

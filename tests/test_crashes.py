@@ -36,7 +36,7 @@ from deepseek_review import storage
 from deepseek_review.errors import ConfigError
 from deepseek_review.simulator import RecordedRequest
 from deepseek_review.storage import CRASH_POINTS
-from tests.reliability import (
+from tests.support.reliability import (
     ANSWER_WORDS,
     MANIFEST,
     OUT,

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
-from tests.test_diff_review import commit
+from tests.support.git import commit, git
 
 #: A Python file whose change is far enough below ``def f`` and ``class A`` that the hunk
 #: header names a function line, the thing diff drivers choose differently.

@@ -14,8 +14,7 @@ from deepseek_review.gitdiff import Decide, DiffSettings, Range, make_diff
 from deepseek_review.gitpatch import Change, parse_patch
 from deepseek_review.prompt import fence_for
 from deepseek_review.repo import git_output
-from tests.conftest import git
-from tests.test_diff_review import base_commit, commit
+from tests.support.git import base_commit, commit, git
 
 #: What the review's ``diff-tree`` prints first: the change listed, then its patch.
 _LISTED_AND_PATCH = ("diff-tree", "-r", "-p", "-M50%", "--raw", "-z", "--no-abbrev")

@@ -1,7 +1,7 @@
 """An answer whose length is an exact multiple of the cap: the last reply is empty.
 
 A real model cut at the cap has not yet sent its end, so the next request gets nothing and
-``stop``. llama-cpp-python streams that as a first chunk holding the role alone, then
+``stop``. llama-cpp-python streams that as a first stream_chunk holding the role alone, then
 ``delta: {}`` with the finish reason, then ``[DONE]``; ``role`` is not a message body, so
 that is an empty answer, which ends the chain. A chain's *first* answer with no text is no
 review, though, and stays refused (retried, then exit 6).
@@ -18,10 +18,16 @@ import pytest
 
 from deepseek_review import chatwire
 from deepseek_review.simulator import Simulator, full_answer
-from tests.conftest import CliResult, run_review
-from tests.test_chatwire import chunk, read
-from tests.test_paid_requests import answers, primary_messages, refused
-from tests.test_simulator import MESSAGES, chat
+from tests.support.chat import (
+    MESSAGES,
+    answers,
+    chat,
+    primary_messages,
+    read_stream,
+    refused,
+    stream_chunk,
+)
+from tests.support.cli import CliResult, run_review
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]
@@ -64,7 +70,9 @@ def test_simulator_role_chunk_stream_of_an_empty_answer_is_role_then_finish(
 
 
 def test_a_role_only_chunk_then_the_finish_is_an_empty_answer() -> None:
-    st = read([chunk({"role": "assistant"}), chunk({}, "stop"), b"data: [DONE]"])
+    st = read_stream(
+        [stream_chunk({"role": "assistant"}), stream_chunk({}, "stop"), b"data: [DONE]"]
+    )
     chatwire.check_ended(st)
     done = chatwire.stream_completion(st, 0.0)
     assert (done.content, done.finish_reason, done.message_keys) == ("", "stop", ("role",))
@@ -72,7 +80,9 @@ def test_a_role_only_chunk_then_the_finish_is_an_empty_answer() -> None:
 
 @pytest.mark.parametrize("field", ["text", "tool_calls", "function_call"])
 def test_deltas_holding_a_message_in_a_shape_we_cannot_read_are_refused(field: str) -> None:
-    st = read([chunk({"role": "assistant", field: "x"}), chunk({}, "stop"), b"data: [DONE]"])
+    st = read_stream(
+        [stream_chunk({"role": "assistant", field: "x"}), stream_chunk({}, "stop"), b"data: [DONE]"]
+    )
     with pytest.raises(ValueError, match=f"no message content .*only {field}"):
         chatwire.stream_completion(st, 0.0)
 

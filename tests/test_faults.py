@@ -20,7 +20,7 @@ import pytest
 
 from deepseek_review.chain import find_chain
 from deepseek_review.simulator import TRANSIENT_FAULTS
-from tests.reliability import (
+from tests.support.reliability import (
     ANSWER_WORDS,
     REASONING_WORDS,
     Batches,

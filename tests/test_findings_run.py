@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Any
 
-from tests.findings_support import (
+from tests.support.findings import (
     PROSE_END,
     assert_valid_findings_json,
     block,

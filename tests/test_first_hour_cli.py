@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from deepseek_review.simulator import Simulator
-from tests.conftest import files_under, git, run_review
+from tests.support.cli import files_under, run_review
+from tests.support.git import git
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]

@@ -9,7 +9,6 @@ each sent and wrote.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,24 +16,13 @@ import pytest
 from deepseek_review import api
 from deepseek_review.errors import ConfigError
 from deepseek_review.simulator import Simulator
-from tests.conftest import run_review
+from tests.support.cli import run_review
 
 ENTRY = '[[review]]\ntopic = "spec"\nprompt = "Check."\ncontext = "docs/spec.md"\n'
 
 
 def bodies(sim: Simulator) -> list[dict[str, Any]]:
     return [json.loads(r.body) for r in sim.chat_requests()]
-
-
-@pytest.fixture
-def configured(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A config file and an environment setting; neither is the built-in default."""
-    (repo / ".deepseek-review.toml").write_text(
-        'output_dir = "custom"\nmax_tokens = 7777\ncontinuation_max_tokens = 33\n'
-    )
-    monkeypatch.setenv("DEEPSEEK_REVIEW_MODEL", "m-from-env")
-    monkeypatch.setenv("DEEPSEEK_REVIEW_MAX_CONTINUATIONS", "1")
-    return repo
 
 
 def test_plan_review_plans_what_run_dry_run_shows(configured, simulator, cli):

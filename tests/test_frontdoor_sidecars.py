@@ -17,10 +17,10 @@ import pytest
 
 from deepseek_review import api
 from deepseek_review.simulator import Simulator
-from tests.conftest import run_review
-from tests.findings_support import PROSE_END, block, item, review_answering
-from tests.sshkeys import make_key, needs_openssh
-from tests.test_frontdoor import configured
+from tests.support.cli import run_review
+from tests.support.config import configured
+from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.sshkeys import make_key, needs_openssh
 
 __all__ = ["configured"]  # the fixture, shared with test_frontdoor
 

@@ -19,8 +19,8 @@ from deepseek_review.errors import ServerError
 from deepseek_review.options import naming, naming_at, switched_off
 from deepseek_review.serverhints import Advice, context_overflow
 from deepseek_review.simulator import Simulator
-from tests.stubs import Reply, Stub
-from tests.test_client import error_json, one_error_line, run
+from tests.support.chat import error_json, one_error_line, run
+from tests.support.stubs import Reply, Stub
 
 MakeStub = Callable[..., Stub]
 UNKNOWN_MODEL = error_json({"code": 404, "message": "Model Not Exist", "type": "not_found"})

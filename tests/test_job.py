@@ -15,8 +15,8 @@ from deepseek_review.errors import Interrupted, ReviewError
 from deepseek_review.job import JobResult, job_from_plan, run_job
 from deepseek_review.plan import ContinuationOptions, ReviewOptions, ReviewPlan, plan_review
 from deepseek_review.simulator import Simulator
-from tests.conftest import files_under
-from tests.test_batch import batch, manifest
+from tests.support.batch import batch, manifest
+from tests.support.cli import files_under
 
 
 @dataclass

@@ -18,7 +18,7 @@ from deepseek_review.manifest import (
     shard_of,
 )
 from deepseek_review.prompt import list_templates
-from tests.conftest import files_under
+from tests.support.cli import files_under
 
 GOOD_TOML = """\
 # a comment

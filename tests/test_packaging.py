@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.conftest import git
+from tests.support.git import git
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_NAME = "deepseek-review-receipt.schema.json"

@@ -16,36 +16,18 @@ from typing import Any
 import pytest
 
 from deepseek_review.simulator import Simulator, full_answer
-from tests.conftest import CliResult, files_under, run_review
-from tests.test_batch import batch, manifest, statuses
-from tests.test_simulator import MESSAGES, chat
+from tests.support.batch import batch, manifest, statuses
+from tests.support.chat import (
+    MESSAGES,
+    answers,
+    chat,
+    primary_messages,
+    refused,
+)
+from tests.support.cli import CliResult, files_under, run_review
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]
-ERROR = "deepseek-review: error: "
-
-
-def error_line(r: CliResult) -> str:
-    lines = [ln for ln in r.err.splitlines() if ln.startswith(ERROR)]
-    assert len(lines) == 1, r.err
-    return lines[0]
-
-
-def refused(r: CliResult, code: int, *needles: str) -> str:
-    """The one error line of a command that had to fail with ``code``, saying ``needles``."""
-    assert r.code == code, r.err
-    line = error_line(r)
-    assert all(n in line for n in needles), line
-    return line
-
-
-def answers(repo: Path, result: CliResult) -> list[str]:
-    return [(repo / s["answer_path"]).read_text("utf-8") for s in result.json()["segments"]]
-
-
-def primary_messages(sim: Simulator) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = json.loads(sim.chat_requests()[0].body)["messages"]
-    return messages
 
 
 # --------------------------------------------------------------------------- the simulator's knobs

@@ -8,8 +8,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import git, run_review
-from tests.test_diff_review import base_commit, commit, dry, user_text
+from tests.support.cli import run_review
+from tests.support.git import (
+    NEW_SPEC,
+    base_commit,
+    commit,
+    dry,
+    git,
+    user_text,
+)
 
 
 def record_of(repo: Path, result: Any) -> dict[str, Any]:
@@ -26,9 +33,6 @@ def verify(cli: Any, *args: str) -> Any:
 def prompt_check(result: Any) -> dict[str, Any]:
     (receipt,) = result.json()["receipts"]
     return next(c for c in receipt["checks"] if c["name"] == "prompt")
-
-
-NEW_SPEC = "# Spec\n\nThe mean of 2, 4 and 9 is 5. Always.\n"
 
 
 # --------------------------------------------------------------------------- automatic pinning
@@ -275,7 +279,7 @@ def test_a_pinned_record_validates_against_the_schema_and_reads_back_to_its_byte
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     from deepseek_review.records.request_record import RequestRecord
-    from tests.test_records_schema import schema_errors
+    from tests.support.schema import schema_errors
 
     a = base_commit(repo)
     b = commit(repo, "fix", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n", "x.lock": "l"})

@@ -113,7 +113,7 @@ def operator_prices(monkeypatch: pytest.MonkeyPatch, table: dict[str, Any]) -> N
 def test_max_cost_stops_starting_reviews_and_the_report_says_what_was_spent(
     repo: Path, simulator: Simulator, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     operator_prices(monkeypatch, {MODEL: {"input": 1.0, "output": 1.0}})
     manifest(repo, ["a", "b", "c"])
@@ -131,7 +131,7 @@ def test_max_cost_stops_starting_reviews_and_the_report_says_what_was_spent(
 def test_max_cost_without_a_price_for_a_model_is_refused_before_sending(
     repo: Path, simulator: Simulator, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     operator_prices(monkeypatch, {"other-model": {"input": 1.0, "output": 1.0}})
     manifest(repo, ["a"])
@@ -144,7 +144,7 @@ def test_max_cost_without_a_price_for_a_model_is_refused_before_sending(
 def test_a_batch_report_without_prices_has_a_null_cost(
     repo: Path, simulator: Simulator, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     manifest(repo, ["a"])
     r = batch(cli, simulator)
@@ -155,7 +155,7 @@ def test_a_batch_report_without_prices_has_a_null_cost(
 def test_max_cost_does_not_count_in_prices_from_the_repositorys_config(
     repo: Path, simulator: Simulator, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     prices(repo, f'[prices."{MODEL}"]\ninput = 0.0\noutput = 0.0\n')  # a cap never reached
     manifest(repo, ["a"])
@@ -168,7 +168,7 @@ def test_max_cost_does_not_count_in_prices_from_the_repositorys_config(
 def test_the_batch_report_counts_reasoning_and_cache_tokens(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     sim = make_simulator(usage_details=True, reasoning_words=3, answer_words=20)
     manifest(repo, ["a", "b"])
@@ -184,7 +184,7 @@ def test_the_batch_report_counts_reasoning_and_cache_tokens(
 def test_batch_dry_run_estimates_each_entry_and_the_whole_run(
     repo: Path, simulator: Simulator, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     prices(repo, f'[prices."{MODEL}"]\ninput = 1.0\noutput = 1.0\n')
     manifest(repo, ["a", "b"])

@@ -18,8 +18,8 @@ from deepseek_review.finding.derive import Collected
 from deepseek_review.finding.sarif import to_sarif
 from deepseek_review.signing.attest import ATTEST_PREDICATE_TYPE
 from deepseek_review.signing.statement import PREDICATE_TYPE
-from tests.conftest import run_review
-from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
+from tests.support.cli import run_review
+from tests.support.sshkeys import Key, allowed_signers, make_key, needs_openssh
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ from deepseek_review.context import gather_context
 from deepseek_review.prompt import fence_for, load_template, render_messages
 from deepseek_review.resources import prompts_dir
 from deepseek_review.simulator import Simulator
-from tests.conftest import files_under
+from tests.support.cli import files_under
 
 Cli = Callable[..., Any]
 BUNDLED = ("default", "spec-review", "code-review", "diff-review")

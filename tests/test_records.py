@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.builders import continuation_receipt, write_receipt
-from tests.conftest import run_review
+from tests.support.builders import continuation_receipt, write_receipt
+from tests.support.cli import run_review
 
 
 def chain_of_three(cli: Any, make_simulator: Any) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from deepseek_review.records.naming import (
     sibling,
     split_name,
 )
-from tests.conftest import run_review
+from tests.support.cli import run_review
 
 STEM = "reviews/spec_deepseek_deepseek-v4-flash_continuation_20260512T033551Z-2"
 

@@ -19,7 +19,8 @@ from jsonschema import Draft202012Validator
 from deepseek_review.errors import InputError
 from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS, RequestRecord
 from deepseek_review.resources import record_schema_path
-from tests.conftest import files_under, run_review
+from tests.support.cli import files_under, run_review
+from tests.support.schema import schema_errors
 
 HERE = Path(__file__).parent
 FIXTURE_RECORDS = sorted((HERE / "fixtures").rglob("*.request.json"))
@@ -31,10 +32,6 @@ def validator() -> Draft202012Validator:
     schema = json.loads(record_schema_path().read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def schema_errors(data: Any) -> list[str]:
-    return [f"{e.json_path}: {e.message}" for e in validator().iter_errors(data)]
 
 
 def records_under(folder: Path) -> list[Path]:

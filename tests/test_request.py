@@ -17,8 +17,8 @@ from deepseek_review.records.canonical import canonical_json
 from deepseek_review.records.rebuild import rebuild_body, repo_reader
 from deepseek_review.request import BodyOptions, WireMessage, prepare
 from deepseek_review.simulator import Simulator
-from tests.builders import sha
-from tests.conftest import files_under, use_key
+from tests.support.builders import sha
+from tests.support.cli import files_under, use_key
 
 Cli = Callable[..., Any]
 KEY = "sk-planted-request-0123456789abcdef"

@@ -17,10 +17,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from deepseek_review import storage
-from tests.builders import sha
-from tests.conftest import files_under, use_key
-from tests.stubs import Reply
-from tests.test_client import error_json, expected_answer, sse
+from tests.support.builders import sha
+from tests.support.chat import error_json, expected_answer, sse
+from tests.support.cli import files_under, use_key
+from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parent.parent

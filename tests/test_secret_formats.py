@@ -21,8 +21,11 @@ import pytest
 
 from deepseek_review.context import ContextFile
 from deepseek_review.secretscan import Finding, scan_files
-from tests.conftest import files_under
-from tests.test_secrets import REMOTE, Sent, offline  # noqa: F401  (a fixture, used below)
+from tests.support.cli import files_under
+from tests.support.secrets import (
+    REMOTE,
+    Sent,
+)
 
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parents[1]

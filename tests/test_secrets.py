@@ -30,13 +30,13 @@ import pytest
 
 from deepseek_review.endpoint import Endpoint
 from deepseek_review.simulator import Simulator
-from tests.conftest import files_under, use_key
-from tests.stubs import Reply, Stub
+from tests.support.cli import files_under, use_key
+from tests.support.secrets import REMOTE, Sent
+from tests.support.stubs import Reply, Stub
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
 FAST = ("--retry-wait", "0.01")
-REMOTE = "https://deepseek-review.invalid"
 VERBOSITY = [pytest.param((), id="plain"), pytest.param(("--verbose",), id="verbose")]
 
 
@@ -130,24 +130,6 @@ def assert_sent_as_bearer(key: str, sim: Simulator) -> int:
         assert r.headers.get("authorization") == f"Bearer {key}"
         assert key not in r.body.decode("utf-8")
     return len(requests)
-
-
-@dataclass
-class Sent:
-    urls: list[str] = field(default_factory=list)
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
-    """Records every request and fails it as unreachable: nothing leaves the machine."""
-    sent = Sent()
-
-    def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
-        sent.urls.append(str(request.url))
-        raise httpx.ConnectError("blocked by the test", request=request)
-
-    monkeypatch.setattr(httpx.Client, "send", send)
-    return sent
 
 
 @pytest.fixture

@@ -22,10 +22,10 @@ from deepseek_review.calls import RetryPolicy
 from deepseek_review.client import ChatClient
 from deepseek_review.errors import ServerError
 from deepseek_review.simulator import Simulator
-from tests.conftest import use_key
-from tests.stubs import Reply
-from tests.test_client import assert_nothing_written, chunk, error_json, one_error_line, run, sse
-from tests.test_hostile_server import Hostile, head
+from tests.support.chat import assert_nothing_written, chunk, error_json, one_error_line, run, sse
+from tests.support.cli import use_key
+from tests.support.hostile import Hostile, head
+from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]

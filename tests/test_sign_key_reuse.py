@@ -9,15 +9,14 @@ from pathlib import Path
 import pytest
 
 from deepseek_review.signing import sshsig, verifier
-from tests.sshkeys import armor, needs_openssh
-from tests.test_sshsig_verifier import KINDS, MESSAGE, _key, _sign
+from tests.support.sshkeys import KINDS, MESSAGE, armor, key_of_kind, needs_openssh, sign_message
 
 pytestmark = needs_openssh
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_key_already_used_still_refuses_a_changed_message(tmp_path: Path, kind: str) -> None:
-    sig = _sign(_key(tmp_path, kind), MESSAGE)
+    sig = sign_message(key_of_kind(tmp_path, kind), MESSAGE)
     assert verifier.verify(MESSAGE, sig, "deepseek-review") is True
     assert verifier.verify(MESSAGE, sig, "deepseek-review") is True
     assert verifier.verify(MESSAGE + b" ", sig, "deepseek-review") is False
@@ -29,8 +28,8 @@ def test_a_signature_naming_one_key_but_made_by_another_is_refused(
 ) -> None:
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
-    first = _sign(_key(tmp_path / "one", kind), MESSAGE)
-    second = _sign(_key(tmp_path / "two", kind), MESSAGE)
+    first = sign_message(key_of_kind(tmp_path / "one", kind), MESSAGE)
+    second = sign_message(key_of_kind(tmp_path / "two", kind), MESSAGE)
     assert verifier.verify(MESSAGE, first, "deepseek-review") is True  # its key now known
     key_one, key_two = sshsig.parse(first).public_key, sshsig.parse(second).public_key
     blob_two = sshsig.unarmor(second)

@@ -13,46 +13,19 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.conftest import git, run_review
-from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
+from tests.support.cli import run_review
+from tests.support.git import git
+from tests.support.signing import (
+    segment_files,
+    signature_check,
+    signed_review,
+    verify,
+)
+from tests.support.sshkeys import Key, allowed_signers, make_key, needs_openssh
 
 pytestmark = needs_openssh
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test uses the machine's own ssh-agent."""
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-
-
-@pytest.fixture
-def alice(tmp_path: Path) -> Key:
-    return make_key(tmp_path / "keys", "ed25519", "alice@example.com")
-
-
-def signed_review(cli: Cli, sim: Any, key: Key, *extra: str) -> dict[str, Any]:
-    r = run_review(cli, sim, "--sign", "--signing-key", str(key.private), *extra)
-    assert r.code == 0, r.err
-    out: dict[str, Any] = r.json()
-    return out
-
-
-def segment_files(repo: Path) -> dict[str, Path]:
-    """The files of the one segment under reviews/, by suffix."""
-    files = sorted((repo / "reviews").iterdir())
-    stem = next(f.name[: -len(".receipt.json")] for f in files if f.name.endswith(".receipt.json"))
-    return {f.name[len(stem) :]: f for f in files if f.name.startswith(stem)}
-
-
-def verify(cli: Cli, signers: Path, *extra: str) -> Any:
-    return cli("verify", "--allowed-signers", str(signers), "--json", *extra)
-
-
-def signature_check(result: Any) -> dict[str, str]:
-    receipt = result.json()["receipts"][0]
-    return next(c for c in receipt["checks"] if c["name"] == "signature")
 
 
 # --------------------------------------------------------------------------- what is signed

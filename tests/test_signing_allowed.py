@@ -21,7 +21,14 @@ import pytest
 
 from deepseek_review.errors import ConfigError
 from deepseek_review.signing import allowed, sshsig, verifier
-from tests.sshkeys import HAVE_OPENSSL, Key, allowed_signers, make_key, needs_openssh, small_rsa_key
+from tests.support.sshkeys import (
+    HAVE_OPENSSL,
+    Key,
+    allowed_signers,
+    make_key,
+    needs_openssh,
+    small_rsa_key,
+)
 
 pytestmark = needs_openssh
 P = "alice@example.com"

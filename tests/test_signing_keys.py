@@ -14,8 +14,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import files_under, git, run_review
-from tests.sshkeys import Key, agent_add, allowed_signers, make_key, needs_openssh, ssh_agent
+from tests.support.cli import files_under, run_review
+from tests.support.git import git
+from tests.support.sshkeys import (
+    Key,
+    agent_add,
+    allowed_signers,
+    make_key,
+    needs_openssh,
+    ssh_agent,
+)
 
 pytestmark = needs_openssh
 Cli = Callable[..., Any]

@@ -15,38 +15,21 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from deepseek_review.signing import sshsig, verifier
-from tests.sshkeys import (
+from tests.support.sshkeys import (
     HAVE_OPENSSL,
+    KINDS,
+    MESSAGE,
     Key,
     allowed_signers,
     armor,
+    key_of_kind,
     make_key,
     needs_openssh,
+    sign_message,
     small_rsa_key,
 )
 
 pytestmark = needs_openssh
-KINDS = ["ed25519", "rsa", "ecdsa-256", "ecdsa-384", "ecdsa-521"]
-MESSAGE = b'{"_type": "https://in-toto.io/Statement/v1"}\n'
-
-
-def _key(tmp_path: Path, kind: str) -> Key:
-    if kind.startswith("ecdsa-"):
-        path = tmp_path / f"id_{kind}"
-        bits = kind.split("-")[1]
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ecdsa", "-b", bits, "-N", "", "-C", "a@x", "-f", str(path)],
-            check=True,
-        )
-        return Key(path, "a@x")
-    return make_key(tmp_path, kind, "a@x")
-
-
-def _sign(key: Key, data: bytes, namespace: str = "deepseek-review") -> bytes:
-    return subprocess.run(
-        ["ssh-keygen", "-q", "-Y", "sign", "-n", namespace, "-f", str(key.private)],
-        input=data, capture_output=True, check=True,
-    ).stdout  # fmt: skip
 
 
 def _ssh_keygen_accepts(key: Key, tmp_path: Path, data: bytes, sig: bytes) -> bool:
@@ -62,16 +45,16 @@ def _ssh_keygen_accepts(key: Key, tmp_path: Path, data: bytes, sig: bytes) -> bo
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_good_signature_is_accepted_by_both(tmp_path, kind):
-    key = _key(tmp_path, kind)
-    sig = _sign(key, MESSAGE)
+    key = key_of_kind(tmp_path, kind)
+    sig = sign_message(key, MESSAGE)
     assert _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
     assert verifier.verify(MESSAGE, sig, "deepseek-review") is True
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_changed_message_is_refused_by_both(tmp_path, kind):
-    key = _key(tmp_path, kind)
-    sig = _sign(key, MESSAGE)
+    key = key_of_kind(tmp_path, kind)
+    sig = sign_message(key, MESSAGE)
     changed = MESSAGE.replace(b"v1", b"v2")
     assert not _ssh_keygen_accepts(key, tmp_path, changed, sig)
     assert verifier.verify(changed, sig, "deepseek-review") is False
@@ -79,16 +62,16 @@ def test_a_changed_message_is_refused_by_both(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_another_namespace_is_refused_by_both(tmp_path, kind):
-    key = _key(tmp_path, kind)
-    sig = _sign(key, MESSAGE, namespace="git")
+    key = key_of_kind(tmp_path, kind)
+    sig = sign_message(key, MESSAGE, namespace="git")
     assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
     assert _refused(sig)
 
 
 @pytest.mark.parametrize("kind", ["ed25519", "rsa", "ecdsa-256"])
 def test_a_signature_with_a_flipped_byte_is_refused_by_both(tmp_path, kind):
-    key = _key(tmp_path, kind)
-    lines = _sign(key, MESSAGE).splitlines()
+    key = key_of_kind(tmp_path, kind)
+    lines = sign_message(key, MESSAGE).splitlines()
     blob = bytearray(base64.b64decode(b"".join(lines[1:-1])))
     blob[-5] ^= 0x01  # inside the signature bytes, at the end of the blob
     armored = b"\n".join([lines[0], base64.b64encode(bytes(blob)), lines[-1]]) + b"\n"
@@ -101,7 +84,7 @@ def test_the_ssh_keygen_route_agrees_where_the_verifier_steps_aside(
 ):
     """Key types the in-process verifier does not handle (security keys) go to ssh-keygen:
     forced here for an ed25519 key, whose good and changed statements it judges alike."""
-    from tests.conftest import run_review
+    from tests.support.cli import run_review
 
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     monkeypatch.setattr(verifier, "verify", lambda *a, **k: None)
@@ -159,7 +142,7 @@ CRAFTED = {
 
 def test_a_signature_made_here_as_ssh_keygen_makes_it_is_accepted_by_both(tmp_path):
     """The control for the crafted signatures below: unbent, both accept it."""
-    key = _key(tmp_path, "ed25519")
+    key = key_of_kind(tmp_path, "ed25519")
     sig = _crafted(key)
     assert _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
     assert verifier.verify(MESSAGE, sig, "deepseek-review") is True
@@ -168,7 +151,7 @@ def test_a_signature_made_here_as_ssh_keygen_makes_it_is_accepted_by_both(tmp_pa
 @pytest.mark.parametrize("bent", list(CRAFTED))
 @pytest.mark.parametrize("kind", ["ed25519", "rsa"])
 def test_a_signature_ssh_keygen_cannot_read_is_refused_by_both(tmp_path, bent, kind):
-    key = _key(tmp_path, kind)
+    key = key_of_kind(tmp_path, kind)
     sig = _crafted(key, **CRAFTED[bent])
     assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
     assert _refused(sig)
@@ -176,15 +159,15 @@ def test_a_signature_ssh_keygen_cannot_read_is_refused_by_both(tmp_path, bent, k
 
 @pytest.mark.parametrize("prefix", [b"\n", b" ", b"# sig\n"])
 def test_anything_before_the_armor_header_is_refused_by_both(tmp_path, prefix):
-    key = _key(tmp_path, "ed25519")
-    sig = prefix + _sign(key, MESSAGE)
+    key = key_of_kind(tmp_path, "ed25519")
+    sig = prefix + sign_message(key, MESSAGE)
     assert not _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
     assert _refused(sig)
 
 
 def test_text_after_the_armor_footer_is_ignored_by_both(tmp_path):
-    key = _key(tmp_path, "ed25519")
-    sig = _sign(key, MESSAGE) + b"trailing words\n"
+    key = key_of_kind(tmp_path, "ed25519")
+    sig = sign_message(key, MESSAGE) + b"trailing words\n"
     assert _ssh_keygen_accepts(key, tmp_path, MESSAGE, sig)
     assert verifier.verify(MESSAGE, sig, "deepseek-review") is True
 

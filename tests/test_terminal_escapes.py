@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from deepseek_review.textsafe import escape, escape_lines, json_safe
-from tests.builders import primary_receipt, sha, write_receipt
-from tests.stubs import Reply, Stub
-from tests.terminal import read_until_closed
-from tests.test_diff_review import commit
+from tests.support.builders import primary_receipt, sha, write_receipt
+from tests.support.git import commit
+from tests.support.stubs import Reply, Stub
+from tests.support.terminal import read_until_closed
 
 Cli = Callable[..., Any]
 

@@ -12,8 +12,8 @@ import pytest
 
 from deepseek_review.calls import Timeouts
 from deepseek_review.transport import make_http_client, no_tls_context
-from tests.test_batch import manifest
-from tests.test_hostile_server import Hostile, Wire, answer, drip
+from tests.support.batch import manifest
+from tests.support.hostile import Hostile, Wire, answer, drip
 
 
 @pytest.fixture

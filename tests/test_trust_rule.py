@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult, git
-from tests.findings_support import PROSE_END, block, item, review_answering
-from tests.sshkeys import allowed_signers, make_key, needs_openssh
+from tests.support.cli import CliResult
+from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.git import git
+from tests.support.sshkeys import allowed_signers, make_key, needs_openssh
 
 Cli = Callable[..., CliResult]
 CONTINUATION = "ollama_deepseek_review_continuation_receipt_v1"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import continuation_receipt, primary_receipt, sha, write_receipt
+from tests.support.builders import continuation_receipt, primary_receipt, sha, write_receipt
 
 pytestmark = pytest.mark.usefixtures("both_apis")
 

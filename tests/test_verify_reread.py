@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import git, run_review
-from tests.test_diff_review import base_commit, commit
-from tests.test_pinning import NEW_SPEC
+from tests.support.cli import run_review
+from tests.support.git import NEW_SPEC, base_commit, commit, git
 
 
 def only_receipt(result: Any) -> str:
