@@ -6,6 +6,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONTRACT_STAMP := $(VENV)/.installed-contract
 TESTS  ?=
+# pytest-xdist workers for make test and make test-slow (auto: one per core).
+JOBS   ?= auto
 
 .PHONY: venv test test-slow test-contract lint demo bench clean
 
@@ -18,13 +20,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## The fast suite (every test but those marked slow or contract).
+## The fast suite (every test but those marked slow or contract), over JOBS worker processes.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m 'not slow and not contract' $(if $(TESTS),-k '$(TESTS)')
+	$(BIN)/python -m pytest -q -n $(JOBS) -m 'not slow and not contract' $(if $(TESTS),-k '$(TESTS)')
 
 ## The slow fault and crash suites (marked slow); .ci/run runs them after make test.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
+	$(BIN)/python -m pytest -q -n $(JOBS) -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
 
 ## The contract extra: llama-cpp-python compiles llama.cpp (CPU only; minutes on 2 cores the
 ## first time, seconds once pip's wheel cache holds the wheel). Its own stamp, so make test

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deepseek_review.simulator import full_answer
-from tests.support.cli import run_review
+from tests.support.cli import review
 
 pytestmark = pytest.mark.usefixtures("both_apis")
 
@@ -39,7 +39,7 @@ def seed_root(tmp_path: Path) -> Path:
 
 def test_continue_extends_a_truncated_chain_from_its_last_segment(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     assert first.code == 4
     primary = first.json()["segments"][0]["answer_path"]
     r = cli("continue", primary, "--endpoint", sim.base_url, "--json")
@@ -54,7 +54,7 @@ def test_continue_extends_a_truncated_chain_from_its_last_segment(repo, make_sim
 
 def test_continue_rebuilds_the_primary_messages_byte_for_byte(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
     original, resumed = (json.loads(r.body) for r in sim.chat_requests()[:2])
     assert resumed["messages"][:-1] == original["messages"]
@@ -63,7 +63,7 @@ def test_continue_rebuilds_the_primary_messages_byte_for_byte(repo, make_simulat
 
 def test_continue_from_a_middle_segment_starts_after_the_last_one(repo, make_simulator, cli):
     sim = make_simulator(answer_words=90)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "2")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "2")
     assert first.code == 4
     segs = first.json()["segments"]
     r = cli("continue", segs[0]["receipt_path"], "--endpoint", sim.base_url, "--json")
@@ -76,7 +76,7 @@ def test_continue_from_a_middle_segment_starts_after_the_last_one(repo, make_sim
 
 def test_continue_refuses_when_a_context_file_changed_naming_it(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     (repo / "docs" / "spec.md").write_text("# Spec\n\nThe mean is 6.\n", encoding="utf-8")
     r = cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
     assert r.code == 3
@@ -87,7 +87,7 @@ def test_continue_refuses_when_a_context_file_changed_naming_it(repo, make_simul
 
 def test_continue_on_a_complete_chain_sends_nothing(repo, make_simulator, cli):
     sim = make_simulator(answer_words=30)
-    first = run_review(cli, sim, "--max-tokens", "100")
+    first = review(cli, sim, "--max-tokens", "100")
     r = cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
     assert r.code == 0, r.err
     assert "nothing to continue" in r.err
@@ -129,7 +129,7 @@ def test_continue_refuses_a_path_that_is_not_a_receipt_or_answer(repo, cli):
 
 def test_continue_refuses_a_chain_whose_segment_was_altered(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     answer = first.json()["segments"][0]["answer_path"]
     (repo / answer).write_text(read(repo, answer) + "tampered", encoding="utf-8")
     r = cli("continue", answer, "--endpoint", sim.base_url)
@@ -143,7 +143,7 @@ def test_continue_refuses_a_chain_whose_segment_was_altered(repo, make_simulator
 
 def test_show_prints_the_stitched_answer_of_a_chain(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20")
+    first = review(cli, sim, "--max-tokens", "20")
     segs = first.json()["segments"]
     r = cli("show", segs[1]["answer_path"])
     assert r.code == 0, r.err
@@ -152,7 +152,7 @@ def test_show_prints_the_stitched_answer_of_a_chain(repo, make_simulator, cli):
 
 def test_show_refuses_a_tampered_segment_naming_it(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
-    segs = run_review(cli, sim, "--max-tokens", "20").json()["segments"]
+    segs = review(cli, sim, "--max-tokens", "20").json()["segments"]
     middle = segs[1]["answer_path"]
     data = (repo / middle).read_bytes()
     (repo / middle).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
@@ -177,7 +177,7 @@ def test_show_refuses_a_chain_with_a_missing_previous_receipt(seed_root, cli):
 
 def test_show_refuses_a_chain_whose_continuation_receipt_is_not_valid(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
-    segs = run_review(cli, sim, "--max-tokens", "20").json()["segments"]
+    segs = review(cli, sim, "--max-tokens", "20").json()["segments"]
     receipt = repo / segs[1]["receipt_path"]
     data = json.loads(receipt.read_text(encoding="utf-8"))
     data["usage"]["total_tokens"] = -1
@@ -190,7 +190,7 @@ def test_show_refuses_a_chain_whose_continuation_receipt_is_not_valid(repo, make
 
 def test_show_finds_its_chain_among_unrelated_receipts(repo, make_simulator, cli):
     sim = make_simulator(answer_words=40)
-    segs = run_review(cli, sim, "--max-tokens", "20").json()["segments"]
+    segs = review(cli, sim, "--max-tokens", "20").json()["segments"]
     folder = repo / "reviews"
     sample = (folder / Path(segs[0]["receipt_path"]).name).read_text(encoding="utf-8")
     for i in range(50):  # unrelated receipts (and one that is not JSON) in the same folder

@@ -27,7 +27,7 @@ from tests.support.chat import (
     refused,
     stream_chunk,
 )
-from tests.support.cli import CliResult, run_review
+from tests.support.cli import CliResult, review
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]
@@ -96,7 +96,7 @@ def test_an_answer_an_exact_multiple_of_the_cap_ends_with_an_empty_segment(
     repo: Path, make_simulator: MakeSim, cli: Cli, cap: int, stream: str
 ) -> None:
     sim = _llama_cpp_python(make_simulator)
-    r = run_review(cli, sim, stream, "--max-tokens", str(cap), "--max-continuations", "40")
+    r = review(cli, sim, stream, "--max-tokens", str(cap), "--max-continuations", "40")
     assert r.code == 0, r.err
     segments = r.json()["segments"]
     assert [s["finish_reason"] for s in segments] == ["length"] * (WORDS // cap) + ["stop"]
@@ -113,7 +113,7 @@ def test_continue_on_a_chain_cut_at_an_exact_multiple_ends_it_empty(
     repo: Path, make_simulator: MakeSim, cli: Cli, stream: str
 ) -> None:
     sim = _llama_cpp_python(make_simulator)
-    first = run_review(cli, sim, stream, "--max-tokens", str(WORDS), "--max-continuations", "0")
+    first = review(cli, sim, stream, "--max-tokens", str(WORDS), "--max-continuations", "0")
     assert first.code == 4, first.err
     answer = first.json()["segments"][0]["answer_path"]
     more = cli("continue", answer, "--endpoint", sim.base_url, stream, "--json")
@@ -139,7 +139,7 @@ def test_a_first_answer_with_no_text_is_refused_and_nothing_written(
     repo: Path, make_simulator: MakeSim, cli: Cli, stream: str, framing: dict[str, bool]
 ) -> None:
     sim = make_simulator(fault_rate=1.0, fault_kinds=("blank-answer",), **framing)
-    r = run_review(cli, sim, stream, "--max-attempts", "2")
+    r = review(cli, sim, stream, "--max-attempts", "2")
     refused(r, 6, "carried no message content (finish_reason stop)", "after 2 attempts")
     assert len(sim.chat_requests()) == 2
     assert not (repo / "reviews").exists()
@@ -150,7 +150,7 @@ def test_a_first_native_answer_with_no_text_is_refused(
     repo: Path, make_simulator: MakeSim, cli: Cli, stream: str
 ) -> None:
     sim = make_simulator(fault_rate=1.0, fault_kinds=("blank-answer",))
-    r = run_review(cli, sim, stream, "--api", "ollama", "--max-attempts", "1")
+    r = review(cli, sim, stream, "--api", "ollama", "--max-attempts", "1")
     refused(r, 6, "carried no message content")
     assert [q.path for q in sim.chat_requests()] == ["/api/chat"]
     assert not (repo / "reviews").exists()
@@ -161,7 +161,7 @@ def test_a_blank_first_answer_once_is_retried_to_a_review(
 ) -> None:
     sim = _llama_cpp_python(make_simulator)
     sim.script_faults(["blank-answer"])
-    r = run_review(cli, sim)
+    r = review(cli, sim)
     assert r.code == 0, r.err
     assert r.json()["segments"][0]["attempts"] == 2
     assert json.loads(sim.chat_requests()[1].body)["messages"][-1]["role"] == "user"

@@ -3,10 +3,10 @@ its request record before the receipt is written, and re-derived by ``verify``."
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
+from tests.support.builders import sha
 from tests.support.findings import (
     PROSE_END,
     assert_valid_findings_json,
@@ -14,10 +14,6 @@ from tests.support.findings import (
     item,
     review_answering,
 )
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def last_segment(run: Any) -> Any:

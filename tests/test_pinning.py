@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support.cli import run_review
+from tests.support.cli import review
 from tests.support.git import (
     NEW_SPEC,
     base_commit,
@@ -43,7 +43,7 @@ def test_a_committed_file_is_pinned_to_its_blob_and_a_dirty_one_to_its_hash(
 ) -> None:
     head = base_commit(repo)
     (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
-    result = run_review(cli, simulator, "-c", "src/pkg/mean.py")
+    result = review(cli, simulator, "-c", "src/pkg/mean.py")
     assert result.code == 0, result.err
     spec, mean = record_of(repo, result)["git"]["files"]
     blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
@@ -57,10 +57,10 @@ def test_a_process_that_reads_git_again_pins_to_the_new_head(
     from deepseek_review.repo import forget_git_facts
 
     base_commit(repo)
-    assert run_review(cli, simulator, "--topic", "first").code == 0
+    assert review(cli, simulator, "--topic", "first").code == 0
     new_head = commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
     forget_git_facts()  # what a long-running library user calls after committing
-    result = run_review(cli, simulator, "--topic", "second")
+    result = review(cli, simulator, "--topic", "second")
     assert result.code == 0, result.err
     spec = record_of(repo, result)["git"]["files"][0]
     blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
@@ -70,7 +70,7 @@ def test_a_process_that_reads_git_again_pins_to_the_new_head(
 def test_a_review_of_uncommitted_files_records_no_pins(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
-    result = run_review(cli, simulator)
+    result = review(cli, simulator)
     assert result.code == 0, result.err
     assert "git" not in record_of(repo, result)
 
@@ -82,7 +82,7 @@ def test_verify_strict_passes_after_a_pinned_file_was_changed_and_committed_over
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     head = base_commit(repo)
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
     result = verify(cli, "--strict")
     assert result.code == 0, result.err
@@ -95,7 +95,7 @@ def test_verify_strict_passes_after_a_pinned_file_was_deleted(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     base_commit(repo)
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     (repo / "docs" / "spec.md").unlink()
     result = verify(cli, "--strict")
     assert result.code == 0, result.err
@@ -106,7 +106,7 @@ def test_verify_says_a_dirty_file_is_read_from_the_working_tree(
 ) -> None:
     head = base_commit(repo)
     (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
-    assert run_review(cli, simulator, "-c", "src/pkg/mean.py").code == 0
+    assert review(cli, simulator, "-c", "src/pkg/mean.py").code == 0
     result = verify(cli, "--strict")
     assert result.code == 0, result.err
     assert prompt_check(result)["detail"] == (
@@ -119,7 +119,7 @@ def test_verify_fails_naming_the_file_when_a_pin_claims_another_blob(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     base_commit(repo)
-    result = run_review(cli, simulator)
+    result = review(cli, simulator)
     path = repo / result.json()["segments"][0]["record_path"]
     record = json.loads(path.read_text())
     record["git"]["files"][0]["blob"] = git(repo, "rev-parse", "HEAD:src/pkg/mean.py").strip()
@@ -196,7 +196,7 @@ def test_verify_in_a_shallow_clone_names_the_missing_blob_and_the_fix(
     repo: Path, cli: Any, simulator: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
     base_commit(repo)
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     git(repo, "add", "-A")
     commit(repo, "receipts and a new spec", {"docs/spec.md": NEW_SPEC})
     clone = _shallow_clone(repo, tmp_path)
@@ -265,7 +265,7 @@ def test_continue_on_a_pinned_review_rebuilds_from_the_same_objects(
 ) -> None:
     base_commit(repo)
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     assert first.code == 4
     commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
     answer = first.json()["segments"][0]["answer_path"]
@@ -314,7 +314,7 @@ def test_continue_names_a_pinned_blob_the_clone_lacks_and_the_fix(
 ) -> None:
     base_commit(repo)
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     path = repo / first.json()["segments"][0]["record_path"]
     record = json.loads(path.read_text())
     record["git"]["files"][0]["blob"] = "0" * 40

@@ -10,14 +10,10 @@ from typing import Any
 import pytest
 
 from deepseek_review.simulator import Simulator
+from tests.support.cli import review
 
 MakeSim = Callable[..., Simulator]
 MODEL = "deepseek-v4-flash"
-
-
-def review(cli: Any, sim: Simulator) -> None:
-    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", sim.base_url)
-    assert r.code == 0, r.err
 
 
 def prices(repo: Path, table: str) -> None:
@@ -34,7 +30,7 @@ def test_stats_prices_cache_hits_at_their_own_price(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator(usage_details=True)
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     prices(repo, f'[prices."{MODEL}"]\ninput = 2.0\ncache_hit = 0.5\noutput = 8.0\n')
     prompt, completion, hit = usage(repo)
     total = cli("stats", "--json").json()["total"]
@@ -47,7 +43,7 @@ def test_an_endpoints_own_price_wins_over_the_models(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator()
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     host = sim.base_url.split("//", 1)[1]
     prices(repo, f'[prices."{MODEL}"]\ninput = 100.0\noutput = 100.0\n'
                  f'[prices."{MODEL}@{host}"]\ninput = 0.0\noutput = 0.0\n')  # fmt: skip
@@ -58,7 +54,7 @@ def test_without_a_price_the_cost_is_null_and_the_segments_are_counted(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator()
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     total = cli("stats", "--json").json()["total"]
     assert total["cost"] is None and total["segments_without_price"] == 1
 
@@ -91,7 +87,7 @@ def test_stats_table_shows_cost_cache_share_and_speed(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator(usage_details=True, reasoning_words=4)
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     prices(repo, f'[prices."{MODEL}"]\ninput = 2.0\noutput = 8.0\n')
     err = cli("stats").err
     assert "reasoning tokens: 4" in err

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from deepseek_review.errors import InputError
 from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS, RequestRecord
 from deepseek_review.resources import record_schema_path
-from tests.support.cli import files_under, run_review
+from tests.support.cli import files_under, review
 from tests.support.schema import schema_errors
 
 HERE = Path(__file__).parent
@@ -62,7 +62,7 @@ def test_every_record_a_review_writes_validates_and_reads_back_to_its_bytes(
     repo, make_simulator, cli, args
 ):
     sim = make_simulator(answer_words=60, reasoning_words=5, echo_prefill=True)
-    r = run_review(cli, sim, *args)
+    r = review(cli, sim, *args)
     assert r.code == 0, r.err
     written = records_under(repo / "reviews")
     assert len(written) == len(r.json()["segments"]) >= 2
@@ -73,7 +73,7 @@ def test_every_record_a_review_writes_validates_and_reads_back_to_its_bytes(
 
 
 def test_a_record_without_usage_validates(repo, make_simulator, cli):
-    r = run_review(cli, make_simulator(omit_usage=True))
+    r = review(cli, make_simulator(omit_usage=True))
     assert r.code == 0, r.err
     (path,) = records_under(repo / "reviews")
     raw = path.read_bytes()

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.support.cli import run_review
+from tests.support.cli import review
 from tests.support.git import git
 from tests.support.signing import (
     segment_files,
@@ -57,7 +57,7 @@ def test_signed_run_json_names_the_statement_and_signature(repo, cli, simulator,
 
 
 def test_unsigned_run_json_has_no_statement_or_signature(repo, cli, simulator):
-    (segment,) = run_review(cli, simulator).json()["segments"]
+    (segment,) = review(cli, simulator).json()["segments"]
     assert (segment["statement_path"], segment["signature_path"]) == (None, None)
 
 
@@ -128,7 +128,7 @@ def test_kept_reasoning_is_a_subject_too(repo, cli, make_simulator, alice):
 
 
 def test_private_key_and_its_path_appear_in_no_output_or_file(repo, cli, simulator, alice):
-    r = run_review(cli, simulator, "--sign", "--signing-key", str(alice.private))
+    r = review(cli, simulator, "--sign", "--signing-key", str(alice.private))
     secret_lines = alice.private.read_text().splitlines()[1:-1]
     written = "".join(p.read_text() for p in segment_files(repo).values())
     for text in (r.out, r.err, written):
@@ -385,21 +385,21 @@ def test_a_receipt_edited_with_recomputed_hashes_is_caught_only_by_the_signature
 def test_an_unsigned_segment_is_a_warning_once_allowed_signers_are_given(
     repo, cli, simulator, tmp_path, alice
 ):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
     assert v.code == 0
     assert signature_check(v) == {"name": "signature", "status": "warn", "detail": "unsigned"}
 
 
 def test_require_signature_fails_an_unsigned_segment(repo, cli, simulator, tmp_path, alice):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()), "--require-signature")
     assert v.code == 9
     assert signature_check(v) == {"name": "signature", "status": "fail", "detail": "unsigned"}
 
 
 def test_require_signature_without_allowed_signers_is_a_usage_error(repo, cli, simulator):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = cli("verify", "--require-signature")
     assert v.code == 2
     assert v.err.strip() == (
@@ -418,7 +418,7 @@ def test_without_allowed_signers_a_signature_is_noted_not_checked(repo, cli, sim
 
 
 def test_unsigned_reviews_without_allowed_signers_report_no_signature_check(repo, cli, simulator):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = cli("verify", "--json")
     assert [c["name"] for c in v.json()["receipts"][0]["checks"]] == [
         "schema", "answer", "chain", "context", "prompt"

@@ -84,12 +84,12 @@ def test_the_ssh_keygen_route_agrees_where_the_verifier_steps_aside(
 ):
     """Key types the in-process verifier does not handle (security keys) go to ssh-keygen:
     forced here for an ed25519 key, whose good and changed statements it judges alike."""
-    from tests.support.cli import run_review
+    from tests.support.cli import review
 
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     monkeypatch.setattr(verifier, "verify", lambda *a, **k: None)
     key = make_key(tmp_path / "keys", "ed25519", "a@x")
-    assert run_review(cli, simulator, "--sign", "--signing-key", str(key.private)).code == 0
+    assert review(cli, simulator, "--sign", "--signing-key", str(key.private)).code == 0
     signers = allowed_signers(tmp_path / "allowed", key.allowed_line())
     assert cli("verify", "--allowed-signers", str(signers)).code == 0
     statement = next((repo / "reviews").glob("*.intoto.json"))

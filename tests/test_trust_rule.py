@@ -10,7 +10,6 @@ and a forged request record that makes ``--since-last-review`` skip the attacker
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.builders import sha
 from tests.support.cli import CliResult
 from tests.support.findings import PROSE_END, block, item, review_answering
 from tests.support.git import git
@@ -49,10 +49,6 @@ def pull_request(repo: Path) -> Path:
     git(repo, "branch", "-m", "main")
     git(repo, "checkout", "-qb", "pr")
     return repo
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def critical_review(cli: Cli, make_stub: Callable[..., Any], *args: str) -> dict[str, Any]:

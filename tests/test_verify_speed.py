@@ -23,7 +23,7 @@ from deepseek_review.records.receipt_fast import (
     is_uri,
     plain_date_time,
 )
-from tests.support.cli import run_review
+from tests.support.cli import review
 from tests.support.sshkeys import allowed_signers, make_key, needs_openssh
 
 URIS = [
@@ -148,7 +148,7 @@ def test_a_statement_left_without_its_signature_is_still_found(
     repo: Path, cli: Any, simulator: Any, tmp_path: Path, named: str
 ) -> None:
     key = make_key(tmp_path / "keys", "ed25519", "alice@example.com")
-    r = run_review(cli, simulator, "--sign", "--signing-key", str(key.private))
+    r = review(cli, simulator, "--sign", "--signing-key", str(key.private))
     assert r.code == 0, r.err
     receipt = r.json()["segments"][0]["receipt_path"]
     (repo / receipt.replace(".receipt.json", ".intoto.json.sig")).unlink()

@@ -12,7 +12,7 @@ from deepseek_review import chatwire
 from deepseek_review.simulator import (
     Simulator,
 )
-from tests.support.cli import Cli, CliResult, files_under
+from tests.support.cli import CliResult, files_under
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You review code. Be precise."},
@@ -31,9 +31,6 @@ def chat(sim: Simulator, headers: dict[str, str] | None = None, **payload: Any) 
         body,
         {"Content-Type": "application/json"} | (headers or {}),
     )
-
-
-FAST = ("--retry-wait", "0.01")
 
 
 def error_json(message: Any) -> bytes:
@@ -56,12 +53,6 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         "model": "m",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
-
-
-def run(cli: Cli, endpoint: str, *args: str) -> Any:
-    return cli(
-        "run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", endpoint, "--json", *FAST, *args
-    )
 
 
 def expected_answer(sim: Simulator, body: bytes) -> dict[str, Any]:

@@ -35,10 +35,20 @@ def files_under(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
-def run_review(cli: Callable[..., CliResult], sim: Any, *extra: str) -> CliResult:
-    """``run`` on the repo fixture's spec against ``sim``, fast retries, ``--json``."""
-    args = ["run", "-c", "docs/spec.md", "-p", "Check the mean.", "--endpoint", sim.base_url]
-    return cli(*args, "--retry-wait", "0.01", "--json", *extra)
+def review(
+    cli: Callable[..., CliResult],
+    server: Any,
+    *extra: str,
+    context: tuple[str, ...] = ("docs/spec.md",),
+    prompt: str = "Check the mean.",
+    as_json: bool = True,
+) -> CliResult:
+    """``run`` on the repo fixture's spec (or ``context``) against ``server`` (a simulator or
+    stub, or its URL), retries 10 ms apart, ``--json`` unless told otherwise: the result, for
+    the test to check."""
+    url = server if isinstance(server, str) else server.base_url
+    args = ["run", *(a for c in context for a in ("-c", c)), "-p", prompt, "--endpoint", url]
+    return cli(*args, "--retry-wait", "0.01", *(["--json"] if as_json else []), *extra)
 
 
 Cli = Callable[..., CliResult]

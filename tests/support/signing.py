@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import Cli, run_review
+from tests.support.cli import Cli, review
 from tests.support.sshkeys import Key, make_key
 
 
@@ -24,7 +24,7 @@ def alice(tmp_path: Path) -> Key:
 
 
 def signed_review(cli: Cli, sim: Any, key: Key, *extra: str) -> dict[str, Any]:
-    r = run_review(cli, sim, "--sign", "--signing-key", str(key.private), *extra)
+    r = review(cli, sim, "--sign", "--signing-key", str(key.private), *extra)
     assert r.code == 0, r.err
     out: dict[str, Any] = r.json()
     return out
