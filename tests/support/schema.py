@@ -4,10 +4,13 @@ single-field mutations, and the schema's errors for a record."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.records.receipt import validator
+from jsonschema import Draft202012Validator
+
+from deepseek_review.resources import record_schema_path
 
 
 def valid_corpus() -> list[dict[str, Any]]:
@@ -55,8 +58,17 @@ def mutations() -> list[tuple[str, Any]]:
     return out
 
 
+@cache
+def record_validator() -> Draft202012Validator:
+    """The request-record schema's validator, formats checked."""
+    schema = json.loads(record_schema_path().read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
 def schema_errors(data: Any) -> list[str]:
-    return [f"{e.json_path}: {e.message}" for e in validator().iter_errors(data)]
+    """What the request-record schema says of ``data``, one line per error."""
+    return [f"{e.json_path}: {e.message}" for e in record_validator().iter_errors(data)]
 
 
 HERE = Path(__file__).parents[1]
