@@ -65,8 +65,9 @@ def clean_environ(
 
 @pytest.fixture(params=["openai", "ollama"])
 def both_apis(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test once per chat API (``DEEPSEEK_REVIEW_API``): a suite marked
-    ``pytestmark = pytest.mark.usefixtures("both_apis")`` runs over Ollama's native API too."""
+    """Each test once per chat API (``DEEPSEEK_REVIEW_API``): a test marked
+    ``pytest.mark.usefixtures("both_apis")`` runs over Ollama's native API too. Only for tests
+    whose behaviour differs by API (what is sent, how the answer is read, its records)."""
     monkeypatch.setenv("DEEPSEEK_REVIEW_API", request.param)
     return str(request.param)
 

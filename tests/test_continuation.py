@@ -1,4 +1,7 @@
-"""Truncated reviews continue themselves: chains, seams, caps, and what each request carries."""
+"""Truncated reviews continue themselves: chains, seams, caps, and what each request carries.
+
+What a continuation request carries and how its answer is read differ by chat API, so those
+tests run over both (``both_apis``); naming, caps and the files written run once."""
 
 from __future__ import annotations
 
@@ -15,8 +18,6 @@ from deepseek_review.records.rebuild import rebuild_body, repo_reader
 from deepseek_review.resources import schema_path
 from deepseek_review.simulator import full_answer
 from tests.support.cli import review
-
-pytestmark = pytest.mark.usefixtures("both_apis")
 
 SCHEMA = json.loads(schema_path().read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
@@ -57,6 +58,7 @@ def test_answer_within_the_cap_makes_no_continuation(repo, make_simulator, cli):
     assert r.json()["finish_reason"] == "stop"
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_one_continuation_completes_a_cut_off_answer(repo, make_simulator, cli):
     sim = make_simulator(answer_words=30)
     r = review(cli, sim, "--max-tokens", "20")
@@ -66,6 +68,7 @@ def test_one_continuation_completes_a_cut_off_answer(repo, make_simulator, cli):
     assert r.json()["status"] == "ok"
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_three_continuations_link_each_segment_to_the_one_before(repo, make_simulator, cli):
     sim = make_simulator(answer_words=80)
     r = review(cli, sim, "--max-tokens", "20")
@@ -79,6 +82,7 @@ def test_three_continuations_link_each_segment_to_the_one_before(repo, make_simu
         assert cont["previous_answer_path"] == prev["answer_path"]
 
 
+@pytest.mark.usefixtures("both_apis")
 @pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
 def test_stitched_chain_equals_the_full_answer(repo, make_simulator, cli, stream):
     sim = make_simulator(answer_words=75)
@@ -89,6 +93,7 @@ def test_stitched_chain_equals_the_full_answer(repo, make_simulator, cli, stream
     assert stitched(repo, segs) == full_answer(primary_messages(sim), words=75)
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_stitched_chain_keeps_non_ascii_text_intact_at_every_seam(repo, make_simulator, cli):
     sim = make_simulator(answer_words=200)
     r = review(cli, sim, "--max-tokens", "7", "--max-continuations", "40")
@@ -119,6 +124,7 @@ def test_continuation_files_are_named_as_the_seed_repository_names_them(repo, ma
     )
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_every_segment_has_a_record_that_rebuilds_its_prompt_sha256(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
     r = review(cli, sim, "--max-tokens", "20")
@@ -142,6 +148,7 @@ def _messages_slice(body: bytes) -> bytes:
     return encoded
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_continuation_repeats_the_primary_messages_byte_for_byte(repo, make_simulator, cli):
     sim = make_simulator(answer_words=50)
     review(cli, sim, "--max-tokens", "20")
@@ -153,6 +160,7 @@ def test_continuation_repeats_the_primary_messages_byte_for_byte(repo, make_simu
         assert _messages_slice(req.body).startswith(primary[:-1] + b",")
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_prefill_continuation_ends_with_the_answer_so_far_as_assistant(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
     r = review(cli, sim, "--max-tokens", "20")
@@ -161,6 +169,7 @@ def test_prefill_continuation_ends_with_the_answer_so_far_as_assistant(repo, mak
     assert third[-1] == {"role": "assistant", "content": stitched(repo, segs[:2])}
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_directive_style_adds_the_continuation_directive_as_a_user_message(
     repo, make_simulator, cli
 ):
@@ -173,6 +182,7 @@ def test_directive_style_adds_the_continuation_directive_as_a_user_message(
     assert stitched(repo, segments(r)) == full_answer(primary_messages(sim), words=30)
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_echoed_prefill_is_kept_out_of_the_new_segment(repo, make_simulator, cli):
     sim = make_simulator(answer_words=50, echo_prefill=True)
     r = review(cli, sim, "--max-tokens", "20")
@@ -183,6 +193,7 @@ def test_echoed_prefill_is_kept_out_of_the_new_segment(repo, make_simulator, cli
     assert record["response"]["echo_stripped_chars"] == len(read(repo, segs[0]["answer_path"]))
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_continuation_can_use_another_model_and_token_cap(repo, make_simulator, cli):
     sim = make_simulator(answer_words=60)
     r = review(
@@ -204,6 +215,7 @@ def test_continuation_can_use_another_model_and_token_cap(repo, make_simulator, 
     assert "_deepseek_deepseek-v4-pro_continuation_" in cont["answer_path"]
 
 
+@pytest.mark.usefixtures("both_apis")
 @pytest.mark.parametrize("both_apis", ["openai"], indirect=True)  # presets are /v1's
 @pytest.mark.parametrize(
     ("server", "body_fields", "message_fields"),
@@ -227,6 +239,7 @@ def test_server_preset_adds_its_prefill_fields_to_continuations_only(
     assert {k: v for k, v in last.items() if k not in ("role", "content")} == message_fields
 
 
+@pytest.mark.usefixtures("both_apis")
 def test_reasoning_that_used_the_whole_budget_is_continued(repo, make_simulator, cli):
     sim = make_simulator(answer_words=20, reasoning_words=30)
     r = review(cli, sim, "--max-tokens", "25", "--continuation-max-tokens", "200")
