@@ -6,8 +6,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONTRACT_STAMP := $(VENV)/.installed-contract
 TESTS  ?=
-# pytest-xdist workers for make test and make test-slow (auto: one per core).
+# pytest-xdist workers for make test and make test-slow (auto: one per core). A module whose
+# module-scoped fixture is costly keeps its tests on one worker (xdist_group, --dist loadgroup).
 JOBS   ?= auto
+# The suites start Python hundreds of times and pytest rewrites every test module's asserts:
+# both reuse their compiled bytecode only where it may be written (an environment that sets
+# PYTHONDONTWRITEBYTECODE pays ~0.1 s more per process and seconds per worker).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q
+XDIST  := -n $(JOBS) --dist loadgroup
 
 .PHONY: venv test test-slow test-contract lint demo bench clean
 
@@ -22,11 +28,11 @@ $(STAMP): pyproject.toml
 
 ## The fast suite (every test but those marked slow or contract), over JOBS worker processes.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(JOBS) -m 'not slow and not contract' $(if $(TESTS),-k '$(TESTS)')
+	$(PYTEST) $(XDIST) -m 'not slow and not contract' $(if $(TESTS),-k '$(TESTS)')
 
 ## The slow fault and crash suites (marked slow); .ci/run runs them after make test.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(JOBS) -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
+	$(PYTEST) $(XDIST) -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
 
 ## The contract extra: llama-cpp-python compiles llama.cpp (CPU only; minutes on 2 cores the
 ## first time, seconds once pip's wheel cache holds the wheel). Its own stamp, so make test
@@ -39,7 +45,7 @@ $(CONTRACT_STAMP): $(STAMP)
 ## The contract suite (marked contract): the real CLI against a real llama-cpp-python server
 ## on 127.0.0.1, serving a tiny model the suite writes itself (docs/DEVELOPING.md).
 test-contract: $(CONTRACT_STAMP)
-	$(BIN)/python -m pytest -q -m contract tests/contract $(if $(TESTS),-k '$(TESTS)')
+	$(PYTEST) -m contract tests/contract $(if $(TESTS),-k '$(TESTS)')
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -19,6 +19,10 @@ def plain(root: Path, workers: int = 0) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*argv, "--workers", str(workers)], capture_output=True, text=True)
 
 
+# One worker runs the module, so its module-scoped fixture is built once.
+pytestmark = pytest.mark.xdist_group("verify_floor")
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     root = (tmp_path_factory.mktemp("floor") / "repo").resolve()

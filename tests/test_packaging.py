@@ -67,6 +67,10 @@ def _build_wheel(dist: Path) -> Path:
     return wheel
 
 
+# One worker runs the module, so its module-scoped fixture is built once.
+pytestmark = pytest.mark.xdist_group("packaging")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("packaging")

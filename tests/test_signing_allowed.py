@@ -30,7 +30,8 @@ from tests.support.sshkeys import (
     small_rsa_key,
 )
 
-pytestmark = needs_openssh
+# One worker runs the module, so its module-scoped fixture is built once.
+pytestmark = [needs_openssh, pytest.mark.xdist_group("signing_allowed")]
 P = "alice@example.com"
 MESSAGE = b'{"_type": "https://in-toto.io/Statement/v1"}\n'
 
