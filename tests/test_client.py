@@ -26,6 +26,7 @@ from tests.support.chat import (
     sse,
 )
 from tests.support.cli import files_under, review
+from tests.support.ports import closed_port
 from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
@@ -116,12 +117,7 @@ def test_transient_fault_that_persists_fails_with_exit_5_after_max_attempts(
 
 
 def test_unreachable_server_fails_with_exit_5_saying_so(repo, cli):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    r = review(cli, f"http://127.0.0.1:{port}", "--max-attempts", "2")
+    r = review(cli, f"http://127.0.0.1:{closed_port()}", "--max-attempts", "2")
     assert r.code == 5
     line = one_error_line(r.err)
     assert "cannot reach" in line
@@ -513,18 +509,10 @@ def test_a_json_refusal_still_names_model_and_extra_body(repo, make_stub, cli):
     assert "check --model and --extra-body" in one_error_line(r.err)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_retry_lines_count_the_attempts_a_failure_of_that_kind_gets(repo, cli):
     """Nothing listening on this machine is tried twice, not --max-attempts times: every line
     counts against the same limit, and the error says why it stopped early."""
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", url,
             "--max-attempts", "5", "--retry-wait", "0")  # fmt: skip
     assert r.code == 5

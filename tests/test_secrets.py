@@ -31,6 +31,7 @@ import pytest
 from deepseek_review.endpoint import Endpoint
 from deepseek_review.simulator import Simulator
 from tests.support.cli import files_under, use_key
+from tests.support.ports import closed_port
 from tests.support.secrets import REMOTE, Sent
 from tests.support.stubs import Reply, Stub
 
@@ -141,14 +142,6 @@ def echo_stub(make_stub: Callable[..., Stub]) -> Callable[[int, str, str], Stub]
         return make_stub([reply], echo_headers=True)
 
     return make
-
-
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --------------------------------------------------------------------------- the key
@@ -264,7 +257,7 @@ def test_key_is_in_no_output_or_log_of_a_failing_command(
     server, extra, code = _FAILURES[failure]
     sim = None
     if server == "refused":
-        url = f"http://127.0.0.1:{_closed_port()}"
+        url = f"http://127.0.0.1:{closed_port()}"
     elif isinstance(server, tuple):
         status, template, ctype = server
         url = echo_stub(status, template, _CTYPES[ctype]).base_url

@@ -25,6 +25,7 @@ from deepseek_review.simulator import Simulator
 from tests.support.chat import assert_nothing_written, chunk, error_json, one_error_line, sse
 from tests.support.cli import review, use_key
 from tests.support.hostile import Hostile, head
+from tests.support.ports import closed_port
 from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
@@ -33,14 +34,6 @@ MakeSim = Callable[..., Simulator]
 #: Fewer prompt tokens than the spec the tests send: every request overflows.
 TINY_CONTEXT = 10
 LLAMA_CONTEXT_MESSAGE = "the request exceeds the available context size"
-
-
-def closed_port(host: str = "127.0.0.1") -> int:
-    """A port on ``host`` that nothing listens on (bound once, then released)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def own_address() -> str:
