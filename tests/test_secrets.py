@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import httpx
 import pytest
 
 from deepseek_review.endpoint import Endpoint
 from deepseek_review.simulator import Simulator
 from tests.support.cli import files_under, use_key
 from tests.support.ports import closed_port
-from tests.support.secrets import REMOTE, Sent
+from tests.support.secrets import REMOTE, Sent, go_offline
 from tests.support.stubs import Reply, Stub
 
 Cli = Callable[..., Any]
@@ -707,17 +706,7 @@ def test_batch_bound_off_the_machine_refuses_secrets_naming_entry_file_and_line(
 def offline_after(monkeypatch: pytest.MonkeyPatch) -> Callable[[], Sent]:
     """Like ``offline``, switched on in the middle of a test (after a local run)."""
 
-    def switch_on() -> Sent:
-        sent = Sent()
-
-        def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
-            sent.urls.append(str(request.url))
-            raise httpx.ConnectError("blocked by the test", request=request)
-
-        monkeypatch.setattr(httpx.Client, "send", send)
-        return sent
-
-    return switch_on
+    return lambda: go_offline(monkeypatch)
 
 
 def test_a_secret_in_the_prompt_itself_is_refused_for_a_remote_endpoint(

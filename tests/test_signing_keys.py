@@ -12,12 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.cli import files_under, review
 from tests.support.git import git
 from tests.support.sshkeys import (
-    Key,
     agent_add,
     allowed_signers,
     make_key,
@@ -27,17 +24,6 @@ from tests.support.sshkeys import (
 
 pytestmark = needs_openssh
 Cli = Callable[..., Any]
-
-
-@pytest.fixture(autouse=True)
-def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test uses the machine's own ssh-agent."""
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-
-
-@pytest.fixture
-def alice(tmp_path: Path) -> Key:
-    return make_key(tmp_path / "keys", "ed25519", "alice@example.com")
 
 
 def last_line(err: str) -> str:

@@ -17,9 +17,9 @@ class Sent:
     urls: list[str] = field(default_factory=list)
 
 
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
-    """Records every request and fails it as unreachable: nothing leaves the machine."""
+def go_offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
+    """From now on every request is recorded and fails as unreachable: nothing leaves the
+    machine."""
     sent = Sent()
 
     def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
@@ -28,3 +28,9 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
 
     monkeypatch.setattr(httpx.Client, "send", send)
     return sent
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
+    """Records every request and fails it as unreachable: nothing leaves the machine."""
+    return go_offline(monkeypatch)
