@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_review.simulator import Simulator
-from tests.support.cli import Cli, files_under
+from tests.support.cli import Cli, files_under, review
 
 
 def write(root: Path, rel: str, text: str = "x = 1\n") -> Path:
@@ -31,6 +31,5 @@ def assert_refused(r: Any, simulator: Simulator, repo: Path, *names: str, code: 
 
 
 def run_against(cli: Cli, simulator: Simulator, *args: str) -> Any:
-    return cli(
-        "run", "-p", "Review.", "--endpoint", simulator.base_url, "--retry-wait", "0.01", *args
-    )
+    """A review of the context ``args`` name (no ``--json``)."""
+    return review(cli, simulator, *args, context=(), prompt="Review.", as_json=False)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli import review
+
 
 def big_spec(repo: Path) -> None:
     """About 6,000 estimated tokens of ordinary prose."""
@@ -13,16 +15,13 @@ def big_spec(repo: Path) -> None:
 
 
 def run_big(cli: Any, sim: Any, *extra: str) -> Any:
-    return cli(
-        "run",
-        "-c",
-        "docs/big.md",
-        "-p",
-        "Check it.",
-        "--endpoint",
-        sim.base_url,
+    """A review of the big spec (written by ``big_spec``), files up to 1 MB allowed."""
+    return review(
+        cli,
+        sim,
         "--max-file-bytes",
         "1000000",
-        "--json",
         *extra,
+        context=("docs/big.md",),
+        prompt="Check it.",
     )
