@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import io
-import json
 import os
-import subprocess
+import shutil
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.stubs import Reply, Stub
+from tests.support.cli import CliResult
+from tests.support.config import configured  # noqa: F401  (fixtures several files use)
+from tests.support.reviews import ReadyReview, isolated_environ, make_ready_review, write_repo
+from tests.support.secrets import offline  # noqa: F401  (fixtures several files use)
+from tests.support.signing import alice, no_agent  # noqa: F401  (fixtures several files use)
+from tests.support.stubs import Reply, Stub
 
 
 @pytest.fixture
@@ -47,87 +50,58 @@ def make_simulator() -> Iterator[Callable[..., Simulator]]:
 
 # --------------------------------------------------------------------------- isolation
 
-_ENV_TO_CLEAR = (
-    "CI",
-    "OLLAMA_HOST",
-    "OLLAMA_API_KEY",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "XDG_CACHE_HOME",
-)
-
-
-def use_key(monkeypatch: pytest.MonkeyPatch, key: str, var: str = "OLLAMA_API_KEY") -> None:
-    """Export ``key`` in ``var`` and name ``var`` as the key to send, as an operator does for a
-    server over plain http on loopback (the default variable goes over https only)."""
-    monkeypatch.setenv(var, key)
-    monkeypatch.setenv("DEEPSEEK_REVIEW_API_KEY_ENV", var)
-
 
 @pytest.fixture(autouse=True)
 def clean_environ(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """No test sees the machine's Ollama settings, proxies or git configuration."""
-    for name in _ENV_TO_CLEAR:
-        monkeypatch.delenv(name, raising=False)
-    for name in list(os.environ):
-        if name.startswith("DEEPSEEK_REVIEW_"):
-            monkeypatch.delenv(name)
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("NO_COLOR", "1")
+    env = isolated_environ(os.environ, tmp_path_factory.mktemp("home"))
+    for name in set(os.environ) - set(env):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture(params=["openai", "ollama"])
 def both_apis(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test once per chat API (``DEEPSEEK_REVIEW_API``): a suite marked
-    ``pytestmark = pytest.mark.usefixtures("both_apis")`` runs over Ollama's native API too."""
+    """Each test once per chat API (``DEEPSEEK_REVIEW_API``): a test marked
+    ``pytest.mark.usefixtures("both_apis")`` runs over Ollama's native API too. Only for tests
+    whose behaviour differs by API (what is sent, how the answer is read, its records)."""
     monkeypatch.setenv("DEEPSEEK_REVIEW_API", request.param)
     return str(request.param)
-
-
-def git(repo: Path, *args: str) -> str:
-    """Run git in ``repo`` (tests build real repositories, never mock git)."""
-    out = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return out.stdout
 
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A small git work tree (the current folder for the test) with a spec and some code."""
-    root = tmp_path / "repo"
-    (root / "docs").mkdir(parents=True)
-    (root / "src" / "pkg").mkdir(parents=True)
-    (root / "docs" / "spec.md").write_text(
-        "# Spec\n\nThe mean of 2, 4 and 9 is 5.\n\n```python\nprint(5)\n```\n", encoding="utf-8"
-    )
-    (root / "src" / "pkg" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "src" / "pkg" / "mean.py").write_text(
-        "def mean(xs):\n    return sum(xs) / len(xs)\n", encoding="utf-8"
-    )
-    (root / ".gitignore").write_text("*.log\nbuild/\n", encoding="utf-8")
-    git(root, "init", "-q")
+    root = write_repo(tmp_path / "repo")
     monkeypatch.chdir(root)
     return root
 
 
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
+@pytest.fixture(scope="session")
+def ready_reviews(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ReadyReview]:
+    """A review cut off twice, made once per test run (per worker) for each chat API asked."""
+    made: dict[str, ReadyReview] = {}
 
-    def json(self) -> Any:
-        return json.loads(self.out)
+    def ready(api: str) -> ReadyReview:
+        if api not in made:
+            made[api] = make_ready_review(tmp_path_factory.mktemp(f"ready-{api}"), api)
+        return made[api]
+
+    return ready
+
+
+@pytest.fixture
+def reviewed(repo: Path, request: pytest.FixtureRequest) -> list[str]:
+    """The repo fixture with a review cut off twice in its reviews/ folder (over the API of
+    ``both_apis`` where the test uses it, else /v1): the receipts, in chain order. The review
+    is a copy of one made once per run: verify, show and findings never talk to a server."""
+    api = request.getfixturevalue("both_apis") if "both_apis" in request.fixturenames else "openai"
+    ready = request.getfixturevalue("ready_reviews")(api)
+    shutil.copytree(ready.reviews, repo / "reviews", symlinks=True)
+    return list(ready.receipts)
 
 
 @pytest.fixture
@@ -153,22 +127,9 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     return run
 
 
-def files_under(folder: Path) -> list[str]:
-    """Every file below ``folder`` (relative), to assert that nothing was written."""
-    if not folder.exists():
-        return []
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-
-
-def run_review(cli: Callable[..., CliResult], sim: Any, *extra: str) -> CliResult:
-    """``run`` on the repo fixture's spec against ``sim``, fast retries, ``--json``."""
-    args = ["run", "-c", "docs/spec.md", "-p", "Check the mean.", "--endpoint", sim.base_url]
-    return cli(*args, "--retry-wait", "0.01", "--json", *extra)
-
-
 @pytest.fixture
 def make_stub() -> Iterator[Callable[..., Stub]]:
-    """A factory of started stub servers (``tests.stubs.Stub``); all stopped after."""
+    """A factory of started stub servers (``tests.support.stubs.Stub``); all stopped after."""
     made: list[Stub] = []
 
     def make(replies: list[Reply], **kw: Any) -> Stub:

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from tests.conftest import run_review
+from tests.support.cli import review
 
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +20,7 @@ SCHEMAS = ROOT / "schemas"
 def test_attest_writes_a_predicate_valid_against_its_schema_and_prints_its_type(
     repo, cli, simulator, tmp_path
 ):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     out = tmp_path / "predicate.json"
     r = cli("attest", "--output", str(out))
     assert r.code == 0, r.err
@@ -33,15 +33,15 @@ def test_attest_writes_a_predicate_valid_against_its_schema_and_prints_its_type(
 def test_each_attested_review_carries_the_signed_review_predicate_and_its_files(
     repo, cli, simulator, tmp_path
 ):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     out = tmp_path / "predicate.json"
     assert cli("attest", "reviews", "--output", str(out)).code == 0
-    review = json.loads(out.read_text())["reviews"][0]
+    attested = json.loads(out.read_text())["reviews"][0]
     segment = json.loads((SCHEMAS / "deepseek-review-signed-review-v1.schema.json").read_text())
-    jsonschema.Draft202012Validator(segment).validate(review["predicate"])
-    answer = repo / review["predicate"]["receipt"]["answer_path"]
-    assert review["subject"][0] == {
-        "name": review["predicate"]["receipt"]["answer_path"],
+    jsonschema.Draft202012Validator(segment).validate(attested["predicate"])
+    answer = repo / attested["predicate"]["receipt"]["answer_path"]
+    assert attested["subject"][0] == {
+        "name": attested["predicate"]["receipt"]["answer_path"],
         "digest": {"sha256": hashlib.sha256(answer.read_bytes()).hexdigest()},
     }
 
@@ -49,7 +49,7 @@ def test_each_attested_review_carries_the_signed_review_predicate_and_its_files(
 def test_attest_refuses_reviews_that_fail_verification_and_writes_nothing(
     repo, cli, simulator, tmp_path
 ):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     next((repo / "reviews").glob("*Z.md")).write_text("edited\n")
     out = tmp_path / "predicate.json"
     r = cli("attest", "--output", str(out))

@@ -36,8 +36,8 @@ import pytest
 
 from deepseek_review.records.request_record import RECORD_SCHEMA
 from deepseek_review.testing.simulator import Simulator
-from tests.builders import continuation_receipt, primary_receipt, sha
-from tests.stubs import Reply, Stub
+from tests.support.builders import continuation_receipt, primary_receipt, sha
+from tests.support.stubs import Reply, Stub
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]

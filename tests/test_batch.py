@@ -5,12 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,47 +14,8 @@ import pytest
 from deepseek_review.batch.manifest import Shard
 from deepseek_review.batch.run import BatchOptions, run_batch
 from deepseek_review.testing.simulator import Simulator, full_answer
-from tests.conftest import files_under
-
-
-def manifest(
-    repo: Path,
-    topics: list[str],
-    *,
-    name: str = "reviews.toml",
-    defaults: dict[str, Any] | None = None,
-    per_entry: dict[str, dict[str, Any]] | None = None,
-) -> Path:
-    lines = []
-    if defaults:
-        lines.append("[defaults]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in defaults.items()]
-        lines.append("")
-    for t in topics:
-        entry = {"prompt": f"Check {t}.", "context": "docs/spec.md", **(per_entry or {}).get(t, {})}
-        lines += ["[[review]]", f'topic = "{t}"']
-        lines += [f"{k} = {json.dumps(v)}" for k, v in entry.items()]
-        lines.append("")
-    path = repo / name
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
-
-
-def batch(cli: Any, sim: Simulator, *args: str) -> Any:
-    return cli(
-        "batch",
-        "reviews.toml",
-        "--endpoint",
-        sim.base_url,
-        "--retry-wait",
-        "0.01",
-        "--json",
-        *args,
-    )
-
-
-def statuses(result: Any) -> dict[str, str]:
-    return {e["topic"]: e["status"] for e in result.json()["entries"]}
+from tests.support.batch import batch, manifest, spawn_batch, statuses, wait_for
+from tests.support.cli import files_under
 
 
 def count_connections(sim: Simulator) -> list[int]:
@@ -455,22 +412,6 @@ def test_library_run_batch_returns_the_report(repo, simulator):
 # --------------------------------------------------------------------------- interrupts
 
 
-def _spawn_batch(repo: Path, url: str, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "deepseek_review", "batch", "reviews.toml", "--endpoint", url,
-         "--jobs", "2", "--report", "report.json", *extra],
-        cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_finishes_in_flight_reviews_writes_the_report_and_resume_completes(
     repo, make_simulator, cli, signum
@@ -478,8 +419,8 @@ def test_a_signal_finishes_in_flight_reviews_writes_the_report_and_resume_comple
     sim = make_simulator(answer_words=20, latency=1.0)
     topics = [f"r{i}" for i in range(6)]
     manifest(repo, topics)
-    proc = _spawn_batch(repo, sim.base_url)
-    _wait_for(lambda: len(sim.chat_requests()) == 2)
+    proc = spawn_batch(repo, sim.base_url)
+    wait_for(lambda: len(sim.chat_requests()) == 2)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -504,8 +445,8 @@ def test_a_signal_finishes_in_flight_reviews_writes_the_report_and_resume_comple
 def test_a_second_signal_exits_at_once(repo, make_simulator):
     sim = make_simulator(answer_words=20, latency=30.0)
     manifest(repo, ["a", "b"])
-    proc = _spawn_batch(repo, sim.base_url)
-    _wait_for(lambda: len(sim.chat_requests()) == 2)
+    proc = spawn_batch(repo, sim.base_url)
+    wait_for(lambda: len(sim.chat_requests()) == 2)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)  # the first one is handled: no new work, waiting for the two in flight
     t0 = time.monotonic()

@@ -8,7 +8,7 @@ import pytest
 
 from deepseek_review.records.canonical import BATCH, SLICE
 from deepseek_review.reviewing.request import BodyOptions
-from tests.test_body_memory import TRICKY, both_ways, file_of
+from tests.support.body import TRICKY, both_ways, file_of
 
 
 @pytest.fixture(autouse=True)

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import CliResult, run_review
-from tests.test_batch import batch, manifest
-from tests.test_diff_review import base_commit, commit
+from tests.support.batch import batch, manifest
+from tests.support.cli import CliResult, review
+from tests.support.git import base_commit, commit
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]
@@ -58,7 +58,7 @@ def verify_strict(cli: Cli, *args: str) -> dict[str, Any]:
 
 
 def chain(cli: Cli, sim: Simulator, *extra: str) -> CliResult:
-    r = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "10", *extra)
+    r = review(cli, sim, "--max-tokens", "20", "--max-continuations", "10", *extra)
     assert r.code == 0, r.err
     assert len(r.json()["segments"]) > 2
     return r
@@ -115,7 +115,7 @@ def test_continue_after_an_edit_rebuilds_from_the_blob_and_pins_its_segments(
     repo: Path, cli: Cli, sim: Simulator
 ) -> None:
     base_commit(repo)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     assert first.code == 4, first.err
     (repo / "docs" / "spec.md").write_text(NEW_SPEC, encoding="utf-8")
     answer = first.json()["segments"][0]["answer_path"]

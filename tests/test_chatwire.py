@@ -3,41 +3,38 @@ Completion (or the reason there is none) out."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
 from deepseek_review.chat import wire as chatwire
-
-
-def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
-    return b"data: " + json.dumps({"choices": [{"delta": delta, "finish_reason": finish}]}).encode()
-
-
-def read(lines: list[bytes]) -> chatwire.StreamState:
-    st = chatwire.StreamState()
-    chatwire.read_events(st, lines, max_line_bytes=1 << 20)
-    return st
+from tests.support.chat import read_stream, stream_chunk
 
 
 def test_a_whole_stream_becomes_its_completion():
-    st = read([chunk({"content": "Hel"}), b"", chunk({"content": "lo"}, "stop"), b"data: [DONE]"])
+    st = read_stream(
+        [
+            stream_chunk({"content": "Hel"}),
+            b"",
+            stream_chunk({"content": "lo"}, "stop"),
+            b"data: [DONE]",
+        ]
+    )
     chatwire.check_ended(st)
     done = chatwire.stream_completion(st, 1.5)
     assert (done.content, done.finish_reason, done.message_keys) == ("Hello", "stop", ("content",))
 
 
 def test_a_surrogate_pair_split_across_two_chunks_is_joined():
-    first, second = b'data: {"choices":[{"delta":{"content":"\\ud83d"}}]}', chunk({}, "stop")
+    first, second = b'data: {"choices":[{"delta":{"content":"\\ud83d"}}]}', stream_chunk({}, "stop")
     halves = b'data: {"choices":[{"delta":{"content":"\\ude00"}}]}'
-    st = read([first, halves, second, b"data: [DONE]"])
+    st = read_stream([first, halves, second, b"data: [DONE]"])
     assert chatwire.stream_completion(st, 0.0).content == "\U0001f600"
 
 
 def test_a_stream_without_done_is_not_ended():
-    st = read([chunk({"content": "x"}, "stop")])
+    st = read_stream([stream_chunk({"content": "x"}, "stop")])
     with pytest.raises(ValueError, match=r"stream ended without its data: \[DONE\]"):
         chatwire.check_ended(st)
 
@@ -49,27 +46,27 @@ def test_a_stream_without_done_is_not_ended():
         ([b"event: error", b'data: {"message": "x"}'], b'{"message": "x"}'),
         ([b'data: {"error": {"message": "too long"}}'], b'{"error": {"message": "too long"}}'),
     ],
-    ids=["llama.cpp error line", "sse error event", "error chunk"],
+    ids=["llama.cpp error line", "sse error event", "error stream_chunk"],
 )
 def test_an_error_inside_the_stream_is_reported_with_the_servers_bytes(lines, raw):
     with pytest.raises(chatwire.ReportedError) as caught:
-        read(lines)
+        read_stream(lines)
     assert caught.value.raw == raw
 
 
 def test_an_error_that_is_null_is_no_error():
-    st = read([b'data: {"error": null, "choices": [{"delta": {"content": "ok"}}]}'])
+    st = read_stream([b'data: {"error": null, "choices": [{"delta": {"content": "ok"}}]}'])
     assert st.content == ["ok"]
 
 
 def test_a_chunk_that_is_not_json_is_a_bad_chunk():
     with pytest.raises(chatwire.BadChunk):
-        read([b"data: {not json"])
+        read_stream([b"data: {not json"])
 
 
 def test_endless_blank_lines_make_an_idle_stream():
     with pytest.raises(chatwire.IdleStream, match="10000 stream lines in a row"):
-        read([b""] * (chatwire.MAX_IDLE_LINES + 1))
+        read_stream([b""] * (chatwire.MAX_IDLE_LINES + 1))
 
 
 def test_a_token_count_that_is_a_bool_makes_the_answer_unusable():

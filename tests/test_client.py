@@ -7,7 +7,6 @@ the request's headers) come from :class:`Stub`, a tiny real HTTP server on 127.0
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
 from collections.abc import Callable
@@ -18,37 +17,23 @@ import pytest
 
 from deepseek_review.chat.retry import parse_retry_after
 from deepseek_review.testing.simulator import GARBAGE_FAULTS, TRANSIENT_FAULTS, Simulator
-from tests.conftest import files_under
-from tests.stubs import Reply
+from tests.support.chat import (
+    assert_nothing_written,
+    chunk,
+    error_json,
+    expected_answer,
+    one_error_line,
+    sse,
+)
+from tests.support.cli import files_under, review
+from tests.support.ports import closed_port
+from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
-FAST = ("--retry-wait", "0.01")
 
 
 # --------------------------------------------------------------------------- a stub server
-
-
-def error_json(message: Any) -> bytes:
-    return json.dumps({"error": message}).encode()
-
-
-def sse(*events: Any, done: bool = True, extra: bytes = b"") -> bytes:
-    out = extra
-    for e in events:
-        out += b"data: " + json.dumps(e).encode() + b"\n\n"
-    if done:
-        out += b"data: [DONE]\n\n"
-    return out
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 USAGE_CHUNK = {
@@ -60,49 +45,9 @@ USAGE_CHUNK = {
 # --------------------------------------------------------------------------- helpers
 
 
-def run(cli: Cli, endpoint: str, *args: str) -> Any:
-    return cli(
-        "run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", endpoint, "--json", *FAST, *args
-    )
-
-
-def expected_answer(sim: Simulator, body: bytes) -> dict[str, Any]:
-    """The message the simulator gives for ``body`` when asked directly, without streaming."""
-    req = json.loads(body)
-    req["stream"] = False
-    req.pop("stream_options", None)
-    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
-    try:
-        conn.request(
-            "POST",
-            "/v1/chat/completions",
-            json.dumps(req).encode(),
-            {"Content-Type": "application/json"},
-        )
-        resp = conn.getresponse()
-        data = json.loads(resp.read())
-    finally:
-        conn.close()
-    assert resp.status == 200, data
-    message: dict[str, Any] = data["choices"][0]["message"]
-    return message
-
-
 def answer_text(repo: Path, result: dict[str, Any]) -> str:
     path: str = result["segments"][0]["answer_path"]
     return (repo / path).read_text(encoding="utf-8")
-
-
-def assert_nothing_written(repo: Path) -> None:
-    assert files_under(repo / "reviews") == []
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.startswith("deepseek-review: error:")]
-    assert len(lines) == 1, err
-    assert err.rstrip("\n").endswith(lines[0])
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # --------------------------------------------------------------------------- transient faults
@@ -121,7 +66,7 @@ def _sim_for(kind: str, make_simulator: MakeSim) -> tuple[Simulator, tuple[str, 
 def test_retry_recovers_from_a_transient_fault(repo, make_simulator, cli, kind, stream):
     sim, extra = _sim_for(kind, make_simulator)
     sim.script_faults([kind])
-    r = run(cli, sim.base_url, stream, *extra)
+    r = review(cli, sim.base_url, stream, *extra)
     assert r.code == 0, r.err
     requests = sim.chat_requests()
     assert [q.fault for q in requests] == [kind, None]
@@ -133,7 +78,7 @@ def test_retry_recovers_from_a_transient_fault(repo, make_simulator, cli, kind, 
 def test_retry_recovers_after_several_faults_in_a_row(repo, make_simulator, cli):
     sim = make_simulator()
     sim.script_faults(["500", "reset", "malformed", "503"])
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 0, r.err
     assert r.json()["segments"][0]["attempts"] == 5
     record = json.loads((repo / r.json()["segments"][0]["record_path"]).read_text())
@@ -143,7 +88,7 @@ def test_retry_recovers_after_several_faults_in_a_row(repo, make_simulator, cli)
 def test_every_retry_sends_the_same_bytes(repo, make_simulator, cli):
     sim = make_simulator()
     sim.script_faults(["502", "cut-stream"])
-    assert run(cli, sim.base_url).code == 0
+    assert review(cli, sim.base_url).code == 0
     bodies = {q.body for q in sim.chat_requests()}
     assert len(bodies) == 1
 
@@ -152,7 +97,7 @@ def test_retry_after_header_is_honoured(repo, make_simulator, cli):
     sim = make_simulator(retry_after=0.4)
     sim.script_faults(["429"])
     started = time.monotonic()
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 0, r.err
     assert time.monotonic() - started >= 0.4
     assert "rate limit exceeded" in r.err
@@ -162,7 +107,7 @@ def test_transient_fault_that_persists_fails_with_exit_5_after_max_attempts(
     repo, make_simulator, cli
 ):
     sim = make_simulator(fault_rate=1.0, fault_kinds=("503",))
-    r = run(cli, sim.base_url, "--max-attempts", "3")
+    r = review(cli, sim.base_url, "--max-attempts", "3")
     assert r.code == 5
     assert len(sim.chat_requests()) == 3
     line = one_error_line(r.err)
@@ -172,12 +117,7 @@ def test_transient_fault_that_persists_fails_with_exit_5_after_max_attempts(
 
 
 def test_unreachable_server_fails_with_exit_5_saying_so(repo, cli):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    r = run(cli, f"http://127.0.0.1:{port}", "--max-attempts", "2")
+    r = review(cli, f"http://127.0.0.1:{closed_port()}", "--max-attempts", "2")
     assert r.code == 5
     line = one_error_line(r.err)
     assert "cannot reach" in line
@@ -187,7 +127,7 @@ def test_unreachable_server_fails_with_exit_5_saying_so(repo, cli):
 
 def test_read_timeout_is_reported_with_the_option_to_raise(repo, make_simulator, cli):
     sim = make_simulator(stall_seconds=5.0, fault_rate=1.0, fault_kinds=("stall",))
-    r = run(cli, sim.base_url, "--read-timeout", "0.2", "--max-attempts", "2")
+    r = review(cli, sim.base_url, "--read-timeout", "0.2", "--max-attempts", "2")
     assert r.code == 5
     assert "--read-timeout" in one_error_line(r.err)
 
@@ -197,7 +137,7 @@ def test_read_timeout_is_reported_with_the_option_to_raise(repo, make_simulator,
 
 def test_401_is_not_retried_and_says_to_set_the_key(repo, make_simulator, cli):
     sim = make_simulator(api_key="the-right-key")
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 5
     assert len(sim.chat_requests()) == 1
     line = one_error_line(r.err)
@@ -208,7 +148,7 @@ def test_401_is_not_retried_and_says_to_set_the_key(repo, make_simulator, cli):
 
 def test_404_is_not_retried_and_names_the_model_to_pull(repo, make_simulator, cli):
     sim = make_simulator(models=frozenset({"other-model"}))
-    r = run(cli, sim.base_url, "--model", "deepseek-v4-flash")
+    r = review(cli, sim.base_url, "--model", "deepseek-v4-flash")
     assert r.code == 5
     assert len(sim.chat_requests()) == 1
     line = one_error_line(r.err)
@@ -220,7 +160,7 @@ def test_404_is_not_retried_and_names_the_model_to_pull(repo, make_simulator, cl
 @pytest.mark.parametrize("status", [400, 401, 403, 404])
 def test_client_error_is_sent_exactly_once(repo, make_stub, cli, status):
     stub = make_stub([Reply(status, error_json({"message": f"refused with {status}"}))])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert r.code == 5
     assert len(stub.seen) == 1
     assert f"refused with {status}" in one_error_line(r.err)
@@ -239,26 +179,26 @@ def test_openai_shaped_error_message_is_shown(repo, make_stub, cli):
         }
     )
     stub = make_stub([Reply(400, body.encode())])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert 'invalid reasoning value: "x"' in one_error_line(r.err)
 
 
 def test_string_shaped_error_message_is_shown(repo, make_stub, cli):
     stub = make_stub([Reply(403, error_json("cloud models are disabled on this server"))])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert "cloud models are disabled on this server" in one_error_line(r.err)
 
 
 def test_string_shaped_429_message_is_shown_when_it_persists(repo, make_simulator, cli):
     sim = make_simulator(fault_rate=1.0, fault_kinds=("429-string",))
-    r = run(cli, sim.base_url, "--max-attempts", "2")
+    r = review(cli, sim.base_url, "--max-attempts", "2")
     assert r.code == 5
     assert "reached your hourly usage limit" in one_error_line(r.err)
 
 
 def test_html_error_page_is_summarised_by_its_title(repo, make_simulator, cli):
     sim = make_simulator(fault_rate=1.0, fault_kinds=("html",))
-    r = run(cli, sim.base_url, "--max-attempts", "2")
+    r = review(cli, sim.base_url, "--max-attempts", "2")
     assert r.code == 5
     line = one_error_line(r.err)
     assert "502 Bad Gateway" in line
@@ -269,7 +209,7 @@ def test_redirect_is_not_followed_and_names_the_target(repo, make_stub, cli):
     stub = make_stub(
         [Reply(307, b"", {"Location": "https://elsewhere.example/v1/chat/completions"})]
     )
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert r.code == 5
     assert len(stub.seen) == 1
     assert "https://elsewhere.example/v1/chat/completions" in one_error_line(r.err)
@@ -284,7 +224,7 @@ def test_garbage_answer_that_persists_fails_with_exit_6_and_writes_nothing(
     repo, make_simulator, cli, kind, stream
 ):
     sim = make_simulator(fault_rate=1.0, fault_kinds=(kind,))
-    r = run(cli, sim.base_url, stream, "--max-attempts", "3")
+    r = review(cli, sim.base_url, stream, "--max-attempts", "3")
     assert r.code == 6, r.err
     assert len(sim.chat_requests()) == 3
     assert "after 3 attempts" in one_error_line(r.err)
@@ -294,14 +234,14 @@ def test_garbage_answer_that_persists_fails_with_exit_6_and_writes_nothing(
 def test_garbage_answer_once_is_retried_to_success(repo, make_simulator, cli):
     sim = make_simulator()
     sim.script_faults(["no-choices", "content-not-string"])
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 0, r.err
     assert r.json()["segments"][0]["attempts"] == 3
 
 
 def test_huge_answer_is_refused_without_reading_it_all(repo, make_simulator, cli):
     sim = make_simulator(fault_rate=1.0, fault_kinds=("huge",))
-    r = run(cli, sim.base_url, "--max-attempts", "1")
+    r = review(cli, sim.base_url, "--max-attempts", "1")
     assert r.code == 6
     assert "bytes" in one_error_line(r.err)
     assert_nothing_written(repo)
@@ -310,7 +250,7 @@ def test_huge_answer_is_refused_without_reading_it_all(repo, make_simulator, cli
 def test_stream_without_done_is_a_failed_attempt(repo, make_stub, cli):
     body = sse(chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), done=False)
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
-    r = run(cli, stub.base_url, "--max-attempts", "2")
+    r = review(cli, stub.base_url, "--max-attempts", "2")
     assert r.code == 6
     assert len(stub.seen) == 2
     assert "[DONE]" in one_error_line(r.err)
@@ -320,7 +260,7 @@ def test_stream_without_done_is_a_failed_attempt(repo, make_stub, cli):
 def test_stream_without_finish_chunk_is_a_failed_attempt(repo, make_stub, cli):
     body = sse(chunk({"role": "assistant", "content": "Hi"}))
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
-    r = run(cli, stub.base_url, "--max-attempts", "2")
+    r = review(cli, stub.base_url, "--max-attempts", "2")
     assert r.code == 6
     assert "finish chunk" in one_error_line(r.err)
     assert_nothing_written(repo)
@@ -329,7 +269,7 @@ def test_stream_without_finish_chunk_is_a_failed_attempt(repo, make_stub, cli):
 def test_error_in_the_middle_of_a_stream_is_a_failed_attempt(repo, make_stub, cli):
     body = sse(chunk({"role": "assistant", "content": "Hi"}), {"error": "runner crashed"})
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
-    r = run(cli, stub.base_url, "--max-attempts", "2")
+    r = review(cli, stub.base_url, "--max-attempts", "2")
     assert r.code == 6
     assert "runner crashed" in one_error_line(r.err)
 
@@ -342,7 +282,7 @@ def test_stream_with_sse_comments_and_other_fields_is_read(repo, make_stub, cli)
         b": keep-alive\n\n" + sse(chunk({"content": "lo."}), chunk({}, "stop"), USAGE_CHUNK)
     )
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert r.code == 0, r.err
     assert answer_text(repo, r.json()) == "Hello."
     assert r.json()["usage"] == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
@@ -362,14 +302,14 @@ def test_stream_answered_as_plain_json_is_read(repo, make_stub, cli):
         }
     )
     stub = make_stub([Reply(200, body.encode())])
-    r = run(cli, stub.base_url, "--stream")
+    r = review(cli, stub.base_url, "--stream")
     assert r.code == 0, r.err
     assert answer_text(repo, r.json()) == "Ok."
 
 
 def test_legacy_stream_framing_is_read(repo, make_simulator, cli):
     sim = make_simulator(legacy_stream=True)
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 0, r.err
     assert r.json()["finish_reason"] == "stop"
     assert (
@@ -385,7 +325,7 @@ def test_deepseek_reasoning_content_field_is_read_as_reasoning(repo, make_stub, 
         USAGE_CHUNK,
     )
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
-    r = run(cli, stub.base_url, "--keep-reasoning")
+    r = review(cli, stub.base_url, "--keep-reasoning")
     assert r.code == 0, r.err
     seg = r.json()["segments"][0]
     assert (repo / seg["reasoning_path"]).read_text() == "Hmm."
@@ -400,7 +340,7 @@ def test_surrogate_pair_split_across_chunks_is_joined_into_one_character(repo, m
         b'"finish_reason":null}]}\n\n' + sse(chunk({}, "stop"), USAGE_CHUNK)
     )
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert r.code == 0, r.err
     assert answer_text(repo, r.json()) == "ok \N{GRINNING FACE} done"
 
@@ -416,14 +356,14 @@ def test_unpaired_surrogate_in_the_answer_is_a_bad_response(repo, make_stub, cli
         text = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": message}]})
         reply = Reply(200, text.replace('"x"', '"bad \\ud83d half"').encode())
     stub = make_stub([reply])
-    r = run(cli, stub.base_url, "--stream" if stream else "--no-stream", "--max-attempts", "2")
+    r = review(cli, stub.base_url, "--stream" if stream else "--no-stream", "--max-attempts", "2")
     assert r.code == 6, r.err
     assert "surrogate" in one_error_line(r.err)
     assert_nothing_written(repo)
 
 
 def test_max_attempts_below_one_is_refused(repo, simulator, cli):
-    r = run(cli, simulator.base_url, "--max-attempts", "0")
+    r = review(cli, simulator.base_url, "--max-attempts", "0")
     assert r.code == 2
     assert "--max-attempts" in r.err
     assert simulator.chat_requests() == []
@@ -431,7 +371,7 @@ def test_max_attempts_below_one_is_refused(repo, simulator, cli):
 
 @pytest.mark.parametrize("option", ["--read-timeout", "--connect-timeout"])
 def test_non_positive_timeout_is_refused(repo, simulator, cli, option):
-    r = run(cli, simulator.base_url, option, "0")
+    r = review(cli, simulator.base_url, option, "0")
     assert r.code == 2
     assert f"{option} must be a positive number of seconds, got 0.0" in r.err
     assert simulator.chat_requests() == []
@@ -442,7 +382,7 @@ def test_non_positive_timeout_is_refused(repo, simulator, cli, option):
 
 @pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
 def test_usage_is_the_servers_own_count(repo, simulator, cli, stream):
-    r = run(cli, simulator.base_url, stream)
+    r = review(cli, simulator.base_url, stream)
     assert r.code == 0, r.err
     usage = r.json()["usage"]
     receipt = json.loads((repo / r.json()["segments"][0]["receipt_path"]).read_text())
@@ -457,7 +397,7 @@ def test_usage_absent_gives_zeros_a_warning_and_usage_reported_false(
     repo, make_simulator, cli, stream
 ):
     sim = make_simulator(omit_usage=True)
-    r = run(cli, sim.base_url, stream)
+    r = review(cli, sim.base_url, stream)
     assert r.code == 0, r.err
     data = r.json()
     seg = data["segments"][0]
@@ -474,7 +414,7 @@ def test_usage_absent_gives_zeros_a_warning_and_usage_reported_false(
 
 def test_reasoning_is_not_written_without_keep_reasoning(repo, make_simulator, cli):
     sim = make_simulator(reasoning_words=12)
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 0, r.err
     seg = r.json()["segments"][0]
     assert seg["reasoning_path"] is None
@@ -488,7 +428,7 @@ def test_reasoning_is_written_to_its_own_file_with_keep_reasoning(
     repo, make_simulator, cli, stream
 ):
     sim = make_simulator(reasoning_words=12)
-    r = run(cli, sim.base_url, stream, "--keep-reasoning")
+    r = review(cli, sim.base_url, stream, "--keep-reasoning")
     assert r.code == 0, r.err
     seg = r.json()["segments"][0]
     expected = expected_answer(sim, sim.chat_requests()[0].body)
@@ -536,7 +476,7 @@ def _plain_web_server() -> tuple[Any, str]:
 def test_a_plain_web_server_is_named_as_not_a_chat_endpoint(repo, cli):
     server, url = _plain_web_server()
     try:
-        r = run(cli, url)
+        r = review(cli, url)
     finally:
         server.shutdown()
         server.server_close()
@@ -558,29 +498,21 @@ def test_a_web_page_or_a_refused_method_asks_whether_it_is_a_chat_endpoint(
     repo, make_stub, cli, reply
 ):
     stub = make_stub([reply])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert r.code == 5
     assert "is this a chat endpoint? check --endpoint" in one_error_line(r.err)
 
 
 def test_a_json_refusal_still_names_model_and_extra_body(repo, make_stub, cli):
     stub = make_stub([Reply(400, error_json({"message": "bad field"}))])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert "check --model and --extra-body" in one_error_line(r.err)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_retry_lines_count_the_attempts_a_failure_of_that_kind_gets(repo, cli):
     """Nothing listening on this machine is tried twice, not --max-attempts times: every line
     counts against the same limit, and the error says why it stopped early."""
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     r = cli("run", "-c", "docs/spec.md", "-p", "x", "--endpoint", url,
             "--max-attempts", "5", "--retry-wait", "0")  # fmt: skip
     assert r.code == 5

@@ -9,6 +9,7 @@ import pytest
 
 from deepseek_review.errors import ConfigError
 from deepseek_review.options.config import resolve
+from tests.support.config import run_dry
 
 
 def write(root: Path, name: str, text: str) -> None:
@@ -112,10 +113,6 @@ def test_config_command_reports_a_bad_config_with_exit_2(repo, cli):
     r = cli("config")
     assert r.code == 2
     assert ".deepseek-review.toml jobs must be an integer, not a boolean" in r.err
-
-
-def run_dry(cli: Any, *extra: str) -> Any:
-    return cli("run", "-c", "docs/spec.md", "-p", "Check.", "--dry-run", "--json", *extra)
 
 
 def test_run_takes_model_and_endpoint_from_the_config_file(repo, cli):

@@ -16,8 +16,9 @@ import pytest
 
 from deepseek_review.context.gather import ContextLimits, gather_context
 from deepseek_review.errors import InputError
-from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under, git
+from tests.support.cli import files_under
+from tests.support.context import assert_refused, run_against, write
+from tests.support.git import git
 
 Cli = Callable[..., Any]
 
@@ -30,33 +31,6 @@ def listed(cli: Cli, *specs: str, extra: tuple[str, ...] = ()) -> list[str]:
     r = cli(*args)
     assert r.code == 0, r.err
     return [f["path"] for f in r.json()["context_files"]]
-
-
-def write(root: Path, rel: str, text: str = "x = 1\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def assert_refused(r: Any, simulator: Simulator, repo: Path, *names: str, code: int = 3) -> None:
-    """The run failed with ``code``, one stderr line naming each of ``names``, and no effect."""
-    assert r.code == code, (r.code, r.err)
-    lines = r.err.strip().splitlines()
-    assert len(lines) == 1, r.err
-    assert lines[0].startswith("deepseek-review: error: "), r.err
-    for name in names:
-        assert name in lines[0], (name, r.err)
-    assert "Traceback" not in r.err
-    assert r.out == ""
-    assert simulator.chat_requests() == []
-    assert files_under(repo / "reviews") == []
-
-
-def run_against(cli: Cli, simulator: Simulator, *args: str) -> Any:
-    return cli(
-        "run", "-p", "Review.", "--endpoint", simulator.base_url, "--retry-wait", "0.01", *args
-    )
 
 
 # --------------------------------------------------------------------------- what is listed

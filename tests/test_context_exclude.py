@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_diff_review import base_commit, commit
+from tests.support.git import base_commit, commit
 
 Cli = Any
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under
-from tests.test_context import assert_refused, run_against, write
+from tests.support.cli import files_under
+from tests.support.context import assert_refused, run_against, write
 
 Cli = Callable[..., Any]
 

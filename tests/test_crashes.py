@@ -36,7 +36,7 @@ from deepseek_review.errors import ConfigError
 from deepseek_review.records import storage
 from deepseek_review.records.storage import CRASH_POINTS
 from deepseek_review.testing.simulator import RecordedRequest
-from tests.reliability import (
+from tests.support.reliability import (
     ANSWER_WORDS,
     MANIFEST,
     OUT,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
-from tests.test_diff_review import commit
+from tests.support.cli import review
+from tests.support.git import commit, git
 
 #: A Python file whose change is far enough below ``def f`` and ``class A`` that the hunk
 #: header names a function line, the thing diff drivers choose differently.
@@ -44,8 +44,8 @@ def planned(repo: Path, rng: str) -> tuple[str, str]:
     return plan.prepared.prompt_sha256, plan.texts[-1]
 
 
-def review(cli: Any, simulator: Any, rng: str) -> Any:
-    run = cli("run", "-p", "Review.", "--diff", rng, "--endpoint", simulator.base_url, "--json")
+def reviewed_diff(cli: Any, simulator: Any, rng: str) -> Any:
+    run = review(cli, simulator, "--diff", rng, context=(), prompt="Review.")
     assert run.code == 0, run.err
     return run
 
@@ -139,7 +139,7 @@ def test_the_record_verifies_strict_after_the_repository_driver_config_changed(
 ):
     rng = change(repo)
     git(repo, "config", "diff.python.xfuncname", "^(import.*)$")
-    run = review(cli, simulator, rng)
+    run = reviewed_diff(cli, simulator, rng)
     git(repo, "config", "diff.python.xfuncname", "^(    v[0-9]+.*)$")
     checked = cli("verify", "--strict", run.json()["segments"][0]["receipt_path"])
     assert checked.code == 0, checked.out + checked.err
@@ -147,7 +147,7 @@ def test_the_record_verifies_strict_after_the_repository_driver_config_changed(
 
 def test_the_record_verifies_strict_after_the_user_driver_config_changed(repo, cli, simulator):
     rng = change(repo)
-    run = review(cli, simulator, rng)
+    run = reviewed_diff(cli, simulator, rng)
     user_config("diff.python.xfuncname=^(import.*)$")
     checked = cli("verify", "--strict", run.json()["segments"][0]["receipt_path"])
     assert checked.code == 0, checked.out + checked.err
@@ -161,7 +161,7 @@ def test_a_record_made_before_drivers_were_set_back_still_verifies(
     rng = change(repo)
     with monkeypatch.context() as m:  # as earlier versions made it: the driver as configured
         m.setattr(gitdiff, "driver_config", lambda root, changes: [])
-        run = review(cli, simulator, rng)
+        run = reviewed_diff(cli, simulator, rng)
         assert "@@ -12,6 +12,6 @@ def f(self):\n" in planned(repo, rng)[1]
     checked = cli("verify", "--strict", run.json()["segments"][0]["receipt_path"])
     assert checked.code == 0, checked.out + checked.err

@@ -12,9 +12,7 @@ from deepseek_review import api
 from deepseek_review.context.git_plan import GitOptions
 from deepseek_review.errors import ReviewError
 from deepseek_review.reviewing.plan import ReviewOptions, plan_review
-from tests.conftest import git
-from tests.test_diff_review import base_commit, commit
-from tests.test_git_processes import _git_calls
+from tests.support.git import base_commit, commit, git, git_calls
 
 
 def _commands(calls: list[str]) -> list[str]:
@@ -39,7 +37,7 @@ def test_a_two_dot_range_dry_run_starts_six_git_processes(repo: Path, tmp_path: 
     drivers; and files marked generated, as the base's ``.gitattributes`` files, looked up by
     a second ``cat-file``, mark them: the base has none here)."""
     a, b = _two_commits(repo)
-    calls = _git_calls(repo, tmp_path, "run", "--dry-run", "--diff", f"{a}..{b}", "-p", "x")
+    calls = git_calls(repo, tmp_path, "run", "--dry-run", "--diff", f"{a}..{b}", "-p", "x")
     assert sorted(_commands(calls)) == sorted(
         ["rev-parse", "cat-file", "diff-tree", "check-attr", "check-attr", "cat-file"]
     )
@@ -47,7 +45,7 @@ def test_a_two_dot_range_dry_run_starts_six_git_processes(repo: Path, tmp_path: 
 
 def test_a_single_revision_dry_run_adds_only_the_merge_base(repo: Path, tmp_path: Path) -> None:
     a, _ = _two_commits(repo)
-    calls = _git_calls(repo, tmp_path, "run", "--dry-run", "--diff", a, "-p", "x")
+    calls = git_calls(repo, tmp_path, "run", "--dry-run", "--diff", a, "-p", "x")
     assert sorted(_commands(calls)) == sorted(
         ["rev-parse", "cat-file", "merge-base", "diff-tree", "check-attr", "check-attr", "cat-file"]
     )

@@ -10,61 +10,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
-from tests.test_secrets import REMOTE, offline  # noqa: F401  (a fixture, used below)
-
-
-def commit(repo: Path, message: str, files: dict[str, str | bytes | None]) -> str:
-    """Write (or delete, for None) ``files`` and commit them; the new commit's id."""
-    for rel, content in files.items():
-        path = repo / rel
-        if content is None:
-            path.unlink()
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    git(repo, "add", "-A")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD").strip()
-
-
-def base_commit(repo: Path) -> str:
-    """The repo fixture's files as the first commit, tagged ``v1``."""
-    oid = commit(repo, "base", {})
-    git(repo, "tag", "v1")
-    return oid
-
-
-def dry(cli: Any, *args: str) -> Any:
-    result = cli("run", "-p", "Review the change.", "--dry-run", "--json", *args)
-    assert result.code == 0, result.err
-    return result.json()
-
-
-def user_text(repo: Path, *args: str) -> str:
-    """The user message a ``--dry-run`` would send (built by the library)."""
-    from deepseek_review import api
-
-    plan = api.plan_review(prompt="Review the change.", repo_root=str(repo), **_kw(args))
-    return plan.texts[-1]
-
-
-def _kw(args: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        key = args[i].lstrip("-").replace("-", "_")
-        if i + 1 < len(args) and not args[i + 1].startswith("--"):
-            out[key] = args[i + 1]
-            i += 2
-        else:
-            out[key] = True
-            i += 1
-    return out
-
+from tests.support.git import (
+    base_commit,
+    commit,
+    dry,
+    git,
+    user_text,
+)
+from tests.support.secrets import (
+    REMOTE,
+)
 
 # --------------------------------------------------------------------------- ranges
 

@@ -14,8 +14,7 @@ from deepseek_review.git.diff import Decide, DiffSettings, Range, make_diff
 from deepseek_review.git.patch import Change, parse_patch
 from deepseek_review.git.runner import git_output
 from deepseek_review.util.textsafe import fence_for
-from tests.conftest import git
-from tests.test_diff_review import base_commit, commit
+from tests.support.git import base_commit, commit, git
 
 #: What the review's ``diff-tree`` prints first: the change listed, then its patch.
 _LISTED_AND_PATCH = ("diff-tree", "-r", "-p", "-M50%", "--raw", "-z", "--no-abbrev")

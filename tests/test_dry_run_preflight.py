@@ -14,8 +14,8 @@ import pytest
 from deepseek_review import api
 from deepseek_review.errors import ConfigError, PromptDoesNotFit
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under
-from tests.test_prompt_truncation import big_spec
+from tests.support.cli import files_under
+from tests.support.prompt import big_spec
 
 MakeSim = Callable[..., Simulator]
 METADATA = ["/api/version", "/api/show", "/api/ps"]
@@ -196,7 +196,7 @@ def test_the_run_names_where_the_level_was_set_as_the_dry_run_does(
 def test_a_batch_dry_run_refuses_the_entries_the_batch_would_fail_before_sending(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     big_spec(repo)
     sim = make_simulator(context_window=12288, preloaded=True, answer_words=20)
@@ -216,7 +216,7 @@ def test_a_batch_dry_run_refuses_the_entries_the_batch_would_fail_before_sending
 def test_a_batch_dry_run_text_marks_the_refused_entry(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import manifest
+    from tests.support.batch import manifest
 
     sim = make_simulator(reasoning_words=0)
     manifest(repo, ["plain", "thinks"], per_entry={"thinks": {"reasoning": "high"}})
@@ -233,7 +233,7 @@ def test_a_batch_dry_run_text_marks_the_refused_entry(
 def test_a_batch_dry_run_that_passes_exits_0_and_asks_only_metadata(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     sim = make_simulator(context_window=65536, preloaded=True)
     manifest(repo, ["a", "b", "c"])
@@ -260,7 +260,7 @@ def test_a_dry_run_checks_the_signing_key_as_the_run_does(
 def test_a_batch_and_its_dry_run_name_where_a_refused_level_was_set(
     repo: Path, make_simulator: MakeSim, cli: Any, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     sim = make_simulator(reasoning_words=0)
     name = _set_reasoning_high(repo, monkeypatch, source)

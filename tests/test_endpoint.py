@@ -10,7 +10,7 @@ import pytest
 
 from deepseek_review.chat.endpoint import chat_url, ollama_host_url, resolve_endpoint
 from deepseek_review.errors import ConfigError
-from tests.conftest import files_under, use_key
+from tests.support.cli import files_under, use_key
 
 Cli = Callable[..., Any]
 KEY = "sk-planted-endpoint-5f3a9c0e1d2b"

@@ -1,7 +1,7 @@
 """An answer whose length is an exact multiple of the cap: the last reply is empty.
 
 A real model cut at the cap has not yet sent its end, so the next request gets nothing and
-``stop``. llama-cpp-python streams that as a first chunk holding the role alone, then
+``stop``. llama-cpp-python streams that as a first stream_chunk holding the role alone, then
 ``delta: {}`` with the finish reason, then ``[DONE]``; ``role`` is not a message body, so
 that is an empty answer, which ends the chain. A chain's *first* answer with no text is no
 review, though, and stays refused (retried, then exit 6).
@@ -18,10 +18,16 @@ import pytest
 
 from deepseek_review.chat import wire as chatwire
 from deepseek_review.testing.simulator import Simulator, full_answer
-from tests.conftest import CliResult, run_review
-from tests.test_chatwire import chunk, read
-from tests.test_paid_requests import answers, primary_messages, refused
-from tests.test_simulator import MESSAGES, chat
+from tests.support.chat import (
+    MESSAGES,
+    answers,
+    chat,
+    primary_messages,
+    read_stream,
+    refused,
+    stream_chunk,
+)
+from tests.support.cli import CliResult, review
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]
@@ -64,7 +70,9 @@ def test_simulator_role_chunk_stream_of_an_empty_answer_is_role_then_finish(
 
 
 def test_a_role_only_chunk_then_the_finish_is_an_empty_answer() -> None:
-    st = read([chunk({"role": "assistant"}), chunk({}, "stop"), b"data: [DONE]"])
+    st = read_stream(
+        [stream_chunk({"role": "assistant"}), stream_chunk({}, "stop"), b"data: [DONE]"]
+    )
     chatwire.check_ended(st)
     done = chatwire.stream_completion(st, 0.0)
     assert (done.content, done.finish_reason, done.message_keys) == ("", "stop", ("role",))
@@ -72,7 +80,9 @@ def test_a_role_only_chunk_then_the_finish_is_an_empty_answer() -> None:
 
 @pytest.mark.parametrize("field", ["text", "tool_calls", "function_call"])
 def test_deltas_holding_a_message_in_a_shape_we_cannot_read_are_refused(field: str) -> None:
-    st = read([chunk({"role": "assistant", field: "x"}), chunk({}, "stop"), b"data: [DONE]"])
+    st = read_stream(
+        [stream_chunk({"role": "assistant", field: "x"}), stream_chunk({}, "stop"), b"data: [DONE]"]
+    )
     with pytest.raises(ValueError, match=f"no message content .*only {field}"):
         chatwire.stream_completion(st, 0.0)
 
@@ -86,7 +96,7 @@ def test_an_answer_an_exact_multiple_of_the_cap_ends_with_an_empty_segment(
     repo: Path, make_simulator: MakeSim, cli: Cli, cap: int, stream: str
 ) -> None:
     sim = _llama_cpp_python(make_simulator)
-    r = run_review(cli, sim, stream, "--max-tokens", str(cap), "--max-continuations", "40")
+    r = review(cli, sim, stream, "--max-tokens", str(cap), "--max-continuations", "40")
     assert r.code == 0, r.err
     segments = r.json()["segments"]
     assert [s["finish_reason"] for s in segments] == ["length"] * (WORDS // cap) + ["stop"]
@@ -103,7 +113,7 @@ def test_continue_on_a_chain_cut_at_an_exact_multiple_ends_it_empty(
     repo: Path, make_simulator: MakeSim, cli: Cli, stream: str
 ) -> None:
     sim = _llama_cpp_python(make_simulator)
-    first = run_review(cli, sim, stream, "--max-tokens", str(WORDS), "--max-continuations", "0")
+    first = review(cli, sim, stream, "--max-tokens", str(WORDS), "--max-continuations", "0")
     assert first.code == 4, first.err
     answer = first.json()["segments"][0]["answer_path"]
     more = cli("continue", answer, "--endpoint", sim.base_url, stream, "--json")
@@ -129,7 +139,7 @@ def test_a_first_answer_with_no_text_is_refused_and_nothing_written(
     repo: Path, make_simulator: MakeSim, cli: Cli, stream: str, framing: dict[str, bool]
 ) -> None:
     sim = make_simulator(fault_rate=1.0, fault_kinds=("blank-answer",), **framing)
-    r = run_review(cli, sim, stream, "--max-attempts", "2")
+    r = review(cli, sim, stream, "--max-attempts", "2")
     refused(r, 6, "carried no message content (finish_reason stop)", "after 2 attempts")
     assert len(sim.chat_requests()) == 2
     assert not (repo / "reviews").exists()
@@ -140,7 +150,7 @@ def test_a_first_native_answer_with_no_text_is_refused(
     repo: Path, make_simulator: MakeSim, cli: Cli, stream: str
 ) -> None:
     sim = make_simulator(fault_rate=1.0, fault_kinds=("blank-answer",))
-    r = run_review(cli, sim, stream, "--api", "ollama", "--max-attempts", "1")
+    r = review(cli, sim, stream, "--api", "ollama", "--max-attempts", "1")
     refused(r, 6, "carried no message content")
     assert [q.path for q in sim.chat_requests()] == ["/api/chat"]
     assert not (repo / "reviews").exists()
@@ -151,7 +161,7 @@ def test_a_blank_first_answer_once_is_retried_to_a_review(
 ) -> None:
     sim = _llama_cpp_python(make_simulator)
     sim.script_faults(["blank-answer"])
-    r = run_review(cli, sim)
+    r = review(cli, sim)
     assert r.code == 0, r.err
     assert r.json()["segments"][0]["attempts"] == 2
     assert json.loads(sim.chat_requests()[1].body)["messages"][-1]["role"] == "user"

@@ -20,7 +20,7 @@ import pytest
 
 from deepseek_review.records.chain import find_chain
 from deepseek_review.testing.simulator import TRANSIENT_FAULTS
-from tests.reliability import (
+from tests.support.reliability import (
     ANSWER_WORDS,
     REASONING_WORDS,
     Batches,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from deepseek_review.finding.anchor import Reviewed, anchor, diff_hunks
 from deepseek_review.finding.hunks import change_in, parse_diff
-from tests.conftest import git
-from tests.findings_support import finding
+from tests.support.findings import finding
+from tests.support.git import git
 
 MEAN = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 REVIEW = "reviews/r.md"

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
-from tests.findings_support import (
+from tests.support.findings import (
     PROSE_END,
     assert_valid_findings_json,
     assert_valid_rdjson,
@@ -21,7 +20,7 @@ from tests.findings_support import (
     item,
     review_answering,
 )
-from tests.test_trust_rule import commit_all
+from tests.support.git import commit_change, git
 
 MEAN = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 #: The second push: lines added above ``mean``, its signature changed.
@@ -56,13 +55,13 @@ def review(cli: Any, make_stub: Any, folder: str, *items: dict[str, Any]) -> str
 
 def first_push(repo: Path, cli: Any, make_stub: Any) -> str:
     answer = review(cli, make_stub, "push1", divides(2), untyped())
-    commit_all(repo, "push 1 and its review")
+    commit_change(repo, "push 1 and its review")
     return answer
 
 
 def second_push(repo: Path, cli: Any, make_stub: Any, *items: dict[str, Any]) -> str:
     (repo / "src" / "pkg" / "mean.py").write_text(PUSHED, encoding="utf-8")
-    commit_all(repo, "push 2")
+    commit_change(repo, "push 2")
     return review(cli, make_stub, "push2", *(items or (divides(2), unused())))
 
 
@@ -212,12 +211,12 @@ def test_a_review_folder_at_the_trusted_revision_is_a_baseline(repo, cli, make_s
 def test_a_baseline_folder_the_change_committed_cannot_make_a_finding_look_old(
     repo, cli, make_stub
 ):
-    commit_all(repo, "base")
+    commit_change(repo, "base")
     git(repo, "branch", "-m", "main")
     git(repo, "checkout", "-qb", "pr")
     # The pull request brings a "baseline" holding the very problem it introduces.
     review(cli, make_stub, "planted", divides(2))
-    commit_all(repo, "a planted baseline")
+    commit_change(repo, "a planted baseline")
     answer = review(cli, make_stub, "ci-review", divides(2))
     args = ["--baseline", "planted", "--only-new", "--fail-on", "major", "--trusted-rev", "main"]
     got = cli("findings", answer, "--format", "json", *args)

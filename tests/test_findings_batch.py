@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_batch import batch, manifest
+from tests.support.batch import batch, manifest
 
 
 def test_the_batch_report_carries_each_entrys_finding_counts(repo, cli, make_simulator):

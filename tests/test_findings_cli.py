@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.findings_support import (
+from tests.support.findings import (
     PROSE_END,
     assert_valid_rdjsonl,
     assert_valid_sarif,
@@ -118,7 +118,7 @@ def test_a_file_changed_since_the_review_demotes_its_findings(repo, cli, make_st
 
 
 def test_the_reviewed_version_is_read_from_head_when_the_tree_moved_on(repo, cli, make_stub):
-    from tests.conftest import git
+    from tests.support.git import git
 
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")

@@ -6,48 +6,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from tests.findings_support import (
+from tests.support.findings import (
+    CHANGED,
+    LONG,
     PROSE_END,
     assert_valid_rdjson,
     assert_valid_sarif,
+    at,
     block,
     chat_reply,
-    item,
+    diff_review,
+    findings_of,
+    two_commits,
 )
-from tests.test_diff_review import commit
-
-LONG = "".join(f"x{i} = {i}\n" for i in range(1, 31))
-#: LONG with line 2 changed and a line added at the end: hunks at 1-5 and 28-31 (-U3).
-CHANGED = LONG.replace("x2 = 2\n", "x2 = 200\n") + "x31 = 31\n"
-
-
-def diff_review(cli: Any, make_stub: Any, rng: str, *items: dict[str, Any]) -> Any:
-    """``run --diff RNG`` against a server answering a findings block of ``items``."""
-    stub = make_stub([chat_reply(PROSE_END + block(*items))])
-    run = cli(
-        "run", "--template", "diff-review", "--diff", rng, "-p", "Review.",
-        "--endpoint", stub.base_url, "--retry-wait", "0.01", "--json",
-    )  # fmt: skip
-    assert run.code == 0, run.err
-    return run
-
-
-def findings_of(cli: Any, run: Any, fmt: str = "json") -> Any:
-    got = cli("findings", run.json()["segments"][-1]["answer_path"], "--format", fmt)
-    assert got.code == 0, got.err
-    return got
-
-
-def at(line: int, end: int | None = None, path: str = "src/pkg/long.py") -> dict[str, Any]:
-    return item(path=path, start_line=line, end_line=end or line, title=f"at {line}")
-
-
-def two_commits(repo: Path) -> str:
-    a = commit(repo, "long", {"src/pkg/long.py": LONG})
-    b = commit(repo, "change", {"src/pkg/long.py": CHANGED})
-    return f"{a}..{b}"
+from tests.support.git import commit
 
 
 def test_a_finding_inside_a_hunk_is_anchored_with_the_new_sides_lines(repo, cli, make_stub):

@@ -15,7 +15,7 @@ from deepseek_review.finding.export import render
 from deepseek_review.finding.github import command, escape_data, escape_property
 from deepseek_review.finding.markdown import to_markdown
 from deepseek_review.finding.sarif import to_sarif
-from tests.findings_support import (
+from tests.support.findings import (
     STANDARDS,
     assert_valid_findings_json,
     assert_valid_rdjson,

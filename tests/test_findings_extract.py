@@ -8,7 +8,7 @@ import pytest
 
 from deepseek_review.errors import InputError
 from deepseek_review.finding.extract import extract, fenced_blocks
-from tests.findings_support import block, item
+from tests.support.findings import block, item
 
 PROSE = "**1. VERDICT** Not ready.\n\n**2. FINDINGS**\n\n| # | Severity |\n|---|---|\n\n"
 

@@ -12,7 +12,7 @@ import pytest
 
 from deepseek_review.errors import InputError
 from deepseek_review.finding.extract import MAX_BLOCK_BYTES, FindingsRefused, extract
-from tests.findings_support import PROSE_END, block, item, review_answering
+from tests.support.findings import PROSE_END, block, item, review_answering
 
 #: A finding of ~150 bytes: 120,000 of them make the 17 MiB answer the attack used.
 SMALL = item(title="t", message="m")

@@ -20,17 +20,19 @@ from deepseek_review.finding.hunks import Hunk, NewSide, change_in
 from deepseek_review.finding.location import repo_path, sarif_uri
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import sibling
-from tests.findings_support import (
+from tests.support.findings import (
     PROSE_END,
     assert_valid_rdjson,
     assert_valid_rdjsonl,
     assert_valid_sarif,
+    at,
     block,
     chat_reply,
+    diff_review,
     finding,
     item,
+    two_commits,
 )
-from tests.test_findings_diff import at, diff_review, two_commits
 
 REVIEW = "reviews/r.md"
 ATTACKS = [

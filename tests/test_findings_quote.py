@@ -14,17 +14,19 @@ import pytest
 from deepseek_review.errors import InputError
 from deepseek_review.finding.anchor import Reviewed, anchor
 from deepseek_review.finding.sidecar import counts_beside, sidecar_bytes
-from tests.findings_support import (
+from tests.support.findings import (
     PROSE_END,
     assert_valid_findings_json,
     block,
     chat_reply,
+    diff_review,
     finding,
+    findings_of,
     item,
+    last_segment,
     review_answering,
+    two_commits,
 )
-from tests.test_findings_diff import diff_review, findings_of, two_commits
-from tests.test_findings_run import last_segment
 
 PATH = "src/pkg/code.py"
 #: A file where ``return total`` is on lines 4 and 9.

@@ -3,25 +3,17 @@ its request record before the receipt is written, and re-derived by ``verify``."
 
 from __future__ import annotations
 
-import hashlib
 import json
-from typing import Any
 
-from tests.findings_support import (
+from tests.support.builders import sha
+from tests.support.findings import (
     PROSE_END,
     assert_valid_findings_json,
     block,
     item,
+    last_segment,
     review_answering,
 )
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def last_segment(run: Any) -> Any:
-    return run.json()["segments"][-1]
 
 
 def test_findings_are_written_beside_the_last_segment_and_listed_in_its_record(

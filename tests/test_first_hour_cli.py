@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under, git, run_review
+from tests.support.cli import files_under, review
+from tests.support.git import git
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -82,7 +83,7 @@ def test_signal_mid_stream_says_how_much_of_the_answer_had_arrived(repo, make_si
 
 
 def test_sigterm_during_continue_exits_130_and_adds_no_segment(repo, make_simulator, cli):
-    first = run_review(
+    first = review(
         cli, make_simulator(answer_words=80), "--max-tokens", "20", "--max-continuations", "0"
     )
     assert first.code == 4, first.err
@@ -125,13 +126,13 @@ def test_json_failure_prints_one_json_error_object_on_stdout(repo, cli, args, ki
 
 def test_json_failure_from_the_server_is_a_json_error(repo, make_simulator, cli):
     sim = make_simulator(fault_rate=1.0, fault_kinds=("503",))
-    r = run_review(cli, sim, "--max-attempts", "1")
+    r = review(cli, sim, "--max-attempts", "1")
     assert r.code == 5
     assert json.loads(r.out)["error"]["kind"] == "ServerError"
 
 
 def test_json_failure_after_the_report_adds_no_second_document(repo, simulator, cli):
-    r = run_review(cli, simulator)
+    r = review(cli, simulator)
     answer = repo / r.json()["segments"][0]["answer_path"]
     answer.write_text("changed\n")
     v = cli("verify", "--json")
@@ -324,7 +325,7 @@ def test_extra_body_field_that_would_do_nothing_is_refused_before_sending(
 
 def _run(cli: Cli, sim: Simulator, *extra: str) -> list[dict[str, Any]]:
     """A review that ends normally (default caps); its segments."""
-    r = run_review(cli, sim, *extra)
+    r = review(cli, sim, *extra)
     assert r.code == 0, r.err
     segments: list[dict[str, Any]] = r.json()["segments"]
     return segments
@@ -401,7 +402,7 @@ def test_verify_checks_the_content_hash_of_a_server_that_echoed_the_prefill(
     repo, make_simulator, cli
 ):
     sim = make_simulator(answer_words=60, echo_prefill=True)
-    r = run_review(cli, sim, "--max-tokens", "25")
+    r = review(cli, sim, "--max-tokens", "25")
     assert r.code == 0, r.err
     segments = r.json()["segments"]
     assert len(segments) == 3
@@ -484,7 +485,7 @@ def test_verify_ignores_other_markdown_and_kept_reasoning(repo, make_simulator, 
 
 
 def _cut_off(cli: Cli, sim: Simulator) -> dict[str, Any]:
-    r = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    r = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     assert r.code == 4, r.err
     seg: dict[str, Any] = r.json()["segments"][0]
     return seg
@@ -529,7 +530,7 @@ def test_verify_lists_receipts_in_chain_order_not_name_order(
 ):
     monkeypatch.setattr("deepseek_review.reviewing.pipeline.datetime", _FrozenClock)
     sim = make_simulator(answer_words=120)
-    r = run_review(cli, sim, "--max-tokens", "10", "--max-continuations", "11")
+    r = review(cli, sim, "--max-tokens", "10", "--max-continuations", "11")
     assert r.code == 0, r.err
     receipts = [s["receipt_path"] for s in r.json()["segments"]]
     assert len(receipts) == 12

@@ -9,7 +9,6 @@ each sent and wrote.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,24 +16,13 @@ import pytest
 from deepseek_review import api
 from deepseek_review.errors import ConfigError
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import run_review
+from tests.support.cli import review
 
 ENTRY = '[[review]]\ntopic = "spec"\nprompt = "Check."\ncontext = "docs/spec.md"\n'
 
 
 def bodies(sim: Simulator) -> list[dict[str, Any]]:
     return [json.loads(r.body) for r in sim.chat_requests()]
-
-
-@pytest.fixture
-def configured(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A config file and an environment setting; neither is the built-in default."""
-    (repo / ".deepseek-review.toml").write_text(
-        'output_dir = "custom"\nmax_tokens = 7777\ncontinuation_max_tokens = 33\n'
-    )
-    monkeypatch.setenv("DEEPSEEK_REVIEW_MODEL", "m-from-env")
-    monkeypatch.setenv("DEEPSEEK_REVIEW_MAX_CONTINUATIONS", "1")
-    return repo
 
 
 def test_plan_review_plans_what_run_dry_run_shows(configured, simulator, cli):
@@ -56,7 +44,7 @@ def test_continue_review_sends_what_continue_sends(configured, make_simulator, c
     sim = make_simulator(answer_words=80)
     chains = []
     for folder in ("a", "b"):  # two identical reviews cut off after their primary
-        r = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0",
+        r = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0",
                        "--output-dir", folder)  # fmt: skip
         assert r.code == 4, r.err
         chains.append(r.json()["segments"][0]["answer_path"])
@@ -81,7 +69,7 @@ def test_show_reads_what_show_prints(configured, simulator, cli):
 
 
 def test_verify_searches_the_configured_folder_as_verify_does(configured, simulator, cli):
-    run_review(cli, simulator)
+    review(cli, simulator)
     r = cli("verify", "--json")
     report = api.verify()
     assert r.code == 0, r.err
@@ -90,7 +78,7 @@ def test_verify_searches_the_configured_folder_as_verify_does(configured, simula
 
 
 def test_stats_counts_the_configured_folder_as_stats_does(configured, simulator, cli):
-    run_review(cli, simulator)
+    review(cli, simulator)
     r = cli("stats", "--json")
     assert r.code == 0, r.err
     assert api.stats().to_json() == r.json()

@@ -17,10 +17,10 @@ import pytest
 
 from deepseek_review import api
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import run_review
-from tests.findings_support import PROSE_END, block, item, review_answering
-from tests.sshkeys import make_key, needs_openssh
-from tests.test_frontdoor import configured
+from tests.support.cli import review
+from tests.support.config import configured
+from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.sshkeys import make_key, needs_openssh
 
 __all__ = ["configured"]  # the fixture, shared with test_frontdoor
 
@@ -49,7 +49,7 @@ def test_sign_signs_the_configured_folder_with_the_variables_key_as_sign_does(
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)  # not the machine's own agent
     key = make_key(tmp_path / "keys", "ed25519", "alice@example.com")
     monkeypatch.setenv("DEEPSEEK_REVIEW_SIGNING_KEY", str(key.private))
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     r = cli("sign", "--json")
     assert r.code == 0, r.err
     signed = sorted(p.name for p in (configured / "custom").glob("*.intoto.json*"))
@@ -69,7 +69,7 @@ def test_attest_covers_the_folder_the_environment_names_as_attest_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("DEEPSEEK_REVIEW_OUTPUT_DIR", "from-env")  # over the config's custom
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     out = tmp_path / "predicate.json"
     r = cli("attest", "--output", str(out))
     assert r.code == 0, r.err

@@ -29,7 +29,8 @@ from deepseek_review.reviewing.prompt import (
     load_template,
 )
 from deepseek_review.reviewing.request import BodyOptions, WireMessage, prepare
-from tests.conftest import CliResult, git
+from tests.support.cli import CliResult
+from tests.support.git import git
 
 
 def test_language_is_what_splitext_gives() -> None:

@@ -28,10 +28,8 @@ from deepseek_review.git.runner import (
     git_command,
     runs_filters,
 )
-from tests.conftest import git
-from tests.sshkeys import allowed_signers, make_key, needs_openssh
-from tests.test_diff_review import base_commit, commit, dry
-from tests.test_git_processes import _logged_git
+from tests.support.git import base_commit, commit, dry, git, logged_git
+from tests.support.sshkeys import allowed_signers, make_key, needs_openssh
 
 Cli = Callable[..., Any]
 
@@ -171,7 +169,7 @@ def test_every_git_command_the_package_runs_is_filter_free_or_runs_with_the_filt
     the filter-free ones ran, as recorded, against the stale index without running it."""
     marker = repo.parent / "filter-ran"
     _install_filter(repo, marker, FILTER_KINDS["clean"])
-    folder, log = _logged_git(tmp_path)
+    folder, log = logged_git(tmp_path)
     env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
     for args in _commands(reviewed["base"], simulator.base_url).values():
         _stale_index(repo)

@@ -8,64 +8,24 @@ call and hands it to the real git, so what runs is what a user's command runs.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.support.git import (
+    commit_all,
+    git,
+    git_calls,
+    run_in_process,
+)
 
 #: A ``run --dry-run`` of one file in a git work tree: the one ``rev-parse`` that finds the
 #: root and everything else asked of it, and the one ``ls-tree`` of ``HEAD`` that pins it.
 DRY_RUN_ONE_FILE = 2
 
 
-def _logged_git(tmp_path: Path) -> tuple[Path, Path]:
-    """A folder holding a ``git`` that logs its arguments, and the log."""
-    real = shutil.which("git")
-    assert real is not None
-    folder, log = tmp_path / "logbin", tmp_path / "git.log"
-    folder.mkdir()
-    script = folder / "git"
-    script.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n', encoding="utf-8")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return folder, log
-
-
-def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """What ``deepseek-review ARGS`` prints, run in its own process (it must succeed)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "deepseek_review", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def _git_calls(cwd: Path, tmp_path: Path, *args: str) -> list[str]:
-    """The git commands ``deepseek-review ARGS`` started in its own process, in order."""
-    folder, log = _logged_git(tmp_path)
-    run_cli(cwd, *args, env={**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
-    calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-    return [c.split(" safe.bareRepository=explicit ", 1)[-1] for c in calls]
-
-
 def _dry_run(cwd: Path, tmp_path: Path, path: str) -> list[str]:
-    return _git_calls(cwd, tmp_path, "run", "--dry-run", "-c", path, "-p", "Check.")
-
-
-def commit_all(root: Path) -> None:
-    """Everything in the work tree committed: ``HEAD`` holds each file's blob."""
-    git(root, "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    return git_calls(cwd, tmp_path, "run", "--dry-run", "-c", path, "-p", "Check.")
 
 
 def test_a_dry_run_of_one_committed_file_starts_two_git_processes(
@@ -105,7 +65,7 @@ def test_a_run_starts_as_many_git_processes_as_its_dry_run(
     commit_all(repo)
     url = simulator.base_url  # type: ignore[attr-defined]
     args = ("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", url, "-q")
-    assert len(_git_calls(repo, tmp_path, *args)) == DRY_RUN_ONE_FILE
+    assert len(git_calls(repo, tmp_path, *args)) == DRY_RUN_ONE_FILE
 
 
 @pytest.mark.parametrize("where", ["root", "subfolder"])
@@ -118,7 +78,7 @@ def test_one_rev_parse_still_pins_a_committed_file_to_its_blob(
     blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
     cwd = repo if where == "root" else repo / "src"
     spec = "docs/spec.md" if where == "root" else "../docs/spec.md"
-    out = run_cli(cwd, "run", "--dry-run", "--json", "-c", spec, "-p", "Check.")
+    out = run_in_process(cwd, "run", "--dry-run", "--json", "-c", spec, "-p", "Check.")
     pins = json.loads(out)["git"]["files"]
     assert pins == [{"path": "docs/spec.md", "blob": blob, "commit": head}]
 
@@ -127,7 +87,7 @@ def _three_pinned_reviews(repo: Path, simulator: object) -> None:
     commit_all(repo)
     url = simulator.base_url  # type: ignore[attr-defined]
     for path in ("docs/spec.md", "src/pkg/mean.py", ".gitignore"):
-        run_cli(repo, "run", "-c", path, "-p", "Check.", "--endpoint", url, "-q")
+        run_in_process(repo, "run", "-c", path, "-p", "Check.", "--endpoint", url, "-q")
 
 
 def test_verify_reads_no_blob_from_git_while_the_pinned_files_are_unchanged(
@@ -136,7 +96,7 @@ def test_verify_reads_no_blob_from_git_while_the_pinned_files_are_unchanged(
     """The working tree's bytes are the pinned blobs (their ids are their hashes): git is
     not asked for them."""
     _three_pinned_reviews(repo, simulator)
-    calls = _git_calls(repo, tmp_path, "verify", "--strict", "-q")
+    calls = git_calls(repo, tmp_path, "verify", "--strict", "-q")
     assert [c for c in calls if "cat-file" in c] == [], calls
 
 
@@ -147,5 +107,5 @@ def test_verify_reads_the_blobs_of_changed_files_through_one_git_process_for_the
     (repo / "docs" / "spec.md").write_text("# Spec, edited\n", encoding="utf-8")
     (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
     (repo / ".gitignore").write_text("*.tmp\n", encoding="utf-8")
-    calls = _git_calls(repo, tmp_path, "verify", "--strict", "-q")
+    calls = git_calls(repo, tmp_path, "verify", "--strict", "-q")
     assert [c for c in calls if "cat-file" in c] == ["cat-file --batch"], calls

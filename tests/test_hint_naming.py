@@ -19,8 +19,9 @@ from deepseek_review.chat.server_hints import Advice, context_overflow
 from deepseek_review.errors import ServerError
 from deepseek_review.options.table import naming, naming_at, switched_off
 from deepseek_review.testing.simulator import Simulator
-from tests.stubs import Reply, Stub
-from tests.test_client import error_json, one_error_line, run
+from tests.support.chat import error_json, one_error_line
+from tests.support.cli import review as cli_review
+from tests.support.stubs import Reply, Stub
 
 MakeStub = Callable[..., Stub]
 UNKNOWN_MODEL = error_json({"code": 404, "message": "Model Not Exist", "type": "not_found"})
@@ -32,7 +33,7 @@ def unknown_model_stub(make_stub: MakeStub) -> Stub:
 
 def test_cli_hint_names_the_model_flag(repo: Path, make_stub: MakeStub, cli: Any) -> None:
     stub = unknown_model_stub(make_stub)
-    r = run(cli, stub.base_url, "--server", "deepseek")
+    r = cli_review(cli, stub.base_url, "--server", "deepseek")
     assert r.code == 5
     line = one_error_line(r.err)
     assert "Model Not Exist" in line

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under, git
+from tests.support.cli import files_under
+from tests.support.git import git
 
 Cli = Callable[..., Any]
 

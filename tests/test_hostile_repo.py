@@ -24,8 +24,8 @@ from deepseek_review.context.gather import read_context_file
 from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.git.runner import git_output
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import git
-from tests.test_context import assert_refused, run_against
+from tests.support.context import assert_refused, run_against
+from tests.support.git import git
 
 Cli = Callable[..., Any]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -30,95 +29,22 @@ from deepseek_review.chat.client import ChatClient
 from deepseek_review.chat.retry import Throttle
 from deepseek_review.chat.types import RetryPolicy
 from deepseek_review.errors import Interrupted
-from tests.conftest import files_under
-from tests.stubs import Reply
+from tests.support.cli import files_under
+from tests.support.hostile import (
+    Act,
+    Hostile,
+    Wire,
+    answer,
+    drip,
+    head,
+)
+from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
 FAST = ("--retry-wait", "0.01")
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
 # --------------------------------------------------------------------------- the server
-
-Act = Callable[["Wire", threading.Event], None]
-
-
-class Hostile:
-    """Reads each request (one per connection), records its headers, then lets ``act`` write
-    the answer: raw bytes, as slowly or as endlessly as it likes, until the client leaves."""
-
-    def __init__(self, act: Act) -> None:
-        self.act = act
-        self.seen: list[dict[str, str]] = []
-        self.sent = 0
-        self.stopping = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.05)
-        self._workers: list[threading.Thread] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            worker = threading.Thread(target=self._handle, args=(conn,), daemon=True)
-            self._workers.append(worker)
-            worker.start()
-
-    def _handle(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(10)
-            try:
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    got = conn.recv(65536)
-                    if not got:
-                        return
-                    head += got
-                top, _, body = head.partition(b"\r\n\r\n")
-                headers = {}
-                for line in top.decode("latin-1").split("\r\n")[1:]:
-                    name, _, value = line.partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length", "0"))
-                while len(body) < length:
-                    got = conn.recv(65536)
-                    if not got:
-                        return
-                    body += got
-                if top.startswith(b"GET /api/"):  # not Ollama: its pre-flight probe gets a 404
-                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-                    return
-                self.seen.append(headers)
-                self.act(Wire(conn, self), self.stopping)
-            except OSError:  # the client went away: that is how most attacks end
-                return
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self._listener.close()
-        self._thread.join(5)
-        for worker in self._workers:
-            worker.join(5)
-
-
-class Wire:
-    """The connection, counting what is sent (to show how little a bomb costs)."""
-
-    def __init__(self, conn: socket.socket, server: Hostile) -> None:
-        self._conn, self._server = conn, server
-
-    def sendall(self, data: bytes) -> None:
-        self._conn.sendall(data)
-        self._server.sent += len(data)
 
 
 @pytest.fixture
@@ -132,12 +58,6 @@ def hostile() -> Iterator[Callable[[Act], Hostile]]:
     yield make
     for server in made:
         server.stop()
-
-
-def head(ctype: str, *extra: str) -> bytes:
-    """Response headers with no length: the body runs until the server closes."""
-    lines = ["HTTP/1.1 200 OK", f"Content-Type: {ctype}", "Connection: close", *extra]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
 SSE = head("text/event-stream")
@@ -193,21 +113,6 @@ def chunk(content: str | None = None, finish: str | None = None, **extra: Any) -
     delta = {} if content is None else {"content": content}
     obj = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
-
-
-def answer(content: str = "Fine.", **extra: Any) -> bytes:
-    obj = {
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        **extra,
-    }
-    return json.dumps(obj).encode()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -354,19 +259,6 @@ def test_memory_stays_bounded_under_a_600_mb_line_and_a_1_gb_gzip_line(repo, hos
 
 
 # --------------------------------------------------------------------------- 8: time
-
-
-def drip(data: bytes, every: float = 0.05) -> Act:
-    """``data`` one byte at a time, each well within the read timeout, then again forever."""
-
-    def act(conn: Wire, stop: threading.Event) -> None:
-        while not stop.is_set():
-            for i in range(len(data)):
-                if stop.wait(every):
-                    return
-                conn.sendall(data[i : i + 1])
-
-    return act
 
 
 @pytest.mark.parametrize(

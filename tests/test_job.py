@@ -20,8 +20,8 @@ from deepseek_review.reviewing.plan import (
     plan_review,
 )
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under
-from tests.test_batch import batch, manifest
+from tests.support.batch import batch, manifest
+from tests.support.cli import files_under
 
 
 @dataclass

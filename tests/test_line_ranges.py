@@ -13,9 +13,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from deepseek_review.util.resources import record_schema_path
-from tests.conftest import files_under, git
-from tests.findings_support import PROSE_END, block, item, review_answering
-from tests.test_diff_review import base_commit, commit
+from tests.support.cli import files_under
+from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.git import base_commit, commit, git
 
 BIG = "src/pkg/big.py"
 LINES = [f"x{i} = {i}\n" for i in range(1, 41)]
@@ -572,7 +572,7 @@ def test_a_finding_in_a_range_keeps_the_files_line_numbers(
 
 def test_a_finding_in_a_range_cites_the_lines_the_file_numbers_so() -> None:
     from deepseek_review.finding.anchor import Reviewed, anchor
-    from tests.findings_support import finding
+    from tests.support.findings import finding
 
     seen = Reviewed({BIG: lines(3, 5)}, {}, ranges={BIG: (3, 5)})
     found = [finding(path=BIG, start_line=s, end_line=e) for s, e in [(3, 3), (4, 5), (5, 6)]]

@@ -18,7 +18,7 @@ from deepseek_review.batch.manifest import (
 )
 from deepseek_review.errors import ConfigError
 from deepseek_review.reviewing.prompt import list_templates
-from tests.conftest import files_under
+from tests.support.cli import files_under
 
 GOOD_TOML = """\
 # a comment

@@ -11,7 +11,7 @@ import pytest
 
 from deepseek_review.testing.simulator import Simulator
 from deepseek_review.testing.simulator.answer import prompt_token_estimate
-from tests.test_prompt_truncation import big_spec, run_big
+from tests.support.prompt import big_spec, run_big
 
 MakeSim = Callable[..., Simulator]
 
@@ -122,7 +122,7 @@ def test_continue_and_show_work_on_a_native_chain(
 def test_a_native_batch_resumes_without_sending_again(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     sim = make_simulator(answer_words=30)
     manifest(repo, ["a", "b"])

@@ -10,8 +10,8 @@ import pytest
 
 from deepseek_review.chat.native import step_for
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under
-from tests.test_prompt_truncation import big_spec, run_big
+from tests.support.cli import files_under
+from tests.support.prompt import big_spec, run_big
 
 MakeSim = Callable[..., Simulator]
 
@@ -103,7 +103,7 @@ def test_a_server_declared_as_another_kind_is_not_asked(
 def test_a_server_without_ollamas_api_is_skipped_quietly(
     repo: Path, make_stub: Any, cli: Any
 ) -> None:
-    from tests.stubs import Reply
+    from tests.support.stubs import Reply
 
     ok = b'{"choices":[{"message":{"content":"Fine.\\n\\nEND-OF-REVIEW"},"finish_reason":"stop"}]}'
     stub = make_stub([Reply(200, ok)])
@@ -117,7 +117,7 @@ def test_a_server_without_ollamas_api_is_skipped_quietly(
 def test_a_batch_asks_the_server_once_per_endpoint_and_model(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     sim = make_simulator(context_window=65536, preloaded=True, answer_words=20)
     manifest(repo, ["a", "b", "c", "d"])
@@ -130,7 +130,7 @@ def test_a_batch_asks_the_server_once_per_endpoint_and_model(
 def test_a_batch_entry_that_does_not_fit_fails_before_sending(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     big_spec(repo)
     sim = make_simulator(context_window=12288, preloaded=True, answer_words=20)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from deepseek_review import api
-from tests.test_config import run_dry
+from tests.support.config import run_dry
 
 Cli = Callable[..., Any]
 CONFIGURATION = Path(__file__).resolve().parent.parent / "docs" / "guide" / "configuration.md"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.conftest import git
+from tests.support.git import git
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_NAME = "deepseek-review-receipt.schema.json"
@@ -65,6 +65,10 @@ def _build_wheel(dist: Path) -> Path:
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     (wheel,) = dist.glob("deepseek_review-*.whl")
     return wheel
+
+
+# One worker runs the module, so its module-scoped fixture is built once.
+pytestmark = pytest.mark.xdist_group("packaging")
 
 
 @pytest.fixture(scope="module")

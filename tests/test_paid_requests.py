@@ -16,36 +16,18 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator, full_answer
-from tests.conftest import CliResult, files_under, run_review
-from tests.test_batch import batch, manifest, statuses
-from tests.test_simulator import MESSAGES, chat
+from tests.support.batch import batch, manifest, statuses
+from tests.support.chat import (
+    MESSAGES,
+    answers,
+    chat,
+    primary_messages,
+    refused,
+)
+from tests.support.cli import CliResult, files_under, review
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]
-ERROR = "deepseek-review: error: "
-
-
-def error_line(r: CliResult) -> str:
-    lines = [ln for ln in r.err.splitlines() if ln.startswith(ERROR)]
-    assert len(lines) == 1, r.err
-    return lines[0]
-
-
-def refused(r: CliResult, code: int, *needles: str) -> str:
-    """The one error line of a command that had to fail with ``code``, saying ``needles``."""
-    assert r.code == code, r.err
-    line = error_line(r)
-    assert all(n in line for n in needles), line
-    return line
-
-
-def answers(repo: Path, result: CliResult) -> list[str]:
-    return [(repo / s["answer_path"]).read_text("utf-8") for s in result.json()["segments"]]
-
-
-def primary_messages(sim: Simulator) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = json.loads(sim.chat_requests()[0].body)["messages"]
-    return messages
 
 
 # --------------------------------------------------------------------------- the simulator's knobs
@@ -82,7 +64,7 @@ def test_an_empty_last_segment_that_ends_with_stop_finishes_the_chain(
 ) -> None:
     """llama.cpp, answer length an exact multiple of the cap: the last reply is empty + stop."""
     sim = make_simulator(answer_words=12, llama_stream=True, end_token=True, omit_usage=True)
-    r = run_review(cli, sim, stream, "--max-tokens", "4", "--max-continuations", "40")
+    r = review(cli, sim, stream, "--max-tokens", "4", "--max-continuations", "40")
     assert r.code == 0, r.err
     segs = r.json()["segments"]
     assert [s["finish_reason"] for s in segs] == ["length", "length", "length", "stop"]
@@ -96,7 +78,7 @@ def test_a_chain_ending_with_an_empty_segment_verifies_and_shows_whole(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=8, llama_stream=True, end_token=True)
-    r = run_review(cli, sim, "--max-tokens", "4")
+    r = review(cli, sim, "--max-tokens", "4")
     assert r.code == 0, r.err
     assert answers(repo, r)[-1] == ""
     assert cli("verify", "--strict").code == 0
@@ -109,7 +91,7 @@ def test_a_stream_of_only_a_finish_chunk_is_an_empty_answer_not_a_retry(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=4, llama_stream=True, end_token=True)
-    r = run_review(cli, sim, "--max-tokens", "4", "--max-attempts", "5")
+    r = review(cli, sim, "--max-tokens", "4", "--max-attempts", "5")
     assert r.code == 0, r.err
     bodies = [json.loads(q.body) for q in sim.chat_requests()]
     assert len(bodies) == 2
@@ -122,7 +104,7 @@ def test_a_stream_whose_deltas_carry_no_text_field_is_still_refused(
 ) -> None:
     """The empty answer is accepted; a message in a shape we cannot read is not."""
     sim = make_simulator(fault_rate=1.0, fault_kinds=("content-missing",))
-    r = run_review(cli, sim, "--max-attempts", "1")
+    r = review(cli, sim, "--max-attempts", "1")
     refused(r, 6, "stream carried no message content")
 
 
@@ -133,7 +115,7 @@ def test_reasoning_that_eats_every_cap_stops_after_the_first_request(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=30, reasoning_words=50)
-    r = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "10")
+    r = review(cli, sim, "--max-tokens", "20", "--max-continuations", "10")
     refused(r, 12, "too small for the model's", "--continuation-max-tokens", "--max-tokens")
     assert len(sim.chat_requests()) == 1
     assert r.json()["status"] == "truncated" and r.json()["stalled"] is True
@@ -144,7 +126,7 @@ def test_no_progress_advice_raises_the_cap_so_it_cannot_loop(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=30, reasoning_words=50)
-    r = run_review(cli, sim, "--max-tokens", "20")
+    r = review(cli, sim, "--max-tokens", "20")
     last = r.json()["segments"][-1]["answer_path"]
     refused(r, 12, f"deepseek-review continue {last} --continuation-max-tokens 40")
     follow = cli("continue", last, "--continuation-max-tokens", "100", "--json")
@@ -156,7 +138,7 @@ def test_continue_on_a_chain_that_made_no_progress_sends_nothing_at_the_same_cap
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=30, reasoning_words=50)
-    first = run_review(cli, sim, "--max-tokens", "20")
+    first = review(cli, sim, "--max-tokens", "20")
     assert first.code == 12
     last = first.json()["segments"][-1]["answer_path"]
     r = cli("continue", last, "--endpoint", sim.base_url)
@@ -169,7 +151,7 @@ def test_directive_continuation_stripped_to_nothing_stops(
 ) -> None:
     """A server that restarts the answer: the echo is stripped, nothing new is left."""
     sim = make_simulator(answer_words=40, directive_restarts=True)
-    r = run_review(
+    r = review(
         cli, sim, "--max-tokens", "10", "--continuation-style", "directive",
         "--max-continuations", "10",
     )  # fmt: skip
@@ -183,7 +165,7 @@ def test_a_raised_continuation_cap_continues_an_empty_primary(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=20, reasoning_words=30)
-    r = run_review(cli, sim, "--max-tokens", "25", "--continuation-max-tokens", "200")
+    r = review(cli, sim, "--max-tokens", "25", "--continuation-max-tokens", "200")
     assert r.code == 0, r.err
     assert answers(repo, r)[0] == ""
     assert answers(repo, r)[1] == full_answer(primary_messages(sim), words=20)
@@ -270,7 +252,7 @@ def test_run_checks_the_output_folder_before_sending(
 ) -> None:
     folder = bad_folder(repo, kind, immutable)
     before = files_under(repo)
-    r = run_review(cli, simulator, "--output-dir", folder, *(["--dry-run"] if dry else []))
+    r = review(cli, simulator, "--output-dir", folder, *(["--dry-run"] if dry else []))
     refused(r, 10, folder.split("/")[0])
     assert simulator.chat_requests() == []
     assert files_under(repo) == before
@@ -294,7 +276,7 @@ def test_continue_checks_the_chains_folder_before_sending(
     repo: Path, make_simulator: MakeSim, cli: Cli, immutable: Any
 ) -> None:
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "10", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "10", "--max-continuations", "0")
     assert first.code == 4
     immutable(repo / "reviews")
     r = cli("continue", first.json()["segments"][0]["answer_path"], "--endpoint", sim.base_url)
@@ -303,7 +285,7 @@ def test_continue_checks_the_chains_folder_before_sending(
 
 
 def test_dry_run_leaves_no_output_folder_behind(repo: Path, simulator: Simulator, cli: Cli) -> None:
-    r = run_review(cli, simulator, "--output-dir", "out/deep", "--dry-run")
+    r = review(cli, simulator, "--output-dir", "out/deep", "--dry-run")
     assert r.code == 0, r.err
     assert not (repo / "out").exists()
 
@@ -337,7 +319,7 @@ def test_file_names_too_long_for_the_file_system_are_refused_before_sending(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(models={LONG_MODEL})
-    r = run_review(cli, sim, "--model", LONG_MODEL, "--topic", "t" * 100)
+    r = review(cli, sim, "--model", LONG_MODEL, "--topic", "t" * 100)
     refused(r, 10, "too long", "--topic")
     assert sim.chat_requests() == []
 
@@ -346,9 +328,7 @@ def test_continue_refuses_a_continuation_model_whose_names_are_too_long_before_s
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=60)
-    first = run_review(
-        cli, sim, "--max-tokens", "10", "--max-continuations", "0", "--topic", "t" * 100
-    )
+    first = review(cli, sim, "--max-tokens", "10", "--max-continuations", "0", "--topic", "t" * 100)
     assert first.code == 4
     path = first.json()["segments"][0]["answer_path"]
     r = cli("continue", path, "--endpoint", sim.base_url, "--continuation-model", LONG_MODEL)
@@ -370,9 +350,7 @@ def test_an_endpoint_the_receipt_cannot_record_is_refused_before_sending(
 def test_a_bad_continuation_body_is_refused_before_the_primary_is_sent(
     repo: Path, simulator: Simulator, cli: Cli
 ) -> None:
-    r = run_review(
-        cli, simulator, "--no-stream", "--continuation-extra-body", '{"stream_options": {}}'
-    )
+    r = review(cli, simulator, "--no-stream", "--continuation-extra-body", '{"stream_options": {}}')
     refused(r, 2, "stream_options")
     assert simulator.chat_requests() == []
 
@@ -445,7 +423,7 @@ def test_continue_force_sends_one_continuation_on_a_finished_chain(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(answer_words=30)
-    first = run_review(cli, sim, "--max-tokens", "100")
+    first = review(cli, sim, "--max-tokens", "100")
     assert first.code == 0
     path = first.json()["segments"][0]["answer_path"]
     r = cli("continue", path, "--endpoint", sim.base_url, "--force", "--json")
@@ -462,7 +440,7 @@ def test_run_without_reported_usage_says_unknown_not_zero(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(omit_usage=True)
-    r = run_review(cli, sim)
+    r = review(cli, sim)
     assert r.code == 0, r.err
     data = r.json()
     assert data["usage"] is None
@@ -485,7 +463,7 @@ def test_the_silent_truncation_check_is_said_to_be_off_once(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(omit_usage=True, answer_words=60)
-    r = run_review(cli, sim, "--max-tokens", "20")
+    r = review(cli, sim, "--max-tokens", "20")
     assert r.code == 0, r.err
     assert len(r.json()["segments"]) > 1
     assert r.err.count("silently truncated prompt") == 1
@@ -512,7 +490,7 @@ def test_stats_say_unknown_for_receipts_without_usage(
     repo: Path, make_simulator: MakeSim, cli: Cli
 ) -> None:
     sim = make_simulator(omit_usage=True)
-    assert run_review(cli, sim).code == 0
+    assert review(cli, sim).code == 0
     r = cli("stats", "--json")
     assert r.code == 0, r.err
     total = r.json()["total"]

@@ -8,8 +8,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import git, run_review
-from tests.test_diff_review import base_commit, commit, dry, user_text
+from tests.support.cli import review
+from tests.support.git import (
+    NEW_SPEC,
+    base_commit,
+    commit,
+    dry,
+    git,
+    user_text,
+)
 
 
 def record_of(repo: Path, result: Any) -> dict[str, Any]:
@@ -28,9 +35,6 @@ def prompt_check(result: Any) -> dict[str, Any]:
     return next(c for c in receipt["checks"] if c["name"] == "prompt")
 
 
-NEW_SPEC = "# Spec\n\nThe mean of 2, 4 and 9 is 5. Always.\n"
-
-
 # --------------------------------------------------------------------------- automatic pinning
 
 
@@ -39,7 +43,7 @@ def test_a_committed_file_is_pinned_to_its_blob_and_a_dirty_one_to_its_hash(
 ) -> None:
     head = base_commit(repo)
     (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
-    result = run_review(cli, simulator, "-c", "src/pkg/mean.py")
+    result = review(cli, simulator, "-c", "src/pkg/mean.py")
     assert result.code == 0, result.err
     spec, mean = record_of(repo, result)["git"]["files"]
     blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
@@ -53,10 +57,10 @@ def test_a_process_that_reads_git_again_pins_to_the_new_head(
     from deepseek_review.git.runner import forget_git_facts
 
     base_commit(repo)
-    assert run_review(cli, simulator, "--topic", "first").code == 0
+    assert review(cli, simulator, "--topic", "first").code == 0
     new_head = commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
     forget_git_facts()  # what a long-running library user calls after committing
-    result = run_review(cli, simulator, "--topic", "second")
+    result = review(cli, simulator, "--topic", "second")
     assert result.code == 0, result.err
     spec = record_of(repo, result)["git"]["files"][0]
     blob = git(repo, "rev-parse", "HEAD:docs/spec.md").strip()
@@ -66,7 +70,7 @@ def test_a_process_that_reads_git_again_pins_to_the_new_head(
 def test_a_review_of_uncommitted_files_records_no_pins(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
-    result = run_review(cli, simulator)
+    result = review(cli, simulator)
     assert result.code == 0, result.err
     assert "git" not in record_of(repo, result)
 
@@ -78,7 +82,7 @@ def test_verify_strict_passes_after_a_pinned_file_was_changed_and_committed_over
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     head = base_commit(repo)
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
     result = verify(cli, "--strict")
     assert result.code == 0, result.err
@@ -91,7 +95,7 @@ def test_verify_strict_passes_after_a_pinned_file_was_deleted(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     base_commit(repo)
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     (repo / "docs" / "spec.md").unlink()
     result = verify(cli, "--strict")
     assert result.code == 0, result.err
@@ -102,7 +106,7 @@ def test_verify_says_a_dirty_file_is_read_from_the_working_tree(
 ) -> None:
     head = base_commit(repo)
     (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
-    assert run_review(cli, simulator, "-c", "src/pkg/mean.py").code == 0
+    assert review(cli, simulator, "-c", "src/pkg/mean.py").code == 0
     result = verify(cli, "--strict")
     assert result.code == 0, result.err
     assert prompt_check(result)["detail"] == (
@@ -115,7 +119,7 @@ def test_verify_fails_naming_the_file_when_a_pin_claims_another_blob(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     base_commit(repo)
-    result = run_review(cli, simulator)
+    result = review(cli, simulator)
     path = repo / result.json()["segments"][0]["record_path"]
     record = json.loads(path.read_text())
     record["git"]["files"][0]["blob"] = git(repo, "rev-parse", "HEAD:src/pkg/mean.py").strip()
@@ -192,7 +196,7 @@ def test_verify_in_a_shallow_clone_names_the_missing_blob_and_the_fix(
     repo: Path, cli: Any, simulator: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
     base_commit(repo)
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     git(repo, "add", "-A")
     commit(repo, "receipts and a new spec", {"docs/spec.md": NEW_SPEC})
     clone = _shallow_clone(repo, tmp_path)
@@ -261,7 +265,7 @@ def test_continue_on_a_pinned_review_rebuilds_from_the_same_objects(
 ) -> None:
     base_commit(repo)
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     assert first.code == 4
     commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
     answer = first.json()["segments"][0]["answer_path"]
@@ -275,7 +279,7 @@ def test_a_pinned_record_validates_against_the_schema_and_reads_back_to_its_byte
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     from deepseek_review.records.request_record import RequestRecord
-    from tests.test_records_schema import schema_errors
+    from tests.support.schema import schema_errors
 
     a = base_commit(repo)
     b = commit(repo, "fix", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n", "x.lock": "l"})
@@ -310,7 +314,7 @@ def test_continue_names_a_pinned_blob_the_clone_lacks_and_the_fix(
 ) -> None:
     base_commit(repo)
     sim = make_simulator(answer_words=60)
-    first = run_review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, sim, "--max-tokens", "20", "--max-continuations", "0")
     path = repo / first.json()["segments"][0]["record_path"]
     record = json.loads(path.read_text())
     record["git"]["files"][0]["blob"] = "0" * 40

@@ -10,14 +10,10 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
+from tests.support.cli import review
 
 MakeSim = Callable[..., Simulator]
 MODEL = "deepseek-v4-flash"
-
-
-def review(cli: Any, sim: Simulator) -> None:
-    r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", sim.base_url)
-    assert r.code == 0, r.err
 
 
 def prices(repo: Path, table: str) -> None:
@@ -34,7 +30,7 @@ def test_stats_prices_cache_hits_at_their_own_price(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator(usage_details=True)
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     prices(repo, f'[prices."{MODEL}"]\ninput = 2.0\ncache_hit = 0.5\noutput = 8.0\n')
     prompt, completion, hit = usage(repo)
     total = cli("stats", "--json").json()["total"]
@@ -47,7 +43,7 @@ def test_an_endpoints_own_price_wins_over_the_models(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator()
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     host = sim.base_url.split("//", 1)[1]
     prices(repo, f'[prices."{MODEL}"]\ninput = 100.0\noutput = 100.0\n'
                  f'[prices."{MODEL}@{host}"]\ninput = 0.0\noutput = 0.0\n')  # fmt: skip
@@ -58,7 +54,7 @@ def test_without_a_price_the_cost_is_null_and_the_segments_are_counted(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator()
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     total = cli("stats", "--json").json()["total"]
     assert total["cost"] is None and total["segments_without_price"] == 1
 
@@ -91,7 +87,7 @@ def test_stats_table_shows_cost_cache_share_and_speed(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
     sim = make_simulator(usage_details=True, reasoning_words=4)
-    review(cli, sim)
+    assert review(cli, sim).code == 0
     prices(repo, f'[prices."{MODEL}"]\ninput = 2.0\noutput = 8.0\n')
     err = cli("stats").err
     assert "reasoning tokens: 4" in err
@@ -113,7 +109,7 @@ def operator_prices(monkeypatch: pytest.MonkeyPatch, table: dict[str, Any]) -> N
 def test_max_cost_stops_starting_reviews_and_the_report_says_what_was_spent(
     repo: Path, simulator: Simulator, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     operator_prices(monkeypatch, {MODEL: {"input": 1.0, "output": 1.0}})
     manifest(repo, ["a", "b", "c"])
@@ -131,7 +127,7 @@ def test_max_cost_stops_starting_reviews_and_the_report_says_what_was_spent(
 def test_max_cost_without_a_price_for_a_model_is_refused_before_sending(
     repo: Path, simulator: Simulator, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     operator_prices(monkeypatch, {"other-model": {"input": 1.0, "output": 1.0}})
     manifest(repo, ["a"])
@@ -144,7 +140,7 @@ def test_max_cost_without_a_price_for_a_model_is_refused_before_sending(
 def test_a_batch_report_without_prices_has_a_null_cost(
     repo: Path, simulator: Simulator, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     manifest(repo, ["a"])
     r = batch(cli, simulator)
@@ -155,7 +151,7 @@ def test_a_batch_report_without_prices_has_a_null_cost(
 def test_max_cost_does_not_count_in_prices_from_the_repositorys_config(
     repo: Path, simulator: Simulator, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     prices(repo, f'[prices."{MODEL}"]\ninput = 0.0\noutput = 0.0\n')  # a cap never reached
     manifest(repo, ["a"])
@@ -168,7 +164,7 @@ def test_max_cost_does_not_count_in_prices_from_the_repositorys_config(
 def test_the_batch_report_counts_reasoning_and_cache_tokens(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     sim = make_simulator(usage_details=True, reasoning_words=3, answer_words=20)
     manifest(repo, ["a", "b"])
@@ -184,7 +180,7 @@ def test_the_batch_report_counts_reasoning_and_cache_tokens(
 def test_batch_dry_run_estimates_each_entry_and_the_whole_run(
     repo: Path, simulator: Simulator, cli: Any
 ) -> None:
-    from tests.test_batch import batch, manifest
+    from tests.support.batch import batch, manifest
 
     prices(repo, f'[prices."{MODEL}"]\ninput = 1.0\noutput = 1.0\n')
     manifest(repo, ["a", "b"])

@@ -29,21 +29,14 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.stubs import Reply
-from tests.terminal import read_until_closed
-from tests.test_batch import manifest
+from tests.support.batch import manifest
+from tests.support.progress import COUNTERS, counters
+from tests.support.stubs import Reply
+from tests.support.terminal import read_until_closed
 
 Cli = Callable[..., Any]
 MakeSimulator = Callable[..., Simulator]
 
-#: The counters every plain batch line starts with: finished of total, then the reviews in
-#: flight (asking the server, each with one of the --jobs slots; or writing their answer),
-#: then those waiting: ``[3/6 finished, 2 asking, 0 writing, 1 waiting]`` (after a halt or an
-#: interrupt, the pending ones after the finished: ``[4/7 finished, 3 pending, ...]``).
-COUNTERS = re.compile(
-    r"^deepseek-review: \[(\d+)/(\d+) finished, (?:\d+ pending, )?(\d+) asking, (\d+) writing, "
-    r"(\d+) waiting\] "
-)
 #: A request taking one of the slots: a review's first request, or a continuation request.
 TAKES_SLOT = re.compile(r"\] (?:start (\S+)|(\S+): continuation \d+/\d+)")
 #: A request giving its slot back: its answer arrived (or none will), or its review finished.
@@ -55,13 +48,6 @@ CONTINUATION = re.compile(r"(?:^deepseek-review: |\] )(\S+): continuation \d+/\d
 
 def plain_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if COUNTERS.match(line)]
-
-
-def counters(line: str) -> tuple[int, ...]:
-    """(finished, total, asking, writing, waiting) of a plain batch line."""
-    m = COUNTERS.match(line)
-    assert m, line
-    return tuple(map(int, m.groups()))
 
 
 def requests_for(sim: Simulator, topic: str) -> int:
@@ -173,7 +159,7 @@ class _Spawned:
         return code, "".join(self.lines)
 
 
-def _wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
@@ -188,8 +174,8 @@ def test_no_continuation_line_for_a_continuation_an_interrupt_kept_from_being_se
     sim = make_simulator(answer_words=400, latency=1.5)
     manifest(repo, ["a", "b"], defaults={"max_tokens": 20})
     batch = _Spawned(repo, sim.base_url, "--jobs", "1")
-    _wait_for(lambda: sum(" start " in line for line in batch.lines) == 2)
-    _wait_for(lambda: requests_for(sim, "b") == 1)  # b holds the slot (a start line comes first)
+    wait_for(lambda: sum(" start " in line for line in batch.lines) == 2)
+    wait_for(lambda: requests_for(sim, "b") == 1)  # b holds the slot (a start line comes first)
     batch.proc.send_signal(signal.SIGINT)
     code, err = batch.finish()
     assert code == 130, err
@@ -332,7 +318,7 @@ def test_a_second_ctrl_c_on_a_terminal_leaves_the_cursor_shown(repo, make_simula
     sim = make_simulator(answer_words=20, latency=30.0)
     manifest(repo, ["a", "b"])
     proc, master = _spawn_on_a_terminal(repo, "batch", "reviews.toml", "--endpoint", sim.base_url)
-    _wait_for(lambda: len(sim.chat_requests()) == 2)
+    wait_for(lambda: len(sim.chat_requests()) == 2)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)  # exits at once: no clean-up code runs

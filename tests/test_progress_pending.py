@@ -14,8 +14,8 @@ import pytest
 from deepseek_review.batch.report import STATUSES
 from deepseek_review.batch.schedule import Progress
 from deepseek_review.cli.progress import _counters, _status
-from tests.test_batch import _spawn_batch, _wait_for, batch, manifest
-from tests.test_progress import COUNTERS, counters
+from tests.support.batch import batch, manifest, spawn_batch, wait_for
+from tests.support.progress import COUNTERS, counters
 
 LAST_COUNTERS = re.compile(r"\[(\d+)/(\d+) finished, (?:(\d+) pending, )?")
 
@@ -64,8 +64,8 @@ def test_an_interrupted_batch_counts_what_it_did_not_finish_as_pending(
 ) -> None:
     sim = make_simulator(answer_words=20, latency=1.0)
     manifest(repo, [f"r{i}" for i in range(6)])
-    proc = _spawn_batch(repo, sim.base_url)
-    _wait_for(lambda: len(sim.chat_requests()) == 2)
+    proc = spawn_batch(repo, sim.base_url)
+    wait_for(lambda: len(sim.chat_requests()) == 2)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err

@@ -19,8 +19,8 @@ from deepseek_review.finding.sarif import to_sarif
 from deepseek_review.signing.statement import PREDICATE_TYPE
 from deepseek_review.trust.attest import ATTEST_PREDICATE_TYPE
 from deepseek_review.util import project
-from tests.conftest import run_review
-from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
+from tests.support.cli import review
+from tests.support.sshkeys import Key, allowed_signers, make_key, needs_openssh
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -118,7 +118,7 @@ def resigned_as(repo: Path, key: Key, predicate_type: str) -> None:
 def test_a_statement_of_the_former_predicate_type_still_verifies_and_is_attested(
     repo, cli, simulator, tmp_path, alice, monkeypatch
 ):
-    assert run_review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
+    assert review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
     resigned_as(repo, alice, project.FORMER_SIGNED_REVIEW)
     signers = allowed_signers(tmp_path / "a", alice.allowed_line())
     v = cli("verify", "--allowed-signers", str(signers), "--json")
@@ -141,7 +141,7 @@ def test_a_statement_of_the_former_predicate_type_still_verifies_and_is_attested
 def test_a_statement_of_any_other_predicate_type_fails(
     repo, cli, simulator, tmp_path, alice, other
 ):
-    assert run_review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
+    assert review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
     resigned_as(repo, alice, other)
     signers = allowed_signers(tmp_path / "a", alice.allowed_line())
     v = cli("verify", "--allowed-signers", str(signers), "--json")

@@ -22,7 +22,7 @@ from deepseek_review.reviewing.prompt import load_template, render_messages
 from deepseek_review.testing.simulator import Simulator
 from deepseek_review.util.resources import prompts_dir
 from deepseek_review.util.textsafe import fence_for
-from tests.conftest import files_under
+from tests.support.cli import files_under
 
 Cli = Callable[..., Any]
 BUNDLED = ("default", "spec-review", "code-review", "diff-review", "synthesis")

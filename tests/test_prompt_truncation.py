@@ -2,32 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from tests.conftest import files_under
-
-
-def big_spec(repo: Path) -> None:
-    """About 6,000 estimated tokens of ordinary prose."""
-    line = "The mean of the three values is computed over the whole window, as stated.\n"
-    (repo / "docs" / "big.md").write_text(line * 300, encoding="utf-8")
-
-
-def run_big(cli: Any, sim: Any, *extra: str) -> Any:
-    return cli(
-        "run",
-        "-c",
-        "docs/big.md",
-        "-p",
-        "Check it.",
-        "--endpoint",
-        sim.base_url,
-        "--max-file-bytes",
-        "1000000",
-        "--json",
-        *extra,
-    )
+from tests.support.cli import files_under
+from tests.support.prompt import big_spec, run_big
 
 
 def test_clipped_prompt_fails_with_exit_7_and_writes_nothing(repo, make_simulator, cli):

@@ -8,14 +8,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.builders import continuation_receipt, write_receipt
-from tests.conftest import run_review
+from tests.support.builders import continuation_receipt, write_receipt
+from tests.support.cli import review
 
 
 def chain_of_three(cli: Any, make_simulator: Any) -> list[dict[str, Any]]:
     """A review cut off twice: primary and two continuations (the ``--json`` segments)."""
     sim = make_simulator(answer_words=60)
-    segs: list[dict[str, Any]] = run_review(cli, sim, "--max-tokens", "20").json()["segments"]
+    segs: list[dict[str, Any]] = review(cli, sim, "--max-tokens", "20").json()["segments"]
     assert len(segs) == 3
     return segs
 

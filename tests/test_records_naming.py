@@ -15,7 +15,7 @@ from deepseek_review.records.naming import (
     sibling,
     split_name,
 )
-from tests.conftest import run_review
+from tests.support.cli import review
 
 STEM = "reviews/spec_deepseek_deepseek-v4-flash_continuation_20260512T033551Z-2"
 
@@ -85,7 +85,7 @@ def test_the_longest_name_a_review_writes_ends_in_the_longest_suffix() -> None:
 
 def test_verify_lists_a_long_chain_in_chain_order(repo: Any, make_simulator: Any, cli: Any) -> None:
     sim = make_simulator(answer_words=130)
-    r = run_review(cli, sim, "--max-tokens", "10", "--max-continuations", "12")
+    r = review(cli, sim, "--max-tokens", "10", "--max-continuations", "12")
     segs = [s["receipt_path"] for s in r.json()["segments"]]
     assert len(segs) >= 12  # stems -2 ... -12: string order would put -10 before -2
     listed = [x["receipt_path"] for x in cli("verify", "--json").json()["receipts"]]

@@ -10,7 +10,6 @@ reference rebuilds to the wanted hash.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
 import shutil
@@ -22,6 +21,7 @@ import pytest
 
 from deepseek_review.errors import InputError
 from deepseek_review.records.rebuild import Rebuilder, rebuild_body, repo_reader
+from tests.support.builders import sha
 
 HERE = Path(__file__).parent
 TAMPERED = HERE / "fixtures" / "tampered"
@@ -29,10 +29,6 @@ FIXTURE_RECORDS = sorted(TAMPERED.rglob("*.request.json"))
 UNTOUCHED = TAMPERED / "untouched"
 SPEC = "docs/spec.md"
 Body = dict[str, Any]
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def case_root(record: Path) -> Path:

@@ -17,37 +17,24 @@ from deepseek_review.records.canonical import canonical_json
 from deepseek_review.records.rebuild import rebuild_body, repo_reader
 from deepseek_review.reviewing.request import BodyOptions, WireMessage, prepare
 from deepseek_review.testing.simulator import Simulator
-from tests.builders import sha
-from tests.conftest import files_under, use_key
+from tests.support.builders import sha
+from tests.support.cli import files_under, review, use_key
 
 Cli = Callable[..., Any]
 KEY = "sk-planted-request-0123456789abcdef"
 
 
-def review(cli: Cli, simulator: Simulator, *args: str) -> tuple[dict[str, Any], bytes]:
-    """Run one review; return the ``--json`` result and the body the simulator received."""
-    r = cli(
-        "run",
-        "-c",
-        "docs/spec.md",
-        "-c",
-        "src",
-        "-p",
-        "Check the mean.",
-        "--endpoint",
-        simulator.base_url,
-        "--retry-wait",
-        "0.01",
-        "--json",
-        *args,
-    )
+def review_sent(cli: Cli, simulator: Simulator, *args: str) -> tuple[dict[str, Any], bytes]:
+    """Run one review of the spec and src/; return the ``--json`` result and the body the
+    simulator received."""
+    r = review(cli, simulator, *args, context=("docs/spec.md", "src"))
     assert r.code == 0, r.err
     (request,) = simulator.chat_requests()
     return r.json(), request.body
 
 
 def body_of(cli: Cli, simulator: Simulator, *args: str) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(review(cli, simulator, *args)[1])
+    body: dict[str, Any] = json.loads(review_sent(cli, simulator, *args)[1])
     return body
 
 
@@ -61,7 +48,7 @@ def record_of(repo: Path, result: dict[str, Any]) -> dict[str, Any]:
 
 def test_body_is_canonical_json_sorted_compact_utf8(repo, simulator, cli):
     (repo / "docs" / "spec.md").write_text('café ≤ 数学 "quoted" \\ tab\t\n', encoding="utf-8")
-    _, raw = review(cli, simulator)
+    _, raw = review_sent(cli, simulator)
     parsed = json.loads(raw)
     assert raw == json.dumps(
         parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False
@@ -201,7 +188,7 @@ def test_extra_body_that_is_not_a_json_object_is_refused(repo, cli, text):
 
 @pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
 def test_prompt_sha256_is_the_sha256_of_the_bytes_the_server_received(repo, simulator, cli, stream):
-    result, raw = review(cli, simulator, stream)
+    result, raw = review_sent(cli, simulator, stream)
     seg = result["segments"][0]
     receipt = json.loads((repo / seg["receipt_path"]).read_text())
     assert seg["prompt_sha256"] == sha(raw)
@@ -223,7 +210,7 @@ def test_prepare_hashes_exactly_the_bytes_it_returns():
 
 @pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
 def test_request_record_rebuilds_exactly_the_bytes_sent(repo, simulator, cli, stream):
-    result, raw = review(cli, simulator, stream)
+    result, raw = review_sent(cli, simulator, stream)
     record = record_of(repo, result)
     rebuilt = rebuild_body(record["body"], repo_reader(repo))
     assert rebuilt.changed == [] and rebuilt.missing == []
@@ -232,7 +219,7 @@ def test_request_record_rebuilds_exactly_the_bytes_sent(repo, simulator, cli, st
 
 
 def test_request_record_rebuild_works_from_another_checkout(repo, simulator, cli, tmp_path):
-    result, raw = review(cli, simulator)
+    result, raw = review_sent(cli, simulator)
     record = record_of(repo, result)
     copy = tmp_path / "copy"
     for rel in ("docs/spec.md", "src/pkg/__init__.py", "src/pkg/mean.py"):
@@ -242,7 +229,7 @@ def test_request_record_rebuild_works_from_another_checkout(repo, simulator, cli
 
 
 def test_request_record_rebuild_names_a_changed_context_file(repo, simulator, cli):
-    result, _ = review(cli, simulator)
+    result, _ = review_sent(cli, simulator)
     (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
     rebuilt = rebuild_body(record_of(repo, result)["body"], repo_reader(repo))
     assert rebuilt.body_bytes is None
@@ -251,7 +238,7 @@ def test_request_record_rebuild_names_a_changed_context_file(repo, simulator, cl
 
 
 def test_request_record_rebuild_names_a_missing_context_file(repo, simulator, cli):
-    result, _ = review(cli, simulator)
+    result, _ = review_sent(cli, simulator)
     (repo / "docs" / "spec.md").unlink()
     rebuilt = rebuild_body(record_of(repo, result)["body"], repo_reader(repo))
     assert rebuilt.body_bytes is None
@@ -285,7 +272,7 @@ def test_request_record_reader_refuses_paths_outside_the_root(repo, tmp_path):
 
 
 def test_request_record_names_each_context_file_by_path_hash_and_size(repo, simulator, cli):
-    result, _ = review(cli, simulator)
+    result, _ = review_sent(cli, simulator)
     record = record_of(repo, result)
     data = (repo / "docs" / "spec.md").read_bytes()
     assert {"path": "docs/spec.md", "sha256": sha(data), "bytes": len(data)} in record[
@@ -297,7 +284,7 @@ def test_request_record_names_each_context_file_by_path_hash_and_size(repo, simu
 def test_request_record_holds_no_file_text(repo, simulator, cli):
     (repo / "docs" / "spec.md").write_text("UNIQUE-SPEC-SENTENCE-4711 is here.\n")
     (repo / "src" / "pkg" / "mean.py").write_text("UNIQUE_CODE_TOKEN_0815 = 1\n")
-    result, raw = review(cli, simulator)
+    result, raw = review_sent(cli, simulator)
     assert b"UNIQUE-SPEC-SENTENCE-4711" in raw
     text = (repo / result["segments"][0]["record_path"]).read_text()
     assert "UNIQUE-SPEC-SENTENCE-4711" not in text
@@ -307,7 +294,7 @@ def test_request_record_holds_no_file_text(repo, simulator, cli):
 def test_request_record_holds_no_api_key(repo, make_simulator, cli, monkeypatch):
     sim = make_simulator(api_key=KEY)
     use_key(monkeypatch, KEY)
-    result, _ = review(cli, sim)
+    result, _ = review_sent(cli, sim)
     assert sim.chat_requests()[0].headers["authorization"] == f"Bearer {KEY}"
     for rel in files_under(repo / "reviews"):
         assert KEY.encode() not in (repo / "reviews" / rel).read_bytes(), rel

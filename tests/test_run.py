@@ -17,10 +17,11 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from deepseek_review.records import storage
-from tests.builders import sha
-from tests.conftest import files_under, use_key
-from tests.stubs import Reply
-from tests.test_client import error_json, expected_answer, sse
+from tests.support.builders import sha
+from tests.support.chat import error_json, expected_answer, sse
+from tests.support.cli import files_under, use_key
+from tests.support.secrets import PRIVATE_KEY
+from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parent.parent
@@ -390,13 +391,6 @@ def test_key_never_appears_in_a_dry_run(repo, simulator, cli, monkeypatch):
 
 
 # --------------------------------------------------------------------------- secret scan
-
-PRIVATE_KEY = (
-    "notes\n"
-    "-----BEGIN RSA PRIVATE KEY-----\n"
-    "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2lZbmTk8vXcuA5q9C0c1eHUcKa4u\n"
-    "-----END RSA PRIVATE KEY-----\n"
-)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.findings_support import PROSE_END, block, item, review_answering
+from tests.support.findings import PROSE_END, block, item, review_answering
 
 ROOT = Path(__file__).resolve().parent.parent
 MULTITOOL = (

@@ -19,10 +19,13 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.context.gather import ContextFile
 from deepseek_review.context.secrets import Finding, scan_files
-from tests.conftest import files_under
-from tests.test_secrets import REMOTE, Sent, offline  # noqa: F401  (a fixture, used below)
+from deepseek_review.context.types import ContextFile
+from tests.support.cli import files_under
+from tests.support.secrets import (
+    REMOTE,
+    Sent,
+)
 
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parents[1]

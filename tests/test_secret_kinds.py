@@ -18,8 +18,11 @@ from typing import Any
 import pytest
 
 from deepseek_review.context.secrets import Finding
-from tests.conftest import files_under
-from tests.test_secrets import REMOTE, Sent, offline  # noqa: F401  (a fixture, used below)
+from tests.support.cli import files_under
+from tests.support.secrets import (
+    REMOTE,
+    Sent,
+)
 
 Cli = Callable[..., Any]
 FAST = ("--retry-wait", "0.01", "--max-attempts", "1")

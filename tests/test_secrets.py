@@ -25,18 +25,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import httpx
 import pytest
 
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import files_under, use_key
-from tests.stubs import Reply, Stub
+from tests.support.cli import files_under, use_key
+from tests.support.ports import closed_port
+from tests.support.secrets import REMOTE, Sent, go_offline
+from tests.support.stubs import Reply, Stub
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
 FAST = ("--retry-wait", "0.01")
-REMOTE = "https://deepseek-review.invalid"
 VERBOSITY = [pytest.param((), id="plain"), pytest.param(("--verbose",), id="verbose")]
 
 
@@ -132,24 +132,6 @@ def assert_sent_as_bearer(key: str, sim: Simulator) -> int:
     return len(requests)
 
 
-@dataclass
-class Sent:
-    urls: list[str] = field(default_factory=list)
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Sent:
-    """Records every request and fails it as unreachable: nothing leaves the machine."""
-    sent = Sent()
-
-    def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
-        sent.urls.append(str(request.url))
-        raise httpx.ConnectError("blocked by the test", request=request)
-
-    monkeypatch.setattr(httpx.Client, "send", send)
-    return sent
-
-
 @pytest.fixture
 def echo_stub(make_stub: Callable[..., Stub]) -> Callable[[int, str, str], Stub]:
     """A careless server: every reply quotes the request's Authorization header (``{auth}``)."""
@@ -159,14 +141,6 @@ def echo_stub(make_stub: Callable[..., Stub]) -> Callable[[int, str, str], Stub]
         return make_stub([reply], echo_headers=True)
 
     return make
-
-
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --------------------------------------------------------------------------- the key
@@ -282,7 +256,7 @@ def test_key_is_in_no_output_or_log_of_a_failing_command(
     server, extra, code = _FAILURES[failure]
     sim = None
     if server == "refused":
-        url = f"http://127.0.0.1:{_closed_port()}"
+        url = f"http://127.0.0.1:{closed_port()}"
     elif isinstance(server, tuple):
         status, template, ctype = server
         url = echo_stub(status, template, _CTYPES[ctype]).base_url
@@ -732,17 +706,7 @@ def test_batch_bound_off_the_machine_refuses_secrets_naming_entry_file_and_line(
 def offline_after(monkeypatch: pytest.MonkeyPatch) -> Callable[[], Sent]:
     """Like ``offline``, switched on in the middle of a test (after a local run)."""
 
-    def switch_on() -> Sent:
-        sent = Sent()
-
-        def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> Any:
-            sent.urls.append(str(request.url))
-            raise httpx.ConnectError("blocked by the test", request=request)
-
-        monkeypatch.setattr(httpx.Client, "send", send)
-        return sent
-
-    return switch_on
+    return lambda: go_offline(monkeypatch)
 
 
 def test_a_secret_in_the_prompt_itself_is_refused_for_a_remote_endpoint(

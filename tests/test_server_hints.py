@@ -22,10 +22,11 @@ from deepseek_review.chat.client import ChatClient
 from deepseek_review.chat.types import RetryPolicy
 from deepseek_review.errors import ServerError
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import use_key
-from tests.stubs import Reply
-from tests.test_client import assert_nothing_written, chunk, error_json, one_error_line, run, sse
-from tests.test_hostile_server import Hostile, head
+from tests.support.chat import assert_nothing_written, chunk, error_json, one_error_line, sse
+from tests.support.cli import review, use_key
+from tests.support.hostile import Hostile, head
+from tests.support.ports import closed_port
+from tests.support.stubs import Reply
 
 Cli = Callable[..., Any]
 MakeSim = Callable[..., Simulator]
@@ -33,14 +34,6 @@ MakeSim = Callable[..., Simulator]
 #: Fewer prompt tokens than the spec the tests send: every request overflows.
 TINY_CONTEXT = 10
 LLAMA_CONTEXT_MESSAGE = "the request exceeds the available context size"
-
-
-def closed_port(host: str = "127.0.0.1") -> int:
-    """A port on ``host`` that nothing listens on (bound once, then released)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def own_address() -> str:
@@ -76,7 +69,7 @@ def test_refused_loopback_connection_is_tried_twice_at_most_and_fails_fast(repo,
 
 def test_refused_connection_to_another_host_keeps_the_retry_policy(repo, cli):
     host = own_address()
-    r = run(cli, f"http://{host}:{closed_port(host)}", "--max-attempts", "4")
+    r = review(cli, f"http://{host}:{closed_port(host)}", "--max-attempts", "4")
     assert r.code == 5
     line = one_error_line(r.err)
     assert "Connection refused" in line
@@ -96,7 +89,7 @@ START_WORDS = {"ollama": "ollama serve", "llama.cpp": "llama-server", "vllm": "v
 )
 def test_refused_loopback_connection_says_how_to_start_that_server(repo, cli, server, start):
     port = closed_port()
-    r = run(cli, f"http://127.0.0.1:{port}", "--server", server)
+    r = review(cli, f"http://127.0.0.1:{port}", "--server", server)
     assert r.code == 5
     line = one_error_line(r.err)
     assert start.format(port=port) in line
@@ -148,7 +141,7 @@ def test_prompt_over_the_context_size_gives_the_servers_reason_once_in_both_mode
     repo, make_simulator, cli, overflow, stream
 ):
     sim = make_simulator(context_window=TINY_CONTEXT, context_overflow=overflow, llama_stream=True)
-    r = run(cli, sim.base_url, "--server", "llama.cpp", stream)
+    r = review(cli, sim.base_url, "--server", "llama.cpp", stream)
     assert r.code == 5
     assert len(sim.chat_requests()) == 1  # the same prompt would overflow again
     line = one_error_line(r.err)
@@ -160,7 +153,7 @@ def test_prompt_over_the_context_size_gives_the_servers_reason_once_in_both_mode
 
 def test_stream_that_closes_with_no_data_says_so_and_points_at_no_stream(repo, make_simulator, cli):
     sim = make_simulator(context_window=TINY_CONTEXT, context_overflow="empty")
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 6
     line = one_error_line(r.err)
     assert "closed the stream with no data at all" in line
@@ -173,7 +166,7 @@ def test_stream_cut_before_any_data_says_so_and_keeps_the_retry_policy(repo, cli
     chunked = head("text/event-stream", "Transfer-Encoding: chunked")
     server = Hostile(lambda conn, stop: conn.sendall(chunked))  # then closes, mid-body
     try:
-        r = run(cli, server.base_url, "--max-attempts", "3")
+        r = review(cli, server.base_url, "--max-attempts", "3")
     finally:
         server.stop()
     assert r.code == 6
@@ -187,7 +180,7 @@ def test_the_server_that_streams_nothing_gives_its_reason_without_streaming(
     repo, make_simulator, cli
 ):
     sim = make_simulator(context_window=TINY_CONTEXT, context_overflow="empty")
-    r = run(cli, sim.base_url, "--no-stream")
+    r = review(cli, sim.base_url, "--no-stream")
     assert r.code == 5
     assert len(sim.chat_requests()) == 1
     assert LLAMA_CONTEXT_MESSAGE in one_error_line(r.err)
@@ -197,7 +190,7 @@ def test_sse_error_event_is_the_servers_error(repo, make_stub, cli):
     body = b'event: error\ndata: {"type": "error", "error": {"type": "invalid_request_error", '
     body += b'"message": "prompt is too long: 210000 tokens > 200000 maximum"}}\n\n'
     stub = streaming(make_stub, body)
-    r = run(cli, stub.base_url, "--server", "vllm")
+    r = review(cli, stub.base_url, "--server", "vllm")
     assert r.code == 5
     assert len([s for s in stub.seen if s.chat]) == 1
     line = one_error_line(r.err)
@@ -211,7 +204,7 @@ def test_error_chunk_with_a_busy_status_is_retried_and_reported_in_the_servers_w
     body = sse(chunk({"content": "Half an"}), done=False)
     body += b'data: {"error": {"code": 503, "message": "slot unavailable"}}\n\n'
     stub = streaming(make_stub, body)
-    r = run(cli, stub.base_url, "--max-attempts", "3")
+    r = review(cli, stub.base_url, "--max-attempts", "3")
     assert r.code == 5
     assert len(stub.seen) == 3
     line = one_error_line(r.err)
@@ -222,7 +215,7 @@ def test_error_null_in_stream_chunks_is_no_error(repo, make_stub, cli):
     pieces = [chunk({"role": "assistant", "content": "Fine."}), chunk({}, "stop")]
     body = sse(*({**p, "error": None} for p in pieces))
     stub = streaming(make_stub, body)
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert r.code == 0, r.err
     assert len(stub.seen) == 1
 
@@ -230,7 +223,7 @@ def test_error_null_in_stream_chunks_is_no_error(repo, make_stub, cli):
 def test_error_object_in_a_200_json_answer_is_handled_as_its_status(repo, make_stub, cli):
     body = error_json({"code": 400, "message": "invalid 'temperature': must be at most 2"})
     stub = make_stub([Reply(200, body)])
-    r = run(cli, stub.base_url, "--no-stream", "--max-attempts", "3")
+    r = review(cli, stub.base_url, "--no-stream", "--max-attempts", "3")
     assert r.code == 5
     assert len(stub.seen) == 1
     assert "invalid 'temperature': must be at most 2" in one_error_line(r.err)
@@ -243,7 +236,7 @@ def test_400_over_the_context_size_gives_the_context_hint_for_the_server(repo, m
     )
     body = json.dumps({"object": "error", "message": message, "code": 400}).encode()
     stub = make_stub([Reply(400, body)])
-    r = run(cli, stub.base_url, "--server", "vllm")
+    r = review(cli, stub.base_url, "--server", "vllm")
     assert r.code == 5
     line = one_error_line(r.err)
     assert "maximum context length is 4096 tokens" in line
@@ -265,7 +258,7 @@ def test_400_over_the_context_size_gives_the_context_hint_for_the_server(repo, m
 def test_404_advice_fits_the_server(repo, make_stub, cli, server, says):
     body = error_json({"code": 404, "message": "File Not Found", "type": "not_found_error"})
     stub = make_stub([Reply(404, body)])
-    r = run(cli, stub.base_url, "--server", server)
+    r = review(cli, stub.base_url, "--server", server)
     assert r.code == 5
     line = one_error_line(r.err)
     assert "File Not Found" in line
@@ -280,7 +273,7 @@ def test_401_over_plain_http_without_a_key_says_the_default_key_goes_over_https_
     key = "sk-default-0123456789abcdef"
     monkeypatch.setenv("OLLAMA_API_KEY", key)
     sim = make_simulator(api_key=key)
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 5
     assert "authorization" not in sim.chat_requests()[0].headers
     line = one_error_line(r.err)
@@ -294,7 +287,7 @@ def test_401_over_plain_http_without_a_key_says_the_default_key_goes_over_https_
 def test_401_for_a_named_key_names_that_variable(repo, make_simulator, cli, monkeypatch):
     use_key(monkeypatch, "sk-wrong-0123456789abcdef", "MY_SERVER_KEY")
     sim = make_simulator(api_key="sk-right-0123456789abcdef")
-    r = run(cli, sim.base_url)
+    r = review(cli, sim.base_url)
     assert r.code == 5
     line = one_error_line(r.err)
     assert "the key in MY_SERVER_KEY was refused" in line
@@ -309,7 +302,7 @@ def test_redirect_location_is_shown_escaped_without_userinfo_or_query(repo, make
     location = "http://user:pw@127.0.0.1:9/v1\u202egnp.exe\u009b2J/chat?token=sk-abc123"
     raw = location.encode("utf-8").decode("latin-1")  # the header's bytes, as sent
     stub = make_stub([Reply(302, b"", {"Location": raw})])
-    r = run(cli, stub.base_url)
+    r = review(cli, stub.base_url)
     assert r.code == 5
     line = one_error_line(r.err)
     assert "(redirect to http://127.0.0.1:9/v1\\u202egnp.exe\\x9b2J/chat)" in line

@@ -13,18 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.sshkeys import Key, allowed_signers, needs_openssh
-from tests.test_signing import (
-    alice,
-    no_agent,
+from tests.support.signing import (
     segment_files,
     signature_check,
     signed_review,
     verify,
 )
+from tests.support.sshkeys import Key, allowed_signers, needs_openssh
 
 pytestmark = needs_openssh
-__all__ = ["alice", "no_agent"]  # the fixtures of tests/test_signing.py, used here too
 Cli = Callable[..., Any]
 
 

@@ -13,46 +13,19 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.conftest import git, run_review
-from tests.sshkeys import Key, allowed_signers, make_key, needs_openssh
+from tests.support.cli import review
+from tests.support.git import git
+from tests.support.signing import (
+    segment_files,
+    signature_check,
+    signed_review,
+    verify,
+)
+from tests.support.sshkeys import Key, allowed_signers, make_key, needs_openssh
 
 pytestmark = needs_openssh
 Cli = Callable[..., Any]
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test uses the machine's own ssh-agent."""
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-
-
-@pytest.fixture
-def alice(tmp_path: Path) -> Key:
-    return make_key(tmp_path / "keys", "ed25519", "alice@example.com")
-
-
-def signed_review(cli: Cli, sim: Any, key: Key, *extra: str) -> dict[str, Any]:
-    r = run_review(cli, sim, "--sign", "--signing-key", str(key.private), *extra)
-    assert r.code == 0, r.err
-    out: dict[str, Any] = r.json()
-    return out
-
-
-def segment_files(repo: Path) -> dict[str, Path]:
-    """The files of the one segment under reviews/, by suffix."""
-    files = sorted((repo / "reviews").iterdir())
-    stem = next(f.name[: -len(".receipt.json")] for f in files if f.name.endswith(".receipt.json"))
-    return {f.name[len(stem) :]: f for f in files if f.name.startswith(stem)}
-
-
-def verify(cli: Cli, signers: Path, *extra: str) -> Any:
-    return cli("verify", "--allowed-signers", str(signers), "--json", *extra)
-
-
-def signature_check(result: Any) -> dict[str, str]:
-    receipt = result.json()["receipts"][0]
-    return next(c for c in receipt["checks"] if c["name"] == "signature")
 
 
 # --------------------------------------------------------------------------- what is signed
@@ -84,7 +57,7 @@ def test_signed_run_json_names_the_statement_and_signature(repo, cli, simulator,
 
 
 def test_unsigned_run_json_has_no_statement_or_signature(repo, cli, simulator):
-    (segment,) = run_review(cli, simulator).json()["segments"]
+    (segment,) = review(cli, simulator).json()["segments"]
     assert (segment["statement_path"], segment["signature_path"]) == (None, None)
 
 
@@ -155,7 +128,7 @@ def test_kept_reasoning_is_a_subject_too(repo, cli, make_simulator, alice):
 
 
 def test_private_key_and_its_path_appear_in_no_output_or_file(repo, cli, simulator, alice):
-    r = run_review(cli, simulator, "--sign", "--signing-key", str(alice.private))
+    r = review(cli, simulator, "--sign", "--signing-key", str(alice.private))
     secret_lines = alice.private.read_text().splitlines()[1:-1]
     written = "".join(p.read_text() for p in segment_files(repo).values())
     for text in (r.out, r.err, written):
@@ -412,21 +385,21 @@ def test_a_receipt_edited_with_recomputed_hashes_is_caught_only_by_the_signature
 def test_an_unsigned_segment_is_a_warning_once_allowed_signers_are_given(
     repo, cli, simulator, tmp_path, alice
 ):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()))
     assert v.code == 0
     assert signature_check(v) == {"name": "signature", "status": "warn", "detail": "unsigned"}
 
 
 def test_require_signature_fails_an_unsigned_segment(repo, cli, simulator, tmp_path, alice):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = verify(cli, allowed_signers(tmp_path / "a", alice.allowed_line()), "--require-signature")
     assert v.code == 9
     assert signature_check(v) == {"name": "signature", "status": "fail", "detail": "unsigned"}
 
 
 def test_require_signature_without_allowed_signers_is_a_usage_error(repo, cli, simulator):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = cli("verify", "--require-signature")
     assert v.code == 2
     assert v.err.strip() == (
@@ -445,7 +418,7 @@ def test_without_allowed_signers_a_signature_is_noted_not_checked(repo, cli, sim
 
 
 def test_unsigned_reviews_without_allowed_signers_report_no_signature_check(repo, cli, simulator):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     v = cli("verify", "--json")
     assert [c["name"] for c in v.json()["receipts"][0]["checks"]] == [
         "schema", "answer", "chain", "context", "prompt"

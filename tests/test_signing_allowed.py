@@ -21,9 +21,17 @@ import pytest
 
 from deepseek_review.errors import ConfigError
 from deepseek_review.signing import allowed, sshsig
-from tests.sshkeys import HAVE_OPENSSL, Key, allowed_signers, make_key, needs_openssh, small_rsa_key
+from tests.support.sshkeys import (
+    HAVE_OPENSSL,
+    Key,
+    allowed_signers,
+    make_key,
+    needs_openssh,
+    small_rsa_key,
+)
 
-pytestmark = needs_openssh
+# One worker runs the module, so its module-scoped fixture is built once.
+pytestmark = [needs_openssh, pytest.mark.xdist_group("signing_allowed")]
 P = "alice@example.com"
 MESSAGE = b'{"_type": "https://in-toto.io/Statement/v1"}\n'
 

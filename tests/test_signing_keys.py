@@ -12,24 +12,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.conftest import files_under, git, run_review
-from tests.sshkeys import Key, agent_add, allowed_signers, make_key, needs_openssh, ssh_agent
+from tests.support.cli import files_under, review
+from tests.support.git import git
+from tests.support.sshkeys import (
+    agent_add,
+    allowed_signers,
+    make_key,
+    needs_openssh,
+    ssh_agent,
+)
 
 pytestmark = needs_openssh
 Cli = Callable[..., Any]
-
-
-@pytest.fixture(autouse=True)
-def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test uses the machine's own ssh-agent."""
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-
-
-@pytest.fixture
-def alice(tmp_path: Path) -> Key:
-    return make_key(tmp_path / "keys", "ed25519", "alice@example.com")
 
 
 def last_line(err: str) -> str:
@@ -49,7 +43,7 @@ def signature_status(cli: Cli, signers: Path) -> list[str]:
 
 def test_a_missing_key_file_is_one_line_before_anything_is_sent(repo, cli, simulator, tmp_path):
     missing = tmp_path / "nope"
-    r = run_review(cli, simulator, "--sign", "--signing-key", str(missing))
+    r = review(cli, simulator, "--sign", "--signing-key", str(missing))
     assert r.code == 2
     assert r.err.strip() == f"deepseek-review: error: --signing-key {missing}: no such key file"
     assert simulator.chat_requests() == []
@@ -57,7 +51,7 @@ def test_a_missing_key_file_is_one_line_before_anything_is_sent(repo, cli, simul
 
 
 def test_no_key_anywhere_is_one_line_naming_where_to_set_one(repo, cli, simulator):
-    r = run_review(cli, simulator, "--sign")
+    r = review(cli, simulator, "--sign")
     assert r.code == 2
     assert r.err.strip() == (
         "deepseek-review: error: no signing key: give --signing-key or set "
@@ -74,7 +68,7 @@ def test_a_missing_key_file_the_environment_named_is_blamed_on_the_variable(
     for sign in (("--sign",), ()):
         if not sign:
             monkeypatch.setenv("DEEPSEEK_REVIEW_SIGN", "true")
-        r = run_review(cli, simulator, *sign)
+        r = review(cli, simulator, *sign)
         assert r.code == 2
         assert r.err.strip() == (
             f"deepseek-review: error: DEEPSEEK_REVIEW_SIGNING_KEY {missing}: no such key file"
@@ -87,7 +81,7 @@ def test_a_passphrase_protected_key_the_environment_named_is_blamed_on_the_varia
 ):
     key = make_key(tmp_path / "keys", "ed25519", "alice@example.com", passphrase="s3cret-pass")
     monkeypatch.setenv("DEEPSEEK_REVIEW_SIGNING_KEY", str(key.private))
-    r = run_review(cli, simulator, "--sign")
+    r = review(cli, simulator, "--sign")
     assert r.code == 2
     assert r.err.strip().startswith(
         f"deepseek-review: error: DEEPSEEK_REVIEW_SIGNING_KEY {key.private}: protected by a "
@@ -100,7 +94,7 @@ def test_a_passphrase_protected_key_without_an_agent_fails_before_sending(
     repo, cli, simulator, tmp_path
 ):
     key = make_key(tmp_path / "keys", "ed25519", "alice@example.com", passphrase="s3cret-pass")
-    r = run_review(cli, simulator, "--sign", "--signing-key", str(key.private))
+    r = review(cli, simulator, "--sign", "--signing-key", str(key.private))
     assert r.code == 2
     assert r.err.strip() == (
         f"deepseek-review: error: --signing-key {key.private}: protected by a passphrase and "
@@ -118,7 +112,7 @@ def test_a_missing_ssh_keygen_fails_before_sending(
         subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
     )
     monkeypatch.setenv("PATH", str(bin_dir))
-    r = run_review(cli, simulator, "--sign", "--signing-key", str(alice.private))
+    r = review(cli, simulator, "--sign", "--signing-key", str(alice.private))
     assert r.code == 2
     assert r.err.strip() == (
         f"deepseek-review: error: ssh-keygen not found on PATH ({bin_dir}; only absolute "
@@ -130,21 +124,21 @@ def test_a_missing_ssh_keygen_fails_before_sending(
 def test_the_key_comes_from_git_when_gpg_format_is_ssh(repo, cli, simulator, alice, tmp_path):
     git(repo, "config", "--global", "gpg.format", "ssh")
     git(repo, "config", "--global", "user.signingkey", str(alice.private))
-    assert run_review(cli, simulator, "--sign").code == 0
+    assert review(cli, simulator, "--sign").code == 0
     assert signature_status(cli, allowed_signers(tmp_path / "a", alice.allowed_line())) == ["ok"]
 
 
 def test_the_repositorys_own_git_config_does_not_choose_the_key(repo, cli, simulator, alice):
     git(repo, "config", "gpg.format", "ssh")  # .git/config: the repository's, not the user's
     git(repo, "config", "user.signingkey", str(alice.private))
-    r = run_review(cli, simulator, "--sign")
+    r = review(cli, simulator, "--sign")
     assert r.code == 2
     assert last_line(r.err).startswith("deepseek-review: error: no signing key")
 
 
 def test_the_repository_config_may_not_name_the_signing_key(repo, cli, simulator, alice):
     (repo / ".deepseek-review.toml").write_text(f'signing_key = "{alice.private}"\n')
-    r = run_review(cli, simulator, "--sign")
+    r = review(cli, simulator, "--sign")
     assert r.code == 2
     assert r.err.strip() == (
         "deepseek-review: error: .deepseek-review.toml signing_key cannot be set in the "
@@ -169,13 +163,13 @@ def test_the_repository_config_may_not_name_the_allowed_signers(
 
 def test_the_repository_config_may_ask_for_signing(repo, cli, simulator, alice, tmp_path):
     (repo / ".deepseek-review.toml").write_text("sign = true\n")
-    assert run_review(cli, simulator, "--signing-key", str(alice.private)).code == 0
+    assert review(cli, simulator, "--signing-key", str(alice.private)).code == 0
     assert signature_status(cli, allowed_signers(tmp_path / "a", alice.allowed_line())) == ["ok"]
 
 
 def test_the_signing_key_from_the_environment(repo, cli, simulator, alice, tmp_path, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_REVIEW_SIGNING_KEY", str(alice.private))
-    assert run_review(cli, simulator, "--sign").code == 0
+    assert review(cli, simulator, "--sign").code == 0
     assert signature_status(cli, allowed_signers(tmp_path / "a", alice.allowed_line())) == ["ok"]
 
 
@@ -190,7 +184,7 @@ def test_a_key_held_only_by_an_agent_signs_given_its_public_half(
         agent_add(sock, unlocked)
         unlocked.private.unlink()  # from now on only the agent holds it
         monkeypatch.setenv("SSH_AUTH_SOCK", sock)
-        r = run_review(cli, simulator, "--sign", "--signing-key", str(unlocked.public))
+        r = review(cli, simulator, "--sign", "--signing-key", str(unlocked.public))
     assert r.code == 0, r.err
     signers = allowed_signers(tmp_path / "a", unlocked.allowed_line())
     assert signature_status(cli, signers) == ["ok"]
@@ -203,7 +197,7 @@ def test_a_public_key_whose_private_half_no_agent_holds_fails_before_sending(
     key.private.unlink()  # only the public half is left, and the agent is empty
     with ssh_agent(tmp_path) as sock:
         monkeypatch.setenv("SSH_AUTH_SOCK", sock)
-        r = run_review(cli, simulator, "--sign", "--signing-key", str(key.public))
+        r = review(cli, simulator, "--sign", "--signing-key", str(key.public))
     assert r.code == 2
     assert "ssh-keygen could not sign" in r.err
     assert simulator.chat_requests() == []
@@ -213,7 +207,7 @@ def test_a_public_key_whose_private_half_no_agent_holds_fails_before_sending(
 
 
 def test_sign_signs_existing_unsigned_reviews(repo, cli, simulator, alice, tmp_path):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     r = cli("sign", "--signing-key", str(alice.private), "--json")
     assert r.code == 0, r.err
     assert len(r.json()["signed"]) == 1
@@ -222,7 +216,7 @@ def test_sign_signs_existing_unsigned_reviews(repo, cli, simulator, alice, tmp_p
 
 
 def test_sign_leaves_signed_segments_as_they_are(repo, cli, simulator, alice):
-    assert run_review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
+    assert review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
     sigs = {p: p.read_bytes() for p in (repo / "reviews").glob("*.sig")}
     r = cli("sign", "--signing-key", str(alice.private))
     assert r.code == 0
@@ -231,7 +225,7 @@ def test_sign_leaves_signed_segments_as_they_are(repo, cli, simulator, alice):
 
 
 def test_sign_refuses_a_segment_that_fails_verification(repo, cli, simulator, alice):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     answer = next((repo / "reviews").glob("*_????????T??????Z.md"))
     answer.write_text("edited\n")
     r = cli("sign", "--signing-key", str(alice.private))
@@ -259,7 +253,7 @@ def test_a_crash_between_receipt_and_signature_is_completed_by_sign(
 def test_sign_completes_a_statement_written_without_its_signature(
     repo, cli, simulator, alice, tmp_path
 ):
-    assert run_review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
+    assert review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
     sig = next((repo / "reviews").glob("*.intoto.json.sig"))
     sig.unlink()  # as a kill between the statement and its signature leaves it
     signers = allowed_signers(tmp_path / "a", alice.allowed_line())
@@ -271,7 +265,7 @@ def test_sign_completes_a_statement_written_without_its_signature(
 
 
 def test_sign_refuses_a_leftover_statement_that_no_longer_matches(repo, cli, simulator, alice):
-    assert run_review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
+    assert review(cli, simulator, "--sign", "--signing-key", str(alice.private)).code == 0
     next((repo / "reviews").glob("*.intoto.json.sig")).unlink()
     statement = next((repo / "reviews").glob("*.intoto.json"))
     data = json.loads(statement.read_text())
@@ -283,7 +277,7 @@ def test_sign_refuses_a_leftover_statement_that_no_longer_matches(repo, cli, sim
 
 
 def test_continue_signs_the_segments_it_adds(repo, cli, simulator, alice, tmp_path):
-    first = run_review(cli, simulator, "--max-tokens", "20", "--max-continuations", "0")
+    first = review(cli, simulator, "--max-tokens", "20", "--max-continuations", "0")
     assert first.code == 4, first.err
     answer = first.json()["segments"][-1]["answer_path"]
     r = cli("continue", answer, "--sign", "--signing-key", str(alice.private),
@@ -336,7 +330,7 @@ def test_a_manifest_may_not_name_the_signing_key(repo, cli, simulator, alice):
 
 
 def test_an_allowed_signers_line_that_is_not_one_is_a_config_error(repo, cli, simulator, tmp_path):
-    assert run_review(cli, simulator).code == 0
+    assert review(cli, simulator).code == 0
     signers = allowed_signers(tmp_path / "a", "# who may sign", "alice@example.com ssh-ed25519")
     r = cli("verify", "--allowed-signers", str(signers))
     assert r.code == 2

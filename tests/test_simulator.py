@@ -29,68 +29,19 @@ from deepseek_review.testing.simulator import (
     SimulatorConfig,
     full_answer,
 )
+from tests.support.chat import (
+    MESSAGES,
+    Reply,  # moved
+    chat,
+    request,
+)
 
 MakeSim = Callable[..., Simulator]
 
-MESSAGES: list[dict[str, Any]] = [
-    {"role": "system", "content": "You review code. Be precise."},
-    {"role": "user", "content": "Review `stats.py`: def mean(xs): return sum(xs) / len(xs)"},
-]
 OTHER_MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You review code. Be precise."},
     {"role": "user", "content": "Review `parse.py` instead."},
 ]
-
-
-class Reply:
-    """One HTTP exchange's result: status, lower-cased headers, raw body."""
-
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status, self.headers, self.body = status, headers, body
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def events(self) -> list[Any]:
-        """SSE data payloads in order: parsed JSON objects, or the string "[DONE]"."""
-        text = self.body.decode("utf-8")
-        assert text.endswith("\n\n"), text[-200:]
-        out: list[Any] = []
-        for event in text[:-2].split("\n\n"):
-            assert event.startswith("data: "), event
-            data = event[len("data: ") :]
-            out.append(data if data == "[DONE]" else json.loads(data))
-        return out
-
-
-def request(
-    sim: Simulator,
-    method: str,
-    path: str,
-    body: bytes | None = None,
-    headers: dict[str, str] | None = None,
-) -> Reply:
-    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
-    finally:
-        conn.close()
-
-
-def chat(sim: Simulator, headers: dict[str, str] | None = None, **payload: Any) -> Reply:
-    payload.setdefault("model", "deepseek-v4-flash")
-    payload.setdefault("messages", MESSAGES)
-    body = json.dumps(payload).encode()
-    return request(
-        sim,
-        "POST",
-        "/v1/chat/completions",
-        body,
-        {"Content-Type": "application/json"} | (headers or {}),
-    )
 
 
 def content_of(reply: Reply) -> str:

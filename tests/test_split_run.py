@@ -15,7 +15,7 @@ import pytest
 from deepseek_review.testing.simulator.answer import prompt_token_estimate
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.util.resources import resource_dir
-from tests.conftest import CliResult, files_under
+from tests.support.cli import CliResult, files_under
 
 WINDOW = 8192
 _WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "sigma"]
@@ -440,7 +440,7 @@ def test_verify_of_a_split_record_that_is_not_there_exits_3(big_repo, cli):
 
 
 def _commit(root: Path) -> str:
-    from tests.conftest import git
+    from tests.support.git import git
 
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "reviews")
@@ -503,7 +503,7 @@ def test_continued_answers_keep_every_request_within_the_window(big_repo, cli, m
 def test_signed_parts_and_synthesis_verify_with_the_allowed_signers(
     big_repo, cli, sim, tmp_path, monkeypatch
 ):
-    from tests.sshkeys import allowed_signers, make_key
+    from tests.support.sshkeys import allowed_signers, make_key
 
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     key = make_key(tmp_path / "keys", "ed25519", "alice@example.com")
@@ -519,7 +519,7 @@ def test_signed_parts_and_synthesis_verify_with_the_allowed_signers(
 
 
 def test_a_file_that_looks_like_a_secret_is_not_sent_to_a_remote_endpoint(big_repo, cli):
-    from tests.test_run import PRIVATE_KEY
+    from tests.support.secrets import PRIVATE_KEY
 
     (big_repo / "docs" / "leak.md").write_text(PRIVATE_KEY)
     r = cli("run", "--split", "--dry-run", "--json", "-c", ".", "-p", "Review.",

@@ -23,10 +23,11 @@ from typing import Any
 import pytest
 
 from deepseek_review.util.textsafe import escape, escape_lines, json_safe
-from tests.builders import primary_receipt, sha, write_receipt
-from tests.stubs import Reply, Stub
-from tests.terminal import read_until_closed
-from tests.test_diff_review import commit
+from tests.support.builders import primary_receipt, sha, write_receipt
+from tests.support.cli import review
+from tests.support.git import commit
+from tests.support.stubs import Reply, Stub
+from tests.support.terminal import read_until_closed
 
 Cli = Callable[..., Any]
 
@@ -78,11 +79,6 @@ def completion(content: str) -> bytes:
             "usage": {"prompt_tokens": 30, "completion_tokens": 20, "total_tokens": 50},
         }
     ).encode()
-
-
-def review(cli: Cli, endpoint: str, *extra: str) -> Any:
-    args = ("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", endpoint)
-    return cli(*args, "--retry-wait", "0.01", "--max-attempts", "1", *extra)
 
 
 # --------------------------------------------------------------------------- the function
@@ -154,7 +150,7 @@ def test_server_error_text_is_printed_with_control_characters_escaped(
     repo: Path, make_stub: MakeStub, cli: Cli, body: str, content_type: str
 ) -> None:
     stub = make_stub([Reply(400, body.encode(), content_type=content_type)])
-    r = review(cli, stub.base_url)
+    r = review(cli, stub, "--max-attempts", "1", as_json=False)
     assert r.code == 5, r.err
     assert SHOWN in error_line(r.err)
     assert_no_raw_controls(r.err)
@@ -165,7 +161,7 @@ def test_server_error_in_a_stream_is_printed_escaped(
 ) -> None:
     body = b"data: " + json.dumps({"error": HOSTILE}).encode() + b"\n\ndata: [DONE]\n\n"
     stub = make_stub([Reply(200, body, content_type="text/event-stream")])
-    r = review(cli, stub.base_url, "--stream")
+    r = review(cli, stub, "--max-attempts", "1", "--stream", as_json=False)
     assert r.code == 6, r.err
     assert SHOWN in error_line(r.err)
     assert_no_raw_controls(r.err)
@@ -175,7 +171,7 @@ def test_verbose_traceback_shows_the_server_text_escaped(
     repo: Path, make_stub: MakeStub, cli: Cli
 ) -> None:
     stub = make_stub([Reply(400, json.dumps({"error": HOSTILE}).encode())])
-    r = review(cli, stub.base_url, "--verbose")
+    r = review(cli, stub, "--max-attempts", "1", "--verbose", as_json=False)
     assert r.code == 5, r.err
     assert "Traceback" in r.err and SHOWN in r.err
     assert_no_raw_controls(r.err)
@@ -258,7 +254,7 @@ def test_a_folder_of_only_badly_named_files_is_refused_naming_one_escaped(
 
 def _hostile_chain(repo: Path, make_stub: MakeStub, cli: Cli) -> str:
     stub = make_stub([Reply(200, completion(ANSWER))])
-    r = review(cli, stub.base_url, "--no-stream", "--json")
+    r = review(cli, stub, "--max-attempts", "1", "--no-stream")
     assert r.code == 0, r.err
     answer_path: str = r.json()["segments"][0]["answer_path"]
     assert (repo / answer_path).read_text(encoding="utf-8") == ANSWER  # kept byte for byte

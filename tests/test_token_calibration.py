@@ -16,7 +16,7 @@ from deepseek_review.chat.tokens import Counter, Sample
 from deepseek_review.reviewing import calibration
 from deepseek_review.reviewing.calibration import MAX_ENTRIES, MAX_SAMPLES, cache_file, remember
 from deepseek_review.reviewing.request import message_sizes
-from tests.conftest import use_key
+from tests.support.cli import use_key
 
 URL = "http://127.0.0.1:11434/v1/chat/completions"
 #: A spec long enough that its prompt is a sample worth keeping (over 256 tokens).

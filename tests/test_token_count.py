@@ -30,7 +30,7 @@ from deepseek_review.chat.tokens import (
 )
 from deepseek_review.chat.transport import HttpClients
 from deepseek_review.testing.simulator.answer import prompt_token_estimate
-from tests.conftest import use_key
+from tests.support.cli import use_key
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 CHAT = [

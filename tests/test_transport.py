@@ -12,8 +12,8 @@ import pytest
 
 from deepseek_review.chat.transport import make_http_client, no_tls_context
 from deepseek_review.chat.types import Timeouts
-from tests.test_batch import manifest
-from tests.test_hostile_server import Hostile, Wire, answer, drip
+from tests.support.batch import manifest
+from tests.support.hostile import Hostile, Wire, answer, drip
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.conftest import CliResult, files_under, git, use_key
+from tests.support.cli import CliResult, files_under, use_key
+from tests.support.git import git
 
 Cli = Callable[..., CliResult]
 MakeSim = Callable[..., Simulator]

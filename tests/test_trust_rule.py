@@ -10,7 +10,6 @@ and a forged request record that makes ``--since-last-review`` skip the attacker
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,21 +17,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult, git
-from tests.findings_support import PROSE_END, block, item, review_answering
-from tests.sshkeys import allowed_signers, make_key, needs_openssh
+from tests.support.builders import sha
+from tests.support.cli import CliResult
+from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.git import commit_change, git
+from tests.support.sshkeys import allowed_signers, make_key, needs_openssh
 
 Cli = Callable[..., CliResult]
 CONTINUATION = "ollama_deepseek_review_continuation_receipt_v1"
 #: What a planted continuation answers: a second findings block, with nothing in it.
 DECOY_TEXT = "\n\nAddendum.\n\n" + block()
-
-
-def commit_all(repo: Path, message: str, *paths: str) -> str:
-    """Commit ``paths`` (none: everything), as the pull request's commit."""
-    git(repo, "add", *(paths or ("-A",)))
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
-    return git(repo, "rev-parse", "HEAD").strip()
 
 
 def files_of(receipt: str) -> list[str]:
@@ -44,14 +38,10 @@ def files_of(receipt: str) -> list[str]:
 @pytest.fixture
 def pull_request(repo: Path) -> Path:
     """The code committed on ``main``; a pull request branch checked out on top of it."""
-    commit_all(repo, "base")
+    commit_change(repo, "base")
     git(repo, "branch", "-m", "main")
     git(repo, "checkout", "-qb", "pr")
     return repo
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def critical_review(cli: Cli, make_stub: Callable[..., Any], *args: str) -> dict[str, Any]:
@@ -112,7 +102,7 @@ def test_planted_continuations_do_not_pass_the_gate_in_local_use(
     """No flag, no CI: whatever verifies is read, but a continuation without its request
     record is not part of a review, and the gate fails rather than pass without it."""
     seg = critical_review(cli, make_stub)
-    commit_all(pull_request, "decoys", *plant_decoys(pull_request, seg["receipt_path"],
+    commit_change(pull_request, "decoys", *plant_decoys(pull_request, seg["receipt_path"],
                                                      seg["answer_path"], decoys))  # fmt: skip
     got = findings_gate(cli)
     assert got.code == 13, got.err
@@ -124,7 +114,7 @@ def test_planted_continuations_are_set_aside_and_the_real_finding_gates(
     pull_request, cli, make_stub, monkeypatch, how
 ):
     seg = critical_review(cli, make_stub)
-    commit_all(pull_request, "decoys", *plant_decoys(pull_request, seg["receipt_path"],
+    commit_change(pull_request, "decoys", *plant_decoys(pull_request, seg["receipt_path"],
                                                      seg["answer_path"], 240))  # fmt: skip
     extra: tuple[str, ...] = ()
     if how == "flag":
@@ -205,7 +195,7 @@ def test_the_gate_passes_on_this_runs_own_clean_review(pull_request, cli, make_s
 
 def test_a_review_committed_at_the_trusted_revision_is_admitted(pull_request, cli, make_stub):
     critical_review(cli, make_stub)
-    commit_all(pull_request, "reviewed")
+    commit_change(pull_request, "reviewed")
     git(pull_request, "branch", "-f", "main", "HEAD")
     got = findings_gate(cli, "--trusted-rev", "main")
     assert got.code == 13
@@ -217,7 +207,7 @@ def test_a_review_the_change_committed_is_set_aside_under_the_trusted_revision(
     pull_request, cli, make_stub
 ):
     critical_review(cli, make_stub)
-    commit_all(pull_request, "a review the change brings")
+    commit_change(pull_request, "a review the change brings")
     got = findings_gate(cli, "--trusted-rev", "main")
     assert got.code == 13
     assert "set aside in ci-review/: 2 segments: not committed unchanged in main" not in got.err
@@ -230,7 +220,7 @@ def test_a_review_committed_then_modified_is_set_aside(pull_request, cli, make_s
     recomputed in the work tree (so it verifies): not the review that was committed."""
     seg = review_answering(cli, make_stub, [PROSE_END + block(item())],
                            "--output-dir", "ci-review").json()["segments"][0]  # fmt: skip
-    commit_all(pull_request, "reviewed")
+    commit_change(pull_request, "reviewed")
     git(pull_request, "branch", "-f", "main", "HEAD")
     forge(pull_request, seg["receipt_path"], seg["receipt_path"])
     assert cli("verify", "ci-review").code == 0
@@ -248,7 +238,7 @@ def planted_after_own(
         monkeypatch.setenv("CI", "true")
     seg = critical_review(cli, make_stub)
     rel = plant_continuation(repo, seg["receipt_path"], "zc", seg["answer_path"])
-    commit_all(repo, "decoy", *files_of(rel))
+    commit_change(repo, "decoy", *files_of(rel))
     return seg, rel, (("--trusted-rev", "main") if how == "flag" else ())
 
 
@@ -320,7 +310,7 @@ def test_attest_leaves_out_a_forged_review_the_change_committed(
 ):
     earlier = plain_review(cli, make_stub, "earlier")
     forged = forge(pull_request, earlier["receipt_path"], earlier["receipt_path"])
-    commit_all(pull_request, "forged", *files_of(forged))
+    commit_change(pull_request, "forged", *files_of(forged))
     seg = critical_review(cli, make_stub)
     assert cli("verify", "ci-review").code == 0
     if how == "ci":
@@ -336,7 +326,7 @@ def test_attest_leaves_out_a_forged_review_the_change_committed(
 def test_attest_with_nothing_admitted_writes_nothing(pull_request, cli, make_stub):
     seg = plain_review(cli, make_stub, "x")
     forge(pull_request, seg["receipt_path"], seg["receipt_path"])
-    commit_all(pull_request, "reviews the change brings")
+    commit_change(pull_request, "reviews the change brings")
     got, _ = attest(cli, "--trusted-rev", "main")
     assert got.code == 3
     assert "nothing to attest: set aside in ci-review/" in got.err
@@ -348,7 +338,7 @@ def test_attest_admits_a_review_signed_by_an_allowed_signer(pull_request, cli, m
     key = make_key(tmp_path / "keys", "ed25519", "alice@example.com")
     signers = allowed_signers(tmp_path / "allowed", key.allowed_line())
     seg = critical_review(cli, make_stub, "--sign", "--signing-key", str(key.private))
-    commit_all(pull_request, "a signed review the change brings")
+    commit_change(pull_request, "a signed review the change brings")
     got, pred = attest(cli, "--trusted-rev", "main", "--allowed-signers", str(signers))
     assert got.code == 0, got.err
     assert attested(pred) == [seg["answer_path"]]
@@ -361,7 +351,7 @@ def test_a_review_signed_by_an_unknown_key_is_not_admitted(pull_request, cli, ma
     mallory = make_key(tmp_path / "keys", "ed25519", "mallory@example.com")
     signers = allowed_signers(tmp_path / "allowed", alice.allowed_line())
     critical_review(cli, make_stub, "--sign", "--signing-key", str(mallory.private))
-    commit_all(pull_request, "signed by someone else")
+    commit_change(pull_request, "signed by someone else")
     got = findings_gate(cli, "--trusted-rev", "main", "--allowed-signers", str(signers))
     assert got.code == 13
     assert "error: the gate cannot pass: set aside in ci-review/: 1 segment: does not verify" in (
@@ -379,7 +369,7 @@ def _diff_review(cli: Cli, sim: Any, *extra: str) -> CliResult:
 
 def _commit(repo: Path, path: str, text: str, message: str) -> str:
     (repo / path).write_text(text)
-    return commit_all(repo, message)
+    return commit_change(repo, message)
 
 
 @pytest.mark.parametrize("receipt", ["{}", "copy"])
@@ -400,7 +390,7 @@ def test_since_last_review_ignores_a_forged_record_with_a_future_date(
     (pull_request / f"{stem}.request.json").write_text(json.dumps(record))
     text = "{}" if receipt == "{}" else (pull_request / genuine).read_text()
     (pull_request / f"{stem}.receipt.json").write_text(text)
-    commit_all(pull_request, "forged record")
+    commit_change(pull_request, "forged record")
     plan = cli("run", "-p", "x", "--diff", "main", "--since-last-review", "--dry-run", "--json",
                "--output-dir", "ci-review")  # fmt: skip
     assert plan.code == 0, plan.err
@@ -434,7 +424,7 @@ def test_since_last_review_believes_only_admitted_reviews(
     """A genuine-looking review of the change's head, committed by the change itself."""
     _commit(pull_request, "src/pkg/one.py", "ONE = 1\n", "one")
     assert _diff_review(cli, simulator).code == 0
-    commit_all(pull_request, "the review, committed by the change")
+    commit_change(pull_request, "the review, committed by the change")
     extra: tuple[str, ...] = ("--trusted-rev", "main") if how == "flag" else ()
     if how == "ci":
         monkeypatch.setenv("CI", "true")
@@ -481,7 +471,7 @@ def test_sign_in_ci_does_not_bless_a_review_the_change_committed(
     key = make_key(tmp_path / "keys", "ed25519", "ci@example.com")
     planted = plain_review(cli, make_stub, "planted")
     forge(pull_request, planted["receipt_path"], planted["receipt_path"])
-    commit_all(pull_request, "planted", *files_of(planted["receipt_path"]))
+    commit_change(pull_request, "planted", *files_of(planted["receipt_path"]))
     own = plain_review(cli, make_stub, "own")
     monkeypatch.setenv("CI", "true")
     got = cli("sign", "ci-review", "--signing-key", str(key.private), "--json")
@@ -499,7 +489,7 @@ def test_a_review_planted_at_the_repository_root_is_set_aside_in_ci(
                            "--topic", "planted")  # fmt: skip
     planted = run.json()["segments"][0]["receipt_path"]
     forge(pull_request, planted, planted)
-    commit_all(pull_request, "planted", *files_of(planted))
+    commit_change(pull_request, "planted", *files_of(planted))
     review_answering(cli, make_stub, ["Fine.\n"], "--output-dir", ".", "--topic", "own")
     monkeypatch.setenv("CI", "true")
     got = cli("attest", ".", "--output", "pred.json")
@@ -516,7 +506,7 @@ def test_reviews_inside_another_git_repository_are_not_taken_as_written_here(
     not list its files, which must not make them look untracked."""
     seg = plain_review(cli, make_stub, "planted")
     git(pull_request / "ci-review", "init", "-q")
-    commit_all(pull_request / "ci-review", "the nested repository's review")
+    commit_change(pull_request / "ci-review", "the nested repository's review")
     monkeypatch.setenv("CI", "true")
     got = cli("show", seg["answer_path"])
     assert got.code == 3

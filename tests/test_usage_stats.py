@@ -8,13 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_review.testing.simulator import Simulator
+from tests.support.cli import review
 
 MakeSim = Callable[..., Simulator]
-
-
-def review(cli: Any, sim: Simulator, *extra: str) -> Any:
-    return cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", sim.base_url,
-               "--json", *extra)  # fmt: skip
 
 
 def records(repo: Path) -> list[dict[str, Any]]:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.builders import continuation_receipt, primary_receipt, sha, write_receipt
-
-pytestmark = pytest.mark.usefixtures("both_apis")
+from tests.support.builders import continuation_receipt, primary_receipt, sha, write_receipt
+from tests.support.cli import review
+from tests.support.reviews import CUT_TWICE, CUT_TWICE_WORDS
 
 FIXTURE = Path(__file__).parent / "fixtures" / "research-stack"
 SEED_DIR = "shared-data/artifacts/deepseek_review"
@@ -25,27 +25,10 @@ SEED_CONT = (
 )
 
 
-def review(cli: Any, sim: Any, *extra: str) -> list[str]:
-    """A real review cut off twice (a primary and two continuations, the last one finishing
-    the answer: 40 + 40 + 30 words); its receipts, in order."""
-    sim.config.answer_words = 110
-    result = cli(
-        "run",
-        "-c",
-        "docs/spec.md",
-        "-p",
-        "Check the mean.",
-        "--endpoint",
-        sim.base_url,
-        "--max-tokens",
-        "40",
-        "--max-continuations",
-        "2",
-        "--retry-wait",
-        "0.01",
-        "--json",
-        *extra,
-    )
+def continued_review(cli: Any, sim: Any, *extra: str) -> list[str]:
+    """A real review cut off twice, as the ready-made one is; its receipts, in order."""
+    sim.config.answer_words = CUT_TWICE_WORDS
+    result = review(cli, sim, *CUT_TWICE, *extra)
     assert result.code == 0, result.err
     return [s["receipt_path"] for s in result.json()["segments"]]
 
@@ -100,25 +83,24 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 # --------------------------------------------------------------------------- passing
 
 
-def test_fresh_review_chain_verifies_ok(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
+@pytest.mark.usefixtures("both_apis")  # the request record differs by API
+def test_fresh_review_chain_verifies_ok(cli: Any, repo: Path, reviewed: list[str]) -> None:
     result = verify(cli)
     assert result.code == 0, result.err
     reports = by_path(result)
-    assert sorted(reports) == sorted(receipts) and len(receipts) == 3
+    assert sorted(reports) == sorted(reviewed) and len(reviewed) == 3
     for r in reports.values():
         assert r["status"] == "ok", r
         assert [c["status"] for c in r["checks"]] == ["ok"] * 5
-    assert check(reports[receipts[0]], "prompt")["detail"] == "request rebuilt byte for byte"
+    assert check(reports[reviewed[0]], "prompt")["detail"] == "request rebuilt byte for byte"
 
 
 def test_stderr_has_one_ok_line_per_receipt_and_a_summary(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
     result = cli("verify")
     lines = result.err.splitlines()
-    assert sorted(lines[:-1]) == sorted(f"OK   {r}" for r in receipts)
+    assert sorted(lines[:-1]) == sorted(f"OK   {r}" for r in reviewed)
     assert lines[-1] == "deepseek-review: verify: 3 receipts: 3 OK, 0 FAIL"
     assert result.out == ""
 
@@ -158,47 +140,44 @@ def test_research_stack_receipts_fail_under_strict_by_context(cli: Any) -> None:
 
 
 def test_answer_changed_by_one_byte_fails_answer_check(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
-    last = receipt_json(repo, receipts[-1])["answer_path"]
+    last = receipt_json(repo, reviewed[-1])["answer_path"]
     data = (repo / last).read_bytes()
     (repo / last).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     result = verify(cli)
     assert result.code == 9
     reports = by_path(result)
-    assert reports[receipts[-1]]["failed"] == ["answer"]
-    assert "not answer_sha256" in check(reports[receipts[-1]], "answer")["detail"]
-    assert [reports[r]["status"] for r in receipts[:-1]] == ["ok", "ok"]
+    assert reports[reviewed[-1]]["failed"] == ["answer"]
+    assert "not answer_sha256" in check(reports[reviewed[-1]], "answer")["detail"]
+    assert [reports[r]["status"] for r in reviewed[:-1]] == ["ok", "ok"]
 
 
+@pytest.mark.usefixtures("both_apis")  # the request record differs by API
 def test_receipt_field_changed_by_one_byte_fails_prompt_check(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
-    flip_byte(repo / receipts[0], b'"total_tokens": ', b'"total_tokenz": ')
-    flip_byte(repo / receipts[1], b'"deepseek-v4-flash"', b'"deepseek-v4-flasH"')
+    flip_byte(repo / reviewed[0], b'"total_tokens": ', b'"total_tokenz": ')
+    flip_byte(repo / reviewed[1], b'"deepseek-v4-flash"', b'"deepseek-v4-flasH"')
     reports = by_path(verify(cli))
-    assert reports[receipts[0]]["failed"] == ["schema"]
-    assert reports[receipts[1]]["failed"] == ["chain", "prompt"]
-    assert "model" in check(reports[receipts[1]], "prompt")["detail"]
+    assert reports[reviewed[0]]["failed"] == ["schema"]
+    assert reports[reviewed[1]]["failed"] == ["chain", "prompt"]
+    assert "model" in check(reports[reviewed[1]], "prompt")["detail"]
 
 
 def test_context_file_changed_warns_naming_it_and_passes(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
     flip_byte(repo / "docs" / "spec.md", b"is 5", b"is 6")
     result = verify(cli)
     assert result.code == 0, result.err
     for r in by_path(result).values():
         assert r["status"] == "warn" and r["warnings"] == ["prompt"]
         assert check(r, "prompt")["detail"] == "context file changed since the review: docs/spec.md"
-    assert f"OK   {receipts[0]} (warning: prompt: context file changed" in result.err
+    assert f"OK   {reviewed[0]} (warning: prompt: context file changed" in result.err
 
 
-def test_context_file_changed_fails_under_strict(cli: Any, repo: Path, simulator: Any) -> None:
-    review(cli, simulator)
+def test_context_file_changed_fails_under_strict(cli: Any, repo: Path, reviewed: list[str]) -> None:
     flip_byte(repo / "docs" / "spec.md", b"is 5", b"is 6")
     result = verify(cli, "--strict")
     assert result.code == 9
@@ -206,89 +185,89 @@ def test_context_file_changed_fails_under_strict(cli: Any, repo: Path, simulator
 
 
 def test_missing_context_file_warns_and_fails_under_strict(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
     (repo / "docs" / "spec.md").unlink()
     lenient = by_path(verify(cli))
-    assert lenient[receipts[0]]["warnings"] == ["context", "prompt"]
-    assert check(lenient[receipts[0]], "context")["detail"] == "1 of 1 missing: docs/spec.md"
+    assert lenient[reviewed[0]]["warnings"] == ["context", "prompt"]
+    assert check(lenient[reviewed[0]], "context")["detail"] == "1 of 1 missing: docs/spec.md"
     strict = verify(cli, "--strict")
     assert strict.code == 9
-    assert by_path(strict)[receipts[0]]["failed"] == ["context", "prompt"]
+    assert by_path(strict)[reviewed[0]]["failed"] == ["context", "prompt"]
 
 
-def test_several_failures_are_reported_together(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    data = receipt_json(repo, receipts[0])
+def test_several_failures_are_reported_together(cli: Any, repo: Path, reviewed: list[str]) -> None:
+    data = receipt_json(repo, reviewed[0])
     (repo / data["answer_path"]).write_bytes(b"rewritten\n")
     (repo / "docs" / "spec.md").unlink()
     data["prompt_sha256"] = "sha256:" + "1" * 64
-    write_receipt(repo, receipts[0], data)
+    write_receipt(repo, reviewed[0], data)
     result = verify(cli)
-    assert by_path(result)[receipts[0]]["failed"] == ["answer", "prompt"]
-    assert by_path(result)[receipts[0]]["warnings"] == ["context"]
-    assert f"FAIL {receipts[0]}: answer, prompt (answer: " in result.err
+    assert by_path(result)[reviewed[0]]["failed"] == ["answer", "prompt"]
+    assert by_path(result)[reviewed[0]]["warnings"] == ["context"]
+    assert f"FAIL {reviewed[0]}: answer, prompt (answer: " in result.err
 
 
+@pytest.mark.usefixtures("both_apis")  # the request record differs by API
 def test_earlier_segment_changed_fails_the_continuations_prompt(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
-    first = receipt_json(repo, receipts[0])["answer_path"]
+    first = receipt_json(repo, reviewed[0])["answer_path"]
     (repo / first).write_bytes((repo / first).read_bytes() + b" ")
     reports = by_path(verify(cli))
-    assert reports[receipts[0]]["failed"] == ["answer"]
-    assert reports[receipts[1]]["failed"] == ["prompt"]
-    assert f"{first} (changed)" in check(reports[receipts[1]], "prompt")["detail"]
+    assert reports[reviewed[0]]["failed"] == ["answer"]
+    assert reports[reviewed[1]]["failed"] == ["prompt"]
+    assert f"{first} (changed)" in check(reports[reviewed[1]], "prompt")["detail"]
 
 
-def test_request_record_body_altered_fails_prompt(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    record = repo / receipts[0].replace(".receipt.json", ".request.json")
+@pytest.mark.usefixtures("both_apis")  # the request record differs by API
+def test_request_record_body_altered_fails_prompt(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    record = repo / reviewed[0].replace(".receipt.json", ".request.json")
     flip_byte(record, b"Check the mean.", b"Check the mean!")
     reports = by_path(verify(cli))
-    assert reports[receipts[0]]["failed"] == ["prompt"]
-    assert "not prompt_sha256" in check(reports[receipts[0]], "prompt")["detail"]
+    assert reports[reviewed[0]]["failed"] == ["prompt"]
+    assert "not prompt_sha256" in check(reports[reviewed[0]], "prompt")["detail"]
 
 
-def test_request_record_not_json_fails_prompt(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    record = repo / receipts[1].replace(".receipt.json", ".request.json")
+def test_request_record_not_json_fails_prompt(cli: Any, repo: Path, reviewed: list[str]) -> None:
+    record = repo / reviewed[1].replace(".receipt.json", ".request.json")
     record.write_bytes(record.read_bytes()[:-10])
     reports = by_path(verify(cli))
-    assert reports[receipts[1]]["failed"] == ["prompt"]
-    assert "is not JSON" in check(reports[receipts[1]], "prompt")["detail"]
+    assert reports[reviewed[1]]["failed"] == ["prompt"]
+    assert "is not JSON" in check(reports[reviewed[1]], "prompt")["detail"]
 
 
 def test_receipt_that_is_not_json_fails_schema_and_skips_the_rest(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
-    (repo / receipts[-1]).write_bytes(b"{not json")
-    r = by_path(verify(cli))[receipts[-1]]
+    (repo / reviewed[-1]).write_bytes(b"{not json")
+    r = by_path(verify(cli))[reviewed[-1]]
     assert r["failed"] == ["schema"] and r["kind"] is None
     assert check(r, "schema")["detail"].startswith("not JSON (")
     assert [c["status"] for c in r["checks"][1:]] == ["skip"] * 4
 
 
-def test_receipt_with_a_duplicate_key_fails_schema(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    text = (repo / receipts[0]).read_text(encoding="utf-8")
+def test_receipt_with_a_duplicate_key_fails_schema(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    text = (repo / reviewed[0]).read_text(encoding="utf-8")
     bogus = '"answer_sha256": "sha256:' + "0" * 64 + '",\n  "answer_sha256"'
-    (repo / receipts[0]).write_text(text.replace('"answer_sha256"', bogus, 1), encoding="utf-8")
-    r = by_path(verify(cli))[receipts[0]]
+    (repo / reviewed[0]).write_text(text.replace('"answer_sha256"', bogus, 1), encoding="utf-8")
+    r = by_path(verify(cli))[reviewed[0]]
     assert r["failed"] == ["schema"]
     assert check(r, "schema")["detail"] == "not valid JSON: duplicate key 'answer_sha256'"
 
 
-def test_schema_failure_names_the_field_and_the_rule(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    data = receipt_json(repo, receipts[0])
+def test_schema_failure_names_the_field_and_the_rule(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    data = receipt_json(repo, reviewed[0])
     data["created_at"] = "yesterday"
     data["context_files"] = ["/etc/passwd"]
-    write_receipt(repo, receipts[0], data)
-    detail = check(by_path(verify(cli))[receipts[0]], "schema")["detail"]
+    write_receipt(repo, reviewed[0], data)
+    detail = check(by_path(verify(cli))[reviewed[0]], "schema")["detail"]
     assert "$.created_at: 'yesterday' is not a 'date-time'" in detail
     assert "$.context_files[0]: '/etc/passwd' does not match" in detail
 
@@ -297,23 +276,23 @@ def test_schema_failure_names_the_field_and_the_rule(cli: Any, repo: Path, simul
 
 
 def test_continuation_given_alone_finds_its_chain_beside_it(
-    cli: Any, repo: Path, simulator: Any
+    cli: Any, repo: Path, reviewed: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
-    result = verify(cli, receipts[-1])
+    result = verify(cli, reviewed[-1])
     assert result.code == 0, result.err
-    assert [r["receipt_path"] for r in result.json()["receipts"]] == [receipts[-1]]
+    assert [r["receipt_path"] for r in result.json()["receipts"]] == [reviewed[-1]]
     assert check(result.json()["receipts"][0], "chain")["status"] == "ok"
 
 
-def test_missing_earlier_receipt_breaks_the_chain(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    (repo / receipts[0]).unlink()
+def test_missing_earlier_receipt_breaks_the_chain(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    (repo / reviewed[0]).unlink()
     reports = by_path(verify(cli))
-    assert reports[receipts[1]]["failed"] == ["chain"]
-    assert "is not covered by any valid receipt" in check(reports[receipts[1]], "chain")["detail"]
-    assert reports[receipts[2]]["failed"] == ["chain"]
-    assert "broken further back" in check(reports[receipts[2]], "chain")["detail"]
+    assert reports[reviewed[1]]["failed"] == ["chain"]
+    assert "is not covered by any valid receipt" in check(reports[reviewed[1]], "chain")["detail"]
+    assert reports[reviewed[2]]["failed"] == ["chain"]
+    assert "broken further back" in check(reports[reviewed[2]], "chain")["detail"]
 
 
 def test_chain_that_loops_fails_chain(cli: Any, repo: Path) -> None:
@@ -334,13 +313,14 @@ def test_chain_that_loops_fails_chain(cli: Any, repo: Path) -> None:
         assert "loops back on itself" in check(r, "chain")["detail"]
 
 
-def test_answer_claimed_by_two_receipts_fails_chain(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    copy = receipts[0].replace(".receipt.json", "-copy.receipt.json")
-    shutil.copy(repo / receipts[0], repo / copy)
-    reports = by_path(verify(cli, receipts[0], copy))
-    assert reports[receipts[0]]["failed"] == ["chain"]
-    assert f"also claimed by {copy}" in check(reports[receipts[0]], "chain")["detail"]
+def test_answer_claimed_by_two_receipts_fails_chain(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    copy = reviewed[0].replace(".receipt.json", "-copy.receipt.json")
+    shutil.copy(repo / reviewed[0], repo / copy)
+    reports = by_path(verify(cli, reviewed[0], copy))
+    assert reports[reviewed[0]]["failed"] == ["chain"]
+    assert f"also claimed by {copy}" in check(reports[reviewed[0]], "chain")["detail"]
     assert reports[copy]["failed"] == ["chain"]
     assert check(reports[copy], "prompt")["status"] == "info"  # no record beside the copy
 
@@ -411,18 +391,18 @@ def test_context_file_outside_the_root_fails_context(
     assert not [p for p in opened if str(outside.parent) in p]
 
 
+@pytest.mark.usefixtures("both_apis")  # the request record differs by API
 def test_request_record_reference_outside_the_root_is_never_read(
-    cli: Any, repo: Path, simulator: Any, outside: Path, opened: list[str]
+    cli: Any, repo: Path, reviewed: list[str], outside: Path, opened: list[str]
 ) -> None:
-    receipts = review(cli, simulator)
-    record_path = repo / receipts[0].replace(".receipt.json", ".request.json")
+    record_path = repo / reviewed[0].replace(".receipt.json", ".request.json")
     record = json.loads(record_path.read_text(encoding="utf-8"))
     for part in record["body"]["messages"][1]["content"]["$parts"]:
         if isinstance(part, dict):
             part["$file"]["path"] = os.path.relpath(outside, repo)
             part["$file"]["sha256"] = sha(outside.read_bytes())
     record_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    r = by_path(verify(cli))[receipts[0]]
+    r = by_path(verify(cli))[reviewed[0]]
     assert r["failed"] == ["prompt"]
     assert "outside the repository root (not read)" in check(r, "prompt")["detail"]
     assert not [p for p in opened if str(outside.parent) in p]
@@ -457,7 +437,7 @@ def test_fifo_named_as_an_answer_does_not_hang(cli: Any, repo: Path) -> None:
 
 
 def test_folders_are_searched_recursively(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator, "--output-dir", "out/deep/er")
+    receipts = continued_review(cli, simulator, "--output-dir", "out/deep/er")
     (repo / "out" / "notes.json").write_text("{}", encoding="utf-8")
     result = verify(cli, "out")
     assert result.code == 0, result.err
@@ -465,12 +445,13 @@ def test_folders_are_searched_recursively(cli: Any, repo: Path, simulator: Any) 
     assert result.json()["searched"] == ["out"]
 
 
-def test_answer_file_argument_verifies_its_receipt(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    answer = receipt_json(repo, receipts[1])["answer_path"]
+def test_answer_file_argument_verifies_its_receipt(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    answer = receipt_json(repo, reviewed[1])["answer_path"]
     result = verify(cli, answer)
     assert result.code == 0, result.err
-    assert [r["receipt_path"] for r in result.json()["receipts"]] == [receipts[1]]
+    assert [r["receipt_path"] for r in result.json()["receipts"]] == [reviewed[1]]
 
 
 def test_answer_without_a_receipt_is_an_input_error(cli: Any, repo: Path) -> None:
@@ -481,17 +462,18 @@ def test_answer_without_a_receipt_is_an_input_error(cli: Any, repo: Path) -> Non
     )
 
 
-def test_default_folder_is_reviews(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    review(cli, simulator, "--output-dir", "elsewhere")
+def test_default_folder_is_reviews(
+    cli: Any, repo: Path, simulator: Any, reviewed: list[str]
+) -> None:
+    assert review(cli, simulator, "--output-dir", "elsewhere").code == 0
     result = verify(cli)
-    assert sorted(by_path(result)) == sorted(receipts)
+    assert sorted(by_path(result)) == sorted(reviewed)
     assert result.json()["searched"] == ["reviews"]
 
 
 def test_configured_output_dir_is_the_default_folder(cli: Any, repo: Path, simulator: Any) -> None:
     (repo / ".deepseek-review.toml").write_text('output_dir = "out/reviews"\n', encoding="utf-8")
-    receipts = review(cli, simulator, "--output-dir", "out/reviews")
+    receipts = continued_review(cli, simulator, "--output-dir", "out/reviews")
     result = verify(cli)
     assert sorted(by_path(result)) == sorted(receipts)
 
@@ -533,19 +515,19 @@ def test_bad_repo_root_is_a_usage_error(cli: Any, repo: Path) -> None:
     assert "--repo-root no/such/folder: not a folder" in result.err
 
 
-def test_quiet_prints_only_failures_and_the_summary(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    (repo / receipts[-1].replace(".receipt.json", ".md")).write_text("changed\n")
+def test_quiet_prints_only_failures_and_the_summary(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    (repo / reviewed[-1].replace(".receipt.json", ".md")).write_text("changed\n")
     result = cli("-q", "verify")
     lines = result.err.splitlines()
-    assert lines[0].startswith(f"FAIL {receipts[-1]}: answer")
+    assert lines[0].startswith(f"FAIL {reviewed[-1]}: answer")
     assert lines[1] == "deepseek-review: verify: 3 receipts: 2 OK, 1 FAIL (answer: 1)"
     assert lines[2].startswith("deepseek-review: error: 1 of 3 receipts failed")
     assert len(lines) == 3
 
 
-def test_json_report_shape(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
+def test_json_report_shape(cli: Any, repo: Path, reviewed: list[str]) -> None:
     report = verify(cli).json()
     assert set(report) == {
         "report",
@@ -574,7 +556,7 @@ def test_json_report_shape(cli: Any, repo: Path, simulator: Any) -> None:
         "checks",
     }
     assert [r["kind"] for r in report["receipts"]] == ["primary", "continuation", "continuation"]
-    assert [r["receipt_path"] for r in report["receipts"]] == receipts  # chain order
+    assert [r["receipt_path"] for r in report["receipts"]] == reviewed  # chain order
     assert [c["name"] for c in first["checks"]] == [
         "schema",
         "answer",
@@ -585,10 +567,11 @@ def test_json_report_shape(cli: Any, repo: Path, simulator: Any) -> None:
     assert all(set(c) == {"name", "status", "detail"} for c in first["checks"])
 
 
-def test_failing_json_report_still_goes_to_stdout(cli: Any, repo: Path, simulator: Any) -> None:
-    receipts = review(cli, simulator)
-    (repo / receipts[-1]).unlink()
-    (repo / receipts[0]).write_bytes(b"{}")
+def test_failing_json_report_still_goes_to_stdout(
+    cli: Any, repo: Path, reviewed: list[str]
+) -> None:
+    (repo / reviewed[-1]).unlink()
+    (repo / reviewed[0]).write_bytes(b"{}")
     result = verify(cli)
     assert result.code == 9
     report = result.json()
@@ -596,9 +579,10 @@ def test_failing_json_report_still_goes_to_stdout(cli: Any, repo: Path, simulato
     assert report["failed_checks"] == {"schema": 1, "chain": 1}
 
 
-def test_worker_processes_give_the_same_report(cli: Any, repo: Path, simulator: Any) -> None:
-    review(cli, simulator)
-    review(cli, simulator, "--topic", "second")
+def test_worker_processes_give_the_same_report(
+    cli: Any, repo: Path, simulator: Any, reviewed: list[str]
+) -> None:
+    continued_review(cli, simulator, "--topic", "second")
     (repo / "docs" / "spec.md").write_text("changed\n", encoding="utf-8")
     reports = []
     for jobs in ("1", "2"):

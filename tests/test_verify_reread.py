@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import git, run_review
-from tests.test_diff_review import base_commit, commit
-from tests.test_pinning import NEW_SPEC
+from tests.support.cli import review
+from tests.support.git import NEW_SPEC, base_commit, commit, git
 
 
 def only_receipt(result: Any) -> str:
@@ -22,7 +21,7 @@ def test_the_text_line_says_a_pinned_file_was_re_read_from_its_commit(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     head = base_commit(repo)
-    receipt = only_receipt(run_review(cli, simulator))
+    receipt = only_receipt(review(cli, simulator))
     commit(repo, "spec moves on", {"docs/spec.md": NEW_SPEC})
     result = cli("verify", "--strict")
     assert result.code == 0, result.err
@@ -34,7 +33,7 @@ def test_the_text_line_groups_files_by_where_they_were_re_read(
 ) -> None:
     head = base_commit(repo)
     (repo / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n")
-    receipt = only_receipt(run_review(cli, simulator, "-c", "src/pkg/mean.py"))
+    receipt = only_receipt(review(cli, simulator, "-c", "src/pkg/mean.py"))
     result = cli("verify")
     assert result.code == 0, result.err
     assert (
@@ -61,7 +60,7 @@ def test_quiet_leaves_out_the_ok_lines_and_their_re_read_notes(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     base_commit(repo)
-    run_review(cli, simulator)
+    review(cli, simulator)
     result = cli("verify", "-q")
     assert result.code == 0, result.err
     assert "re-read" not in result.err
@@ -85,7 +84,7 @@ def test_a_copy_without_git_verifies_pinned_files_by_their_hashes(
     repo: Path, cli: Any, simulator: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
     head = base_commit(repo)
-    receipt = only_receipt(run_review(cli, simulator))
+    receipt = only_receipt(review(cli, simulator))
     monkeypatch.chdir(_copy_without_git(repo, tmp_path / "copy"))
     result = cli("verify", "--strict")
     assert result.code == 0, result.err
@@ -97,7 +96,7 @@ def test_a_copy_without_git_names_a_changed_pinned_file_without_git_advice(
     repo: Path, cli: Any, simulator: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
     base_commit(repo)
-    run_review(cli, simulator)
+    review(cli, simulator)
     copy = _copy_without_git(repo, tmp_path / "copy")
     (copy / "docs" / "spec.md").write_text(NEW_SPEC, encoding="utf-8")
     monkeypatch.chdir(copy)
@@ -126,7 +125,7 @@ def test_inside_git_a_missing_blob_still_names_git_fetch(
     repo: Path, cli: Any, simulator: Any
 ) -> None:
     base_commit(repo)
-    receipt = only_receipt(run_review(cli, simulator))
+    receipt = only_receipt(review(cli, simulator))
     record = repo / receipt.replace(".receipt.json", ".request.json")
     data = json.loads(record.read_text(encoding="utf-8"))
     data["git"]["files"][0]["blob"] = "0" * 40  # a blob this clone does not have

@@ -23,8 +23,8 @@ from deepseek_review.records.receipt_fast import (
     is_uri,
     plain_date_time,
 )
-from tests.conftest import run_review
-from tests.sshkeys import allowed_signers, make_key, needs_openssh
+from tests.support.cli import review
+from tests.support.sshkeys import allowed_signers, make_key, needs_openssh
 
 URIS = [
     "http://127.0.0.1:11434/v1/chat/completions",
@@ -148,7 +148,7 @@ def test_a_statement_left_without_its_signature_is_still_found(
     repo: Path, cli: Any, simulator: Any, tmp_path: Path, named: str
 ) -> None:
     key = make_key(tmp_path / "keys", "ed25519", "alice@example.com")
-    r = run_review(cli, simulator, "--sign", "--signing-key", str(key.private))
+    r = review(cli, simulator, "--sign", "--signing-key", str(key.private))
     assert r.code == 0, r.err
     receipt = r.json()["segments"][0]["receipt_path"]
     (repo / receipt.replace(".receipt.json", ".intoto.json.sig")).unlink()
@@ -168,7 +168,7 @@ def test_a_statement_left_without_its_signature_is_still_found(
 def test_plain_receipt_check_never_accepts_what_jsonschema_rejects() -> None:
     from deepseek_review.records.receipt import validator
     from deepseek_review.records.receipt_fast import plainly_valid
-    from tests.test_verify_schema import mutations, valid_corpus
+    from tests.support.schema import mutations, valid_corpus
 
     cases = [("valid", r) for r in valid_corpus()] + mutations()
     plain = [(name, data) for name, data in cases if isinstance(data, dict) and plainly_valid(data)]
@@ -181,7 +181,7 @@ def test_valid_receipts_of_other_forms_are_still_valid() -> None:
     are not decided by the plain check; the validators behind it accept them."""
     from deepseek_review.records.receipt import schema_problems
     from deepseek_review.records.receipt_fast import plainly_valid
-    from tests.test_verify_schema import valid_corpus
+    from tests.support.schema import valid_corpus
 
     primary = next(r for r in valid_corpus() if "context_files" in r)
     for odd in (

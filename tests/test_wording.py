@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from deepseek_review.testing.simulator import Simulator
-from tests.test_git_processes import commit_all
+from tests.support.git import commit_all
 
 Cli = Callable[..., Any]
 

@@ -39,7 +39,8 @@ import pytest
 from tests.contract import tinymodel
 from tests.contract.conftest import MODEL, LlamaServer, quiet_environ
 
-pytestmark = pytest.mark.contract
+# One worker runs the suite under xdist, so the llama.cpp server (a session fixture) starts once.
+pytestmark = [pytest.mark.contract, pytest.mark.xdist_group("llama-server")]
 
 TOKENS = tinymodel.answer_texts()
 CAPS = range(1, 31)

@@ -13,9 +13,10 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from deepseek_review.finding.model import Finding
-from tests.stubs import Reply
+from tests.support.git import commit
+from tests.support.stubs import Reply
 
-STANDARDS = Path(__file__).parent.parent / "deepseek_review" / "standards"
+STANDARDS = Path(__file__).parents[2] / "deepseek_review" / "standards"
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -115,3 +116,41 @@ def review_answering(
 
 #: What a code-review answer says before its findings block.
 PROSE_END = "**1. VERDICT** Not ready.\n\n**5. FINDINGS BLOCK**\n\n"
+
+
+def diff_review(cli: Any, make_stub: Any, rng: str, *items: dict[str, Any]) -> Any:
+    """``run --diff RNG`` against a server answering a findings block of ``items``."""
+    stub = make_stub([chat_reply(PROSE_END + block(*items))])
+    run = cli(
+        "run", "--template", "diff-review", "--diff", rng, "-p", "Review.",
+        "--endpoint", stub.base_url, "--retry-wait", "0.01", "--json",
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    return run
+
+
+def at(line: int, end: int | None = None, path: str = "src/pkg/long.py") -> dict[str, Any]:
+    return item(path=path, start_line=line, end_line=end or line, title=f"at {line}")
+
+
+def two_commits(repo: Path) -> str:
+    a = commit(repo, "long", {"src/pkg/long.py": LONG})
+    b = commit(repo, "change", {"src/pkg/long.py": CHANGED})
+    return f"{a}..{b}"
+
+
+LONG = "".join(f"x{i} = {i}\n" for i in range(1, 31))
+
+
+#: LONG with line 2 changed and a line added at the end: hunks at 1-5 and 28-31 (-U3).
+CHANGED = LONG.replace("x2 = 2\n", "x2 = 200\n") + "x31 = 31\n"
+
+
+def last_segment(run: Any) -> Any:
+    return run.json()["segments"][-1]
+
+
+def findings_of(cli: Any, run: Any, fmt: str = "json") -> Any:
+    got = cli("findings", run.json()["segments"][-1]["answer_path"], "--format", fmt)
+    assert got.code == 0, got.err
+    return got

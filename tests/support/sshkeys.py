@@ -100,3 +100,28 @@ def ssh_agent(folder: Path) -> Iterator[str]:
 def agent_add(sock: str, key: Key) -> None:
     env = {**os.environ, "SSH_AUTH_SOCK": sock}
     subprocess.run(["ssh-add", "-q", str(key.private)], env=env, check=True, capture_output=True)
+
+
+KINDS = ["ed25519", "rsa", "ecdsa-256", "ecdsa-384", "ecdsa-521"]
+
+
+MESSAGE = b'{"_type": "https://in-toto.io/Statement/v1"}\n'
+
+
+def key_of_kind(tmp_path: Path, kind: str) -> Key:
+    if kind.startswith("ecdsa-"):
+        path = tmp_path / f"id_{kind}"
+        bits = kind.split("-")[1]
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ecdsa", "-b", bits, "-N", "", "-C", "a@x", "-f", str(path)],
+            check=True,
+        )
+        return Key(path, "a@x")
+    return make_key(tmp_path, kind, "a@x")
+
+
+def sign_message(key: Key, data: bytes, namespace: str = "deepseek-review") -> bytes:
+    return subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-n", namespace, "-f", str(key.private)],
+        input=data, capture_output=True, check=True,
+    ).stdout  # fmt: skip
