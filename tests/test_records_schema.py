@@ -9,39 +9,20 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
 
 from deepseek_review.errors import InputError
 from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS, RequestRecord
 from deepseek_review.util.resources import record_schema_path
 from tests.support.cli import files_under, review
+from tests.support.schema import record_validator, schema_errors, validator_of
 
 HERE = Path(__file__).parent
 FIXTURE_RECORDS = sorted((HERE / "fixtures").rglob("*.request.json"))
 UNTOUCHED = sorted((HERE / "fixtures" / "tampered" / "untouched").rglob("*.request.json"))
-
-
-@cache
-def validator(version: str = RECORD_SCHEMA) -> Draft202012Validator:
-    """The validator of the schema of records of ``version`` (the newest by default)."""
-    schema = json.loads(record_schema_path(version.rsplit("_", 1)[1]).read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def validator_of(data: Any) -> Draft202012Validator:
-    """The validator of the version ``data`` says it is (the newest when it names none)."""
-    version = data.get("record") if isinstance(data, dict) else None
-    return validator(version if version in RECORD_VERSIONS else RECORD_SCHEMA)
-
-
-def schema_errors(data: Any) -> list[str]:
-    return [f"{e.json_path}: {e.message}" for e in validator_of(data).iter_errors(data)]
 
 
 def records_under(folder: Path) -> list[Path]:
@@ -67,7 +48,7 @@ def test_version_2_is_version_1_with_line_ranges_and_nothing_else() -> None:
     for path in FIXTURE_RECORDS:
         data = json.loads(path.read_text("utf-8"))
         if data["record"] == RECORD_VERSIONS[0]:
-            assert [e.message for e in validator(RECORD_SCHEMA).iter_errors(data)] == [
+            assert [e.message for e in record_validator(RECORD_SCHEMA).iter_errors(data)] == [
                 f"'{RECORD_SCHEMA}' was expected"
             ], path.name
     assert set(v2["$defs"]) - set(v1["$defs"]) == {"lines", "fileReference"}

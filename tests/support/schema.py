@@ -10,6 +10,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS
 from deepseek_review.util.resources import record_schema_path
 
 
@@ -59,16 +60,23 @@ def mutations() -> list[tuple[str, Any]]:
 
 
 @cache
-def record_validator() -> Draft202012Validator:
-    """The request-record schema's validator, formats checked."""
-    schema = json.loads(record_schema_path().read_text(encoding="utf-8"))
+def record_validator(version: str = RECORD_SCHEMA) -> Draft202012Validator:
+    """The validator of the schema of request records of ``version`` (the newest by default),
+    formats checked."""
+    schema = json.loads(record_schema_path(version.rsplit("_", 1)[1]).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
+def validator_of(data: Any) -> Draft202012Validator:
+    """The validator of the record version ``data`` says it is (the newest when it names none)."""
+    version = data.get("record") if isinstance(data, dict) else None
+    return record_validator(version if version in RECORD_VERSIONS else RECORD_SCHEMA)
+
+
 def schema_errors(data: Any) -> list[str]:
-    """What the request-record schema says of ``data``, one line per error."""
-    return [f"{e.json_path}: {e.message}" for e in record_validator().iter_errors(data)]
+    """What the schema of its record version says of ``data``, one line per error."""
+    return [f"{e.json_path}: {e.message}" for e in validator_of(data).iter_errors(data)]
 
 
 HERE = Path(__file__).parents[1]
