@@ -39,7 +39,7 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PYTEST) $(XDIST) -m 'slow and not contract' $(if $(TESTS),-k '$(TESTS)')
 
-## Microsoft's SARIF Multitool (npm; a .NET binary for Linux): tests/test_sarif_multitool.py runs
+## Microsoft's SARIF Multitool (npm; a .NET binary for Linux): tests/finding/test_sarif_multitool.py runs
 ## its SARIF and GitHub rules over the SARIF the tool writes when it is here; .ci/run installs it.
 $(SARIF_MT):
 	npm install --silent --no-audit --no-fund --prefix $(SARIF_MT_DIR) @microsoft/sarif-multitool@5.7.0

@@ -3,7 +3,7 @@
 The page is generated whole: the root help, then one section per command in the order the
 root help lists them (so a new command appears without editing this script), each the output
 of `deepseek-review COMMAND --help` at a fixed width of 100 columns. `python
-scripts/cli_reference.py` rewrites it; `--check` exits 1 if it differs (tests/test_readme.py
+scripts/cli_reference.py` rewrites it; `--check` exits 1 if it differs (tests/project/test_readme.py
 runs the same comparison, so the page never goes stale).
 """
 

@@ -3,7 +3,7 @@
 The block between ``<!-- modules -->`` and ``<!-- /modules -->`` lists every subpackage (its
 docstring) and every module in it (the first sentence of its docstring), in the order of the
 layers. ``python scripts/module_map.py`` rewrites it; ``--check`` exits 1 if it differs
-(tests/test_readme.py runs the same comparison), so a module added, moved or renamed shows.
+(tests/project/test_readme.py runs the same comparison), so a module added, moved or renamed shows.
 """
 
 from __future__ import annotations

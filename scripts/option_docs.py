@@ -4,7 +4,7 @@ docs/reference/options.md holds blocks between `<!-- options: SCOPE -->` and
 `<!-- /options -->` markers (SCOPE: `entry`, the keys of a manifest entry; `config_file`, the
 settings of a config file and the environment); `python scripts/option_docs.py` rewrites each
 from the option table (deepseek_review/options/rows.py), and `--check` exits 1 if any differs
-(tests/test_options.py runs the same comparison).
+(tests/options/test_options.py runs the same comparison).
 """
 
 from __future__ import annotations

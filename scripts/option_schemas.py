@@ -3,7 +3,7 @@
 `python scripts/option_schemas.py` writes schemas/deepseek-review-manifest.schema.json (a batch
 manifest: editors such as taplo / Even Better TOML validate one with it) and
 schemas/deepseek-review-config.schema.json (``.deepseek-review.toml``); ``--check`` exits 1 if
-either differs from what the table gives (tests/test_options.py runs the same comparison).
+either differs from what the table gives (tests/options/test_options.py runs the same comparison).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ naming an unknown option with a close suggestion only (:func:`unknown_option`). 
 typer-specific they read is here, through attributes its vendored click documents (a group's
 ``commands``; a command's ``params``, each with ``opts``, ``secondary_opts``, ``multiple``,
 ``nargs``, ``is_flag``, ``count``; a NoSuchOption's ``option_name`` and ``ctx``), and
-tests/test_repeated_options.py fails first if a typer release moves them.
+tests/cli/test_repeated_options.py fails first if a typer release moves them.
 """
 
 from __future__ import annotations

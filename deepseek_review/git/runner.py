@@ -58,7 +58,7 @@ _DUBIOUS_RE = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
 #: re-checks "racily clean" entries through the clean filter: ``write-tree`` does). Every
 #: other subcommand, including any added later, runs with each filter driver the
 #: repository's own config defines switched off (:func:`git_command`); the operator's
-#: (global, system, ``git -c``) stay, so git-lfs keeps working. tests/test_git_hardening.py
+#: (global, system, ``git -c``) stay, so git-lfs keeps working. tests/git/test_git_hardening.py
 #: holds each of these to it.
 FILTER_FREE_COMMANDS = frozenset(
     {"rev-parse", "cat-file", "diff-tree", "ls-tree", "merge-base", "check-attr", "config",

@@ -143,7 +143,7 @@ def name_order(path: str) -> tuple[str, str, int, str]:
     folder, _, name = path.rpartition("/")
     # String tests, not a regex (verify sorts every receipt by this): the longest suffix the
     # name ends with, then an ``-N`` (N from 1, ASCII digits) before it; a base holding a
-    # newline is no such name. ``tests/test_verify_schema.py`` holds it to the regex
+    # newline is no such name. ``tests/verification/test_verify_schema.py`` holds it to the regex
     # ``(?P<base>.*?)(?:-(?P<n>[1-9][0-9]*))?(?P<suffix>…)``.
     for suffix in _SUFFIXES:
         if name.endswith(suffix):

@@ -72,7 +72,8 @@ def _best_branch(data: Any, err: Any) -> list[Any]:
 def fast_valid(data: Any) -> bool:
     """True when ``data`` is a valid receipt (a decision, never a message): the tool's own
     forms are accepted in plain Python (:func:`.receipt_fast.plainly_valid`, held to
-    jsonschema by ``tests/test_verify_schema.py``), everything else is jsonschema's call."""
+    jsonschema by ``tests/verification/test_verify_schema.py``), everything else is jsonschema's
+    call."""
     if not isinstance(data, dict):
         return False
     return plainly_valid(data) or validator().is_valid(data)

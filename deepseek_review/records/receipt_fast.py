@@ -1,8 +1,9 @@
 """The quick yes of receipt validation: the forms the tool itself writes, checked in plain
 Python. Each function here only ever says "valid" sooner: anything it does not accept goes
 on to the validators that decide (:func:`.receipt.fast_valid`, then jsonschema), so a
-receipt it accepts is one they accept too (``tests/test_verify_schema.py`` holds it to
-jsonschema on every valid receipt and mutation, ``tests/test_verify_speed.py`` the formats
+receipt it accepts is one they accept too (``tests/verification/test_verify_schema.py`` holds it to
+jsonschema on every valid receipt and mutation, ``tests/verification/test_verify_speed.py`` the
+formats
 to their RFC validators).
 
 Why: ``verify`` asks this of every receipt, and the generated validator spends most of its

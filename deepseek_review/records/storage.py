@@ -68,7 +68,7 @@ def _crash_at(value: str) -> tuple[str, int] | None:
 
 
 def crash_at() -> tuple[str, int] | None:
-    """TEST HOOK, for the crash suite only (tests/test_crashes.py).
+    """TEST HOOK, for the crash suite only (tests/records/test_crashes.py).
 
     ``DEEPSEEK_REVIEW_CRASH_AT=<point>:<n>`` makes the process SIGKILL itself the n-th time it
     reaches ``<point>`` (one of :data:`CRASH_POINTS`), so the tests can land a kill inside the

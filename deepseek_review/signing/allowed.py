@@ -15,7 +15,7 @@ wrote wrong is said so, never half believed. Certificate authorities are not mat
 a signature by a certified key is reported as by a key not in the file (fails closed).
 
 Here the file only decides which principal may sign with a signature's key and why none
-may; ``tests/test_signing_allowed.py`` holds every form side by side with
+may; ``tests/signing/test_signing_allowed.py`` holds every form side by side with
 ``ssh-keygen -Y verify``.
 """
 

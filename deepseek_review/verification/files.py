@@ -30,7 +30,7 @@ def _clean(rel: str) -> bool:
     """A plain relative POSIX path (no ``.``, ``..``, empty part, leading ``/`` or NUL).
 
     Substring tests, not a regex: verify asks this of every file it reads.
-    ``tests/test_verify_schema.py`` holds them to ``resolve_inside``.
+    ``tests/verification/test_verify_schema.py`` holds them to ``resolve_inside``.
     """
     return not (
         "\x00" in rel

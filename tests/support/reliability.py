@@ -1,4 +1,4 @@
-"""Helpers of the reliability suites: faults (tests/test_faults.py), crashes (test_crashes.py).
+"""Helpers of the reliability suites: faults (tests/chat/test_faults.py), crashes (test_crashes.py).
 
 The batch runs as its own process (``python -m deepseek_review batch``), as a user runs it,
 against an in-process simulator that records every request. Everything here checks outcomes
