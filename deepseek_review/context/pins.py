@@ -200,17 +200,19 @@ def pinned_bytes(
     tree: Reader,
     blobs: BlobStore | None = None,
     hashes: TreeHashes | None = None,
+    pins: Mapping[str, FilePin] | None = None,
 ) -> PinnedBytes:
     """Each pinned file's bytes: the working tree's (read through ``tree``) when they are the
     pinned blob, since the blob id is their hash; otherwise the blob's, from git's objects
     (``blobs``: one ``cat-file`` a whole run shares; None: one for this record). So a copy of
     the files without ``.git`` verifies by hashes, and git is asked only for files that moved."""
     hashes = hashes or TreeHashes()
-    pins = [p for p in file_pins(git).values() if p.blob is not None]
-    pinned = frozenset(p.path for p in pins)
+    by_path = file_pins(git) if pins is None else pins  # ``pins``: already read by the caller
+    wanted_pins = [p for p in by_path.values() if p.blob is not None]
+    pinned = frozenset(p.path for p in wanted_pins)
     found: dict[str, bytes] = {}
     wanted: list[FilePin] = []
-    for pin in pins:
+    for pin in wanted_pins:
         data = tree(pin.path)
         oid = pin.blob or ""
         if data is not None and hashes.blob_id(pin.path, data, oid_format(oid)) == oid:

@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from deepseek_review.context.pins import FilePin, file_pins
 from deepseek_review.records.index import Break, Entry, ReceiptIndex
 from deepseek_review.records.naming import name_order
 from deepseek_review.records.receipt import CONTINUATION, PRIMARY, parse_receipt, schema_problems
@@ -63,14 +64,22 @@ class _Local:
     """The ``previous_answer_path`` it names, even when it failed ``schema``."""
 
 
-def _pinned(record: RequestRecord | str | None) -> set[str]:
+def _pins(record: RequestRecord | str | None) -> dict[str, FilePin] | None:
+    """The file pins of a record pinned to git, read once for every check that needs them;
+    None for any other record."""
+    if not isinstance(record, RequestRecord) or record.git is None:
+        return None
+    return file_pins(record.git)
+
+
+def _pinned(record: RequestRecord | str | None, pins: dict[str, FilePin] | None) -> set[str]:
     """The receipt's paths git holds for its record (none unless the record is pinned to
     git)."""
-    if not isinstance(record, RequestRecord) or record.git is None:
+    if pins is None:
         return set()
     from deepseek_review.verification.pins import pinned_paths
 
-    return pinned_paths(record)
+    return pinned_paths(record, pins)
 
 
 def _entry_of(r: _Receipt) -> Entry[_Receipt]:
@@ -178,13 +187,14 @@ class Verifier:
         d = r.data
         record = self.records.record(rel)
         answer = self._answer_file(d)
+        pins = _pins(record)
         checks = [
             _OK[d["schema"]],
             self.records.findings(rel, record, self.records.reasoning(rel, record))
             if answer.status == "ok"
             else answer,
-            self._context(d, _pinned(record)),
-            self.records.prompt(rel, d, record, answer_ok=answer.status == "ok"),
+            self._context(d, _pinned(record, pins)),
+            self.records.prompt(rel, d, record, answer_ok=answer.status == "ok", pins=pins),
         ]
         kept = {k: d[k] for k in _CHAIN_KEYS if k in d}
         if isinstance(record, RequestRecord) and record.response.finish_reason == "length":

@@ -30,11 +30,13 @@ from deepseek_review.verification.reports import REBUILT, CheckResult, listing, 
 #: How the prompt check's detail begins when the request was rebuilt from git objects.
 
 
-def pinned_paths(record: object) -> set[str]:
-    """The receipt's paths that git holds for this record (not looked for in the tree)."""
+def pinned_paths(record: object, pins: Mapping[str, FilePin] | None = None) -> set[str]:
+    """The receipt's paths that git holds for this record (not looked for in the tree);
+    ``pins``: its file pins, when the caller has read them."""
     if not isinstance(record, RequestRecord) or not isinstance(record.git, Mapping):
         return set()
-    paths = {p for p, pin in file_pins(record.git).items() if pin.blob is not None}
+    pins = file_pins(record.git) if pins is None else pins
+    paths = {p for p, pin in pins.items() if pin.blob is not None}
     diff = record.git.get("diff")
     if isinstance(diff, Mapping) and _range(record.git) is not None:
         paths.update(p for p in diff.get("shown") or () if isinstance(p, str))
@@ -67,6 +69,7 @@ def check_pinned(
     strict: bool,
     blobs: BlobStore | None = None,
     hashes: TreeHashes | None = None,
+    pins: Mapping[str, FilePin] | None = None,
 ) -> CheckResult:
     """The prompt check of a pinned record: ``rebuild`` (the usual check) reading pinned
     files as they were (the working tree where its bytes are the pinned blob, else the blob
@@ -74,7 +77,8 @@ def check_pinned(
     working tree's, read as for any record."""
     git = record.git or {}
     hashes = hashes or TreeHashes()
-    got = pinned_bytes(root, git, fallback, blobs, hashes)
+    pins = file_pins(git) if pins is None else pins
+    got = pinned_bytes(root, git, fallback, blobs, hashes, pins)
     if got.missing:
         named = listing([f"{p.path} (blob {short(p.blob or '')})" for p in got.missing])
         if got.in_repository:
@@ -82,7 +86,6 @@ def check_pinned(
         else:
             problem = f"changed since the review, and no git repository here holds {named}"
         return soft(strict, "prompt", f"cannot rebuild the request: {problem}")
-    pins = file_pins(git)
     read = got.reader(fallback)
     refs = file_refs(record.messages)
     altered = _altered_pins(pins, refs, got, read, hashes)

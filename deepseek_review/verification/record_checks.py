@@ -9,9 +9,10 @@ warning (a failure with ``strict``); anything else that does not add up is a fai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from deepseek_review.context.pins import TreeHashes
+from deepseek_review.context.pins import FilePin, TreeHashes
 from deepseek_review.errors import InputError
 from deepseek_review.git.objects import BlobStore
 from deepseek_review.records.canonical import sha256_tag
@@ -103,7 +104,13 @@ class RecordChecks:
             return exc.message
 
     def prompt(
-        self, rel: str, d: dict[str, Any], record: RequestRecord | str | None, *, answer_ok: bool
+        self,
+        rel: str,
+        d: dict[str, Any],
+        record: RequestRecord | str | None,
+        *,
+        answer_ok: bool,
+        pins: Mapping[str, FilePin] | None = None,
     ) -> CheckResult:
         if record is None:
             return CheckResult("prompt", "info", "not re-checkable: no request record")
@@ -129,6 +136,7 @@ class RecordChecks:
                     strict=self.strict,
                     blobs=self.blobs,
                     hashes=self.tree_hashes,
+                    pins=pins,
                 )
             else:
                 rebuilt = self._rebuild(d, record, files)
