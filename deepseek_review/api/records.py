@@ -115,6 +115,8 @@ def findings(
     allowed_signers: PathArg | None = None,
     baseline: PathArg | None = None,
     only_new: bool = False,
+    min_severity: str | None = None,
+    max_findings: int | None = None,
 ) -> FindingsExport:
     """The findings of the reviews under ``paths`` (none: the configured output folder) in
     ``format`` (json, sarif, rdjson, rdjsonl, github, markdown), written to ``output`` when
@@ -122,7 +124,9 @@ def findings(
     ``raise_for_gate()`` on the result to raise :class:`~.errors.FindingsGate` (exit 13).
     ``baseline``: an earlier SARIF log or findings JSON file, or a folder of reviews (relative
     to the root), each finding then marked new, unchanged or absent; ``only_new``: keep (and
-    gate) the new ones alone.
+    gate) the new ones alone. ``min_severity`` and ``max_findings`` leave findings out of the
+    export (below that severity; all but the most severe N), counted in ``left_out``; the gate
+    still counts them.
     Only reviews the trust rule admits are read (:mod:`deepseek_review.trust.rule`: ``trusted_rev``,
     ``allowed_signers``, else their ``DEEPSEEK_REVIEW_*`` variables and ``CI``)."""
     from deepseek_review.git.runner import find_repo_root
@@ -136,7 +140,9 @@ def findings(
     out = None if output is None else Path(output)
     policy = TrustPolicy.configured(trusted_rev, _fspath(allowed_signers), env)
     base = None if baseline is None else os.fspath(baseline)
-    return export(root, where, format, out, fail_on, policy, base, only_new)
+    return export(
+        root, where, format, out, fail_on, policy, base, only_new, min_severity, max_findings
+    )
 
 
 def _fspath(path: PathArg | None) -> str | None:

@@ -22,6 +22,7 @@ from deepseek_review.cli.app import (
     typed_path,
 )
 from deepseek_review.cli.table import choice_settings
+from deepseek_review.errors import ConfigError
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import escape, plural
 
@@ -91,6 +92,26 @@ OnlyNewOpt = Annotated[
         help="Keep only the findings new against --baseline; --fail-on then counts only them.",
     ),
 ]
+MinSeverityOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--min-severity",
+        help="Leave out of the export the findings below this severity (they still count for "
+        "--fail-on); the export says how many.",
+        show_default=False,
+        **choice_settings(SEVERITIES),
+    ),
+]
+MaxFindingsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-findings",
+        help="Export only the N most severe findings (the others still count for --fail-on); "
+        "the export says how many were left out.",
+        min=1,
+        show_default=False,
+    ),
+]
 
 
 @app.command(epilog=example("deepseek-review findings reviews --format sarif -o review.sarif"))
@@ -101,6 +122,8 @@ def findings(
     fail_on: FailOnOpt = None,
     baseline: BaselineOpt = None,
     only_new: OnlyNewOpt = False,
+    min_severity: MinSeverityOpt = None,
+    max_findings: MaxFindingsOpt = None,
     repo_root: RepoRootOpt = None,
     trusted_rev: TrustedRevOpt = None,
     allowed_signers: AllowedSignersOpt = None,
@@ -110,6 +133,8 @@ def findings(
     """Export the findings block of reviews made with a findings-asking template."""
     from deepseek_review import api
 
+    if min_severity is not None and min_severity not in SEVERITIES:
+        raise ConfigError(f"--min-severity {min_severity!r}: choose from {', '.join(SEVERITIES)}")
     root = api.repo_root(repo_root)
     result = api.findings(
         [typed_path(root, p) for p in paths or ()],
@@ -121,6 +146,8 @@ def findings(
         allowed_signers=allowed_signers,
         baseline=None if baseline is None else _baseline_path(root, baseline),
         only_new=only_new,
+        min_severity=min_severity,
+        max_findings=max_findings,
     )
     _render(result, to_stdout=output is None)
     result.raise_for_gate()
@@ -170,9 +197,17 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
             " (only the new ones kept)" if result.only_new else "",
         )
     counts = result.collected.counts()
+    categories = result.collected.categories()
     log.info(
-        "%d finding(s) from %d review(s): %s",
+        "%d finding(s) from %d review(s): %s%s",
         len(result.collected.findings),
         len(result.collected.reviews),
         ", ".join(f"{n} {s}" for s, n in counts.items()),
+        f" (by category: {', '.join(f'{escape(c)} {n}' for c, n in categories.items())})"
+        if categories
+        else "",
     )
+    if result.collected.left_out:
+        from deepseek_review.finding.markdown import left_out_text
+
+        log.info("left out of the export on request: %s", left_out_text(result.collected.left_out))

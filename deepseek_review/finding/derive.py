@@ -87,6 +87,9 @@ class Collected:
     """Whether the findings were compared with a baseline (each then has its state)."""
     absent: list[Anchored] = field(default_factory=list)
     """The baseline's findings not found now (state ``absent``): listed, never gated."""
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Findings the export leaves out on request (``below_min_severity``,
+    ``over_max_findings``), how many of each; the gate still counts them."""
 
     def counts(self) -> dict[str, int]:
         """Findings by severity, every severity present (zeros included)."""
@@ -99,6 +102,13 @@ class Collected:
         """The findings whose path is not a location inside the repository (shown on their
         review, or on no file: :mod:`.location`)."""
         return [a for a in self.findings if refusal(a.finding.path) or a.where is None]
+
+    def categories(self) -> dict[str, int]:
+        """Findings by category, the most frequent first (then by name)."""
+        counts: dict[str, int] = {}
+        for a in self.findings:
+            counts[a.finding.category] = counts.get(a.finding.category, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def extents(self) -> dict[str, int]:
         """The line counts of the files findings are shown on as a whole (every review's)."""

@@ -26,11 +26,13 @@ def to_json(collected: Collected, version: int = OUTPUT_VERSIONS[-1]) -> dict[st
     the findings files older versions wrote). Against a baseline, each finding has its
     ``baseline`` state and ``absent`` lists the baseline's findings no longer found."""
     absent = {"absent": [a.to_json() for a in collected.absent]} if collected.baselined else {}
+    left_out = {"left_out": dict(collected.left_out)} if collected.left_out else {}
     return {
         "schema": SCHEMAS[version],
         "counts": collected.counts(),
         "findings": [a.to_json(version) for a in collected.findings],
         **absent,
+        **left_out,
         "receipts": receipts_json(collected),
         "problems": [
             *({"path": p, "reason": why} for p, why in collected.problems),

@@ -26,6 +26,18 @@ def _where(a: Anchored) -> str:
     return _cell(f"{shown} (unanchored: {a.reason})")
 
 
+#: How each reason a finding was left out of the export reads.
+LEFT_OUT = {
+    "below_min_severity": "below --min-severity",
+    "over_max_findings": "over --max-findings",
+}
+
+
+def left_out_text(left_out: dict[str, int]) -> str:
+    """``2 below --min-severity, 5 over --max-findings``."""
+    return ", ".join(f"{n} {LEFT_OUT.get(why, why)}" for why, n in left_out.items())
+
+
 def to_markdown(collected: Collected) -> str:
     """A summary line by severity, a table of findings, and the reviews they came from."""
     counts = collected.counts()
@@ -35,6 +47,11 @@ def to_markdown(collected: Collected) -> str:
         " · ".join(f"**{counts[s]}** {s}" for s in SEVERITIES),
         "",
     ]
+    categories = collected.categories()
+    if categories:
+        lines += ["By category: " + ", ".join(f"{_cell(c)} {n}" for c, n in categories.items()), ""]
+    if collected.left_out:
+        lines += [f"Left out on request: {left_out_text(collected.left_out)}.", ""]
     if collected.findings:
         state = collected.baselined  # a column saying new or unchanged
         head = "| Severity | Location | Finding |" + (" Baseline |" if state else "")

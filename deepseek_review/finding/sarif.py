@@ -146,6 +146,7 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
                 "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "repository root"}}},
                 "results": results,
                 "properties": {
+                    **({"leftOut": dict(collected.left_out)} if collected.left_out else {}),
                     "receipts": receipts_json(collected),
                     "unusableReviews": [
                         {"path": p, "reason": why} for p, why in collected.problems

@@ -22,7 +22,7 @@ from deepseek_review.finding.baseline import compare, only_new, read_baseline
 from deepseek_review.finding.derive import Collected, asks_for_none, chain_findings, merge
 from deepseek_review.finding.export import FORMATS, check_choice, render
 from deepseek_review.finding.extract import FindingsRefused
-from deepseek_review.finding.model import SEVERITIES, Anchored
+from deepseek_review.finding.model import SEVERITIES, Anchored, rank
 from deepseek_review.git.runner import resolve_inside
 from deepseek_review.records.chain import chain_index, find_chain
 from deepseek_review.records.storage import write_replacing
@@ -101,12 +101,15 @@ class FindingsExport:
     output: Path | None
     only_new: bool = False
     """Only the findings new against the baseline were kept (and are gated)."""
+    gated: tuple[Anchored, ...] = ()
+    """The findings at or above ``fail_on`` before ``--min-severity`` and ``--max-findings``
+    left any out: what is shown is limited on request, what gates is not."""
 
     @property
     def gate(self) -> list[Anchored]:
         """The findings at or above ``fail_on`` (with ``only_new``: the new ones alone; absent
-        ones never count)."""
-        return [] if self.fail_on is None else self.collected.at_or_above(self.fail_on)
+        ones never count; those left out of the export count too)."""
+        return list(self.gated)
 
     def raise_for_gate(self) -> None:
         """:class:`FindingsGate` (exit 13) when a finding is at or above ``fail_on``, or when
@@ -149,6 +152,8 @@ def export(
     policy: TrustPolicy | None = None,
     baseline: str | None = None,
     new_only: bool = False,
+    min_severity: str | None = None,
+    max_findings: int | None = None,
 ) -> FindingsExport:
     """Collect (the reviews the trust rule admits), compare with ``baseline`` when given
     (:func:`baseline_findings`; ``new_only``: keep the new findings alone), render, and write
@@ -156,6 +161,9 @@ def export(
     is left to :meth:`FindingsExport.raise_for_gate`."""
     check_choice(fmt, list(FORMATS), "findings format")
     check_choice(fail_on, SEVERITIES, "findings severity")
+    check_choice(min_severity, SEVERITIES, "min_severity")
+    if max_findings is not None and (type(max_findings) is not int or max_findings < 1):
+        raise ConfigError(f"max_findings {max_findings!r}: expected a whole number >= 1")
     if new_only and baseline is None:
         raise ConfigError("--only-new needs --baseline (new against what?)")
     policy = TrustPolicy.configured() if policy is None else policy
@@ -165,13 +173,31 @@ def export(
         compare(collected, before)
         if new_only:
             only_new(collected)
+    gated = tuple(collected.at_or_above(fail_on)) if fail_on is not None else ()
+    limit(collected, min_severity, max_findings)
     text = render(collected, fmt)
     if output is not None:
         try:
             write_replacing(output, text.encode("utf-8"))
         except OSError as exc:
             raise OutputError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    return FindingsExport(collected, admission, fmt, text, fail_on, output, new_only)
+    return FindingsExport(collected, admission, fmt, text, fail_on, output, new_only, gated)
+
+
+def limit(collected: Collected, min_severity: str | None, max_findings: int | None) -> None:
+    """Leave out of the export the findings below ``min_severity`` and, of the rest, all but
+    the ``max_findings`` most severe (the findings are ranked most severe first), counting
+    each in :attr:`Collected.left_out`: never dropped without saying so."""
+    kept = collected.findings
+    if min_severity is not None:
+        below = [a for a in kept if rank(a.finding.severity) > rank(min_severity)]
+        if below:
+            collected.left_out["below_min_severity"] = len(below)
+            kept = [a for a in kept if rank(a.finding.severity) <= rank(min_severity)]
+    if max_findings is not None and len(kept) > max_findings:
+        collected.left_out["over_max_findings"] = len(kept) - max_findings
+        kept = kept[:max_findings]
+    collected.findings = kept
 
 
 def baseline_findings(root: Path, baseline: str, policy: TrustPolicy) -> list[Anchored]:

@@ -154,3 +154,8 @@ def findings_of(cli: Any, run: Any, fmt: str = "json") -> Any:
     got = cli("findings", run.json()["segments"][-1]["answer_path"], "--format", fmt)
     assert got.code == 0, got.err
     return got
+
+
+def answer_of(result: Any) -> str:
+    """The last segment's answer file of a ``run --json`` result."""
+    return str(result.json()["segments"][-1]["answer_path"])
