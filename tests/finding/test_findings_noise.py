@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.support.findings import (
     PROSE_END,
     answer_of,
@@ -104,8 +106,6 @@ def test_bad_limits_are_refused_on_one_line_naming_the_option(
 
 
 def test_the_library_refuses_a_bad_limit_naming_its_keyword(repo: Any) -> None:
-    import pytest
-
     from deepseek_review import api
     from deepseek_review.errors import ConfigError
 
@@ -113,3 +113,19 @@ def test_the_library_refuses_a_bad_limit_naming_its_keyword(repo: Any) -> None:
         api.findings(repo_root=repo, max_findings=0)
     with pytest.raises(ConfigError, match="min_severity 'huge'"):
         api.findings(repo_root=repo, min_severity="huge")
+
+
+@pytest.mark.parametrize("template", ["code-review", "diff-review", "spec-review"])
+def test_the_templates_asking_for_findings_say_what_each_severity_means(template: str) -> None:
+    from deepseek_review.util.resources import prompts_dir
+
+    text = " ".join((prompts_dir() / f"{template}.md").read_text(encoding="utf-8").split())
+    assert "Report only what a maintainer would act on" in text
+    for severity, meaning in (
+        ("critical", "breaks correctness, data or security in normal use"),
+        ("major", "wrong in a case users will meet"),
+        ("minor", "a real defect of small reach"),
+        ("nit", "changes no behaviour"),
+    ):
+        assert f"`{severity}` " in text and meaning in text
+    assert "at most three nits" in text
