@@ -21,10 +21,10 @@ from deepseek_review.finding.extract import extract
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
-from deepseek_review.git.runner import git_output, read_regular_file, resolve_inside
+from deepseek_review.git.runner import git_output
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.chain import stitched_text
-from deepseek_review.records.lines import Lines, describe, line_slice
+from deepseek_review.records.chain import read_answer
+from deepseek_review.records.lines import Lines, describe, line_count, line_slice
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import repo_reader
 from deepseek_review.records.stored import ChainSegment
@@ -43,24 +43,14 @@ class ReviewFindings:
     to its file or to the review's answer): a SARIF region covering the whole file."""
 
 
-def line_count(text: str) -> int:
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-
-
-def _extents(root: Path, last: str, seen: Reviewed, found: Sequence[Anchored]) -> dict[str, int]:
-    """:attr:`ReviewFindings.extents` of the findings not shown on their lines."""
+def _extents(answer: str, seen: Reviewed, found: Sequence[Anchored]) -> dict[str, int]:
+    """:attr:`ReviewFindings.extents` of the findings not shown on their lines: the lines of
+    the reviewed file, or of the last segment's ``answer`` for a review-level finding."""
     out: dict[str, int] = {}
     for a in found:
         if a.anchored or a.where is None or a.where in out:
             continue
-        text = seen.texts.get(a.finding.path) if a.level == "file" else None
-        if a.level == "review":
-            try:
-                text = read_regular_file(resolve_inside(root, last, what="answer")[0]).decode(
-                    "utf-8", "replace"
-                )
-            except (OSError, InputError):
-                text = None
+        text = answer if a.level == "review" else seen.texts.get(a.finding.path)
         if text is not None:
             out[a.where] = line_count(text)
     return out
@@ -203,10 +193,11 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
                 f"{seg.record_path}); not read as part of the review"
             )
     last = chain[-1].answer_path
+    answers = [read_answer(root, s) for s in chain]  # every segment's hash checked
     seen = reviewed_version(root, chain)
-    found = derive_text(stitched_text(root, list(chain)), seen, last)
+    found = derive_text("".join(answers), seen, last)
     receipts = tuple(_receipt_summary(s) for s in chain)
-    return ReviewFindings(last, receipts, tuple(found), _extents(root, last, seen, found))
+    return ReviewFindings(last, receipts, tuple(found), _extents(answers[-1], seen, found))
 
 
 #: The bundled templates that ask the model for no findings block.
