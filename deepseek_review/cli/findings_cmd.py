@@ -22,7 +22,6 @@ from deepseek_review.cli.app import (
     typed_path,
 )
 from deepseek_review.cli.table import choice_settings
-from deepseek_review.errors import ConfigError
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import escape, plural
 
@@ -132,9 +131,9 @@ def findings(
 ) -> None:
     """Export the findings block of reviews made with a findings-asking template."""
     from deepseek_review import api
+    from deepseek_review.finding.export import check_choice
 
-    if min_severity is not None and min_severity not in SEVERITIES:
-        raise ConfigError(f"--min-severity {min_severity!r}: choose from {', '.join(SEVERITIES)}")
+    check_choice(min_severity, SEVERITIES, "--min-severity")  # named as the user wrote it
     root = api.repo_root(repo_root)
     result = api.findings(
         [typed_path(root, p) for p in paths or ()],

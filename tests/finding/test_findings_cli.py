@@ -9,16 +9,13 @@ import pytest
 
 from tests.support.findings import (
     PROSE_END,
+    answer_of,
     assert_valid_rdjsonl,
     assert_valid_sarif,
     block,
     item,
     review_answering,
 )
-
-
-def answer_of(result: Any) -> str:
-    return str(result.json()["segments"][-1]["answer_path"])
 
 
 def test_a_block_cut_by_a_continuation_seam_exports_whole(repo, cli, make_stub):

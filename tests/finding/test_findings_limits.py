@@ -12,7 +12,7 @@ import pytest
 
 from deepseek_review.errors import InputError
 from deepseek_review.finding.extract import MAX_BLOCK_BYTES, FindingsRefused, extract
-from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.findings import PROSE_END, answer_of, block, item, review_answering
 
 #: A finding of ~150 bytes: 120,000 of them make the 17 MiB answer the attack used.
 SMALL = item(title="t", message="m")
@@ -21,10 +21,6 @@ SMALL = item(title="t", message="m")
 def many(n: int, **over: Any) -> str:
     found = json.dumps({"findings": [{**SMALL, **over}] * n}, ensure_ascii=False)
     return PROSE_END + "```json\n" + found + "\n```\n"
-
-
-def answer_of(result: Any) -> str:
-    return str(result.json()["segments"][-1]["answer_path"])
 
 
 def test_a_17_mib_answer_of_120000_findings_is_refused_before_it_is_parsed():

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.findings import PROSE_END, answer_of, block, item, review_answering
 
 ROOT = Path(__file__).resolve().parents[2]
 MULTITOOL = (
@@ -48,10 +48,6 @@ def multitool_says(tool: Path, sarif: Path) -> list[str]:
         for r in run.get("results", [])
         if r.get("level", "warning") in ("error", "warning")
     ]
-
-
-def answer_of(result: Any) -> str:
-    return str(result.json()["segments"][-1]["answer_path"])
 
 
 def test_an_export_with_every_kind_of_location_passes_the_sarif_and_github_rules(
