@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 #: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
 #: that the help and the shell's completion do not import the exporters.
-FORMATS = ("json", "sarif", "rdjson", "rdjsonl", "github", "markdown")
+FORMATS = ("json", "sarif", "rdjson", "rdjsonl", "github", "markdown",
+           "patch")  # fmt: skip
 #: The severities (``finding.model.SEVERITIES``, kept equal by a test), for ``--fail-on``.
 SEVERITIES = ("critical", "major", "minor", "nit")
 
@@ -182,6 +183,11 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
     note = result.admission.note()
     if note is not None:
         log.warning("%s", escape(note))
+    if result.format == "patch":
+        from deepseek_review.finding.patch import plan
+
+        for said in plan(result.collected).notes():
+            log.warning("%s", escape(said))
     if to_stdout:
         sys.stdout.write(result.text)
         sys.stdout.flush()

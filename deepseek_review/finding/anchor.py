@@ -42,6 +42,9 @@ class Reviewed:
     ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """The files of which only some lines were reviewed: (first, last) of the file, whose
     text ``texts`` holds (a finding cites the file's own line numbers)."""
+    whole: Mapping[str, tuple[bytes, str]] = field(default_factory=dict)
+    """Each reviewed file's whole bytes (of a file reviewed in part, the file its lines were
+    cut from) and where they were read: what a suggestion's patch is made against."""
 
 
 def diff_hunks(diff: str) -> Hunks:

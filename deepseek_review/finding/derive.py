@@ -10,7 +10,7 @@ deduplicated by fingerprint.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from deepseek_review.finding.extract import extract
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
-from deepseek_review.git.runner import git_output
+from deepseek_review.git.objects import blob_id, is_oid, object_format, short
+from deepseek_review.git.runner import git_output, in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import read_answer
 from deepseek_review.records.lines import Lines, describe, line_count, line_slice
@@ -41,6 +42,21 @@ class ReviewFindings:
     extents: Mapping[str, int] = field(default_factory=dict)
     """The number of lines of each file a finding is shown on as a whole (a finding demoted
     to its file or to the review's answer): a SARIF region covering the whole file."""
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    """The reviewed version of each file a finding anchored to its lines suggests a change
+    to: what the change is made against (:mod:`.patch`)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """The reviewed version of a file: its bytes, where they were read (``the working
+    tree``, ``HEAD``, ``blob abc1234``, ``commit abc1234``), its blob id, and whether the
+    working tree still holds it."""
+
+    data: bytes
+    how: str
+    oid: str
+    current: bool
 
 
 def _extents(answer: str, seen: Reviewed, found: Sequence[Anchored]) -> dict[str, int]:
@@ -120,23 +136,26 @@ def _receipt_summary(seg: ChainSegment) -> dict[str, str]:
 
 
 def reviewed_texts(
-    root: Path, refs: Mapping[str, tuple[str, Lines | None]], change: NewSide | None = None
+    root: Path,
+    refs: Mapping[str, tuple[str, Lines | None]],
+    change: NewSide | None = None,
+    blobs: Mapping[str, str] | None = None,
 ) -> Reviewed:
     """Each file's text as reviewed (``refs``: path → recorded sha256 and, for a range, its
-    lines, cut from the file): the working tree's or ``HEAD``'s, whichever hashes as
-    recorded; otherwise None, with why. ``change``: a diff review's change."""
+    lines, cut from the file): the working tree's, ``HEAD``'s or the blob the record pinned
+    (``blobs``: path → blob id), whichever hashes as recorded; otherwise None, with why.
+    ``change``: a diff review's change."""
     texts: dict[str, str | None] = {}
     unavailable: dict[str, str] = {}
     ranges: dict[str, Lines] = {}
-    read = repo_reader(root)
+    whole: dict[str, tuple[bytes, str]] = {}
     for path, (sha, lines) in refs.items():
         text = None
-        for get in (read, lambda p: git_output(root, "cat-file", "blob", f"HEAD:{p}")):
-            data = get(path)  # HEAD (a git process) only when the tree's file differs
-            if data is not None and lines is not None:
-                data = line_slice(data, *lines)
-            if data is not None and sha256_tag(data) == sha:
-                text = data.decode("utf-8", "replace")
+        for how, data in _versions(root, path, (blobs or {}).get(path)):
+            part = data if lines is None else line_slice(data, *lines)
+            if part is not None and sha256_tag(part) == sha:
+                text = part.decode("utf-8", "replace")
+                whole[path] = (data, how)
                 break
         texts[path] = text
         if lines is not None:
@@ -147,7 +166,38 @@ def reviewed_texts(
                 f"{what} is no longer as reviewed (neither the working tree nor HEAD holds "
                 "the recorded sha256)"
             )
-    return Reviewed(texts, unavailable, change, ranges)
+    return Reviewed(texts, unavailable, change, ranges, whole)
+
+
+def _versions(root: Path, path: str, blob: str | None) -> Iterator[tuple[str, bytes]]:
+    """The versions of ``path`` that may be the reviewed one, each read only when the one
+    before is not: the working tree's, ``HEAD``'s, the pinned blob's (git processes only
+    when the tree's file differs)."""
+    tree = repo_reader(root)(path)
+    if tree is not None:
+        yield "the working tree", tree
+    head = git_output(root, "cat-file", "blob", f"HEAD:{path}")
+    if head is not None:
+        yield "HEAD", head
+    if blob is not None and is_oid(blob):
+        pinned = git_output(root, "cat-file", "blob", blob)
+        if pinned is not None:
+            yield f"blob {short(blob)}", pinned
+
+
+def _pinned_blobs(chain: Sequence[ChainSegment]) -> dict[str, str]:
+    """Path → the blob id a chain's records pin it to (a record's ``git.files``; entries
+    that are not well formed are no pins: a record may be hostile)."""
+    out: dict[str, str] = {}
+    for seg in chain:
+        git = seg.record.git if seg.record is not None else None
+        entries = git.get("files") if isinstance(git, Mapping) else None
+        for e in entries if isinstance(entries, list) else ():
+            if isinstance(e, dict) and isinstance(e.get("path"), str):
+                blob = e.get("blob")
+                if isinstance(blob, str) and is_oid(blob):
+                    out.setdefault(e["path"], blob)
+    return out
 
 
 def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
@@ -162,9 +212,11 @@ def reviewed_version(root: Path, chain: Sequence[ChainSegment]) -> Reviewed:
             continue
         for path, ref in file_refs(seg.record.messages).items():
             refs.setdefault(path, (ref.sha256, ref.lines))
-    seen = reviewed_texts(root, {p: h for p, h in refs.items() if p not in unknown})
+    known = {p: h for p, h in refs.items() if p not in unknown}
+    seen = reviewed_texts(root, known, blobs=_pinned_blobs(chain))
     texts = {**dict.fromkeys(unknown), **seen.texts}
-    return Reviewed(texts, {**unknown, **seen.unavailable}, recorded_change(chain), seen.ranges)
+    unavailable = {**unknown, **seen.unavailable}
+    return Reviewed(texts, unavailable, recorded_change(chain), seen.ranges, seen.whole)
 
 
 def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
@@ -197,7 +249,42 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     seen = reviewed_version(root, chain)
     found = derive_text("".join(answers), seen, last)
     receipts = tuple(_receipt_summary(s) for s in chain)
-    return ReviewFindings(last, receipts, tuple(found), _extents(answers[-1], seen, found))
+    extents = _extents(answers[-1], seen, found)
+    return ReviewFindings(last, receipts, tuple(found), extents, _sources(root, chain, seen, found))
+
+
+def _sources(
+    root: Path, chain: Sequence[ChainSegment], seen: Reviewed, found: Sequence[Anchored]
+) -> dict[str, Source]:
+    """:attr:`ReviewFindings.sources`: the whole reviewed file, or of a diff review's changed
+    file its new side in the commit (or staged tree) the record names."""
+    wanted = {a.finding.path for a in found if a.anchored and a.finding.suggestion is not None}
+    if not wanted:
+        return {}
+    head = _new_side(chain)
+    fmt = object_format(root) if in_git_work_tree(root) else "sha1"
+    out: dict[str, Source] = {}
+    for path in sorted(wanted):
+        got = seen.whole.get(path)
+        if got is None and head is not None and seen.change and path in seen.change.hunks:
+            data = git_output(root, "cat-file", "blob", f"{head}:{path}")
+            got = None if data is None else (data, f"commit {short(head)}")
+        if got is not None:
+            data, how = got
+            current = repo_reader(root)(path) == data
+            out[path] = Source(data, how, blob_id(data, fmt), current)
+    return out
+
+
+def _new_side(chain: Sequence[ChainSegment]) -> str | None:
+    """The commit (or staged tree) a diff review's change leads to, as its record names it."""
+    for seg in chain:
+        git = seg.record.git if seg.record is not None else None
+        commits = git.get("commits") if isinstance(git, Mapping) else None
+        head = commits.get("head") if isinstance(commits, Mapping) else None
+        if isinstance(head, str) and is_oid(head):
+            return head
+    return None
 
 
 #: The bundled templates that ask the model for no findings block.

@@ -10,6 +10,7 @@ from deepseek_review.finding.derive import Collected, receipts_json
 from deepseek_review.finding.github import to_github
 from deepseek_review.finding.markdown import to_markdown
 from deepseek_review.finding.model import OUTPUT_VERSIONS
+from deepseek_review.finding.patch import to_patch
 from deepseek_review.finding.rdjson import to_rdjson, to_rdjsonl
 from deepseek_review.finding.sarif import to_sarif
 from deepseek_review.records.canonical import pretty_json
@@ -71,6 +72,7 @@ FORMATS: dict[str, Callable[[Collected], str]] = {
     "rdjsonl": lambda c: json_safe(to_rdjsonl(c)),
     "github": to_github,
     "markdown": to_markdown,
+    "patch": to_patch,
 }
 
 

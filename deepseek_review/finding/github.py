@@ -8,7 +8,9 @@ become ``%25``, ``%0D``, ``%0A``; in a property value ``:`` and ``,`` also becom
 from __future__ import annotations
 
 from deepseek_review.finding.derive import Collected
+from deepseek_review.finding.markdown import suggestion_block
 from deepseek_review.finding.model import Anchored
+from deepseek_review.finding.patch import Fix, plan
 from deepseek_review.util.textsafe import escape
 
 #: Workflow command by finding severity.
@@ -27,18 +29,23 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def command(a: Anchored) -> str:
-    """One finding as one workflow command line."""
+def command(a: Anchored, fix: Fix | None = None) -> str:
+    """One finding as one workflow command line; ``fix``: the change offered for it, shown
+    after the message as a suggestion block (an annotation shows it as text)."""
     f = a.finding
     props = {} if a.where is None else {"file": a.where}  # else on no file (:mod:`.location`)
     if a.anchored and a.where is not None:
         props |= {"line": str(a.start_line), "endLine": str(a.end_line)}
     props["title"] = f"[{f.severity}] {f.title}"
     message = f.message if a.anchored else f"{f.message}\n\n(unanchored: {a.reason})"
+    if fix is not None:
+        span = f"{fix.first}-{fix.last}"
+        message += f"\n\nSuggested change to lines {span}:\n{suggestion_block(fix)}"
     joined = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
     return f"::{COMMANDS[f.severity]} {joined}::{escape_data(message)}"
 
 
 def to_github(collected: Collected) -> str:
     """Every finding as a workflow command, one per line."""
-    return "".join(command(a) + "\n" for a in collected.findings)
+    fixes = plan(collected)
+    return "".join(command(a, fixes.fix_of(a)) + "\n" for a in collected.findings)

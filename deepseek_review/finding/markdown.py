@@ -1,7 +1,10 @@
 """Findings as Markdown, for ``$GITHUB_STEP_SUMMARY`` or a pull-request comment.
 
 Text from the model is data here: table cells have ``|``, backticks and line ends escaped,
-and HTML is shown as text, so a finding cannot break the table or inject markup.
+and HTML is shown as text, so a finding cannot break the table or inject markup. A
+suggestion offered as a change (:func:`.patch.plan`) is a ``suggestion`` block, GitHub's
+syntax for a suggested change to the lines a review comment is on, fenced longer than any
+backtick run in it, its control characters made visible.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ import html
 
 from deepseek_review.finding.derive import Collected
 from deepseek_review.finding.model import SEVERITIES, Anchored
-from deepseek_review.util.textsafe import escape
+from deepseek_review.finding.patch import Fix, Plan, plan
+from deepseek_review.util.textsafe import escape, fence_for
 
 
 def _cell(text: str) -> str:
@@ -36,6 +40,34 @@ LEFT_OUT = {
 def left_out_text(left_out: dict[str, int]) -> str:
     """``2 below --min-severity, 5 over --max-findings``."""
     return ", ".join(f"{n} {LEFT_OUT.get(why, why)}" for why, n in left_out.items())
+
+
+def suggestion_block(fix: Fix) -> str:
+    """A GitHub suggestion block replacing the fix's lines with its text (none: deleted)."""
+    text = escape(fix.text, multiline=True)
+    fence = fence_for(text)
+    return f"{fence}suggestion\n{text + chr(10) if fix.lines else ''}{fence}"
+
+
+def _suggestions(fixes: Plan) -> list[str]:
+    """The suggested changes, each under the finding it comes from, and those left out."""
+    out: list[str] = []
+    offered = [fix for path in fixes.fixes.values() for fix in path]
+    if offered:
+        out += ["### Suggested changes", ""]
+        for fix in offered:
+            f = fix.finding.finding
+            span = str(fix.first) if fix.first == fix.last else f"{fix.first}-{fix.last}"
+            out += [f"**{_cell(f'{fix.path}:{span}')}** ({f.severity}): {_cell(f.title)}", ""]
+            out += [suggestion_block(fix), ""]
+    if fixes.left_out:
+        out.append(f"Suggestions not offered as changes ({len(fixes.left_out)}):")
+        out += [
+            f"- {_cell(a.where or a.finding.path)}: {_cell(a.finding.title)}: {_cell(why)}"
+            for a, why in fixes.left_out
+        ]
+        out.append("")
+    return out
 
 
 def to_markdown(collected: Collected) -> str:
@@ -69,6 +101,7 @@ def to_markdown(collected: Collected) -> str:
             for a in collected.absent
         ]
         lines.append("")
+    lines += _suggestions(plan(collected))
     problems = [f"- ⚠ {_cell(path)}: {_cell(why)}" for path, why in collected.problems]
     if problems:
         lines += [*problems, ""]

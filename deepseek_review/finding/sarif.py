@@ -19,6 +19,7 @@ from deepseek_review.finding.derive import Collected, receipts_json
 from deepseek_review.finding.fingerprint import KEY
 from deepseek_review.finding.location import sarif_uri
 from deepseek_review.finding.model import Anchored
+from deepseek_review.finding.patch import Fix, plan
 from deepseek_review.util.project import HOME
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -46,17 +47,24 @@ def _locations(a: Anchored, extents: dict[str, int]) -> list[dict[str, Any]]:
     return [{"physicalLocation": physical}]
 
 
-def _fix(a: Anchored, where: str) -> dict[str, Any]:
-    f = a.finding
+def _fix(fix: Fix) -> dict[str, Any]:
+    """The change :func:`.patch.plan` offers, as the patch makes it: a region without columns
+    ends before its last line's end (SARIF 3.30), so the inserted lines are joined by the
+    file's line end without a last one; deleted lines take their line end with them (up to
+    the start of the next line)."""
+    span = f"{fix.first}-{fix.last}"
+    region: dict[str, int] = {"startLine": fix.first, "endLine": fix.last}
+    if not fix.lines and not fix.ends_file:
+        region = {"startLine": fix.first, "startColumn": 1, "endLine": fix.last + 1, "endColumn": 1}
     return {
-        "description": {"text": f"Replace lines {a.start_line}-{a.end_line}"},
+        "description": {"text": f"{'Replace' if fix.lines else 'Delete'} lines {span}"},
         "artifactChanges": [
             {
-                "artifactLocation": _artifact(where),
+                "artifactLocation": _artifact(fix.path),
                 "replacements": [
                     {
-                        "deletedRegion": {"startLine": a.start_line, "endLine": a.end_line},
-                        "insertedContent": {"text": f.suggestion or ""},
+                        "deletedRegion": region,
+                        "insertedContent": {"text": fix.eol.join(fix.lines)},
                     }
                 ],
             }
@@ -64,7 +72,9 @@ def _fix(a: Anchored, where: str) -> dict[str, Any]:
     }
 
 
-def _result(a: Anchored, rule_index: int, extents: dict[str, int]) -> dict[str, Any]:
+def _result(
+    a: Anchored, rule_index: int, extents: dict[str, int], fix: Fix | None = None
+) -> dict[str, Any]:
     f = a.finding
     result: dict[str, Any] = {
         "ruleId": a.rule_id,
@@ -86,8 +96,8 @@ def _result(a: Anchored, rule_index: int, extents: dict[str, int]) -> dict[str, 
     }
     if a.baseline is not None:
         result["baselineState"] = a.baseline
-    if a.anchored and f.suggestion is not None and a.where is not None:
-        result["fixes"] = [_fix(a, a.where)]
+    if fix is not None:
+        result["fixes"] = [_fix(fix)]
     return result
 
 
@@ -124,12 +134,13 @@ def to_sarif(collected: Collected) -> dict[str, Any]:
     rule_list: list[dict[str, Any]] = []
     results = []
     extents = collected.extents()
+    fixes = plan(collected)
     # Against a baseline, its findings gone now are results too, "absent" (SARIF 3.27.24).
     for a in [*collected.findings, *collected.absent]:
         if a.rule_id not in rules:
             rules[a.rule_id] = len(rule_list)
             rule_list.append(_rule(a))
-        results.append(_result(a, rules[a.rule_id], extents))
+        results.append(_result(a, rules[a.rule_id], extents, fixes.fix_of(a)))
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

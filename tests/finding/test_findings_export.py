@@ -22,6 +22,7 @@ from tests.support.findings import (
     assert_valid_rdjsonl,
     assert_valid_sarif,
     finding,
+    sources_of,
 )
 
 SHARED = Path("/work/shared/standards")
@@ -57,7 +58,10 @@ MEAN = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 def collected() -> Collected:
     """One finding at each anchor level, one with a suggestion, one with hostile text."""
     found = [
-        finding(suggestion="    return sum(xs) / len(xs) if xs else 0.0\n"),
+        finding(
+            quote="    return sum(xs) / len(xs)",
+            suggestion="    return sum(xs) / len(xs) if xs else 0.0\n",
+        ),
         finding(start_line=1, end_line=9, severity="minor", category="Edge cases"),
         finding(path="src/other.py", severity="nit", category="docs"),
         finding(
@@ -74,7 +78,8 @@ def collected() -> Collected:
             "model": "deepseek-v4-flash",
         },
     )
-    review = ReviewFindings("reviews/r.md", receipts, tuple(anchored))
+    sources = sources_of({"src/pkg/mean.py": MEAN})
+    review = ReviewFindings("reviews/r.md", receipts, tuple(anchored), {}, sources)
     return Collected([review], anchored, [("reviews/bad.md", "no findings: none")])
 
 

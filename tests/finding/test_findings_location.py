@@ -17,6 +17,7 @@ from deepseek_review.finding.anchor import Reviewed, anchor
 from deepseek_review.finding.derive import Collected, ReviewFindings
 from deepseek_review.finding.export import render
 from deepseek_review.finding.hunks import Hunk, NewSide, change_in
+from deepseek_review.finding.hunks import unquote as unquote_path
 from deepseek_review.finding.location import repo_path, sarif_uri
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import sibling
@@ -31,6 +32,7 @@ from tests.support.findings import (
     diff_review,
     finding,
     item,
+    sources_of,
     two_commits,
 )
 
@@ -50,7 +52,7 @@ ATTACKS = [
     "src/a.py\n::error file=x::y",
     "\x1b]8;;https://evil\x07",
 ]
-FORMATS = ["sarif", "rdjson", "rdjsonl", "github", "markdown"]
+FORMATS = ["sarif", "rdjson", "rdjsonl", "github", "markdown", "patch"]
 GENUINE = [
     "src/a b.py",
     "src/a#b?c.py",
@@ -74,9 +76,10 @@ def in_a_hunk(path: str, suggestion: str | None = None) -> Collected:
 
 def on_its_file(path: str) -> Collected:
     """One finding anchored on the lines of a context file named ``path``."""
-    f = finding(path=path, start_line=1, end_line=1, suggestion="x = 2\n")
+    f = finding(path=path, start_line=1, end_line=1, quote="x = 1", suggestion="x = 2\n")
     found = anchor([f], Reviewed({path: "x = 1\n"}, {}), REVIEW)
-    return Collected([ReviewFindings(REVIEW, (), tuple(found))], found, [])
+    review = ReviewFindings(REVIEW, (), tuple(found), {}, sources_of({path: "x = 1\n"}))
+    return Collected([review], found, [])
 
 
 def sarif_files(log: dict[str, Any]) -> list[str]:
@@ -121,6 +124,8 @@ def files_in(text: str, fmt: str) -> list[str]:
             assert_valid_rdjsonl(text)
             diagnostics = [json.loads(line) for line in text.splitlines()]
         return [d["location"]["path"] for d in diagnostics if "location" in d]
+    if fmt == "patch":  # the new side of each file: what git apply writes
+        return [unquote_path(line[4:])[2:] for line in text.splitlines() if line[:4] == "+++ "]
     if fmt == "github":
         props = [re.match(r"::\w+ ([^:]*)::", line) for line in text.splitlines()]
         pairs = [p.split("=", 1) for m in props if m for p in m.group(1).split(",")]
@@ -134,7 +139,8 @@ def files_in(text: str, fmt: str) -> list[str]:
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("path", ATTACKS)
 def test_a_path_outside_the_repository_is_never_an_exported_location(fmt, path):
-    assert exported_files(in_a_hunk(path, suggestion="x\n"), fmt) == [REVIEW]
+    shown = exported_files(in_a_hunk(path, suggestion="x\n"), fmt)
+    assert shown == ([] if fmt == "patch" else [REVIEW])  # a patch never changes the review
 
 
 @pytest.mark.parametrize("path", ATTACKS)
@@ -226,7 +232,8 @@ def test_a_crafted_records_shown_paths_never_reach_an_export(repo, cli, make_stu
 def test_a_real_file_with_an_awkward_name_is_read_back_from_its_sarif_uri(repo, cli, make_stub):
     name = "src/a b#c?d%25 ünï.py"
     (repo / name).write_text("x = 1\n", encoding="utf-8")
-    found = PROSE_END + block(item(path=name, start_line=1, end_line=1, suggestion="x = 2\n"))
+    quoted = item(path=name, start_line=1, end_line=1, quote="x = 1", suggestion="x = 2\n")
+    found = PROSE_END + block(quoted)
     stub = make_stub([chat_reply(found)])
     run = cli(
         "run", "--template", "code-review", "-c", name, "-p", "Review.",

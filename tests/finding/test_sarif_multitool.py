@@ -55,7 +55,12 @@ def test_an_export_with_every_kind_of_location_passes_the_sarif_and_github_rules
 ) -> None:
     findings = block(
         item(),  # on its lines
-        item(suggestion="    return sum(xs) / len(xs) if xs else 0.0\n", category="style"),
+        item(
+            quote="    return sum(xs) / len(xs)",
+            category="style",
+            suggestion="    return sum(xs) / len(xs) if xs else 0.0\n",
+        ),
+        item(quote="def mean(xs):", start_line=1, end_line=1, suggestion="", severity="nit"),
         item(start_line=40, end_line=41, severity="minor", category="edge cases"),  # the file
         item(path="src/elsewhere.py", severity="nit", category="docs"),  # the review
         item(title="50% off: a,b | c", message="line one\r\nline two: 100%", severity="critical"),
@@ -64,6 +69,11 @@ def test_an_export_with_every_kind_of_location_passes_the_sarif_and_github_rules
     assert run.code == 0, run.err
     got = cli("findings", answer_of(run), "--format", "sarif", "-o", "review.sarif")
     assert got.code == 0, got.err
+    log = json.loads((repo / "review.sarif").read_text(encoding="utf-8"))
+    fixes = [
+        r["fixes"][0]["description"]["text"] for r in log["runs"][0]["results"] if "fixes" in r
+    ]
+    assert sorted(fixes) == ["Delete lines 1-1", "Replace lines 2-2"]
     assert multitool_says(multitool, repo / "review.sarif") == []
 
 

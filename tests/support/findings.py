@@ -159,3 +159,13 @@ def findings_of(cli: Any, run: Any, fmt: str = "json") -> Any:
 def answer_of(result: Any) -> str:
     """The last segment's answer file of a ``run --json`` result."""
     return str(result.json()["segments"][-1]["answer_path"])
+
+
+def sources_of(files: dict[str, str]) -> dict[str, Any]:
+    """Each file's text as the reviewed version a suggestion's change is made against
+    (:attr:`deepseek_review.finding.derive.ReviewFindings.sources`), as read from HEAD."""
+    from deepseek_review.finding.derive import Source
+    from deepseek_review.git.objects import blob_id
+
+    data = {path: text.encode("utf-8") for path, text in files.items()}
+    return {path: Source(b, "HEAD", blob_id(b), True) for path, b in data.items()}

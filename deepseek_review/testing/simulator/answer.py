@@ -111,13 +111,16 @@ def full_answer(
 # --------------------------------------------------------------------------- findings
 #: A prompt asks for a findings block when it names the schema (the review templates do).
 _FINDINGS_ASK = "schemas/findings.schema.json"
+#: What the simulator's suggestion appends to the line it quotes.
+SUGGESTED = "  # simulated suggestion"
 _FILE_RE = re.compile(r"^## File \d+ of \d+: (.+)\n\n(`{3,})[^\n]*\n", re.M)
 
 
 def findings_block(messages: Sequence[Mapping[str, Any]], line_offset: int = 0) -> str | None:
     """The fenced findings block the simulator ends with when the prompt asks for one
     (None otherwise): one finding on line 1 of the first context file whose first line has
-    text, quoting that line, its severity chosen by the conversation's hash; ``line_offset``:
+    text, quoting that line and suggesting it with :data:`SUGGESTED` appended, its severity
+    chosen by the conversation's hash; ``line_offset``:
     its line numbers are off by that many (its quote is still line 1's). Its words come on
     top of ``answer_words``."""
     prompt = "".join(message_text(m) for m in conversation_key(messages))
@@ -138,6 +141,7 @@ def findings_block(messages: Sequence[Mapping[str, Any]], line_offset: int = 0) 
                 "category": "correctness",
                 "title": "Simulated finding on the first line",
                 "message": f"The simulator flags line 1 of {path} ({digest[:8]}).",
+                "suggestion": line.removesuffix("\r") + SUGGESTED + "\n",
             }
         )
     body = json.dumps({"findings": findings}, indent=2, ensure_ascii=False)
