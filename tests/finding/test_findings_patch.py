@@ -4,13 +4,28 @@ reviewed commit (and ``git apply --3way`` on a later one); what it leaves out is
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from deepseek_review.finding.anchor import Reviewed, anchor
+from deepseek_review.finding.derive import Collected, ReviewFindings, merge
+from deepseek_review.finding.model import Finding
+from deepseek_review.finding.patch import plan, to_patch
+from deepseek_review.finding.quote import split_lines
+from deepseek_review.git.objects import blob_id
 from deepseek_review.testing.simulator.answer import SUGGESTED
 from tests.support.cli import review
-from tests.support.findings import PROSE_END, answer_of, block, item, review_answering
+from tests.support.findings import (
+    PROSE_END,
+    answer_of,
+    block,
+    finding,
+    item,
+    review_answering,
+    sources_of,
+)
 from tests.support.git import commit, git
 
 MEAN = "src/pkg/mean.py"
@@ -93,3 +108,165 @@ def test_no_suggestion_to_offer_writes_an_empty_patch(repo, cli, make_stub):
     run = review_answering(cli, make_stub, [PROSE_END + block(item(quote="def mean(xs):"))])
     patch_of(cli, answer_of(run))
     assert (repo / "x.patch").read_bytes() == b""
+
+
+# --------------------------------------------------------------------------- the patch's text
+REVIEW = "reviews/r.md"
+LONG = "".join(f"x{i} = {i}\n" for i in range(1, 31))
+
+
+def fix(line: int, suggestion: str, *, end: int | None = None, text: str = LONG, **over: Any):
+    """A finding on ``line``..``end`` of ``text`` quoting them, suggesting ``suggestion``."""
+    quote = "\n".join(split_lines(text)[line - 1 : end or line])
+    return finding(start_line=line, end_line=end or line, quote=quote, suggestion=suggestion,
+                   **{"path": "f.txt", **over})  # fmt: skip
+
+
+def collected_of(files: dict[str, str], *found: Finding, review: str = REVIEW) -> Collected:
+    """The findings anchored in ``files`` (their reviewed versions), as one review's."""
+    anchored = anchor(list(found), Reviewed(files, {}), review)
+    one = ReviewFindings(review, (), tuple(anchored), {}, sources_of(files))
+    return Collected([one], merge([one]))
+
+
+def applied(tmp_path: Path, files: dict[str, str], collected: Collected) -> dict[str, bytes]:
+    """The files once ``git apply`` took the patch of ``collected`` on a commit of ``files``
+    (``git apply --check`` first)."""
+    repo = tmp_path / "applied"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, "reviewed", {p: t.encode("utf-8") for p, t in files.items()})
+    (repo / "x.patch").write_bytes(to_patch(collected).encode("utf-8"))
+    for flags in (["--check"], []):
+        done = applies(repo, *flags)
+        assert done.returncode == 0, done.stderr
+    return {p: (repo / p).read_bytes() for p in files}
+
+
+def test_a_one_line_suggestion_is_a_hunk_with_three_lines_of_context(tmp_path):
+    found = collected_of({"f.txt": LONG}, fix(10, "x10 = 100\n"))
+    assert to_patch(found).split("\n", 4)[4] == (
+        "@@ -7,7 +7,7 @@\n x7 = 7\n x8 = 8\n x9 = 9\n-x10 = 10\n+x10 = 100\n x11 = 11\n"
+        " x12 = 12\n x13 = 13\n"
+    )
+    assert (
+        applied(tmp_path, {"f.txt": LONG}, found)["f.txt"]
+        == LONG.replace("x10 = 10\n", "x10 = 100\n").encode()
+    )
+
+
+def test_the_header_names_the_file_and_both_blobs_for_a_three_way_apply():
+    found = collected_of({"f.txt": LONG}, fix(1, "x1 = 100\n"))
+    after = blob_id(LONG.replace("x1 = 1\n", "x1 = 100\n").encode())
+    assert to_patch(found).split("\n")[:4] == [
+        "diff --git a/f.txt b/f.txt",
+        f"index {blob_id(LONG.encode())}..{after}",
+        "--- a/f.txt",
+        "+++ b/f.txt",
+    ]
+
+
+def test_suggestions_whose_contexts_touch_share_a_hunk_and_others_get_their_own(tmp_path):
+    found = collected_of(
+        {"f.txt": LONG}, fix(2, "two\n"), fix(9, "nine\n"), fix(25, "a\nb\n", end=26)
+    )
+    text = to_patch(found)
+    assert re.findall(r"^@@ .* @@$", text, re.M) == ["@@ -1,12 +1,12 @@", "@@ -22,8 +22,8 @@"]
+    got = applied(tmp_path, {"f.txt": LONG}, found)["f.txt"].decode()
+    assert got.splitlines()[1::7][:2] == ["two", "nine"]
+    assert got.splitlines()[24:26] == ["a", "b"]
+
+
+def test_a_suggestion_may_add_lines_and_later_hunks_count_them(tmp_path):
+    found = collected_of({"f.txt": LONG}, fix(2, "a\nb\nc\n"), fix(20, "twenty\n"))
+    assert re.findall(r"^@@ .* @@$", to_patch(found), re.M) == [
+        "@@ -1,5 +1,7 @@", "@@ -17,7 +19,7 @@",
+    ]  # fmt: skip
+    got = applied(tmp_path, {"f.txt": LONG}, found)["f.txt"].decode().splitlines()
+    assert (got[1:4], got[21]) == (["a", "b", "c"], "twenty")
+
+
+def test_an_empty_suggestion_deletes_the_quoted_lines(tmp_path):
+    found = collected_of({"f.txt": LONG}, fix(5, "", end=6))
+    got = applied(tmp_path, {"f.txt": LONG}, found)["f.txt"].decode()
+    assert got == LONG.replace("x5 = 5\nx6 = 6\n", "")
+
+
+def test_a_crlf_file_keeps_its_line_ends(tmp_path):
+    text = "a = 1\r\nb = 2\r\nc = 3\r\n"
+    found = collected_of({"f.txt": text}, fix(2, "b = 20\nb2 = 21\n", text=text))
+    assert applied(tmp_path, {"f.txt": text}, found)["f.txt"] == (
+        b"a = 1\r\nb = 20\r\nb2 = 21\r\nc = 3\r\n"
+    )
+
+
+def test_a_file_without_a_last_line_end_keeps_it_missing(tmp_path):
+    text = "a = 1\nb = 2"
+    found = collected_of({"f.txt": text}, fix(2, "b = 20\n", text=text))
+    assert "\\ No newline at end of file\n" in to_patch(found)
+    assert applied(tmp_path, {"f.txt": text}, found)["f.txt"] == b"a = 1\nb = 20"
+
+
+def test_a_line_before_a_last_line_without_a_line_end_is_changed_alone(tmp_path):
+    text = "a = 1\nb = 2"
+    found = collected_of({"f.txt": text}, fix(1, "a = 10\n", text=text))
+    assert applied(tmp_path, {"f.txt": text}, found)["f.txt"] == b"a = 10\nb = 2"
+
+
+def test_files_come_in_path_order_and_awkward_names_are_quoted_as_git_does(tmp_path):
+    files = {"src/z.py": "z = 1\n", "src/a b.py": "a = 1\n", 'src/ünï "q".py': "u = 1\n"}
+    found = collected_of(
+        files,
+        *(fix(1, t.replace("1", "2"), text=t, path=p) for p, t in files.items()),
+    )
+    text = to_patch(found)
+    heads = [line for line in text.splitlines() if line.startswith("diff --git")]
+    quoted = '/src/\\303\\274n\\303\\257 \\"q\\".py"'
+    assert heads == [
+        "diff --git a/src/a b.py b/src/a b.py",
+        "diff --git a/src/z.py b/src/z.py",
+        f'diff --git "a{quoted} "b{quoted}',
+    ]
+    got = applied(tmp_path, files, found)
+    assert got == {p: t.replace("1", "2").encode() for p, t in files.items()}
+
+
+def test_of_overlapping_suggestions_the_most_severe_is_kept_and_the_other_named(tmp_path):
+    found = collected_of(
+        {"f.txt": LONG},
+        fix(3, "three\nfour\n", end=4, severity="minor", title="the minor one"),
+        fix(4, "four\n", severity="critical", title="the critical one"),
+    )
+    fixes = plan(found)
+    assert [f.finding.finding.title for f in fixes.fixes["f.txt"]] == ["the critical one"]
+    assert fixes.notes() == [
+        "suggestion left out: f.txt:3-4 [minor] the minor one: its lines overlap those of "
+        "the more severe f.txt:4-4 [critical] the critical one"
+    ]
+    assert applied(tmp_path, {"f.txt": LONG}, found)["f.txt"].decode().splitlines()[3] == "four"
+
+
+def test_of_overlapping_suggestions_as_severe_the_first_listed_is_kept():
+    found = collected_of(
+        {"f.txt": LONG}, fix(3, "one\n", title="first"), fix(3, "two\n", title="second")
+    )
+    (kept,) = plan(found).fixes["f.txt"]
+    assert kept.finding.finding.title == "first"
+
+
+def test_a_suggestion_without_a_quote_is_not_placed_by_the_models_line_numbers():
+    found = collected_of({"f.txt": LONG}, finding(path="f.txt", start_line=2, end_line=2,
+                                                  suggestion="two\n"))  # fmt: skip
+    assert to_patch(found) == ""
+    ((_, why),) = plan(found).left_out
+    assert why == "it quotes no lines: its line numbers alone are not trusted to place a change"
+
+
+def test_a_file_reviewed_at_two_versions_is_changed_against_one():
+    later = LONG.replace("x30 = 30\n", "x30 = 300\n")
+    one = collected_of({"f.txt": LONG}, fix(2, "two\n", severity="critical"), review="r/1.md")
+    two = collected_of({"f.txt": later}, fix(9, "nine\n", text=later), review="r/2.md")
+    both = Collected([*one.reviews, *two.reviews], merge([*one.reviews, *two.reviews]))
+    fixes = plan(both)
+    assert [f.first for f in fixes.fixes["f.txt"]] == [2]
+    assert "f.txt was reviewed at another version too (HEAD)" in fixes.left_out[0][1]
