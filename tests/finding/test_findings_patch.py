@@ -18,17 +18,21 @@ from deepseek_review.git.objects import blob_id
 from deepseek_review.testing.simulator.answer import SUGGESTED
 from tests.support.cli import review
 from tests.support.findings import (
+    CHANGED,
     PROSE_END,
     answer_of,
     block,
+    diff_review,
     finding,
     item,
     review_answering,
     sources_of,
+    two_commits,
 )
 from tests.support.git import commit, git
 
 MEAN = "src/pkg/mean.py"
+LONG_PY = "src/pkg/long.py"
 
 
 def reviewed_commit(repo: Path, cli: Any, server: Any, *context: str) -> tuple[str, str]:
@@ -270,3 +274,36 @@ def test_a_file_reviewed_at_two_versions_is_changed_against_one():
     fixes = plan(both)
     assert [f.first for f in fixes.fixes["f.txt"]] == [2]
     assert "f.txt was reviewed at another version too (HEAD)" in fixes.left_out[0][1]
+
+
+def test_a_diff_reviews_suggestion_is_a_patch_against_the_changes_new_side(repo, cli, make_stub):
+    rng = two_commits(repo)
+    head = rng.split("..")[1]
+    quoted = item(path=LONG_PY, start_line=9, end_line=9, quote="x2 = 200",
+                  suggestion="x2 = 2  # as before\n")  # fmt: skip
+    run = diff_review(cli, make_stub, rng, quoted)
+    commit(repo, "later", {LONG_PY: CHANGED + "x32 = 32\n"})
+    got = patch_of(cli, answer_of(run))
+    said = f"{LONG_PY} changed since the review: its patch is against the reviewed version"
+    assert f"{said} (commit {head[:7]}, blob " in got.err
+    git(repo, "checkout", "-q", head)
+    assert applies(repo).returncode == 0
+    assert (repo / LONG_PY).read_text(encoding="utf-8") == CHANGED.replace(
+        "x2 = 200\n", "x2 = 2  # as before\n"
+    )
+
+
+def test_what_min_severity_leaves_out_of_the_export_has_no_hunk(repo, cli, make_stub):
+    commit(repo, "base", {})
+    found = block(
+        item(start_line=1, end_line=1, quote="def mean(xs):", severity="nit",
+             suggestion="def mean(xs: list[float]) -> float:\n"),
+        item(start_line=2, end_line=2, quote="    return sum(xs) / len(xs)",
+             suggestion="    return sum(xs) / max(len(xs), 1)\n"),
+    )  # fmt: skip
+    run = review_answering(cli, make_stub, [PROSE_END + found])
+    got = cli("findings", answer_of(run), "--format", "patch", "--min-severity", "minor")
+    assert got.code == 0, got.err
+    assert "+    return sum(xs) / max(len(xs), 1)\n" in got.out
+    assert "list[float]" not in got.out
+    assert "left out of the export on request: 1 below --min-severity" in got.err
