@@ -186,8 +186,11 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
     if result.format == "patch":
         from deepseek_review.finding.patch import plan
 
-        for said in plan(result.collected).notes():
+        offered = plan(result.collected)
+        for said in offered.notes():
             log.warning("%s", escape(said))
+        if not offered.fixes:
+            log.info("no suggestion to offer as a change: the patch is empty")
     if to_stdout:
         sys.stdout.write(result.text)
         sys.stdout.flush()

@@ -19,6 +19,7 @@ writes it, and ``index`` naming both blobs (so ``--3way`` can find the base).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -100,12 +101,23 @@ def _named(a: Anchored) -> str:
     )
 
 
-def _lines(data: bytes) -> list[bytes]:
+@functools.lru_cache(maxsize=64)
+def _lines(data: bytes) -> tuple[bytes, ...]:
     """The lines of ``data`` as git counts them (split at LF), each with its line end; the
     last without one when the file does not end with a line feed."""
     parts = data.split(b"\n")
     out = [p + b"\n" for p in parts[:-1]]
-    return [*out, parts[-1]] if parts[-1] else out
+    return (*out, parts[-1]) if parts[-1] else tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_lines(data: bytes) -> tuple[str, ...] | None:
+    """The lines of ``data`` as findings number them (:func:`.quote.split_lines`); None when
+    it is not UTF-8."""
+    try:
+        return tuple(split_lines(data.decode("utf-8")))
+    except UnicodeDecodeError:
+        return None
 
 
 def _refusal(a: Anchored, source: Source | None) -> str:
@@ -116,12 +128,14 @@ def _refusal(a: Anchored, source: Source | None) -> str:
         return "it quotes no lines: its line numbers alone are not trusted to place a change"
     if source is None:
         return f"the reviewed version of {a.where} cannot be read"
-    try:
-        text = source.data.decode("utf-8")
-    except UnicodeDecodeError:
+    lines = _text_lines(source.data)
+    if lines is None:
         return f"the reviewed version of {a.where} is not UTF-8 text"
-    held = tuple(split_lines(text)[a.start_line - 1 : a.end_line])
-    if held != a.cited:
+    try:
+        (a.finding.suggestion or "").encode("utf-8")
+    except UnicodeEncodeError:
+        return "its suggestion is not Unicode text (it holds a lone surrogate)"
+    if lines[a.start_line - 1 : a.end_line] != a.cited:
         return f"the reviewed version of {a.where} does not hold the anchored lines"
     return ""
 

@@ -110,8 +110,9 @@ def test_a_suggestion_whose_quote_is_not_found_yields_no_hunk_and_is_reported(re
 def test_no_suggestion_to_offer_writes_an_empty_patch(repo, cli, make_stub):
     commit(repo, "base", {})
     run = review_answering(cli, make_stub, [PROSE_END + block(item(quote="def mean(xs):"))])
-    patch_of(cli, answer_of(run))
+    got = patch_of(cli, answer_of(run))
     assert (repo / "x.patch").read_bytes() == b""
+    assert "no suggestion to offer as a change: the patch is empty" in got.err
 
 
 # --------------------------------------------------------------------------- the patch's text
@@ -307,3 +308,10 @@ def test_what_min_severity_leaves_out_of_the_export_has_no_hunk(repo, cli, make_
     assert "+    return sum(xs) / max(len(xs), 1)\n" in got.out
     assert "list[float]" not in got.out
     assert "left out of the export on request: 1 below --min-severity" in got.err
+
+
+def test_a_suggestion_that_is_not_unicode_text_is_left_out_not_a_crash():
+    found = collected_of({"f.txt": LONG}, fix(3, "\ud800\n"), fix(9, "nine\n"))
+    assert "+nine\n" in to_patch(found)
+    ((_, why),) = plan(found).left_out
+    assert why == "its suggestion is not Unicode text (it holds a lone surrogate)"
