@@ -200,7 +200,7 @@ def _render(result: "FindingsExport", *, to_stdout: bool) -> None:
         log.info(
             "against the baseline: %d new, %d unchanged, %d absent%s",
             states.count("new"),
-            states.count("unchanged"),
+            states.count("unchanged") + result.collected.left_out.get("unchanged_in_baseline", 0),
             absent,
             " (only the new ones kept)" if result.only_new else "",
         )

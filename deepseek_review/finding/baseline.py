@@ -51,8 +51,12 @@ def compare(collected: Collected, baseline: Sequence[Anchored]) -> None:
 
 
 def only_new(collected: Collected) -> None:
-    """Keep the findings the baseline does not hold (what a pull request comments on once)."""
-    collected.findings = [a for a in collected.findings if a.baseline == "new"]
+    """Keep the findings the baseline does not hold (what a pull request comments on once),
+    counting the others in :attr:`Collected.left_out`."""
+    kept = [a for a in collected.findings if a.baseline == "new"]
+    if len(kept) < len(collected.findings):
+        collected.left_out["unchanged_in_baseline"] = len(collected.findings) - len(kept)
+    collected.findings = kept
 
 
 def read_baseline(path: Path, shown: str) -> list[Anchored]:

@@ -95,7 +95,8 @@ class Collected:
     """The baseline's findings not found now (state ``absent``): listed, never gated."""
     left_out: dict[str, int] = field(default_factory=dict)
     """Findings the export leaves out on request (``below_min_severity``,
-    ``over_max_findings``), how many of each; the gate still counts them."""
+    ``over_max_findings``; ``unchanged_in_baseline`` with ``--only-new``), how many of each;
+    the gate still counts the first two."""
 
     def counts(self) -> dict[str, int]:
         """Findings by severity, every severity present (zeros included)."""

@@ -34,6 +34,7 @@ def _where(a: Anchored) -> str:
 LEFT_OUT = {
     "below_min_severity": "below --min-severity",
     "over_max_findings": "over --max-findings",
+    "unchanged_in_baseline": "unchanged since --baseline (--only-new)",
 }
 
 

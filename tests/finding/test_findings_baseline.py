@@ -269,3 +269,26 @@ def test_a_baseline_folder_outside_the_repository_is_an_input_error_naming_the_f
     got = cli("findings", answer, "--baseline", str(tmp_path / "elsewhere"))
     assert got.code == 3
     assert f"error: --baseline {tmp_path / 'elsewhere'}: outside" in got.err
+
+
+def test_only_new_leaves_the_unchanged_findings_suggestions_out_of_the_patch(
+    repo, cli, make_stub, tmp_path
+):
+    fixed = "    return sum(xs) / len(xs) if xs else 0.0\n"
+    review(cli, make_stub, "push1", {**divides(2), "suggestion": fixed})
+    commit_change(repo, "push 1 and its review")
+    export(cli, "push1", "sarif", "-o", str(tmp_path / "push1.sarif"))
+    answer = second_push(repo, cli, make_stub, {**divides(5), "suggestion": fixed},
+                         {**unused(), "suggestion": ""})  # fmt: skip
+    got = export(cli, answer, "patch", "--baseline", str(tmp_path / "push1.sarif"), "--only-new")
+    assert "\n-import math\n" in got.out
+    assert fixed not in got.out
+    assert "against the baseline: 1 new, 1 unchanged, 0 absent (only the new ones kept)" in got.err
+    assert "left out of the export on request: 1 unchanged since --baseline (--only-new)" in got.err
+
+
+def test_only_new_says_in_the_export_how_many_unchanged_findings_it_left_out(cli, pushes):
+    answer, sarif, _ = pushes
+    doc = export(cli, answer, "json", "--baseline", str(sarif), "--only-new").json()
+    assert_valid_findings_json(doc)
+    assert doc["left_out"] == {"unchanged_in_baseline": 1}
