@@ -22,6 +22,7 @@ from tests.support.findings import (
     PROSE_END,
     answer_of,
     block,
+    chat_reply,
     diff_review,
     finding,
     item,
@@ -315,3 +316,18 @@ def test_a_suggestion_that_is_not_unicode_text_is_left_out_not_a_crash():
     assert "+nine\n" in to_patch(found)
     ((_, why),) = plan(found).left_out
     assert why == "its suggestion is not Unicode text (it holds a lone surrogate)"
+
+
+def test_a_file_reviewed_in_part_is_patched_whole_at_the_lines_it_numbers(repo, cli, make_stub):
+    commit(repo, "long", {LONG_PY: LONG})
+    quoted = item(path=LONG_PY, start_line=1, end_line=1, quote="x12 = 12",
+                  suggestion="x12 = 1200\n")  # fmt: skip
+    stub = make_stub([chat_reply(PROSE_END + block(quoted))])
+    run = review(cli, stub, "--template", "code-review", context=(f"{LONG_PY}#L10-L20",))
+    assert run.code == 0, run.err
+    got = patch_of(cli, answer_of(run))
+    assert "@@ -9,7 +9,7 @@\n" in (repo / "x.patch").read_text(encoding="utf-8"), got.err
+    assert applies(repo).returncode == 0
+    assert (repo / LONG_PY).read_text(encoding="utf-8") == LONG.replace(
+        "x12 = 12\n", "x12 = 1200\n"
+    )
