@@ -96,9 +96,9 @@ class Plan:
 
 
 def _named(a: Anchored) -> str:
-    return f"{a.where or a.finding.path}:{a.start_line}-{a.end_line} [{a.finding.severity}] " + (
-        a.finding.title
-    )
+    """``path:first-last [severity] title``: a finding as the notes name it."""
+    f = a.finding
+    return f"{a.where or f.path}:{a.start_line}-{a.end_line} [{f.severity}] {f.title}"
 
 
 @functools.lru_cache(maxsize=64)
