@@ -331,3 +331,14 @@ def test_a_file_reviewed_in_part_is_patched_whole_at_the_lines_it_numbers(repo, 
     assert (repo / LONG_PY).read_text(encoding="utf-8") == LONG.replace(
         "x12 = 12\n", "x12 = 1200\n"
     )
+
+
+def test_a_finding_stays_on_its_lines_after_its_file_was_committed_changed(repo, cli, simulator):
+    """The reviewed text is read from the blob the record pins when neither the working tree
+    nor HEAD holds it any more."""
+    _, answer = reviewed_commit(repo, cli, simulator)
+    commit(repo, "later", {MEAN: "def mean(xs: list[float]) -> float:\n    return 0.0\n"})
+    got = cli("findings", answer, "--format", "json")
+    assert got.code == 0, got.err
+    (found,) = got.json()["findings"]
+    assert (found["anchor"], found["lines"]) == ("line", {"start": 1, "end": 1})
