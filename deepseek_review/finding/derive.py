@@ -163,9 +163,12 @@ def reviewed_texts(
             ranges[path] = lines
         if text is None:
             what = path if lines is None else f"{path} ({describe(lines)})"
+            pinned = (blobs or {}).get(path)
+            where = "the working tree nor HEAD"
+            if pinned is not None:
+                where = f"the working tree, HEAD nor its pinned blob {short(pinned)}"
             unavailable[path] = (
-                f"{what} is no longer as reviewed (neither the working tree nor HEAD holds "
-                "the recorded sha256)"
+                f"{what} is no longer as reviewed (neither {where} holds the recorded sha256)"
             )
     return Reviewed(texts, unavailable, change, ranges, whole)
 

@@ -342,3 +342,17 @@ def test_a_finding_stays_on_its_lines_after_its_file_was_committed_changed(repo,
     assert got.code == 0, got.err
     (found,) = got.json()["findings"]
     assert (found["anchor"], found["lines"]) == ("line", {"start": 1, "end": 1})
+
+
+def test_a_pinned_blob_missing_from_the_clone_is_named_where_the_finding_is_demoted(
+    repo, cli, simulator
+):
+    _, answer = reviewed_commit(repo, cli, simulator)
+    blob = git(repo, "rev-parse", f"HEAD:{MEAN}").strip()
+    commit(repo, "later", {MEAN: "def mean(xs: list[float]) -> float:\n    return 0.0\n"})
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # as a shallow clone lacks it
+    (found,) = cli("findings", answer, "--format", "json").json()["findings"]
+    assert found["unanchored_reason"] == (
+        f"{MEAN} is no longer as reviewed (neither the working tree, HEAD nor its pinned blob "
+        f"{blob[:7]} holds the recorded sha256)"
+    )
