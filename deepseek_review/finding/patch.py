@@ -19,6 +19,7 @@ writes it, and ``index`` naming both blobs (so ``--3way`` can find the base).
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -72,13 +73,14 @@ class Plan:
 
     fixes: dict[str, list[Fix]] = field(default_factory=dict)
     left_out: list[tuple[Anchored, str]] = field(default_factory=list)
+    _of: dict[int, Fix] = field(default_factory=dict, repr=False)
 
     def fix_of(self, a: Anchored) -> Fix | None:
         """The change offered for finding ``a`` (None: it has none)."""
-        for fix in self.fixes.get(a.where or "", ()):
-            if fix.finding is a:
-                return fix
-        return None
+        if len(self._of) != sum(map(len, self.fixes.values())):
+            self._of = {id(f.finding): f for fixes in self.fixes.values() for f in fixes}
+        fix = self._of.get(id(a))
+        return fix if fix is not None and fix.finding is a else None
 
     def notes(self) -> list[str]:
         """What a reader of the patch must know: each suggestion left out and why, and each
@@ -156,22 +158,28 @@ def plan(collected: Collected) -> Plan:
             why = _clash(fixes, a, source)
             if not why:
                 lines = tuple(split_lines(a.finding.suggestion or ""))
-                fixes.append(Fix(a, a.where, a.start_line, a.end_line, lines, source))
-                fixes.sort(key=lambda f: f.first)
+                fix = Fix(a, a.where, a.start_line, a.end_line, lines, source)
+                bisect.insort(fixes, fix, key=_first)
         if why:
             out.left_out.append((a, why))
     out.fixes = {p: f for p, f in sorted(out.fixes.items()) if f}
     return out
 
 
+def _first(fix: Fix) -> int:
+    return fix.first
+
+
 def _clash(fixes: Sequence[Fix], a: Anchored, source: Source) -> str:
-    """Why ``a`` cannot join the changes already chosen for its file ("" when it can)."""
-    for f in fixes:
-        if f.source.data != source.data:
-            return (
-                f"{a.where} was reviewed at another version too ({f.source.how}); its changes "
-                f"are made against the version of the more severe {_named(f.finding)}"
-            )
+    """Why ``a`` cannot join the changes already chosen for its file (in line order, none
+    overlapping: only its neighbours can overlap it); "" when it can."""
+    if fixes and fixes[0].source.data != source.data:
+        return (
+            f"{a.where} was reviewed at another version too ({fixes[0].source.how}); its changes "
+            f"are made against the version of the more severe {_named(fixes[0].finding)}"
+        )
+    at = bisect.bisect_left(fixes, a.start_line, key=_first)
+    for f in fixes[max(0, at - 1) : at + 1]:
         if a.start_line <= f.last and f.first <= a.end_line:
             return f"its lines overlap those of the more severe {_named(f.finding)}"
     return ""
