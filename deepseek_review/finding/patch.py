@@ -74,11 +74,10 @@ class Plan:
     fixes: dict[str, list[Fix]] = field(default_factory=dict)
     left_out: list[tuple[Anchored, str]] = field(default_factory=list)
     _of: dict[int, Fix] = field(default_factory=dict, repr=False)
+    """Each change by its finding's id (made once by :func:`plan`)."""
 
     def fix_of(self, a: Anchored) -> Fix | None:
         """The change offered for finding ``a`` (None: it has none)."""
-        if len(self._of) != sum(map(len, self.fixes.values())):
-            self._of = {id(f.finding): f for fixes in self.fixes.values() for f in fixes}
         fix = self._of.get(id(a))
         return fix if fix is not None and fix.finding is a else None
 
@@ -163,6 +162,7 @@ def plan(collected: Collected) -> Plan:
         if why:
             out.left_out.append((a, why))
     out.fixes = {p: f for p, f in sorted(out.fixes.items()) if f}
+    out._of = {id(f.finding): f for fixes in out.fixes.values() for f in fixes}
     return out
 
 
