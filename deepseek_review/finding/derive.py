@@ -200,8 +200,9 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     return ReviewFindings(last, receipts, tuple(found), _extents(answers[-1], seen, found))
 
 
-#: The bundled templates that ask the model for no findings block.
-TEMPLATES_WITHOUT_FINDINGS = frozenset({"default"})
+#: The bundled templates that ask the model for no findings block (by every name a version of
+#: them is asked for: ``default@v1`` is the first version of ``default``).
+TEMPLATES_WITHOUT_FINDINGS = frozenset({"default", "default@v1", "default@v2"})
 
 
 def asks_for_none(chain: Sequence[ChainSegment]) -> bool:
