@@ -26,6 +26,7 @@ from deepseek_review.testing.simulator.config import (
     validate_chat,
 )
 from deepseek_review.testing.simulator.httpio import Writer
+from deepseek_review.testing.simulator.prefix_cache import PrefixCache
 
 #: Faults answered without generating anything (:meth:`Handler._refuse`).
 _REFUSALS = frozenset({"reset", "500", "502", "503", "429", "429-string", "html", "empty"})
@@ -37,6 +38,7 @@ class State(Protocol):
 
     config: SimulatorConfig
     log: Callable[[str], None] | None
+    prefix_cache: PrefixCache
 
     def track(self, conn: socket.socket, open_: bool) -> None: ...
 
