@@ -191,15 +191,13 @@ def send_split(review: SplitReview, *, progress: ProgressFn | None = None) -> Sp
 
 def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:
     """What ``plan`` would cost at most (its prompt estimate, the whole ``max_tokens``, no
-    cache hit), at the ``prices`` setting's price of its model; None when it has none."""
+    cache hit), at the ``prices`` setting's price of its model, else the bundled list's
+    (DeepSeek's API); None when neither has one."""
+    from deepseek_review.ollama.pricing import parse, shown_price_of
     from deepseek_review.options.config import resolve
 
-    prices = resolve(plan.root, env=env)["prices"]
-    if not prices:  # none set (most runs): the price table is not even loaded
-        return None
-    from deepseek_review.ollama.pricing import parse, price_of
-
-    price = price_of(parse(prices), plan.options.model, plan.endpoint.url)
+    prices = parse(resolve(plan.root, env=env)["prices"])
+    price = shown_price_of(prices, plan.options.model, plan.endpoint.url)
     if price is None:
         return None
     return round(price.cost(plan.token_estimate, plan.options.max_tokens), 6)
