@@ -142,10 +142,10 @@ def load_template(name: str | None = None, file: str | Path | None = None) -> Te
             raise InputError(f"template file {path}: cannot read ({exc})") from None
         return parse_template(text, str(path))
     name = name or DEFAULT_TEMPLATE
-    path = _bundled_path(name)
-    if path is None or not path.is_file():
+    bundled = _bundled_path(name)
+    if bundled is None or not bundled.is_file():
         raise ConfigError(f"unknown template {name!r}; choose from {', '.join(list_templates())}")
-    return parse_template(path.read_text(encoding="utf-8"), name)
+    return parse_template(bundled.read_text(encoding="utf-8"), name)
 
 
 def _bundled_path(name: str) -> Path | None:
