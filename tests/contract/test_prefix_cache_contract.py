@@ -12,14 +12,12 @@ evaluate at most 1.5x the prompt tokens of one.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import MODEL, LlamaServer, _wait_ready, free_port, quiet_environ
+from tests.contract.conftest import MODEL, LlamaServer, serve
 from tests.contract.test_llamacpp_contract import cli, make_repo
 
 pytestmark = [pytest.mark.contract, pytest.mark.xdist_group("llama-server")]
@@ -38,25 +36,9 @@ _EVALUATED = re.compile(r"prompt eval time =\s+[\d.]+ ms /\s+(\d+) tokens")
 def verbose_server(
     tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LlamaServer]:
-    """A server of its own that logs what it evaluates (``--verbose True``), with room for
-    the five prompts."""
-    folder = tmp_path_factory.mktemp("llama-verbose")
-    log = folder / "server.log"
-    port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_model),
-               "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", "8192", "--n_threads", "1", "--verbose", "True"]  # fmt: skip
-    base_url = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=quiet_environ(folder), cwd=folder
-        )
-    try:
-        _wait_ready(proc, base_url, log)
-        yield LlamaServer(base_url=base_url, chat_url=f"{base_url}/v1/chat/completions", log=log)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    """A server of its own that logs what it evaluates, with room for the five prompts."""
+    with serve(tiny_model, tmp_path_factory.mktemp("llama-verbose"), n_ctx=8192, verbose=True) as s:
+        yield s
 
 
 def evaluated(log: Path) -> list[int]:
