@@ -98,3 +98,13 @@ def test_a_version_that_does_not_exist_is_refused_naming_the_choices(name, repo,
     r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x", "--template", name)
     assert r.code == 2
     assert f"unknown template {name!r}; choose from" in r.err
+
+
+def test_a_continuation_resends_the_whole_earlier_request_first(repo, make_simulator, cli):
+    sim = make_simulator(answer_words=60)
+    r = review(cli, sim, "--max-tokens", "20", context=("docs", "src"), prompt="Check it.")
+    assert r.code == 0, r.err
+    first, *later = [json.loads(q.body)["messages"] for q in sim.chat_requests()]
+    assert later
+    for messages in later:
+        assert messages[: len(first)] == first

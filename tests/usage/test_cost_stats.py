@@ -107,3 +107,16 @@ def test_the_prices_setting_wins_over_the_bundled_list() -> None:
 def test_the_bundled_list_prices_only_deepseeks_own_api() -> None:
     ollama = "http://127.0.0.1:11434/v1/chat/completions"
     assert shown_price_of({}, "deepseek-chat", ollama) is None
+
+
+def test_a_dry_run_against_deepseeks_api_is_priced_from_the_bundled_list(
+    repo: Path, cli: Any
+) -> None:
+    # --server deepseek: a dry run asks that server nothing (no test reaches the internet)
+    r = cli("run", "--dry-run", "--json", "-c", "docs/spec.md", "-p", "x",
+            "--endpoint", "https://api.deepseek.com", "--model", "deepseek-chat",
+            "--server", "deepseek")  # fmt: skip
+    assert r.code == 0, r.err
+    info = r.json()
+    price = bundled().prices["deepseek-chat@api.deepseek.com"]
+    assert info["cost_estimate"] == round(price.cost(info["token_estimate"], 8192), 6)
