@@ -99,7 +99,7 @@ def plan_review(
     from deepseek_review.options.table import naming_as
     from deepseek_review.reviewing.setup import review_setup
 
-    for key in _SPLIT_ONLY:  # run's options for a split review: plan_run takes them
+    for key in _PLAN_RUN_ONLY:  # run's options that plan_run takes
         if key in options:
             from deepseek_review.errors import ConfigError
 
@@ -109,8 +109,9 @@ def plan_review(
         return _planned(planned, names, env, ask_server)
 
 
-#: ``run``'s options that only a split review uses (:func:`plan_run`).
-_SPLIT_ONLY = ("jobs", "max_total_tokens")
+#: ``run``'s options that :func:`plan_run` takes: a split review's, and the cost cap (held
+#: against the plan: ``plan_run(..., max_cost=...)`` then :func:`send_review`).
+_PLAN_RUN_ONLY = ("jobs", "max_total_tokens", "max_cost")
 
 
 def _planned(
@@ -134,6 +135,7 @@ def plan_run(
     ask_server: bool = False,
     max_total_tokens: int | None = None,
     jobs: int | None = None,
+    max_cost: float | None = None,
     **options: Any,
 ) -> ReviewPlan | SplitReview:
     """What ``run`` does: :func:`plan_review`, or with ``split`` (an option, or the
@@ -141,13 +143,15 @@ def plan_run(
     (:func:`deepseek_review.reviewing.split_run.plan_split_review`), each planned to its
     exact request, the window asked of the server when ``context_window`` is not set;
     refused over ``max_total_tokens`` before anything is sent. :func:`send_split` sends it,
-    ``jobs`` parts at a time (default one)."""
+    ``jobs`` parts at a time (default one). ``max_cost``: refuse, before anything is sent, a
+    review or split review whose worst case costs more at the operator's prices
+    (:mod:`deepseek_review.reviewing.cost_cap`)."""
     from deepseek_review.options.table import check, naming_as
     from deepseek_review.reviewing.setup import review_setup
 
     if jobs is not None:
         check("jobs", jobs)
-    _, planned, names = review_setup(options, repo_root=repo_root, env=env)
+    root, planned, names = review_setup(options, repo_root=repo_root, env=env)
     with naming_as(names):
         if not planned.split:
             if max_total_tokens is not None:
@@ -158,7 +162,9 @@ def plan_run(
                     f"{name_of('max_total_tokens')} applies to {name_of('split')} reviews "
                     f"and batches: for one review, use {name_of('max_run_tokens')}"
                 )
-            return _planned(planned, names, env, ask_server)
+            plan = _planned(planned, names, env, ask_server)
+            _refuse_over_cost(max_cost, root, env, plan, [plan.token_estimate], "the review")
+            return plan
         from deepseek_review.reviewing.split_plan import (
             SplitReview,
             plan_split_review,
@@ -173,9 +179,29 @@ def plan_run(
             max_total_tokens=max_total_tokens,
         )
         if isinstance(done, SplitReview):
+            prompts = [p.plan.token_estimate for p in done.parts] + [done.synthesis_estimate]
+            _refuse_over_cost(max_cost, root, env, done, prompts, "the split review")
             return dataclasses.replace(done, names=names, jobs=jobs or 1)
         # The whole context fits: one ordinary review, planned as such.
-        return _planned(dataclasses.replace(planned, split=False), names, env, ask_server)
+        plan = _planned(dataclasses.replace(planned, split=False), names, env, ask_server)
+        _refuse_over_cost(max_cost, root, env, plan, [plan.token_estimate], "the review")
+        return plan
+
+
+def _refuse_over_cost(
+    limit: float | None,
+    root: Path,
+    env: Mapping[str, str] | None,
+    plan: ReviewPlan | SplitReview,
+    prompts: list[int],
+    what: str,
+) -> None:
+    """``max_cost`` held against the plan's worst case (nothing loaded when it is not set)."""
+    if limit is None:
+        return
+    from deepseek_review.reviewing.cost_cap import refuse_plan_over_cost
+
+    refuse_plan_over_cost(limit, root, env, plan.options, plan.endpoint.url, prompts, what)
 
 
 def send_split(review: SplitReview, *, progress: ProgressFn | None = None) -> SplitOutcome:
@@ -191,15 +217,13 @@ def send_split(review: SplitReview, *, progress: ProgressFn | None = None) -> Sp
 
 def cost_estimate(plan: ReviewPlan, *, env: Mapping[str, str] | None = None) -> float | None:
     """What ``plan`` would cost at most (its prompt estimate, the whole ``max_tokens``, no
-    cache hit), at the ``prices`` setting's price of its model; None when it has none."""
+    cache hit), at the ``prices`` setting's price of its model, else the bundled list's
+    (DeepSeek's API); None when neither has one."""
+    from deepseek_review.ollama.pricing import parse, shown_price_of
     from deepseek_review.options.config import resolve
 
-    prices = resolve(plan.root, env=env)["prices"]
-    if not prices:  # none set (most runs): the price table is not even loaded
-        return None
-    from deepseek_review.ollama.pricing import parse, price_of
-
-    price = price_of(parse(prices), plan.options.model, plan.endpoint.url)
+    prices = parse(resolve(plan.root, env=env)["prices"])
+    price = shown_price_of(prices, plan.options.model, plan.endpoint.url)
     if price is None:
         return None
     return round(price.cost(plan.token_estimate, plan.options.max_tokens), 6)

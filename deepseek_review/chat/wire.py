@@ -109,11 +109,32 @@ def usage_details(raw: Any) -> dict[str, int]:
     for name in ("prompt_cache_hit_tokens", "prompt_cache_miss_tokens", *_DURATIONS):
         if name in raw:
             found[name] = raw[name]
+    return _counts(found)
+
+
+def _counts(found: dict[str, Any]) -> dict[str, int]:
     return {
         k: v
         for k, v in found.items()
         if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKEN_COUNT
     }
+
+
+def cache_details(raw_usage: Any, timings: Any) -> dict[str, int]:
+    """:func:`usage_details`, with llama.cpp's prompt-cache counts where ``usage`` has none:
+    its ``timings`` (beside ``usage`` in a reply or its last stream chunk) say how many prompt
+    tokens the slot's cache served (``cache_n``) and how many were evaluated (``prompt_n``).
+    Only both together count: a hit without its miss gives no share of the prompt."""
+    details = usage_details(raw_usage)
+    if "prompt_cache_hit_tokens" in details or not isinstance(timings, dict):
+        return details
+    found = _counts(
+        {
+            "prompt_cache_hit_tokens": timings.get("cache_n"),
+            "prompt_cache_miss_tokens": timings.get("prompt_n"),
+        }
+    )
+    return {**details, **found} if len(found) == 2 else details
 
 
 def _text_field(obj: dict[str, Any], *names: str) -> str | None:
@@ -175,7 +196,7 @@ def completion_from_json(data: Any) -> Completion:
         model=data.get("model") if isinstance(data.get("model"), str) else None,
         attempts=1,
         elapsed=0.0,
-        usage_details=usage_details(data.get("usage")),
+        usage_details=cache_details(data.get("usage"), data.get("timings")),
     )
 
 
@@ -189,6 +210,8 @@ class StreamState:
     finish_reason: str | None = None
     usage: Usage | None = None
     usage_details: dict[str, int] = field(default_factory=dict)
+    timings: Any = None
+    """llama.cpp's ``timings`` (its last stream chunk's): prompt-cache counts."""
     model: str | None = None
     done: bool = False
     pieces: int = 0
@@ -220,6 +243,8 @@ def apply_chunk(st: StreamState, chunk: Any) -> None:
     if chunk.get("usage") is not None:
         st.usage = usage(chunk["usage"])
         st.usage_details = usage_details(chunk["usage"])
+    if chunk.get("timings") is not None:
+        st.timings = chunk["timings"]
     choices = chunk.get("choices")
     if choices is None:
         return
@@ -334,5 +359,7 @@ def stream_completion(st: StreamState, elapsed: float) -> Completion:
         model=st.model,
         attempts=1,
         elapsed=elapsed,
-        usage_details=st.usage_details,
+        usage_details=(
+            cache_details(None, st.timings) | st.usage_details if st.timings else st.usage_details
+        ),
     )

@@ -46,6 +46,7 @@ def run(flags: Flags) -> None:
     given.pop("trusted_rev", None)  # the trust rule's (--since-last-review), not the review's
     budget = given.pop("max_total_tokens", None)  # the split run's, not one review's
     jobs = given.pop("jobs", None)
+    max_cost = given.pop("max_cost", None)  # the run's cap, held against its plan
     if "prompt" not in given and "prompt_file" not in given:
         given["prompt"] = _stdin_prompt()
     # A dry run asks the server what the run would ask before sending (never its chat).
@@ -55,6 +56,7 @@ def run(flags: Flags) -> None:
             ask_server=flags["dry_run"],
             max_total_tokens=budget,
             jobs=jobs,
+            max_cost=max_cost,
         )
     STATE.secret = planned.endpoint.api_key
     key = flags.signing_key(root)

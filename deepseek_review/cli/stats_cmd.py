@@ -53,9 +53,10 @@ def stats(
     if as_json:
         _json_out(result.to_json())
         return
-    _write_lines(sys.stdout, _table(result))
-    for line in _beyond(result.total.extra.to_json()):  # on stderr: stdout is the table
-        log.info("%s", line)
+    _write_lines(sys.stdout, [*_table(result), "", *_server_table(result)])
+    note = _price_note(result)
+    for line in [*_beyond(result.total.extra.to_json()), *([note] if note else [])]:
+        log.info("%s", line)  # on stderr: stdout is the table
 
 
 def _table(result: Any) -> list[str]:
@@ -73,6 +74,27 @@ def _table(result: Any) -> list[str]:
     return lines
 
 
+def _server_table(result: Any) -> list[str]:
+    """Per model and server: prompt tokens, those the server's cache served ("unknown" where
+    it reports none), answer and reasoning tokens, and the cost where a price applies."""
+    head = f"{'model':<28} {'server':<24} {'prompt':>10} {'cached':>10} {'answer':>10} "
+    lines = [head + f"{'reasoning':>10} {'cost':>10}"]
+    rows = [(m, s, t) for (m, s), t in sorted(result.by_model_server.items())]
+    for model, server, t in [*rows, ("total", "", result.total)]:
+        e = t.extra
+        if t.cached_prompt_tokens is None:
+            cached = "unknown"
+        else:  # ``N+?`` when some segments' servers did not say
+            cached = f"{e.cache_hit_tokens}{'+?' if e.cache_reported < t.segments else ''}"
+        cost = f"{e.cost:.4f}" if e.priced else "-"
+        lines.append(  # names from the receipts: escaped before they are padded
+            f"{escape(model):<28} {escape(server):<24} {_tokens(t, t.prompt_tokens):>10} "
+            f"{cached:>10} {_tokens(t, t.completion_tokens):>10} {e.reasoning_tokens:>10} "
+            f"{cost + ('+?' if e.priced and e.unpriced else ''):>10}"
+        )
+    return lines
+
+
 def _beyond(extra: dict[str, Any]) -> list[str]:
     """What the request records add (total), a line for each figure that is known."""
     lines = [f"reasoning tokens: {extra['reasoning_tokens']}"] if extra["reasoning_tokens"] else []
@@ -86,6 +108,17 @@ def _beyond(extra: dict[str, Any]) -> list[str]:
         more = f" (+ {unpriced} segment(s) without a price)" if unpriced else ""
         lines.append(f"cost: {extra['cost']:g}{more}")
     return lines
+
+
+def _price_note(result: Any) -> str | None:
+    """Which costs are counted in the bundled price list, and its date."""
+    listed = result.price_list()
+    if listed is None:
+        return None
+    return (
+        f"costs without a price in the prices setting are at the bundled list's "
+        f"{listed['currency']} prices, checked {listed['checked']} ({listed['source']})"
+    )
 
 
 def _tokens(tally: Any, count: int) -> str:

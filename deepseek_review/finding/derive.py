@@ -291,8 +291,9 @@ def _new_side(chain: Sequence[ChainSegment]) -> str | None:
     return None
 
 
-#: The bundled templates that ask the model for no findings block.
-TEMPLATES_WITHOUT_FINDINGS = frozenset({"default"})
+#: The bundled templates that ask the model for no findings block (by every name a version of
+#: them is asked for: ``default@v1`` is the first version of ``default``).
+TEMPLATES_WITHOUT_FINDINGS = frozenset({"default", "default@v1", "default@v2"})
 
 
 def asks_for_none(chain: Sequence[ChainSegment]) -> bool:

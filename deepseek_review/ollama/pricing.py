@@ -7,10 +7,14 @@ Ollama's cloud report them) defaults to ``input``. The table only ever changes f
 (``stats``, ``--dry-run``, the batch report), so a repository's config may set it: a wrong
 price misleads, it sends nothing. ``batch --max-cost`` counts only in prices the operator set
 (the environment): a repository could price its own reviews at 0 and lift the cap.
+
+DeepSeek's own API prices ship with the tool (``deepseek_review/data/prices.json``, dated):
+:func:`shown_price_of` falls back on them for the figures shown, never for a cap.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -61,6 +65,35 @@ def price_of(prices: Mapping[str, Price], model: str, endpoint: str) -> Price | 
     """The price of ``model`` at ``endpoint``: its endpoint's own, else the model's."""
     host = urlsplit(endpoint).netloc
     return prices.get(f"{model}@{host}") or prices.get(model)
+
+
+@dataclass(frozen=True)
+class PriceList:
+    """The price list that ships with the tool (``deepseek_review/data/prices.json``)."""
+
+    prices: dict[str, Price]
+    checked: str
+    """The date its figures were last checked against :attr:`source`."""
+    source: str
+    currency: str
+
+
+@functools.cache
+def bundled() -> PriceList:
+    """DeepSeek's API prices as the tool ships them: what ``stats`` and ``--dry-run`` count in
+    where the ``prices`` setting names no price (never ``--max-cost``: see the module)."""
+    import json
+
+    from deepseek_review.util.resources import resource_dir
+
+    data = json.loads((resource_dir("data") / "prices.json").read_text(encoding="utf-8"))
+    return PriceList(parse(data["prices"]), data["checked"], data["source"], data["currency"])
+
+
+def shown_price_of(prices: Mapping[str, Price], model: str, endpoint: str) -> Price | None:
+    """The price to show for ``model`` at ``endpoint``: the ``prices`` setting's, else the
+    bundled list's."""
+    return price_of(prices, model, endpoint) or price_of(bundled().prices, model, endpoint)
 
 
 def check_trusted(operator_prices: bool) -> None:

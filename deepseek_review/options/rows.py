@@ -60,8 +60,9 @@ TABLE: tuple[Option, ...] = (
            "refuse a plan that may use more, before anything is sent)",
            frozenset({"batch", "run"}), check=Positive()),
     Option("max_cost", "float", None,
-           "Start no new review once this run's answers cost this much (at the prices setting)",
-           frozenset({"batch"}), check=Positive()),
+           "At the operator's prices (DEEPSEEK_REVIEW_PRICES): batch starts no new review once "
+           "its answers cost this much; run refuses, before sending, a review whose worst case "
+           "costs more", frozenset({"batch", "run"}), check=Positive()),
     Option("resume", "bool", True, "Adopt what earlier runs left; --no-resume redoes every entry",
            frozenset({"batch"})),
     Option("trusted_rev", "str", None,

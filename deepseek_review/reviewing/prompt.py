@@ -40,6 +40,11 @@ from deepseek_review.util.resources import prompts_dir
 from deepseek_review.util.textsafe import fence_for
 
 DEFAULT_TEMPLATE = "default"
+#: The version of the bundled templates in ``prompts/``; earlier ones stay in ``prompts/vN/``
+#: (``--template default@v1``): a record names its template and hash, and a batch run with an
+#: earlier version's requests resumes only with that version. Version 2 puts the files first
+#: and the request last, so two reviews of the same files share the whole files prefix.
+TEMPLATE_VERSION = 2
 CONTINUATION_DIRECTIVE = "continuation"
 PLACEHOLDERS = ("prompt", "context", "file_list", "topic")
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -137,12 +142,24 @@ def load_template(name: str | None = None, file: str | Path | None = None) -> Te
             raise InputError(f"template file {path}: cannot read ({exc})") from None
         return parse_template(text, str(path))
     name = name or DEFAULT_TEMPLATE
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or name == CONTINUATION_DIRECTIVE:
+    bundled = _bundled_path(name)
+    if bundled is None or not bundled.is_file():
         raise ConfigError(f"unknown template {name!r}; choose from {', '.join(list_templates())}")
-    path = prompts_dir() / f"{name}.md"
-    if not path.is_file():
-        raise ConfigError(f"unknown template {name!r}; choose from {', '.join(list_templates())}")
-    return parse_template(path.read_text(encoding="utf-8"), name)
+    return parse_template(bundled.read_text(encoding="utf-8"), name)
+
+
+def _bundled_path(name: str) -> Path | None:
+    """Where the bundled template ``name`` (``default``, or ``default@v1`` for an earlier
+    version) is; None for a name no template can have."""
+    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9_.-]*?)(?:@v([1-9][0-9]*))?", name)
+    if m is None or m.group(1) == CONTINUATION_DIRECTIVE:
+        return None
+    stem, version = m.group(1), m.group(2)
+    if version is None or int(version) == TEMPLATE_VERSION:
+        return prompts_dir() / f"{stem}.md"
+    if int(version) > TEMPLATE_VERSION:
+        return None
+    return prompts_dir() / f"v{version}" / f"{stem}.md"
 
 
 def continuation_directive() -> str:

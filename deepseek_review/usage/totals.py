@@ -28,6 +28,8 @@ class Extra:
     reasoning_tokens: int = 0
     cache_hit_tokens: int = 0
     cache_miss_tokens: int = 0
+    cache_reported: int = 0
+    """Segments whose server reported its prompt-cache use (the others': unknown, not 0)."""
     timed_completion_tokens: int = 0
     seconds: float = 0.0
     cost: float = 0.0
@@ -52,6 +54,7 @@ class Extra:
         self.reasoning_tokens += details.get("reasoning_tokens", 0)
         self.cache_hit_tokens += details.get("prompt_cache_hit_tokens", 0)
         self.cache_miss_tokens += details.get("prompt_cache_miss_tokens", 0)
+        self.cache_reported += "prompt_cache_hit_tokens" in details
         if response.elapsed_seconds and response.usage_reported:
             self.timed_completion_tokens += completion_tokens
             self.seconds += response.elapsed_seconds

@@ -7,6 +7,7 @@ network.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -66,7 +67,16 @@ def llama_server(
     tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LlamaServer]:
     """``python -m llama_cpp.server`` on a free loopback port, ready to answer."""
-    folder = tmp_path_factory.mktemp("llama-server")
+    with serve(tiny_model, tmp_path_factory.mktemp("llama-server")) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serve(
+    model: Path, folder: Path, *, n_ctx: int = 4096, verbose: bool = False
+) -> Iterator[LlamaServer]:
+    """A llama-cpp-python server of ``model`` logging to ``folder/server.log``, ready to
+    answer; stopped on leaving. ``verbose``: it logs what it evaluates per request."""
     log = folder / "server.log"
     port = free_port()
     command = [
@@ -74,7 +84,7 @@ def llama_server(
         "-m",
         "llama_cpp.server",
         "--model",
-        str(tiny_model),
+        str(model),
         "--model_alias",
         MODEL,
         "--host",
@@ -82,11 +92,11 @@ def llama_server(
         "--port",
         str(port),
         "--n_ctx",
-        "4096",  # the prompt is mostly one token per character with this vocabulary
+        str(n_ctx),  # 4096: the prompt is mostly one token per character with this vocabulary
         "--n_threads",
         "1",
         "--verbose",
-        "False",
+        str(verbose),
     ]
     base_url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:

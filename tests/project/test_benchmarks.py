@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks import (
     bench_batch,
+    bench_cache,
     bench_gather,
     bench_memory,
     bench_review,
@@ -40,7 +41,9 @@ needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="needs 
 
 
 def test_bench_measures_the_guards_of_issue_31_and_the_signing_count() -> None:
-    assert available() == ["review", "version", "batch", "verify", "memory", "gather", "sign"]
+    assert available() == [
+        "review", "version", "batch", "verify", "memory", "gather", "sign", "cache"
+    ]  # fmt: skip
 
 
 def test_pairs_alternate_which_side_runs_first() -> None:
@@ -211,3 +214,11 @@ def test_process_count_leaves_out_a_fork_a_signal_interrupted_and_the_kernel_res
         "102 clone3({flags=CLONE_VM|CLONE_THREAD|CLONE_SIGHAND, ...}, 88) = 103",
     ]
     assert strace._forks(log) == 2
+
+
+def test_cache_bench_reads_each_reviews_share_from_its_request_record(tmp_path: Path) -> None:
+    r = bench_cache.run(tmp_path, tokens=600)
+    shares = dict(r.details)["share from the cache, entries 1-5"].split(", ")
+    assert len(shares) == 5 and float(shares[0]) == 0.0
+    assert round(r.ratio, 3) == min(float(s) for s in shares[1:]) and r.held
+    assert "v1" in r.baseline_name

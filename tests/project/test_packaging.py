@@ -122,12 +122,22 @@ def _wheel_names(wheel: Path) -> set[str]:
         return set(zf.namelist())
 
 
-@pytest.mark.parametrize("prompt", sorted(p.name for p in (ROOT / "prompts").glob("*.md")))
+@pytest.mark.parametrize(
+    "prompt",
+    sorted(p.relative_to(ROOT / "prompts").as_posix() for p in ROOT.glob("prompts/**/*.md")),
+)
 def test_wheel_carries_each_prompt_byte_identical(installed, prompt):
+    """Every version of every template: records name the one they were made with."""
     with zipfile.ZipFile(installed.wheel) as zf:
         assert (
             zf.read(f"deepseek_review/prompts/{prompt}") == (ROOT / "prompts" / prompt).read_bytes()
         )
+
+
+def test_wheel_carries_the_dated_price_list(installed):
+    with zipfile.ZipFile(installed.wheel) as zf:
+        data = json.loads(zf.read("deepseek_review/data/prices.json"))
+    assert data["checked"] and data["prices"]
 
 
 def test_wheel_carries_the_schema_byte_identical(installed):

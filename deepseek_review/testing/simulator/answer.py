@@ -278,6 +278,8 @@ class Plan:
     content: tuple[str, ...]
     finish_reason: str
     prompt_tokens: int
+    cached_tokens: int | None = None
+    """Prompt tokens the server's prefix cache served (:mod:`.prefix_cache`); None: none kept."""
 
     @property
     def completion_tokens(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from deepseek_review.errors import ConfigError
 from deepseek_review.testing.simulator.config import TOKENIZERS, SimulatorConfig
+from deepseek_review.testing.simulator.prefix_cache import PROMPT_CACHES
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.testing.simulator.wire import (
     ALL_FAULTS,
@@ -158,6 +159,9 @@ _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("stall_seconds", "how long a stall lasts", {}),
     ("tokenizer", "offer the tokenizer endpoints of llama.cpp, llama-cpp-python or vllm",
      {"choices": TOKENIZERS}),
+    ("prompt_cache",
+     "keep a prefix cache and report its hits as DeepSeek's API, OpenAI-style servers or "
+     "llama.cpp do; none: report none (Ollama)", {"choices": PROMPT_CACHES}),
     ("models", "comma-separated model names; none: any", {"type": _names}),
     ("api_key", "require this bearer token; none: open", {}),
     ("max_body_bytes", "larger requests get 413", {}),

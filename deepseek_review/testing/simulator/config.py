@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deepseek_review.testing.simulator import wire
+from deepseek_review.testing.simulator.prefix_cache import PROMPT_CACHES
 from deepseek_review.testing.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS, TRANSIENT_FAULTS
 
 CHAT_PATH = "/v1/chat/completions"
@@ -32,6 +33,9 @@ class SimulatorConfig:
     omit_usage: bool = False
     usage_details: bool = False
     """Usage as DeepSeek's API reports it: prompt-cache hits and misses, reasoning tokens."""
+    prompt_cache: str = "none"
+    """A prefix cache, reported as ``deepseek``, ``openai`` or ``llama.cpp`` report theirs
+    (:mod:`.prefix_cache`); ``none``: no report (Ollama)."""
     context_window: int | None = None
     """The runtime context the OpenAI endpoint runs models with (``OLLAMA_CONTEXT_LENGTH``);
     None: the model's whole ``model_context_length``."""
@@ -83,6 +87,8 @@ class SimulatorConfig:
             raise ValueError("answer_words must be >= 2 (the END-OF-REVIEW line)")
         if self.context_overflow not in CONTEXT_OVERFLOWS:
             raise ValueError(f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOWS)}")
+        if self.prompt_cache not in PROMPT_CACHES:
+            raise ValueError(f"prompt_cache must be one of {', '.join(PROMPT_CACHES)}")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
         if not 0.0 <= self.fault_rate <= 1.0:

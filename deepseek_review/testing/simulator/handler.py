@@ -5,6 +5,7 @@ One thread per connection (:class:`Server`); the shared state is the :class:`Sta
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import socketserver
 import sys
@@ -25,6 +26,7 @@ from deepseek_review.testing.simulator.config import (
     validate_chat,
 )
 from deepseek_review.testing.simulator.httpio import Writer
+from deepseek_review.testing.simulator.prefix_cache import PrefixCache
 
 #: Faults answered without generating anything (:meth:`Handler._refuse`).
 _REFUSALS = frozenset({"reset", "500", "502", "503", "429", "429-string", "html", "empty"})
@@ -36,6 +38,7 @@ class State(Protocol):
 
     config: SimulatorConfig
     log: Callable[[str], None] | None
+    prefix_cache: PrefixCache
 
     def track(self, conn: socket.socket, open_: bool) -> None: ...
 
@@ -267,6 +270,11 @@ class Handler(Writer):
             directive_restarts=cfg.directive_restarts,
             findings_line_offset=cfg.findings_line_offset,
         )
+        if cfg.prompt_cache != "none" and not native_chat:
+            hit = sim.prefix_cache.serve(
+                req["model"], req["messages"], cfg.prompt_cache, plan.prompt_tokens
+            )
+            plan = dataclasses.replace(plan, cached_tokens=hit)
         loaded_before = sim.load(req["model"], context)
         slot = sim.slot()
         if slot is not None and not sim.acquire(slot):
@@ -302,6 +310,7 @@ class Handler(Writer):
                 with_usage=with_usage,
                 fault=fault,
                 details=cfg.usage_details,
+                cache=cfg.prompt_cache,
             )
             return self._send_whole(body, fault)
         options = req.get("stream_options")
@@ -317,6 +326,7 @@ class Handler(Writer):
             role_chunk=cfg.role_chunk,
             include_usage=include_usage,
             details=cfg.usage_details,
+            cache=cfg.prompt_cache,
         )
         if fault is not None:
             for chunk in chunks:

@@ -27,6 +27,7 @@ from deepseek_review.testing.simulator.config import (
 )
 from deepseek_review.testing.simulator.handler import DEFAULT_MODEL, Server
 from deepseek_review.testing.simulator.native import NATIVE_CHAT_PATH
+from deepseek_review.testing.simulator.prefix_cache import PrefixCache
 from deepseek_review.testing.simulator.wire import ALL_FAULTS
 
 __all__ = ["CHAT_PATH", "DEFAULT_MODEL", "Simulator"]
@@ -53,6 +54,8 @@ class Simulator:
         self._fault_counts: collections.Counter[str] = collections.Counter()
         self._slots: tuple[int, threading.Semaphore | None] = (0, None)
         self._loaded: dict[str, int] = {}
+        self.prefix_cache = PrefixCache()
+        """The prompts it has seen, for ``prompt_cache``."""
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._server: Server | None = None
@@ -125,6 +128,7 @@ class Simulator:
         with self._lock:
             self.requests.clear()
             self._loaded.clear()
+            self.prefix_cache.clear()
             self._script.clear()
             self._chat_count = 0
             self._fault_counts.clear()

@@ -11,6 +11,7 @@ import json
 import time
 from typing import Any
 
+from deepseek_review.testing.simulator import prefix_cache
 from deepseek_review.testing.simulator.answer import Plan
 
 #: Faults a well-behaved client should retry through.
@@ -102,7 +103,7 @@ def overflow_events(mode: str, error: dict[str, Any]) -> list[bytes]:
     return []
 
 
-def usage(plan: Plan, details: bool = False) -> dict[str, Any]:
+def usage(plan: Plan, details: bool = False, cache: str = "none") -> dict[str, Any]:
     """Token accounting; completion tokens include reasoning, never the echoed prefill.
     ``details``: DeepSeek's API's extra counts too (half the prompt a cache hit)."""
     completion = plan.completion_tokens
@@ -116,6 +117,7 @@ def usage(plan: Plan, details: bool = False) -> dict[str, Any]:
         body["prompt_cache_hit_tokens"] = hit
         body["prompt_cache_miss_tokens"] = plan.prompt_tokens - hit
         body["completion_tokens_details"] = {"reasoning_tokens": len(plan.reasoning)}
+    body.update(prefix_cache.usage_fields(plan, cache))
     return body
 
 
@@ -127,6 +129,7 @@ def completion(
     with_usage: bool,
     fault: str | None = None,
     details: bool = False,
+    cache: str = "none",
 ) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` body, with a garbage fault applied if asked."""
     message: dict[str, Any] = {"role": "assistant", "content": plan.text}
@@ -141,7 +144,8 @@ def completion(
         "choices": [{"index": 0, "message": message, "finish_reason": plan.finish_reason}],
     }
     if with_usage or fault == "negative-usage":
-        body["usage"] = usage(plan, details)
+        body["usage"] = usage(plan, details, cache)
+    body.update(prefix_cache.timings(plan, cache))
     if fault is not None:
         mutate(body, fault)
     return body
@@ -162,6 +166,7 @@ def stream_chunks(
     group: int = 8,
     details: bool = False,
     role_chunk: bool = False,
+    cache: str = "none",
 ) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of one stream, in order ([DONE] not included).
 
@@ -203,8 +208,9 @@ def stream_chunks(
             first.update(deltas.pop(0))
         chunks = [chunk(first, None), *(chunk(d, None) for d in deltas)]
         chunks.append(chunk({}, plan.finish_reason))
+    chunks[-1].update(prefix_cache.timings(plan, cache))
     if include_usage:
-        chunks.append({**chunks[-1], "choices": [], "usage": usage(plan, details)})
+        chunks.append({**chunks[-1], "choices": [], "usage": usage(plan, details, cache)})
     return chunks
 
 
