@@ -4,25 +4,21 @@ the fields GitLab's documentation requires (tests/fixtures/gitlab-codequality.sc
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
-
-from jsonschema import Draft202012Validator
 
 from deepseek_review.finding.anchor import Reviewed, anchor
 from deepseek_review.finding.derive import Collected, ReviewFindings
 from deepseek_review.finding.export import render
-from tests.support.findings import PROSE_END, block, finding, item, review_answering
-
-SCHEMA = json.loads(
-    (Path(__file__).parents[1] / "fixtures" / "gitlab-codequality.schema.json").read_text("utf-8")
+from tests.support.findings import (
+    PROSE_END,
+    assert_valid_codequality,
+    block,
+    finding,
+    item,
+    review_answering,
 )
+
 MEAN = "def mean(xs):\n    return sum(xs) / len(xs)\n"
-
-
-def assert_valid_codequality(report: Any) -> None:
-    errors = list(Draft202012Validator(SCHEMA).iter_errors(report))
-    assert not errors, [e.message for e in errors[:3]]
 
 
 def report(*found: Any, text: str = MEAN) -> list[dict[str, Any]]:
