@@ -20,6 +20,7 @@ import yaml
 
 from deepseek_review.testing.simulator import Simulator
 from tests.support.git import commit, git
+from tests.support.packaging import snapshot
 from tests.support.reviews import write_repo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,19 +69,8 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
     """This working tree as git sees it (its ignore rules apply: no .venv), committed into a
     repository of its own, so uncommitted changes are tested too."""
     base = tmp_path_factory.mktemp("hook-repo")
-    snapshot = base / "snapshot.git"
-    tree = ["git", f"--git-dir={snapshot}", f"--work-tree={ROOT}"]
-    subprocess.run(["git", "init", "-q", "--bare", str(snapshot)], check=True)
-    subprocess.run([*tree, "add", "-A"], check=True, capture_output=True)
-    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*tree, *ident, "commit", "-qm", "snapshot"], check=True)
-    rev = subprocess.run(
-        ["git", f"--git-dir={snapshot}", "rev-parse", "HEAD"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    return HookRepo(snapshot, rev, base / "pre-commit-home")
+    git_dir = base / "snapshot.git"
+    return HookRepo(git_dir, snapshot(git_dir), base / "pre-commit-home")
 
 
 @pytest.fixture
