@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from deepseek_review._version import __version__
 from deepseek_review.testing.simulator import Simulator
 from tests.support.git import commit
 from tests.support.packaging import ROOT, build, snapshot
@@ -78,6 +79,8 @@ def test_wheel_carries_the_standards_and_nothing_of_the_tests(dist):
         if p.is_file()
     }
     assert shipped and shipped <= names
+    man = f"deepseek_review-{__version__}.data/data/share/man/man1/deepseek-review.1"
+    assert man in names
     assert not [n for n in names if n.startswith("tests/") or "/tests/" in n]
 
 
