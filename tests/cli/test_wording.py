@@ -128,7 +128,7 @@ CHOICES = {
     ("continue", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
     ("batch", "--format"): "[toml|jsonl]",
     ("batch", "--reasoning"): "[none|low|medium|high|max]",
-    ("findings", "--format"): "[json|sarif|rdjson|rdjsonl|github|markdown]",
+    ("findings", "--format"): "[json|sarif|rdjson|rdjsonl|github|markdown|codequality]",
     ("findings", "--fail-on"): "[critical|major|minor|nit]",
 }
 
