@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from deepseek_review._version import __version__
-from scripts.cli_reference import commands, help_text
+from scripts.cli_reference import commands, help_text, write_or_check
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "reference"
 PAGE = DOCS / "deepseek-review.1"
@@ -75,15 +75,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    new = render()
-    if "--check" in argv:
-        if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != new:
-            print(f"{PAGE.name}: differs from the --help output; run python scripts/man_page.py",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-        return 0
-    PAGE.write_text(new, encoding="utf-8")
-    return 0
+    return write_or_check(PAGE, render(), "man_page.py", argv)
 
 
 if __name__ == "__main__":
