@@ -156,3 +156,17 @@ def test_review_hook_fails_on_a_finding_at_the_threshold(hook_repo, work, simula
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Simulated finding on the first line" in result.stdout
     assert "exit code: 13" in result.stdout
+
+
+def test_review_hook_on_push_reviews_the_pushed_commits(hook_repo, work, simulator) -> None:
+    base = git(work, "rev-parse", "HEAD").strip()
+    head = commit(work, "pushed", {"src/pkg/mean.py": "def mean(xs):\n    return 1\n"})
+    env = {"DEEPSEEK_REVIEW_ENDPOINT": simulator.base_url}
+    result = hook_repo.try_repo(
+        work, "deepseek-review", "--hook-stage", "pre-push", "--from-ref", base, "--to-ref", head,
+        env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (record,) = (work / "reviews").glob("pre-commit_*.request.json")
+    pins = record.read_text(encoding="utf-8")
+    assert base in pins and head in pins
