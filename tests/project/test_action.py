@@ -28,6 +28,7 @@ from deepseek_review.testing.simulator import Simulator
 from tests.support.findings import assert_valid_sarif
 from tests.support.git import commit, git
 from tests.support.reviews import write_repo
+from tests.support.sshkeys import allowed_signers, make_key
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -317,3 +318,33 @@ def test_action_without_a_pull_request_needs_something_to_review(tmp_path, acted
     run = run_action(pr.work, tmp_path, {"endpoint": sim.base_url}, {}, {}, done)
     assert run.outcomes["review"] != 0
     assert "findings" not in run.outcomes
+
+
+@pytest.mark.slow
+def test_action_signs_with_the_key_a_secret_holds(tmp_path, acted, sim):
+    _, first = acted
+    pr = pull_request(tmp_path)
+    key = make_key(tmp_path / "keys", "ed25519", "ci@example.org")
+    inputs = {"endpoint": sim.base_url, "sign": "true", "signing-key-env": "REVIEW_SIGNING_KEY"}
+    env = {"REVIEW_SIGNING_KEY": key.private.read_text(encoding="utf-8")}
+    run = run_action(pr.work, tmp_path, inputs, pr.event, env, {"install": first.steps["install"]})
+    assert run.outcomes["review"] == 0, run.logs
+    written = tmp_path / "deepseek-review-signing-key"
+    assert written.stat().st_mode & 0o777 == 0o600
+    signers = allowed_signers(tmp_path / "allowed", key.allowed_line())
+    out = subprocess.run(
+        [sys.executable, "-m", "deepseek_review", "verify", "ci-review", "--require-signature",
+         "--allowed-signers", str(signers)],
+        cwd=pr.work, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_action_refuses_to_sign_without_the_key(tmp_path, acted, sim):
+    _, first = acted
+    pr = pull_request(tmp_path)
+    inputs = {"endpoint": sim.base_url, "sign": "true"}
+    run = run_action(pr.work, tmp_path, inputs, pr.event, {}, {"install": first.steps["install"]})
+    assert run.outcomes["review"] == 2
+    assert "DEEPSEEK_REVIEW_SIGNING_KEY holds no key" in run.logs
