@@ -20,7 +20,7 @@ JOBS   ?= $(shell $(PYTHON) -c 'import os; print(2 * (os.cpu_count() or 1))')
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q
 XDIST  := -n $(JOBS) --dist loadgroup
 
-.PHONY: venv test test-slow test-contract lint demo docs bench clean sarif-multitool
+.PHONY: venv test test-slow test-contract lint demo docs bench clean sarif-multitool dist
 
 venv: $(STAMP)
 
@@ -70,6 +70,13 @@ lint: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
+
+## The release files: the sdist and the wheel in dist/, checked by twine (--strict: a README
+## PyPI would not render fails), so a release is one tag and one upload away.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
 
 ## The documentation site (mkdocs-material, the docs extra; its own stamp, so make test never
 ## pays for it) built into site/. --strict: a broken link, a missing anchor or a page left out

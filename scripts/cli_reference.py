@@ -49,19 +49,23 @@ def render() -> str:
     return "".join(parts)
 
 
-def main(argv: list[str]) -> int:
-    new = render()
+def write_or_check(page: Path, new: str, script: str, argv: list[str]) -> int:
+    """Write ``new`` to ``page``; with ``--check``, exit 1 if the page differs instead."""
     if "--check" in argv:
-        if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != new:
+        if not page.exists() or page.read_text(encoding="utf-8") != new:
             print(
-                f"{PAGE.relative_to(PAGE.parents[2])}: differs from the real --help output; run "
-                "python scripts/cli_reference.py",
+                f"{page.relative_to(page.parents[2])}: differs from the real --help output; run "
+                f"python scripts/{script}",
                 file=sys.stderr,
             )
             return 1
         return 0
-    PAGE.write_text(new, encoding="utf-8")
+    page.write_text(new, encoding="utf-8")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return write_or_check(PAGE, render(), "cli_reference.py", argv)
 
 
 if __name__ == "__main__":

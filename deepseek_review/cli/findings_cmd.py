@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 #: The export formats (``finding.export.FORMATS``'s keys, which a test keeps equal), here so
 #: that the help and the shell's completion do not import the exporters.
 FORMATS = ("json", "sarif", "rdjson", "rdjsonl", "github", "markdown",
-           "patch")  # fmt: skip
+           "codequality", "patch")  # fmt: skip
 #: The severities (``finding.model.SEVERITIES``, kept equal by a test), for ``--fail-on``.
 SEVERITIES = ("critical", "major", "minor", "nit")
 

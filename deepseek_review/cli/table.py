@@ -40,16 +40,36 @@ def choices(option: Option) -> tuple[str, ...]:
     return TEMPLATES if option.key == "template" else ()
 
 
+#: What the shell's completion offers for a free value (any other is accepted): DeepSeek's
+#: model ids as DeepSeek's API and Ollama serve them (the V4 ids; the legacy aliases).
+SUGGESTIONS = {
+    "model": ("deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat", "deepseek-reasoner")
+}
+
+
+def completer(names: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """The shell's completion of one of ``names``: those starting with what was typed."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [n for n in names if n.startswith(incomplete)]
+
+    return complete
+
+
 def choice_settings(names: tuple[str, ...]) -> dict[str, Any]:
     """What a typer option of one of ``names`` is given: the help shows the names instead of
     ``<str>``, and the shell's completion offers them."""
     if not names:
         return {}
+    return {"metavar": "[" + "|".join(names) + "]", "autocompletion": completer(names)}
 
-    def complete(incomplete: str) -> list[str]:
-        return [n for n in names if n.startswith(incomplete)]
 
-    return {"metavar": "[" + "|".join(names) + "]", "autocompletion": complete}
+def _completion(option: Option) -> dict[str, Any]:
+    """The help's metavar and the shell's completion of ``option``: its choices, or the
+    suggestions for a free value (the help then keeps its type)."""
+    if option.key in SUGGESTIONS:
+        return {"autocompletion": completer(SUGGESTIONS[option.key])}
+    return choice_settings(choices(option))
 
 
 def _parameter(option: Option) -> inspect.Parameter:
@@ -76,7 +96,7 @@ def _parameter(option: Option) -> inspect.Parameter:
         if option.required:
             default = ...
         info = typer.Option(
-            default, *decls, help=help_text, show_default=False, **choice_settings(choices(option))
+            default, *decls, help=help_text, show_default=False, **_completion(option)
         )
     return inspect.Parameter(
         option.key, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from deepseek_review.errors import ConfigError
+from deepseek_review.finding.codequality import to_codequality
 from deepseek_review.finding.derive import Collected, receipts_json
 from deepseek_review.finding.github import to_github
 from deepseek_review.finding.markdown import to_markdown
@@ -72,6 +73,7 @@ FORMATS: dict[str, Callable[[Collected], str]] = {
     "rdjsonl": lambda c: json_safe(to_rdjsonl(c)),
     "github": to_github,
     "markdown": to_markdown,
+    "codequality": lambda c: json_safe(pretty_json(to_codequality(c)).decode("utf-8")),
     "patch": to_patch,
 }
 

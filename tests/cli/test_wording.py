@@ -128,7 +128,7 @@ CHOICES = {
     ("continue", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
     ("batch", "--format"): "[toml|jsonl]",
     ("batch", "--reasoning"): "[none|low|medium|high|max]",
-    ("findings", "--format"): "[json|sarif|rdjson|rdjsonl|github|markdown|patch]",
+    ("findings", "--format"): "[json|sarif|rdjson|rdjsonl|github|markdown|codequality|patch]",
     ("findings", "--fail-on"): "[critical|major|minor|nit]",
 }
 

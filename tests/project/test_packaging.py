@@ -9,7 +9,6 @@ itself goes in with ``pip install --no-deps --no-index``.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.support.git import git
+from tests.support.packaging import build_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_NAME = "deepseek-review-receipt.schema.json"
@@ -57,16 +57,6 @@ class Installed:
         return out
 
 
-def _build_wheel(dist: Path) -> Path:
-    cmd = [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)]
-    if importlib.util.find_spec("hatchling") is not None:
-        cmd.insert(4, "--no-isolation")  # offline when the build backend is already here
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    (wheel,) = dist.glob("deepseek_review-*.whl")
-    return wheel
-
-
 # One worker runs the module, so its module-scoped fixture is built once.
 pytestmark = pytest.mark.xdist_group("packaging")
 
@@ -74,7 +64,7 @@ pytestmark = pytest.mark.xdist_group("packaging")
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("packaging")
-    wheel = _build_wheel(base / "dist")
+    wheel = build_wheel(base / "dist")
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"

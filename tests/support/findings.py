@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft4Validator
+from jsonschema import Draft4Validator, Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
@@ -63,6 +63,15 @@ def assert_valid_findings_json(doc: Any, version: int = 2) -> None:
     path = resource_dir("schemas") / f"deepseek-review-findings-v{version}.schema.json"
     schema = json.loads(path.read_text(encoding="utf-8"))
     errors = list(Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, [e.message for e in errors[:3]]
+
+
+def assert_valid_codequality(report: Any) -> None:
+    """Valid against the fields GitLab's documentation requires of a Code Quality report
+    (tests/fixtures/gitlab-codequality.schema.json, written from that page)."""
+    path = Path(__file__).parents[1] / "fixtures" / "gitlab-codequality.schema.json"
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    errors = list(Draft202012Validator(schema).iter_errors(report))
     assert not errors, [e.message for e in errors[:3]]
 
 
