@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from deepseek_review.batch.manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from deepseek_review.batch.resume import existing_chain, index_folder, trusted_files
+from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import refuse_over_cap
 from deepseek_review.chat.transport import tls_context
 from deepseek_review.chat.types import RetryPolicy, Timeouts
@@ -51,6 +52,10 @@ class BatchOptions:
     shard: str | None = None
     """``K/N`` (0-based K): run only the entries whose topic hashes to shard K of N."""
     jobs: int = default("jobs")
+    endpoints: tuple[Endpoint, ...] = ()
+    """The servers of a pool (``--endpoint`` given more than once, with their keys): the
+    entries whose endpoint is the operator's are spread over them (:mod:`.batch.pool`)."""
+    jobs_per_endpoint: int | None = None
     fail_fast: bool = default("fail_fast")
     max_total_tokens: int | None = default("max_total_tokens")
     max_cost: float | None = default("max_cost")
@@ -172,8 +177,9 @@ def _decide(
         if p.nothing_new is not None:
             work.append(Work(p, "skip", reason=p.nothing_new))
             continue
+        pooled = len(options.endpoints) > 1 and p.plan.endpoint.source == "endpoint"
         chain = (
-            existing_chain(indexes[p.plan.out_dir], planned.root, p, trusted)
+            existing_chain(indexes[p.plan.out_dir], planned.root, p, trusted, any_server=pooled)
             if options.resume
             else None
         )

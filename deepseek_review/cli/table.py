@@ -52,7 +52,7 @@ def choice_settings(names: tuple[str, ...]) -> dict[str, Any]:
     return {"metavar": "[" + "|".join(names) + "]", "autocompletion": complete}
 
 
-def _parameter(option: Option) -> inspect.Parameter:
+def _parameter(option: Option, command: str) -> inspect.Parameter:
     """The typer parameter of ``option``: its type as the annotation and typer's Option or
     Argument as the default. The value is None ("not given") unless it is a plain switch (False) or
     required (``...``); the table fills in the real default later."""
@@ -69,7 +69,7 @@ def _parameter(option: Option) -> inspect.Parameter:
                 kind = bool | None
             else:
                 kind, default = bool, False
-        elif option.kind == "paths":
+        elif option.kind == "paths" or command in option.repeats:
             kind = list[str] | None
         else:
             kind = kind | None
@@ -85,7 +85,7 @@ def _parameter(option: Option) -> inspect.Parameter:
 
 def parameters(command: str) -> list[inspect.Parameter]:
     """The typer parameters of ``command``: its options from the table, in table order."""
-    return [_parameter(option) for option in in_scope(command)]
+    return [_parameter(option, command) for option in in_scope(command)]
 
 
 class Flags:
