@@ -199,3 +199,18 @@ def sent_contents(body_bytes: bytes) -> list[str]:
     """The message texts of a body that was sent (a continuation repeats them): read back
     from the body, as they were never joined anywhere else."""
     return [m["content"] for m in json.loads(body_bytes)["messages"]]
+
+
+def with_native_fields(prepared: PreparedRequest, num_ctx: int, keep_alive: str) -> PreparedRequest:
+    """A native (``--api ollama``) request sent with ``num_ctx`` and, unless its extra body
+    sets one, ``keep_alive``: a batch's (:mod:`deepseek_review.batch.sizing`). The body is
+    read back and written again in canonical form, so its bytes are what :func:`prepare`
+    makes of those fields (the record keeps them: ``verify`` rebuilds the same bytes)."""
+    body = json.loads(prepared.body_bytes)
+    body["options"] = {**body.get("options", {}), "num_ctx": num_ctx}
+    body.setdefault("keep_alive", keep_alive)
+    fields = {k: v for k, v in body.items() if k != "messages"}
+    body_bytes = canonical_json(body)
+    return replace(
+        prepared, body_bytes=body_bytes, prompt_sha256=sha256_tag(body_bytes), sent_fields=fields
+    )

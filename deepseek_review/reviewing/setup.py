@@ -174,19 +174,26 @@ def review_setup(
     asked = given
     given, pool = operator_pool(given, configured, env)
     values = merge([given_layer(given), configured], [*REVIEW_FIELDS, "jobs_per_endpoint"])
-    if pool and not values["split"].value:
-        named = name_of("endpoint") if "endpoint" in asked else ENDPOINTS_ENV
-        raise ConfigError(
-            f"{named} names {len(pool)} servers, but one review is sent to one: "
-            f"give one, or spread a review's parts with {name_of('split')} (or a manifest "
-            "with batch)"
-        )
+    if not values["split"].value:
+        _refuse_several(asked.get("endpoint"), pool)
     prompt = _prompt(given, values["max_context_bytes"].value, root)
     options = build_review_options(values, prompt, root)
     if pool:
         per = values["jobs_per_endpoint"].value
         options = dataclasses.replace(options, pool=pool, jobs_per_endpoint=per)
     return root, options, spellings(values)
+
+
+def _refuse_several(given: str | tuple[str, ...] | None, pool: tuple[Endpoint, ...]) -> None:
+    """One review goes to one server: ``--endpoint`` given more than once (or
+    ``DEEPSEEK_REVIEW_ENDPOINTS`` naming several) is refused unless ``split`` spreads parts."""
+    how = f"unless {name_of('split')} spreads the review's parts over several servers"
+    if isinstance(given, tuple) and len(given) > 1:
+        raise ConfigError(
+            f"{name_of('endpoint')} was given more than once; it takes one value {how}"
+        )
+    if pool:
+        raise ConfigError(f"{ENDPOINTS_ENV} names {len(pool)} servers; run takes one {how}")
 
 
 def operator_pool(

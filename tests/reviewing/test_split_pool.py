@@ -51,5 +51,16 @@ def test_run_given_two_endpoints_without_split_is_refused_naming_the_flag(
     servers = start_servers(make_simulator, 2)
     r = cli("run", "-c", "docs/spec.md", "-p", "x", *endpoint_flags(servers))
     assert r.code == 2
-    assert r.err.count("\n") == 1 and "--endpoint names 2 servers" in r.err
+    assert r.err.count("\n") == 1
+    assert "--endpoint was given more than once; it takes one value unless --split" in r.err
     assert [len(s.chat_requests()) for s in servers] == [0, 0]
+
+
+def test_run_refuses_the_servers_of_the_environment_naming_the_variable(
+    repo, make_simulator, cli, monkeypatch
+):
+    servers = start_servers(make_simulator, 2)
+    monkeypatch.setenv("DEEPSEEK_REVIEW_ENDPOINTS", " ".join(s.base_url for s in servers))
+    r = cli("run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 2
+    assert "DEEPSEEK_REVIEW_ENDPOINTS names 2 servers; run takes one unless --split" in r.err
