@@ -60,7 +60,6 @@ from deepseek_review.batch.schedule import (
 )
 from deepseek_review.chat.client import ChatClient
 from deepseek_review.chat.endpoint import Endpoint
-from deepseek_review.chat.native import openai_url
 from deepseek_review.chat.retry import Throttle
 from deepseek_review.chat.server_hints import Advice
 from deepseek_review.chat.transport import make_http_client
@@ -142,13 +141,15 @@ class _Runner:
         # One client per endpoint, key and hints, sharing one set of connections; one throttle
         # per endpoint (a pool's server: its own), so a 429 slows every job sending there.
         throttles: dict[str, Throttle] = {}
-        if self.pool is not None:
-            throttles = {s.url: s.throttle for s in self.pool.servers}
         self.clients: dict[tuple[str, str | None, Advice], ChatClient] = {}
         for w in prepared.work:
-            for ep in self._endpoints(w.planned.plan):
-                throttle = throttles.setdefault(openai_url(ep.url), Throttle(stop))
-                key = _client_key(w.planned.plan, ep)
+            plan = w.planned.plan
+            if self.pool is not None and self._pooled(plan):
+                sends = [(s.serving(plan.endpoint), s.throttle) for s in self.pool.servers]
+            else:
+                sends = [(plan.endpoint, throttles.setdefault(plan.endpoint.url, Throttle(stop)))]
+            for ep, throttle in sends:
+                key = _client_key(plan, ep)
                 if key not in self.clients:
                     self.clients[key] = ChatClient(
                         ep.url,

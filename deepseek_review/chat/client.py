@@ -272,11 +272,8 @@ class ChatClient:
             if deadline.passed(end):
                 raise Retryable(refusals.total_timeout(self)) from None
             kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
-            raise Retryable(
-                _unreachable(
-                    ServerError(f"{self.url}: {kind} timeout", hint=refusals.timeout_hint(kind))
-                )
-            ) from None
+            error = ServerError(f"{self.url}: {kind} timeout", hint=refusals.timeout_hint(kind))
+            raise Retryable(_unreachable(error)) from None
         except bodyread.TooBig as exc:
             raise refusals.too_big(self, exc) from None
         except bodyread.BodyError as exc:

@@ -4,19 +4,22 @@ spans the batch, so Ollama does not reload the model between entries."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
+from deepseek_review.testing.simulator import Simulator
 from tests.support.batch import batch, manifest, statuses
 from tests.support.git import commit_all
 
 
-def _sizes(repo, sim):
+def _sizes(repo: Path) -> None:
     """A manifest whose two entries need different num_ctx steps on their own."""
     (repo / "docs" / "big.md").write_text("word " * 30_000 + "\n", encoding="utf-8")
     commit_all(repo)
     manifest(repo, ["small", "big"], per_entry={"big": {"context": "docs/big.md"}})
 
 
-def _sent(sim):
+def _sent(sim: Simulator) -> list[dict[str, Any]]:
     return [json.loads(r.body) for r in sim.chat_requests()]
 
 
@@ -24,7 +27,7 @@ def test_every_request_of_a_model_asks_for_the_largest_num_ctx_and_keeps_it_load
     repo, make_simulator, cli
 ):
     sim = make_simulator(answer_words=20)
-    _sizes(repo, sim)
+    _sizes(repo)
     r = batch(cli, sim, "--api", "ollama", "--jobs", "1")
     assert r.code == 0, r.err
     bodies = _sent(sim)
@@ -35,7 +38,7 @@ def test_every_request_of_a_model_asks_for_the_largest_num_ctx_and_keeps_it_load
 
 def test_the_records_of_a_resized_batch_verify(repo, make_simulator, cli):
     sim = make_simulator(answer_words=20)
-    _sizes(repo, sim)
+    _sizes(repo)
     assert batch(cli, sim, "--api", "ollama").code == 0
     r = cli("verify", "reviews")
     assert r.code == 0, r.err
@@ -43,7 +46,7 @@ def test_the_records_of_a_resized_batch_verify(repo, make_simulator, cli):
 
 def test_a_rerun_of_a_resized_batch_sends_nothing(repo, make_simulator, cli):
     sim = make_simulator(answer_words=20)
-    _sizes(repo, sim)
+    _sizes(repo)
     assert batch(cli, sim, "--api", "ollama").code == 0
     r = batch(cli, sim, "--api", "ollama")
     assert r.code == 0, r.err
@@ -52,7 +55,7 @@ def test_a_rerun_of_a_resized_batch_sends_nothing(repo, make_simulator, cli):
 
 def test_a_review_run_sent_with_its_own_num_ctx_is_adopted_by_the_batch(repo, make_simulator, cli):
     sim = make_simulator(answer_words=20)
-    _sizes(repo, sim)
+    _sizes(repo)
     r = cli(
         "run", "-c", "docs/spec.md", "-p", "Check small.", "--topic", "small",
         "--endpoint", sim.base_url, "--api", "ollama",

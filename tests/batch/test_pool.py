@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from tests.support.batch import manifest, statuses
 from tests.support.pool import endpoint_flags, served_by, start_servers
 
