@@ -23,6 +23,7 @@ def test_a_batch_over_two_servers_has_both_serve_and_each_receipt_names_its_serv
     assert set(served) == {s.chat_url for s in servers}
     for s in servers:
         assert served[s.chat_url] == len(s.chat_requests())
+    assert cli("verify", "reviews").code == 0
 
 
 def test_a_rerun_over_another_pool_sends_nothing(repo, make_simulator, cli):
@@ -86,3 +87,13 @@ def test_continue_given_two_endpoints_is_refused_naming_the_flag(repo, make_simu
     r = cli("continue", "reviews/x.receipt.json", *endpoint_flags([a, b]))
     assert r.code == 2
     assert "--endpoint was given more than once" in r.err
+
+
+def test_the_library_takes_the_servers_of_a_pool_as_a_list(repo, make_simulator):
+    from deepseek_review import run_batch
+
+    manifest(repo, [f"r{i}" for i in range(6)])
+    servers = start_servers(make_simulator, 2, answer_words=20, latency=0.05, capacity=1)
+    report = run_batch("reviews.toml", endpoint=[s.base_url for s in servers], jobs=2)
+    assert report.complete
+    assert all(s.chat_requests() for s in servers)
