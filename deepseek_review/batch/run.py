@@ -301,11 +301,7 @@ class _Runner:
                 )
                 return
             except ServerError as exc:
-                if not exc.unreachable:
-                    raise
-                self.pool.drain(server, exc)
-                if not self.pool.alive():
-                    raise
+                self.pool.drain_or_raise(server, exc)
                 chain = tuple(done.segments)
             finally:
                 gate.abandon()

@@ -203,6 +203,16 @@ class Pool:
             f"other {left} server(s)" if left else "others: none is left",
         )
 
+    def drain_or_raise(self, server: Server, error: ServerError) -> None:
+        """``error`` ended a request on ``server``: raised again unless it says the server
+        stopped answering and another is left (then that server is drained, and the caller
+        moves the review to another)."""
+        if not error.unreachable:
+            raise error
+        self.drain(server, error)
+        if not self.alive():
+            raise error
+
     def served(self) -> str:
         """The answers each server gave, for the batch's last lines."""
         return ", ".join(
@@ -257,11 +267,7 @@ class PoolSender:
                     result=done,
                 )
             except ServerError as exc:
-                if not exc.unreachable:
-                    raise
-                self.pool.drain(server, exc)
-                if not self.pool.alive():
-                    raise
+                self.pool.drain_or_raise(server, exc)
                 continue
             finally:
                 self.pool.give_back(server)
