@@ -19,6 +19,7 @@ def test_a_batch_over_two_servers_has_both_serve_and_each_receipt_names_its_serv
     manifest(repo, [f"r{i:02d}" for i in range(8)])
     r = pool_batch(cli, servers, "--jobs", "4")
     assert r.code == 0, r.err
+    assert "8 to run, 0 to continue, 0 already done; 4 at a time over 2 servers" in r.err
     served = served_by(repo, r.json())
     assert set(served) == {s.chat_url for s in servers}
     for s in servers:
