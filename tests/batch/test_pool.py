@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.support.batch import manifest, statuses
 from tests.support.pool import endpoint_flags, served_by, start_servers
 
@@ -98,3 +100,12 @@ def test_the_library_takes_the_servers_of_a_pool_as_a_list(repo, make_simulator)
     report = run_batch("reviews.toml", endpoint=[s.base_url for s in servers], jobs=2)
     assert report.complete
     assert all(s.chat_requests() for s in servers)
+
+
+def test_entries_that_share_their_context_run_back_to_back(repo, simulator, cli):
+    code = {"context": "src/pkg/mean.py"}
+    manifest(repo, ["s1", "c1", "s2", "c2", "s3"], per_entry={"c1": code, "c2": code})
+    r = cli("batch", "reviews.toml", "--endpoint", simulator.base_url, "--jobs", "1")
+    assert r.code == 0, r.err
+    asked = [re.search(r"Check (\w+)\.", q.body.decode()) for q in simulator.chat_requests()]
+    assert [m.group(1) for m in asked if m] == ["s1", "s2", "s3", "c1", "c2"]
