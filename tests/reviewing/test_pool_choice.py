@@ -33,7 +33,7 @@ def test_a_full_server_does_not_hold_up_its_context_another_one_takes_it():
 
 
 def test_each_server_gets_its_share_of_jobs():
-    p, a, b = pool(jobs=5)
+    _, a, b = pool(jobs=5)
     assert (a.limit, b.limit) == (3, 3)
 
 
