@@ -58,6 +58,7 @@ from deepseek_review.batch.schedule import (
     Progress,
     RequestSlots,
 )
+from deepseek_review.batch.sizing import keep_loaded
 from deepseek_review.chat.client import ChatClient
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.retry import Throttle
@@ -264,13 +265,14 @@ class _Runner:
         # Continuations already on disk count against the cap.
         left = max(cap - (len(chain) - 1), 0) if chain else None
         first = work.existing[0].record if work.existing else None
-        return job_from_plan(
+        job = job_from_plan(
             plan,
             chain,
             max_continuations=left,
             label=work.topic,
             existing_git=plan.pins if first is None else first.git,
         )
+        return job._replace(keep_loaded=keep_loaded(plan.prepared))
 
     def _on_pool(
         self, work: Work, chain: tuple[Segment, ...], events: EntryEvents, done: JobResult

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 from deepseek_review.batch.manifest import PlannedEntry
 from deepseek_review.chat.native import is_native
-from deepseek_review.reviewing.request import with_native_fields
+from deepseek_review.reviewing.request import PreparedRequest, with_native_fields
 
 #: How long Ollama keeps the model loaded after each request of a batch.
 KEEP_ALIVE = "30m"
@@ -56,3 +57,14 @@ def one_context_per_model(entries: tuple[PlannedEntry, ...]) -> tuple[PlannedEnt
         prepared = with_native_fields(e.plan.prepared, largest[e.plan.options.model], KEEP_ALIVE)
         out.append(replace(e, plan=replace(e.plan, prepared=prepared)))
     return tuple(out)
+
+
+def keep_loaded(prepared: PreparedRequest) -> tuple[int, Any] | None:
+    """What a batch entry's continuations ask for as its request did: its ``num_ctx`` (at
+    least) and ``keep_alive``; None for a request that is not a batch's native one."""
+    fields = prepared.sent_fields
+    options = fields.get("options")
+    ctx = options.get("num_ctx") if isinstance(options, dict) else None
+    if not isinstance(ctx, int) or "keep_alive" not in fields:
+        return None
+    return ctx, fields["keep_alive"]

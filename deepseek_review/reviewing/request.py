@@ -201,13 +201,19 @@ def sent_contents(body_bytes: bytes) -> list[str]:
     return [m["content"] for m in json.loads(body_bytes)["messages"]]
 
 
-def with_native_fields(prepared: PreparedRequest, num_ctx: int, keep_alive: str) -> PreparedRequest:
-    """A native (``--api ollama``) request sent with ``num_ctx`` and, unless its extra body
-    sets one, ``keep_alive``: a batch's (:mod:`deepseek_review.batch.sizing`). The body is
-    read back and written again in canonical form, so its bytes are what :func:`prepare`
-    makes of those fields (the record keeps them: ``verify`` rebuilds the same bytes)."""
+def with_native_fields(
+    prepared: PreparedRequest, num_ctx: int, keep_alive: Any, *, at_least: bool = False
+) -> PreparedRequest:
+    """A native (``--api ollama``) request sent with ``num_ctx`` (``at_least``: unless it
+    needs more) and, unless its extra body sets one, ``keep_alive``: a batch's
+    (:mod:`deepseek_review.batch.sizing`). The body is read back and written again in
+    canonical form, so its bytes are what :func:`prepare` makes of those fields (the record
+    keeps them: ``verify`` rebuilds the same bytes)."""
     body = json.loads(prepared.body_bytes)
-    body["options"] = {**body.get("options", {}), "num_ctx": num_ctx}
+    options = body.get("options", {})
+    if at_least:
+        num_ctx = max(num_ctx, options.get("num_ctx", 0))
+    body["options"] = {**options, "num_ctx": num_ctx}
     body.setdefault("keep_alive", keep_alive)
     fields = {k: v for k, v in body.items() if k != "messages"}
     body_bytes = canonical_json(body)

@@ -64,3 +64,17 @@ def test_a_review_run_sent_with_its_own_num_ctx_is_adopted_by_the_batch(repo, ma
     r = batch(cli, sim, "--api", "ollama")
     assert r.code == 0, r.err
     assert statuses(r) == {"small": "skipped", "big": "ok"}
+
+
+def test_a_cut_off_entry_s_continuations_keep_the_batch_s_num_ctx_and_keep_alive(
+    repo, make_simulator, cli
+):
+    sim = make_simulator(answer_words=200)
+    _sizes(repo)
+    r = batch(cli, sim, "--api", "ollama", "--max-tokens", "60", "--max-continuations", "4")
+    assert r.code == 0, r.err
+    bodies = _sent(sim)
+    assert len(bodies) > 2  # continuations were sent
+    assert len({b["options"]["num_ctx"] for b in bodies}) == 1
+    assert {b["keep_alive"] for b in bodies} == {"30m"}
+    assert cli("verify", "reviews").code == 0
