@@ -69,6 +69,9 @@ class ServerError(ReviewError):
     """The server could not be reached, or refused the request (after retries)."""
 
     exit_code = 5
+    #: Nothing came back at all (refused, or timed out): the server failed, not the
+    #: request; a batch over several servers drains it.
+    unreachable: bool = False
 
 
 class BadResponse(ReviewError):

@@ -211,6 +211,14 @@ def send_split(review: SplitReview, *, progress: ProgressFn | None = None) -> Sp
     from deepseek_review.reviewing.pipeline import make_client
     from deepseek_review.reviewing.split_run import run_split
 
+    if review.options.pool:  # --endpoint given more than once: the parts spread over them
+        import threading
+
+        from deepseek_review.reviewing.pool import PoolSender
+
+        stop = threading.Event()  # never set: an interruption stops the parts themselves
+        with naming_as(review.names), PoolSender(review.options, review.jobs, stop) as pool:
+            return run_split(review, pool, progress=progress)
     with naming_as(review.names), make_client(review.endpoint, review.options) as client:
         return run_split(review, client, progress=progress)
 

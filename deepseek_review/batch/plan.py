@@ -9,12 +9,14 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from deepseek_review.batch.manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from deepseek_review.batch.resume import existing_chain, index_folder, trusted_files
+from deepseek_review.batch.sizing import one_context_per_model
+from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import refuse_over_cap
 from deepseek_review.chat.transport import tls_context
 from deepseek_review.chat.types import RetryPolicy, Timeouts
@@ -51,6 +53,10 @@ class BatchOptions:
     shard: str | None = None
     """``K/N`` (0-based K): run only the entries whose topic hashes to shard K of N."""
     jobs: int = default("jobs")
+    endpoints: tuple[Endpoint, ...] = ()
+    """The servers of a pool (``--endpoint`` given more than once, with their keys): the
+    entries whose endpoint is the operator's are spread over them (:mod:`.batch.pool`)."""
+    jobs_per_endpoint: int | None = None
     fail_fast: bool = default("fail_fast")
     max_total_tokens: int | None = default("max_total_tokens")
     max_cost: float | None = default("max_cost")
@@ -161,22 +167,27 @@ def _check_folders(planned: PlannedManifest, folders: list[Path]) -> None:
 
 
 def _decide(
-    planned: PlannedManifest, folders: list[Path], options: BatchOptions
+    planned: PlannedManifest,
+    folders: list[Path],
+    options: BatchOptions,
+    own: tuple[PlannedEntry, ...],
 ) -> tuple[list[Work], list[str]]:
     """What to do with each entry (skip it: nothing new, or its review complete on disk;
     continue its truncated chain; or review it anew), and the orphan answers in ``folders``."""
     indexes = {folder: index_folder(planned.root, folder) for folder in folders}
     trusted = trusted_files(options.trusted_rev, planned.root, folders)
     work = []
-    for p in planned.entries:
+    for p, alone in zip(planned.entries, own, strict=True):
         if p.nothing_new is not None:
             work.append(Work(p, "skip", reason=p.nothing_new))
             continue
-        chain = (
-            existing_chain(indexes[p.plan.out_dir], planned.root, p, trusted)
-            if options.resume
-            else None
-        )
+        pooled = len(options.endpoints) > 1 and p.plan.endpoint.source == "endpoint"
+        chain = None
+        if options.resume:
+            idx = indexes[p.plan.out_dir]
+            chain = existing_chain(idx, planned.root, p, trusted, any_server=pooled)
+            if chain is None and alone is not p:  # sent with the entry's own num_ctx step
+                chain = existing_chain(idx, planned.root, alone, trusted, any_server=pooled)
         if chain is None:
             work.append(Work(p, "new"))
         elif chain[-1].finish_reason == "length":
@@ -217,6 +228,8 @@ def prepare_batch(
         plan=plan,
         outputs=_report_output(options),
     )
+    own = planned.entries  # as ``run`` would send each (resume finds those too)
+    planned = replace(planned, entries=one_context_per_model(own))
     folders = list(dict.fromkeys(p.plan.out_dir for p in planned.entries))
     _check_folders(planned, folders)  # before anything is sent (a dry run finds it too)
     removed: list[str] = []
@@ -224,7 +237,7 @@ def prepare_batch(
         for folder in folders:
             for path in remove_stale_temp_files(folder):
                 removed.append(path.relative_to(planned.root).as_posix())
-    work, orphans = _decide(planned, folders, options)
+    work, orphans = _decide(planned, folders, options, own)
     _refuse_over_cap(work)
     for thread in tls:
         thread.join()

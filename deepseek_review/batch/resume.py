@@ -32,6 +32,8 @@ class FolderIndex:
 
     receipts: ReceiptIndex[ChainSegment]
     primaries: dict[tuple[str, str], list[ChainSegment]] = field(default_factory=dict)
+    by_prompt: dict[str, list[ChainSegment]] = field(default_factory=dict)
+    """The primaries by ``prompt_sha256`` alone, whichever server answered (a pool)."""
     files: set[str] = field(default_factory=set)
     """Every file of the folder, repo-relative."""
     orphans: list[str] = field(default_factory=list)
@@ -65,6 +67,7 @@ def index_folder(root: Path, folder: Path) -> FolderIndex:
             seg = entry.item
             key = (seg.receipt.prompt_sha256, canonical(seg.receipt.endpoint))
             idx.primaries.setdefault(key, []).append(seg)
+            idx.by_prompt.setdefault(key[0], []).append(seg)
     idx.orphans = [prefix + n for n in orphan_files(names)]
     return idx
 
@@ -98,18 +101,28 @@ def trusted_files(trusted_rev: str | None, root: Path, folders: list[Path]) -> s
 
 
 def existing_chain(
-    idx: FolderIndex, root: Path, planned: PlannedEntry, trusted: set[str] | None = None
+    idx: FolderIndex,
+    root: Path,
+    planned: PlannedEntry,
+    trusted: set[str] | None = None,
+    *,
+    any_server: bool = False,
 ) -> list[ChainSegment] | None:
     """The chain of an earlier run of exactly this request, if one exists.
 
-    A primary counts when its receipt's ``prompt_sha256`` and endpoint equal the plan's, its
+    A primary counts when its receipt's ``prompt_sha256`` and endpoint equal the plan's (with
+    ``any_server``, a batch over a pool of interchangeable servers: whichever answered), its
     file name carries the entry's topic, its request record exists, and every answer file of
     its chain is there. A complete chain is preferred, then the longest, then the newest.
     """
     plan = planned.plan
-    key = (plan.prepared.prompt_sha256, canonical(plan.endpoint.url))
+    sha = plan.prepared.prompt_sha256
+    if any_server:
+        candidates = idx.by_prompt.get(sha, [])
+    else:
+        candidates = idx.primaries.get((sha, canonical(plan.endpoint.url)), [])
     chains = []
-    for primary in idx.primaries.get(key, []):
+    for primary in candidates:
         if primary.record is None or topic_of(primary.answer_path) != planned.topic:
             continue
         chain = _walk(idx, primary)

@@ -24,9 +24,10 @@ import contextvars
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from deepseek_review.batch.plan import (
@@ -53,19 +54,24 @@ from deepseek_review.batch.schedule import (
     Board,
     EntryEvents,
     EventFn,
+    PoolGate,
     Progress,
     RequestSlots,
 )
+from deepseek_review.batch.sizing import keep_loaded
 from deepseek_review.chat.client import ChatClient
+from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.retry import Throttle
 from deepseek_review.chat.server_hints import Advice
 from deepseek_review.chat.transport import make_http_client
-from deepseek_review.errors import Interrupted, ReviewError
+from deepseek_review.errors import Interrupted, ReviewError, ServerError
 from deepseek_review.ollama import pricing
 from deepseek_review.options.table import name_of, naming_as, naming_at
 from deepseek_review.records.stored import ChainSegment
 from deepseek_review.reviewing.job import JobResult, job_from_plan, run_job
+from deepseek_review.reviewing.job_spec import Job
 from deepseek_review.reviewing.plan import ReviewPlan
+from deepseek_review.reviewing.pool import Pool, affinity
 from deepseek_review.reviewing.segment import Segment
 from deepseek_review.util.logs import log
 
@@ -88,9 +94,9 @@ __all__ = [
 ]
 
 
-def _client_key(plan: ReviewPlan) -> tuple[str, str | None, Advice]:
+def _client_key(plan: ReviewPlan, ep: Endpoint) -> tuple[str, str | None, Advice]:
     """Entries share a client when they share its endpoint, key and hints (--server)."""
-    ep, options = plan.endpoint, plan.options
+    options = plan.options
     return ep.url, ep.api_key, Advice.of(ep, options.continuation.server, options.api_key_env)
 
 
@@ -108,9 +114,15 @@ class _Runner:
         self.root = prepared.planned.root
         self.on_event = on_event
         self.now = now
+        self.pool = (
+            Pool(options.endpoints, options.jobs, options.jobs_per_endpoint, stop)
+            if len(options.endpoints) > 1
+            else None
+        )
         spend = pricing.Spend(pricing.parse(options.prices), options.max_cost)
         for w in prepared.work:  # before anything is sent: every cost must be countable
-            spend.check_priced(w.planned.plan.options.model, w.planned.plan.endpoint.url)
+            for ep in self._endpoints(w.planned.plan):
+                spend.check_priced(w.planned.plan.options.model, ep.url)
         self.board = Board(
             len(prepared.work),
             stop,
@@ -121,26 +133,45 @@ class _Runner:
         self.slots = RequestSlots(options.jobs, self.board)
         self.http = make_http_client(
             options.timeouts,
-            https=any(w.planned.plan.endpoint.url.startswith("https:") for w in prepared.work),
+            https=any(
+                ep.url.startswith("https:")
+                for w in prepared.work
+                for ep in self._endpoints(w.planned.plan)
+            ),
         )
         # One client per endpoint, key and hints, sharing one set of connections; one throttle
-        # per endpoint, so a 429 slows every job sending there.
+        # per endpoint (a pool's server: its own), so a 429 slows every job sending there.
         throttles: dict[str, Throttle] = {}
         self.clients: dict[tuple[str, str | None, Advice], ChatClient] = {}
         for w in prepared.work:
-            ep = w.planned.plan.endpoint
-            throttle = throttles.setdefault(ep.url, Throttle(stop))
-            key = _client_key(w.planned.plan)
-            if key not in self.clients:
-                self.clients[key] = ChatClient(
-                    ep.url,
-                    ep.api_key,
-                    policy=options.retry,
-                    timeouts=options.timeouts,
-                    throttle=throttle,
-                    http=self.http,
-                    advice=key[2],
-                )
+            plan = w.planned.plan
+            if self.pool is not None and self._pooled(plan):
+                sends = [(s.serving(plan.endpoint), s.throttle) for s in self.pool.servers]
+            else:
+                sends = [(plan.endpoint, throttles.setdefault(plan.endpoint.url, Throttle(stop)))]
+            for ep, throttle in sends:
+                key = _client_key(plan, ep)
+                if key not in self.clients:
+                    self.clients[key] = ChatClient(
+                        ep.url,
+                        ep.api_key,
+                        policy=options.retry,
+                        timeouts=options.timeouts,
+                        throttle=throttle,
+                        http=self.http,
+                        advice=key[2],
+                    )
+
+    def _pooled(self, plan: ReviewPlan) -> bool:
+        """The entry goes to the pool: its endpoint is the operator's (a manifest entry that
+        names its own server is sent there)."""
+        return self.pool is not None and plan.endpoint.source == "endpoint"
+
+    def _endpoints(self, plan: ReviewPlan) -> list[Endpoint]:
+        """Where the entry may be sent: its endpoint, or each server of the pool."""
+        if self.pool is None or not self._pooled(plan):
+            return [plan.endpoint]
+        return [s.serving(plan.endpoint) for s in self.pool.servers]
 
     # -- one entry (a worker thread) -----------------------------------------------------
 
@@ -189,25 +220,17 @@ class _Runner:
         error: str | None = None
         try:
             existing = _loaded(self.root, work.existing)
-            # Continuations already on disk count against the cap.
-            left = max(cap - (len(existing) - 1), 0) if existing else None
-            first = work.existing[0].record if work.existing else None
-            job = job_from_plan(
-                plan,
-                existing,
-                max_continuations=left,
-                label=work.topic,
-                existing_git=None if first is None else first.git,
-            )
-            client = self.clients[_client_key(plan)]
-            run_job(
-                job,
-                client,
-                gate=self.slots.gate(work.planned.entry.index),
-                events=events,
-                result=done,
-                now=self.now,
-            )
+            if self._pooled(plan):
+                self._on_pool(work, existing, events, done)
+            else:
+                run_job(
+                    self._job(work, existing),
+                    self.clients[_client_key(plan, plan.endpoint)],
+                    gate=self.slots.gate(work.planned.entry.index),
+                    events=events,
+                    result=done,
+                    now=self.now,
+                )
             if done.not_started:
                 return self._not_started(work)
             status = "truncated" if done.segments[-1].truncated else "ok"
@@ -235,18 +258,70 @@ class _Runner:
             **segments_usage(segments),
         )
 
+    def _job(self, work: Work, chain: tuple[Segment, ...]) -> Job:
+        """The entry's job, extending ``chain`` (what exists of it) when there is one."""
+        plan = work.planned.plan
+        cap = plan.options.continuation.max_continuations
+        # Continuations already on disk count against the cap.
+        left = max(cap - (len(chain) - 1), 0) if chain else None
+        first = work.existing[0].record if work.existing else None
+        job = job_from_plan(
+            plan,
+            chain,
+            max_continuations=left,
+            label=work.topic,
+            existing_git=plan.pins if first is None else first.git,
+        )
+        return job._replace(keep_loaded=keep_loaded(plan.prepared))
+
+    def _on_pool(
+        self, work: Work, chain: tuple[Segment, ...], events: EntryEvents, done: JobResult
+    ) -> None:
+        """The entry on a server of the pool: the one chosen as its first request gets a slot;
+        if that server stops answering, it is drained and the entry (what it wrote of its
+        chain kept) goes on on another."""
+        assert self.pool is not None
+        plan = work.planned.plan
+        gate = PoolGate(self.slots, self.pool, work.planned.entry.index, affinity(plan))
+        while True:
+            server = gate.start(first=not done.started)
+            if server is None:
+                if not done.started:
+                    done.not_started = True
+                    return
+                raise Interrupted("interrupted before sending")
+            ep = server.serving(plan.endpoint)
+            events.url, events.on_answer = ep.url, partial(self.pool.answered, server)
+            try:
+                run_job(
+                    self._job(work, chain)._replace(endpoint=ep),
+                    self.clients[_client_key(plan, ep)],
+                    gate=gate,
+                    events=events,
+                    result=done,
+                    now=self.now,
+                )
+                return
+            except ServerError as exc:
+                self.pool.drain_or_raise(server, exc)
+                chain = tuple(done.segments)
+            finally:
+                gate.abandon()
+
     # -- the main thread -----------------------------------------------------------------
 
     def run(self) -> BatchReport:
         """Every entry: the skipped reported at once, the others reviewed by the workers."""
         results: dict[int, EntryReport] = {}
-        todo = self._skip(results)
+        todo = _grouped(self._skip(results))
         self.board.drain(self.on_event)
         try:
             self._work(todo, results)
         finally:
             self.http.close()
         self.board.drain(self.on_event)
+        if self.pool is not None:
+            log.info("answers by server: %s", self.pool.served())
         return self._report(results)
 
     def _skip(self, results: dict[int, EntryReport]) -> list[tuple[int, Work]]:
@@ -316,6 +391,14 @@ class _Runner:
             entries_in_manifest=planned.total_entries,
             elapsed=time.monotonic() - board.started,
         )
+
+
+def _grouped(todo: list[tuple[int, Work]]) -> list[tuple[int, Work]]:
+    """The entries to run, those that share their model and context back to back (in the
+    order each group first appears): a server's prefix cache, and on Ollama its loaded
+    model, serve the next of them. Otherwise the manifest's order."""
+    groups: dict[Hashable, int] = {}
+    return sorted(todo, key=lambda iw: groups.setdefault(affinity(iw[1].planned.plan), len(groups)))
 
 
 def _loaded(root: Path, chain: tuple[ChainSegment, ...]) -> tuple[Segment, ...]:

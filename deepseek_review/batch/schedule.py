@@ -14,16 +14,18 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from deepseek_review.batch.plan import Action
 from deepseek_review.batch.report import STATUSES, EntryReport
+from deepseek_review.chat.endpoint import safe_url
 from deepseek_review.chat.types import Completion
-from deepseek_review.errors import ReviewError
+from deepseek_review.errors import ReviewError, ServerError
 from deepseek_review.ollama import pricing
 from deepseek_review.options.table import name_of
+from deepseek_review.reviewing.pool import Pool, Server
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,63 @@ class EntryGate:
         self._slots.release()
 
 
+class PoolGate:
+    """A review's view of the slots in a batch over several servers: one of the batch's
+    ``jobs`` and one of a server's. :meth:`start` holds both for the next request and chooses
+    its server (the review's client is that server's); the chain's later requests stay
+    there. A server drained under it ends the job with an unreachable :class:`ServerError`,
+    and the review starts again on another (:meth:`start`)."""
+
+    def __init__(self, slots: RequestSlots, pool: Pool, index: int, key: Hashable) -> None:
+        self._slots, self._pool, self._index, self._key = slots, pool, index, key
+        self.server: Server | None = None
+        self._held = False
+
+    def start(self, *, first: bool) -> Server | None:
+        """Hold a slot for the review's next request on the server chosen for it; None when
+        nothing may start (halted, stopped). ``first``: the review's first request, which
+        takes its turn."""
+        if not self._slots.acquire(first=first, key=self._index if first else None):
+            return None
+        try:
+            server = self._pool.take(self._key)
+        except ServerError:
+            self._slots.release()
+            raise
+        if server is None:
+            self._slots.release()
+            return None
+        self.server, self._held = server, True
+        return server
+
+    def acquire(self, *, first: bool) -> bool:
+        if self._held:  # the slots :meth:`start` took
+            self._held = False
+            return True
+        if not self._slots.acquire(first=False):
+            return False
+        server = self.server
+        if server is None or self._pool.take(self._key, on=server) is None:
+            self._slots.release()
+            if server is not None and not server.alive:
+                error = ServerError(f"{safe_url(server.url)} was drained")
+                error.unreachable = True
+                raise error
+            return False
+        return True
+
+    def release(self) -> None:
+        if self.server is not None:
+            self._pool.give_back(self.server)
+        self._slots.release()
+
+    def abandon(self) -> None:
+        """The job ended before using the slots :meth:`start` held: give them back."""
+        if self._held:
+            self._held = False
+            self.release()
+
+
 class EntryEvents:
     """One entry's :class:`~deepseek_review.reviewing.job.EventSink`: its requests, counted and told
     to the board as events naming the entry."""
@@ -309,6 +368,8 @@ class EntryEvents:
         """HTTP requests sent for the entry (retries included)."""
         self.started = False
         """The review started: its first request got a slot and was sent."""
+        self.on_answer: Callable[[], None] | None = None
+        """Told of each answer (a pool: the server that gave it)."""
         self._answered: tuple[int, bool] | None = None
 
     def sending(self, *, first: bool, note: str | None) -> None:
@@ -338,6 +399,8 @@ class EntryEvents:
             b.received_estimated = b.received_estimated or estimated
             b.streaming.pop(self, None)
         self._answered = (tokens, estimated)
+        if self.on_answer is not None:
+            self.on_answer()
         b.check_halts()
         b.spend.add(completion, model, self.url)
         b.check_halts()

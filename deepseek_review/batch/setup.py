@@ -13,6 +13,7 @@ from deepseek_review.chat.types import RetryPolicy, Timeouts
 from deepseek_review.git.runner import find_repo_root
 from deepseek_review.options.merge import configured_layer, given_layer, given_options, merge
 from deepseek_review.options.table import OPTIONS, in_scope
+from deepseek_review.reviewing.setup import operator_pool
 
 
 def batch_options(
@@ -29,6 +30,7 @@ def batch_options(
     root = find_repo_root(repo_root)
     run_keys = [o.key for o in in_scope("batch") if not o.review and not o.argument]
     configured = configured_layer(root, env)
+    given, endpoints = operator_pool(given, configured, env)
     values = merge([given_layer(given), configured], run_keys)
     v = {k: s.value for k, s in values.items()}
     options = BatchOptions(
@@ -38,6 +40,8 @@ def batch_options(
         repo_root=str(root),
         shard=v["shard"],
         jobs=v["jobs"],
+        endpoints=endpoints,
+        jobs_per_endpoint=v["jobs_per_endpoint"],
         fail_fast=v["fail_fast"],
         max_total_tokens=v["max_total_tokens"],
         max_cost=v["max_cost"],

@@ -186,7 +186,10 @@ class ChatClient:
             if exc.cap is not None and attempts < self.policy.max_attempts:
                 suffix += f"; a failure of this kind is tried at most {exc.cap} times"
             suffix += ")"
-            raise type(final)(final.message + suffix, hint=final.hint) from None
+            again = type(final)(final.message + suffix, hint=final.hint)
+            if isinstance(final, ServerError) and isinstance(again, ServerError):
+                again.unreachable = final.unreachable
+            raise again from None
         raise AssertionError("unreachable: tenacity returned without an outcome")
 
     @contextlib.contextmanager
@@ -257,6 +260,8 @@ class ChatClient:
                 ) as resp,
             ):
                 if resp.status_code != 200:
+                    if resp.status_code in (429, 503):
+                        self.throttle.busy()
                     raise refusals.status_error(self, resp, model)
                 answered = True
                 ctype = resp.headers.get("content-type", "")
@@ -267,9 +272,8 @@ class ChatClient:
             if deadline.passed(end):
                 raise Retryable(refusals.total_timeout(self)) from None
             kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
-            raise Retryable(
-                ServerError(f"{self.url}: {kind} timeout", hint=refusals.timeout_hint(kind))
-            ) from None
+            error = ServerError(f"{self.url}: {kind} timeout", hint=refusals.timeout_hint(kind))
+            raise Retryable(_unreachable(error)) from None
         except bodyread.TooBig as exc:
             raise refusals.too_big(self, exc) from None
         except bodyread.BodyError as exc:
@@ -290,6 +294,11 @@ class ChatClient:
             # that refuses may be restarting.
             local = refused and is_loopback_host(httpx.URL(self.url).host)
             raise Retryable(
-                ServerError(f"cannot reach {self.url}: {why}", hint=hint),
+                _unreachable(ServerError(f"cannot reach {self.url}: {why}", hint=hint)),
                 cap=FAST_FAIL_ATTEMPTS if local else None,
             ) from None
+
+
+def _unreachable(error: ServerError) -> ServerError:
+    error.unreachable = True
+    return error

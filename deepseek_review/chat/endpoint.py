@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from deepseek_review.errors import ConfigError
-from deepseek_review.options.option import ALLOWED_ENV
+from deepseek_review.options.option import ALLOWED_ENV, ENDPOINTS_ENV
 from deepseek_review.options.table import ENV_PREFIX, OPTIONS, name_of
 
 CHAT_PATH = "/v1/chat/completions"
@@ -234,6 +234,20 @@ def allowed_endpoints(env: Mapping[str, str]) -> list[str]:
     and receipts name (and the key travel to), separated by spaces or commas."""
     raw = env.get(ALLOWED_ENV, "")
     return [chat_url(v, what=ALLOWED_ENV) for v in re.split(r"[\s,]+", raw) if v]
+
+
+def endpoint_pool(given: str | Sequence[str] | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The servers the operator named for one run: each ``--endpoint`` given, else
+    ``DEEPSEEK_REVIEW_ENDPOINTS`` (separated by spaces or commas); canonical chat URLs, each
+    once, in the order given; () when neither names any. Never read from a file under review:
+    only the operator spreads a run over servers (and so over keys)."""
+    if isinstance(given, str):
+        return (chat_url(given),)
+    if given:
+        return tuple(dict.fromkeys(chat_url(v) for v in given))
+    raw = env.get(ENDPOINTS_ENV, "")
+    named = (chat_url(v, what=ENDPOINTS_ENV) for v in re.split(r"[\s,]+", raw) if v)
+    return tuple(dict.fromkeys(named))
 
 
 def _read_key(env: Mapping[str, str], key_env: str | None) -> str | None:

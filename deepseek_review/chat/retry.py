@@ -49,6 +49,9 @@ class Throttle:
         with self._lock:
             self._not_before = max(self._not_before, time.monotonic() + seconds)
 
+    def busy(self) -> None:
+        """The server answered 429 or 503 (too busy): a pool gives it fewer requests at once."""
+
     def wait_turn(self) -> None:
         while True:
             with self._lock:

@@ -62,7 +62,7 @@ def batch(flags: Flags) -> None:
                 f"sending; first: {first[0]}: {first[1]}"
             )
         return
-    _log_start(plan.prepared, plan.options.jobs)
+    _log_start(plan.prepared, plan.options.jobs, len(plan.options.endpoints))
     stop = threading.Event()
     progress = BatchProgress(sys.stderr)
     with graceful_stop(stop, Interrupted.exit_code), progress.attached(), api.signed_with(key):
@@ -98,7 +98,7 @@ def _raise_unless_complete(result: Any, report: Path | None) -> None:
 # --------------------------------------------------------------------------- rendering
 
 
-def _log_start(prepared: Any, jobs: int) -> None:
+def _log_start(prepared: Any, jobs: int, servers: int = 0) -> None:
     work = prepared.work
     new = sum(1 for w in work if w.action == "new")
     cont = sum(1 for w in work if w.action == "continue")
@@ -106,13 +106,14 @@ def _log_start(prepared: Any, jobs: int) -> None:
     shard = prepared.planned.shard
     of = f" (shard {shard} of {prepared.planned.total_entries} entries)" if shard else ""
     log.info(
-        "batch: %s%s: %d to run, %d to continue, %d already done; %d at a time",
+        "batch: %s%s: %d to run, %d to continue, %d already done; %d at a time%s",
         plural(len(work), "review"),
         of,
         new,
         cont,
         skip,
         jobs,
+        f" over {servers} servers" if servers > 1 else "",
     )
     if prepared.orphans:
         log.warning(

@@ -72,7 +72,7 @@ def _completion(option: Option) -> dict[str, Any]:
     return choice_settings(choices(option))
 
 
-def _parameter(option: Option) -> inspect.Parameter:
+def _parameter(option: Option, command: str) -> inspect.Parameter:
     """The typer parameter of ``option``: its type as the annotation and typer's Option or
     Argument as the default. The value is None ("not given") unless it is a plain switch (False) or
     required (``...``); the table fills in the real default later."""
@@ -89,7 +89,7 @@ def _parameter(option: Option) -> inspect.Parameter:
                 kind = bool | None
             else:
                 kind, default = bool, False
-        elif option.kind == "paths":
+        elif option.kind == "paths" or command in option.repeats:
             kind = list[str] | None
         else:
             kind = kind | None
@@ -105,7 +105,7 @@ def _parameter(option: Option) -> inspect.Parameter:
 
 def parameters(command: str) -> list[inspect.Parameter]:
     """The typer parameters of ``command``: its options from the table, in table order."""
-    return [_parameter(option) for option in in_scope(command)]
+    return [_parameter(option, command) for option in in_scope(command)]
 
 
 class Flags:

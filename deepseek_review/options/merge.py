@@ -39,6 +39,9 @@ def given_options(given: Mapping[str, Any], scope: str, what: str) -> dict[str, 
         if value is None:
             continue
         streamed = key == "prompt" and hasattr(value, "read")  # the text comes from a stream
+        if scope in OPTIONS[key].repeats and isinstance(value, list | tuple):
+            out[key] = tuple(check(key, v) for v in value)  # one value per server of a pool
+            continue
         out[key] = value if streamed else check(key, value)
     return out
 

@@ -26,6 +26,9 @@ ENV_PREFIX = "DEEPSEEK_REVIEW_"
 #: allows (:mod:`deepseek_review.chat.endpoint`) and the crash points of the fault tests
 #: (:mod:`deepseek_review.records.storage`). Named here so a misspelt variable is caught.
 ALLOWED_ENV = ENV_PREFIX + "ALLOWED_ENDPOINTS"
+#: The servers of a pool (``batch``, ``run --split``), as ``--endpoint`` given more than once:
+#: read where the pool is made (:mod:`deepseek_review.batch.setup`), never from a file.
+ENDPOINTS_ENV = ENV_PREFIX + "ENDPOINTS"
 CRASH_ENV = ENV_PREFIX + "CRASH_AT"
 
 
@@ -66,6 +69,9 @@ class Option(NamedTuple):
     current folder: the command line converts them)."""
     aliases: tuple[str, ...] = ()
     """Other spellings of the flag that a command line also accepts (an older name)."""
+    repeats: frozenset[str] = frozenset()
+    """Commands on which the flag may be given more than once, each value one more of its
+    kind (``--endpoint``: the servers of a pool); one value elsewhere."""
 
     @property
     def long_flag(self) -> str:

@@ -46,6 +46,10 @@ TABLE: tuple[Option, ...] = (
            "Reviews sent at the same time (run --split: parts, given on the command line; "
            "else one at a time)", frozenset({"batch", "run"}) | _SETTING, short="-j",
            check=AtLeast(1)),
+    Option("jobs_per_endpoint", "int", None,
+           "Requests each server of a pool (--endpoint given more than once) gets at once; "
+           "one that answers 429 or 503 is given fewer", frozenset({"batch", "run"}) | _SETTING,
+           default_text="--jobs spread evenly over the servers", check=AtLeast(1)),
     Option("shard", "str", None,
            "K/N: run only shard K (0-based) of N, split by a hash of the topic",
            frozenset({"batch"})),
@@ -88,10 +92,12 @@ TABLE: tuple[Option, ...] = (
                          "starting with a letter or digit")),
     Option("model", "str", "deepseek-v4-flash", "Model name as the server knows it",
            _REVIEW | _SETTING, check=NotBlank(), review=True),
-    Option("endpoint", "str", None, "Chat-completions URL or base URL",
+    Option("endpoint", "str", None,
+           "Chat-completions URL or base URL (batch, run --split: repeat it, or set "
+           "DEEPSEEK_REVIEW_ENDPOINTS, to spread the reviews over several servers)",
            _REVIEW | _SETTING | _CONT,
            default_text="OLLAMA_HOST, else localhost:11434; continue: the receipt's",
-           review=True, origin_matters=True),
+           review=True, origin_matters=True, repeats=frozenset({"batch", "run"})),
     Option("api_key_env", "str", None, "Environment variable holding the API key",
            frozenset({"run", "continue", "batch", ENV}),
            default_text="OLLAMA_API_KEY, sent over https only", review=True, refusal=_SECRET),

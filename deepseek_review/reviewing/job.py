@@ -58,6 +58,7 @@ from deepseek_review.reviewing.request import (
     message_sizes,
     prepare,
     sent_contents,
+    with_native_fields,
 )
 from deepseek_review.reviewing.segment import Segment, SegmentSpec, write_segment
 from deepseek_review.util.logs import log
@@ -339,6 +340,8 @@ class _Run:
         )
         sizes = message_sizes(messages)  # counted once: the body and the estimate
         prepared = prepare(body, messages, sizes=sizes)
+        if job.keep_loaded is not None:
+            prepared = with_native_fields(prepared, *job.keep_loaded, at_least=True)
         estimate = estimate_sizes(sizes)
         count = counter_for(self.client.url, body.model).estimate(sizes)
         preflight(

@@ -142,6 +142,9 @@ class Job(NamedTuple):
     """What the chain's primary record pins in git (:mod:`context.pins`), pinned by every
     continuation's record too: the same files, so the whole chain rebuilds from the same
     blobs after the working tree moved on."""
+    keep_loaded: tuple[int, Any] | None = None
+    """A batch on Ollama's native API (:mod:`batch.sizing`): ``num_ctx`` at least, and the
+    ``keep_alive``, of its continuations, so they do not reload the model either."""
 
 
 def job_from_plan(

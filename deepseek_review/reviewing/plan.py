@@ -131,6 +131,12 @@ class ReviewOptions:
     max_run_tokens: int | None = None
     """The operator's cap on what the run may use (flag or environment, never a repository
     file): a review whose worst case is over it is refused before it is sent."""
+    pool: tuple[Endpoint, ...] = ()
+    """``run --split`` over several servers (``--endpoint`` given more than once, with their
+    keys): its parts are spread over them (:mod:`.reviewing.pool`); ``endpoint`` is the one
+    it is planned with."""
+    jobs_per_endpoint: int | None = None
+    """Requests each server of ``pool`` gets at once (None: ``jobs`` spread evenly)."""
 
     def body_options(self) -> BodyOptions:
         return BodyOptions(

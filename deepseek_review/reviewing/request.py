@@ -199,3 +199,24 @@ def sent_contents(body_bytes: bytes) -> list[str]:
     """The message texts of a body that was sent (a continuation repeats them): read back
     from the body, as they were never joined anywhere else."""
     return [m["content"] for m in json.loads(body_bytes)["messages"]]
+
+
+def with_native_fields(
+    prepared: PreparedRequest, num_ctx: int, keep_alive: Any, *, at_least: bool = False
+) -> PreparedRequest:
+    """A native (``--api ollama``) request sent with ``num_ctx`` (``at_least``: unless it
+    needs more) and, unless its extra body sets one, ``keep_alive``: a batch's
+    (:mod:`deepseek_review.batch.sizing`). The body is read back and written again in
+    canonical form, so its bytes are what :func:`prepare` makes of those fields (the record
+    keeps them: ``verify`` rebuilds the same bytes)."""
+    body = json.loads(prepared.body_bytes)
+    options = body.get("options", {})
+    if at_least:
+        num_ctx = max(num_ctx, options.get("num_ctx", 0))
+    body["options"] = {**options, "num_ctx": num_ctx}
+    body.setdefault("keep_alive", keep_alive)
+    fields = {k: v for k, v in body.items() if k != "messages"}
+    body_bytes = canonical_json(body)
+    return replace(
+        prepared, body_bytes=body_bytes, prompt_sha256=sha256_tag(body_bytes), sent_fields=fields
+    )

@@ -4,11 +4,13 @@ same way for the command line, the library and every batch entry."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from deepseek_review.chat.endpoint import Endpoint, endpoint_pool, resolve_endpoint
 from deepseek_review.chat.types import RetryPolicy, Timeouts
 from deepseek_review.context.gather import ContextLimits
 from deepseek_review.context.git_plan import GitOptions
@@ -23,6 +25,7 @@ from deepseek_review.options.merge import (
     given_options,
     merge,
 )
+from deepseek_review.options.option import ENDPOINTS_ENV
 from deepseek_review.options.table import name_of
 from deepseek_review.reviewing.plan import ContinuationOptions, ReviewOptions
 
@@ -167,6 +170,48 @@ def review_setup(
     :func:`options.table.naming_as`)."""
     given = given_options(given, "run", "review()")
     root = find_repo_root(repo_root)
-    values = merge([given_layer(given), configured_layer(root, env)], list(REVIEW_FIELDS))
+    configured = configured_layer(root, env)
+    asked = given
+    given, pool = operator_pool(given, configured, env)
+    values = merge([given_layer(given), configured], [*REVIEW_FIELDS, "jobs_per_endpoint"])
+    if not values["split"].value:
+        _refuse_several(asked.get("endpoint"), pool)
     prompt = _prompt(given, values["max_context_bytes"].value, root)
-    return root, build_review_options(values, prompt, root), spellings(values)
+    options = build_review_options(values, prompt, root)
+    if pool:
+        per = values["jobs_per_endpoint"].value
+        options = dataclasses.replace(options, pool=pool, jobs_per_endpoint=per)
+    return root, options, spellings(values)
+
+
+def _refuse_several(given: str | tuple[str, ...] | None, pool: tuple[Endpoint, ...]) -> None:
+    """One review goes to one server: ``--endpoint`` given more than once (or
+    ``DEEPSEEK_REVIEW_ENDPOINTS`` naming several) is refused unless ``split`` spreads parts."""
+    how = f"unless {name_of('split')} spreads the review's parts over several servers"
+    if isinstance(given, tuple) and len(given) > 1:
+        raise ConfigError(
+            f"{name_of('endpoint')} was given more than once; it takes one value {how}"
+        )
+    if pool:
+        raise ConfigError(f"{ENDPOINTS_ENV} names {len(pool)} servers; run takes one {how}")
+
+
+def operator_pool(
+    given: Mapping[str, Any], configured: Mapping[str, Setting], env: Mapping[str, str] | None
+) -> tuple[dict[str, Any], tuple[Endpoint, ...]]:
+    """The servers the operator named (``--endpoint`` each time given, else
+    ``DEEPSEEK_REVIEW_ENDPOINTS``), each with the key that may go there, when there are two
+    or more; and ``given`` with the one endpoint entries are planned with: the first that is
+    not loopback (so the secret scan is the strictest any server of the pool needs), else
+    the first."""
+    env = os.environ if env is None else env
+    urls = endpoint_pool(given.get("endpoint"), env)
+    out = dict(given)
+    if len(urls) < 2:
+        if urls and not isinstance(given.get("endpoint"), str):
+            out["endpoint"] = urls[0]
+        return out, ()
+    key_env = merge([given_layer(given), configured], ["api_key_env"])["api_key_env"].value
+    pool = tuple(resolve_endpoint(u, env, key_env=key_env) for u in urls)
+    out["endpoint"] = next((ep.url for ep in pool if not ep.is_loopback), urls[0])
+    return out, pool

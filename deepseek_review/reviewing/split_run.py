@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from deepseek_review.chat.client import ChatClient
     from deepseek_review.chat.types import ProgressFn
     from deepseek_review.records.stored import ChainSegment
+    from deepseek_review.reviewing.pipeline import ReviewResult
+    from deepseek_review.reviewing.pool import PoolSender
 
 
 @dataclass
@@ -153,7 +155,7 @@ def _from_chain(chain: Sequence[ChainSegment]) -> list[tuple[str, str, str]]:
 
 def run_split(
     review: SplitReview,
-    client: ChatClient,
+    client: ChatClient | PoolSender,
     *,
     progress: ProgressFn | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -185,7 +187,7 @@ def run_split(
 
 def _run_parts(
     review: SplitReview,
-    client: ChatClient,
+    client: ChatClient | PoolSender,
     chains: dict[str, list[list[ChainSegment]]],
     outcomes: list[PartOutcome],
     progress: ProgressFn | None,
@@ -224,21 +226,19 @@ def _run_parts(
 
 def _send_part(
     review: SplitReview,
-    client: ChatClient,
+    client: ChatClient | PoolSender,
     p: PlannedPart,
     o: PartOutcome,
     progress: ProgressFn | None,
 ) -> None:
     """Send one part as an ordinary review; a failure is the outcome's, not raised (but an
     interruption is)."""
-    from deepseek_review.reviewing.pipeline import send_review
-
     n = len(review.parts)
     files = plural(len(p.part.files), "file")
     log.info("part %d of %d: %s (~%d tokens)", o.number, n, files, p.plan.token_estimate)
     o.status = "failed"  # until it is done
     try:
-        result = send_review(p.plan, client, progress=progress)
+        result = _sent(client, p.plan, progress)
     except Interrupted:
         raise
     except ReviewError as exc:
@@ -253,6 +253,18 @@ def _send_part(
             hint=f"raise {name_of('max_continuations')} or "
             f"{name_of('continuation_max_tokens')} and run again",
         )
+
+
+def _sent(
+    via: ChatClient | PoolSender, plan: ReviewPlan, progress: ProgressFn | None
+) -> ReviewResult:
+    """A part, merge or synthesis sent to the one server, or to the pool's choice."""
+    from deepseek_review.reviewing.pipeline import send_review
+    from deepseek_review.reviewing.pool import PoolSender
+
+    if isinstance(via, PoolSender):
+        return via.send(plan, progress)
+    return send_review(plan, via, progress=progress)
 
 
 def _answers(root: Path, outcomes: Sequence[PartOutcome]) -> list[ContextFile]:
@@ -281,7 +293,7 @@ class _Merging:
     def __init__(
         self,
         review: SplitReview,
-        client: ChatClient,
+        client: ChatClient | PoolSender,
         chains: dict[str, list[list[ChainSegment]]],
         progress: ProgressFn | None,
         merges: list[PartOutcome],
@@ -417,8 +429,6 @@ class _Merging:
 
     def _send(self, plan: ReviewPlan, out: PartOutcome, what: str) -> None:
         """Send a merge or the synthesis (unless a finished chain answered it already)."""
-        from deepseek_review.reviewing.pipeline import send_review
-
         done = _done_chain(self.chains, out.topic, plan.prepared.prompt_sha256)
         if done is not None:
             out.status, out.chain, out.resumed = "done", _from_chain(done), True
@@ -427,7 +437,7 @@ class _Merging:
         self.sent = True
         out.status = "failed"  # until it is done
         try:
-            result = send_review(plan, self.client, progress=self.progress)
+            result = _sent(self.client, plan, self.progress)
         except Interrupted:
             raise
         except ReviewError as exc:

@@ -102,8 +102,10 @@ def test_the_parser_view_reads_each_option_s_spellings_and_arity_from_typer() ->
     release moves them, this fails rather than repeated options silently passing."""
     flags = {f.name: f for f in _flags("run")}
     assert set(flags) >= {o.key for o in in_scope("run") if not o.argument}
-    endpoint, context, stream = flags["endpoint"], flags["context"], flags["stream"]
+    endpoint = {f.name: f for f in _flags("continue")}["endpoint"]
+    context, stream = flags["context"], flags["stream"]
     assert (endpoint.takes_value, endpoint.repeatable) == (True, False)
+    assert flags["endpoint"].repeatable  # run --split spreads its parts over several
     assert "--endpoint" in endpoint.spellings
     assert (context.takes_value, context.repeatable) == (True, True)
     assert {"-c", "--context"} <= set(context.spellings)
@@ -113,6 +115,6 @@ def test_the_parser_view_reads_each_option_s_spellings_and_arity_from_typer() ->
 
 def test_words_after_a_double_dash_are_not_options() -> None:
     run = _flags("run")
-    assert repeated_flag(run, ["--endpoint", "a", "--", "--endpoint", "b"]) is None
+    assert repeated_flag(run, ["--model", "a", "--", "--model", "b"]) is None
     assert repeated_flag(run, ["-pfirst", "-p", "second"]) == "--prompt"
     assert repeated_flag(run, ["-vq", "-c", "a", "-c", "b", "-p", "-p"]) is None

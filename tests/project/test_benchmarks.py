@@ -42,7 +42,7 @@ needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="needs 
 
 def test_bench_measures_the_guards_of_issue_31_and_the_signing_count() -> None:
     assert available() == [
-        "review", "version", "batch", "verify", "memory", "gather", "sign", "cache"
+        "review", "version", "batch", "pool", "verify", "memory", "gather", "sign", "cache"
     ]  # fmt: skip
 
 

@@ -27,6 +27,14 @@ class SimulatorConfig:
     port: int = 0
     latency: float = 0.0
     capacity: int = 0
+    max_queue: int | None = None
+    """With ``capacity``: how many requests may wait for a slot; the next gets Ollama's 503
+    (``OLLAMA_MAX_QUEUE``: "server busy, please try again. maximum pending requests
+    exceeded"). None: any number wait."""
+    die_after: int | None = None
+    """Answer this many chat requests, then die as a crashed server does: the next chat
+    request's connection is cut, the port stops listening and every open connection is
+    closed (requests in flight included). None: never."""
     answer_words: int = 200
     reasoning_words: int = 0
     echo_prefill: bool = False
@@ -93,6 +101,8 @@ class SimulatorConfig:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
         if not 0.0 <= self.fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
+        if min(self.max_queue or 0, self.die_after or 0) < 0:
+            raise ValueError("max_queue and die_after must be >= 0")
         if self.capacity < 0 or self.latency < 0 or self.reasoning_words < 0:
             raise ValueError("capacity, latency and reasoning_words must be >= 0")
 

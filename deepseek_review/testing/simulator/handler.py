@@ -277,8 +277,11 @@ class Handler(Writer):
             plan = dataclasses.replace(plan, cached_tokens=hit)
         loaded_before = sim.load(req["model"], context)
         slot = sim.slot()
-        if slot is not None and not sim.acquire(slot):
-            return self._reset()
+        try:
+            if slot is not None and not sim.acquire(slot):
+                return self._reset()
+        except Reject as busy:  # more waiting than the queue takes
+            return self._send_json(busy.status, busy.body)
         try:
             if native_chat:
                 self._native(sim, cfg, req, plan, fault, loaded_before)

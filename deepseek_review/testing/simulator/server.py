@@ -21,6 +21,7 @@ from deepseek_review.testing.simulator import wire
 from deepseek_review.testing.simulator.config import (
     CHAT_PATH,
     RecordedRequest,
+    Reject,
     SimulatorConfig,
     route_of,
     wants_stream,
@@ -53,6 +54,8 @@ class Simulator:
         self._chat_count = 0
         self._fault_counts: collections.Counter[str] = collections.Counter()
         self._slots: tuple[int, threading.Semaphore | None] = (0, None)
+        self._waiting = 0
+        self._port: int | None = None
         self._loaded: dict[str, int] = {}
         self.prefix_cache = PrefixCache()
         """The prompts it has seen, for ``prompt_cache``."""
@@ -67,6 +70,7 @@ class Simulator:
             raise RuntimeError("simulator already started")
         self._stopping.clear()
         self._server = Server((self.config.host, self.config.port), self)
+        self._port = int(self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), name="simulator", daemon=True
         )
@@ -97,10 +101,13 @@ class Simulator:
 
     @property
     def port(self) -> int:
-        """The bound port (after start)."""
-        if self._server is None:
+        """The bound port (after start; after :attr:`SimulatorConfig.die_after` killed it too,
+        so a test can still name the dead server)."""
+        if self._server is not None:
+            self._port = int(self._server.server_address[1])
+        if self._port is None:
             raise RuntimeError("simulator not started")
-        return int(self._server.server_address[1])
+        return self._port
 
     @property
     def base_url(self) -> str:
@@ -185,7 +192,10 @@ class Simulator:
             fault: str | None = None
             if chat:
                 self._chat_count += 1
-            if chat and status == 200:
+            if chat and cfg.die_after is not None and self._chat_count > cfg.die_after:
+                fault, status = "reset", 0  # this connection is cut, and the server dies
+                threading.Thread(target=self.stop, name="simulator-dies", daemon=True).start()
+            elif chat and status == 200:
                 fault = self._draw_locked(cfg)
                 if fault is not None:
                     self._fault_counts[fault] += 1
@@ -215,11 +225,22 @@ class Simulator:
             return self._slots[1]
 
     def acquire(self, slot: threading.Semaphore) -> bool:
-        """Queue for a generation slot; give up only when the simulator stops."""
-        while not slot.acquire(timeout=0.05):
-            if self._stopping.is_set():
-                return False
-        return True
+        """Queue for a generation slot; give up only when the simulator stops. Beyond
+        ``max_queue`` waiting, :class:`.config.Reject` with Ollama's 503."""
+        if slot.acquire(blocking=False):
+            return True
+        with self._lock:
+            if self.config.max_queue is not None and self._waiting >= self.config.max_queue:
+                raise Reject(503, wire.error_body(503, wire.QUEUE_FULL))
+            self._waiting += 1
+        try:
+            while not slot.acquire(timeout=0.05):
+                if self._stopping.is_set():
+                    return False
+            return True
+        finally:
+            with self._lock:
+                self._waiting -= 1
 
     def sleep(self, seconds: float) -> bool:
         """Sleep unless stopping; False means stop() interrupted it."""

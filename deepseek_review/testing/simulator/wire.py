@@ -42,6 +42,8 @@ ALL_FAULTS: tuple[str, ...] = TRANSIENT_FAULTS + GARBAGE_FAULTS
 #: Status served for each fault (0: the connection is cut, no status line or no full body).
 FAULT_STATUS = {"500": 500, "502": 502, "503": 503, "429": 429, "429-string": 429}
 FAULT_STATUS.update({"reset": 0, "html": 502})
+#: Ollama's answer when more requests wait than ``OLLAMA_MAX_QUEUE`` (``server/sched.go``).
+QUEUE_FULL = "server busy, please try again.  maximum pending requests exceeded"
 FAULT_MESSAGES = {
     500: "llama runner process has terminated: signal: killed",
     502: "bad gateway: upstream connection refused",
