@@ -385,8 +385,13 @@ def _refuse_over_budget(review: SplitReview, max_total_tokens: int | None) -> No
             hint=f"raise {name_of('max_total_tokens')}, lower {name_of('max_tokens')}, or "
             "review less context",
         )
+    refuse_over_cap(review.options.max_run_tokens, worst_case(review), "the split review")
+
+
+def worst_case(review: SplitReview) -> int:
+    """The most tokens a split review may use: every part's and the synthesis's worst case
+    (what ``max_run_tokens`` counts)."""
     from deepseek_review.reviewing.plan import review_worst_case
 
     worst = sum(review_worst_case(review.options, p.plan.token_estimate) for p in review.parts)
-    worst += review_worst_case(review.options, review.synthesis_estimate)
-    refuse_over_cap(review.options.max_run_tokens, worst, "the split review")
+    return worst + review_worst_case(review.options, review.synthesis_estimate)

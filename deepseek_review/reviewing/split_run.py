@@ -11,7 +11,8 @@ cover. Once every part is done, one synthesis review (topic ``<topic>-synthesis`
 Re-running the same command resumes: a part (or the synthesis) whose exact request a chain
 in the output folder already answered to its end, a chain the trust rule admits
 (:mod:`deepseek_review.trust.rule`, as ``--since-last-review`` reads reviews), is not sent
-again.
+again. A batch entry with ``split = true`` runs the same way (:func:`run_split` with the
+batch's ``send``: its request slots, events and halts).
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ if TYPE_CHECKING:
     from deepseek_review.chat.client import ChatClient
     from deepseek_review.chat.types import ProgressFn
     from deepseek_review.records.stored import ChainSegment
+    from deepseek_review.reviewing.pipeline import ReviewResult
+    from deepseek_review.trust.rule import TrustPolicy
+
+#: How a part, a merge or the synthesis is sent: its plan and the progress callback in, its
+#: result out; None when it was not started (a batch's gate refused: halted).
+SendFn = Callable[["ReviewPlan", "ProgressFn | None"], "ReviewResult | None"]
 
 
 @dataclass
@@ -95,7 +102,7 @@ class SplitOutcome:
 
 
 def _finished_chains(
-    root: Path, folder: str, topics: set[str], prefix: str
+    root: Path, folder: str, topics: set[str], prefix: str, policy: TrustPolicy | None = None
 ) -> dict[str, list[list[ChainSegment]]]:
     """The chains of ``topics`` (or of a topic starting with ``prefix``: the synthesis and
     its merges) in ``folder`` that the trust rule believes every segment of and that ended
@@ -112,7 +119,7 @@ def _finished_chains(
     ]
     if not receipts:
         return {}
-    admission, _ = admit(root, receipts, TrustPolicy.configured())
+    admission, _ = admit(root, receipts, policy or TrustPolicy.configured())
     note = admission.note()
     if note is not None:
         log.warning("%s: %s", name_of("split"), note)
@@ -157,22 +164,32 @@ def run_split(
     *,
     progress: ProgressFn | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    send: SendFn | None = None,
+    policy: TrustPolicy | None = None,
+    resume: bool = True,
 ) -> SplitOutcome:
     """Review every part not done yet, then the synthesis once all are; write the split
     record. A part that fails is reported and the others still run; the first failure is
-    the outcome's (the caller raises it)."""
+    the outcome's (the caller raises it). ``send``: how each review is sent (default: as
+    ``run`` sends one, on ``client``); ``policy``: the trust rule finished chains are
+    adopted by (default: the configured one); ``resume`` False adopts none."""
     stamp = utc_stamp(now())
     folder = review.out_dir.relative_to(review.root).as_posix()
     topics = {p.topic for p in review.parts}
-    chains = _finished_chains(review.root, folder, topics, review.synthesis_topic)
+    chains = (
+        _finished_chains(review.root, folder, topics, review.synthesis_topic, policy)
+        if resume
+        else {}
+    )
+    send = send or _sent_by(client)
     outcomes: list[PartOutcome] = []
     merges: list[PartOutcome] = []
     synthesis = PartOutcome(0, review.synthesis_topic)
     sent = False
     try:
-        sent = _run_parts(review, client, chains, outcomes, progress)
+        sent = _run_parts(review, send, chains, outcomes, progress)
         if all(o.status == "done" for o in outcomes):
-            merging = _Merging(review, client, chains, progress, merges)
+            merging = _Merging(review, send, chains, progress, merges)
             sent = merging.run(outcomes, synthesis) or sent
     finally:  # also when interrupted: the record says what is done
         record = None
@@ -183,9 +200,20 @@ def run_split(
     return SplitOutcome(review, tuple(outcomes), synthesis, record, tuple(merges))
 
 
+def _sent_by(client: ChatClient) -> SendFn:
+    """How ``run`` sends each review: on ``client``, at once."""
+
+    def send(plan: ReviewPlan, progress: ProgressFn | None) -> ReviewResult:
+        from deepseek_review.reviewing.pipeline import send_review
+
+        return send_review(plan, client, progress=progress)
+
+    return send
+
+
 def _run_parts(
     review: SplitReview,
-    client: ChatClient,
+    send: SendFn,
     chains: dict[str, list[list[ChainSegment]]],
     outcomes: list[PartOutcome],
     progress: ProgressFn | None,
@@ -205,7 +233,7 @@ def _run_parts(
         log.info("part %d of %d: done already (%s)", o.number, n, first)
     if review.jobs <= 1 or len(todo) <= 1:
         for p, o in todo:
-            _send_part(review, client, p, o, progress)
+            _send_part(review, send, p, o, progress)
         return bool(todo)
     from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -213,7 +241,7 @@ def _run_parts(
     # parts' streams would write over each other.
     pool = ThreadPoolExecutor(max_workers=review.jobs, thread_name_prefix="split-part")
     try:
-        futures = [pool.submit(_send_part, review, client, p, o, None) for p, o in todo]
+        futures = [pool.submit(_send_part, review, send, p, o, None) for p, o in todo]
         wait(futures)
         for f in futures:
             f.result()  # an Interrupted in a worker, raised here
@@ -224,26 +252,27 @@ def _run_parts(
 
 def _send_part(
     review: SplitReview,
-    client: ChatClient,
+    send: SendFn,
     p: PlannedPart,
     o: PartOutcome,
     progress: ProgressFn | None,
 ) -> None:
     """Send one part as an ordinary review; a failure is the outcome's, not raised (but an
     interruption is)."""
-    from deepseek_review.reviewing.pipeline import send_review
-
     n = len(review.parts)
     files = plural(len(p.part.files), "file")
     log.info("part %d of %d: %s (~%d tokens)", o.number, n, files, p.plan.token_estimate)
     o.status = "failed"  # until it is done
     try:
-        result = send_review(p.plan, client, progress=progress)
+        result = send(p.plan, progress)
     except Interrupted:
         raise
     except ReviewError as exc:
         o.error = exc
         log.error("part %d of %d failed: %s", o.number, n, exc.message)
+        return
+    if result is None:
+        o.status = "not run"
         return
     o.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
     o.status = "truncated" if result.truncated else "done"
@@ -281,12 +310,12 @@ class _Merging:
     def __init__(
         self,
         review: SplitReview,
-        client: ChatClient,
+        send: SendFn,
         chains: dict[str, list[list[ChainSegment]]],
         progress: ProgressFn | None,
         merges: list[PartOutcome],
     ) -> None:
-        self.review, self.client, self.chains, self.progress = review, client, chains, progress
+        self.review, self.send, self.chains, self.progress = review, send, chains, progress
         self.merges = merges
         self.sent = False
         split = review.split
@@ -417,8 +446,6 @@ class _Merging:
 
     def _send(self, plan: ReviewPlan, out: PartOutcome, what: str) -> None:
         """Send a merge or the synthesis (unless a finished chain answered it already)."""
-        from deepseek_review.reviewing.pipeline import send_review
-
         done = _done_chain(self.chains, out.topic, plan.prepared.prompt_sha256)
         if done is not None:
             out.status, out.chain, out.resumed = "done", _from_chain(done), True
@@ -427,12 +454,15 @@ class _Merging:
         self.sent = True
         out.status = "failed"  # until it is done
         try:
-            result = send_review(plan, self.client, progress=self.progress)
+            result = self.send(plan, self.progress)
         except Interrupted:
             raise
         except ReviewError as exc:
             out.error = exc
             log.error("%s failed: %s", what, exc.message)
+            return
+        if result is None:
+            out.status = "not run"
             return
         out.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
         out.status = "truncated" if result.truncated else "done"
