@@ -82,6 +82,7 @@ def _result(a: Anchored, rule_index: int, extents: dict[str, int]) -> dict[str, 
             **({"quoteMatch": a.quote_match} if a.quote_match is not None else {}),
             **({"unanchoredReason": a.reason} if a.reason else {}),
             "review": a.review,
+            **({"reportedBy": list(a.reported_by)} if a.reported_by else {}),
         },
     }
     if a.baseline is not None:
