@@ -20,7 +20,7 @@ from benchmarks.common import BenchResult, seconds
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parent / "docs" / "contributing" / "benchmarks.md"
-ORDER = ["review", "version", "batch", "verify", "memory", "gather", "sign"]
+ORDER = ["review", "version", "batch", "verify", "memory", "gather", "split", "sign"]
 
 
 def available() -> list[str]:

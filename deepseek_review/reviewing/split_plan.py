@@ -330,8 +330,10 @@ def planned_within(
     allowed = continuations_within(options, tokens, window, margin)
     if allowed == options.continuation.max_continuations:
         return plan
+    # Fewer continuations change no byte of the request, and need nothing the plan did not
+    # check already (their body, the worst case): the same plan, with them.
     fewer = replace(options.continuation, max_continuations=allowed)
-    return plan_review(replace(options, continuation=fewer), env, gather=fixed_gathering(files))
+    return replace(plan, options=replace(options, continuation=fewer))
 
 
 def window_from_server(options: ReviewOptions) -> Callable[[Endpoint], int | None]:
