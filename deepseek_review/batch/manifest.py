@@ -425,7 +425,10 @@ def _plan_entries(
 
 
 def _planned(
-    options: ReviewOptions, env: Mapping[str, str] | None, plan: Callable[..., ReviewPlan], **kw: Any
+    options: ReviewOptions,
+    env: Mapping[str, str] | None,
+    plan: Callable[..., ReviewPlan],
+    **kw: Any,
 ) -> tuple[ReviewPlan, SplitReview | None]:
     """An entry's plan, and its parts when it says ``split = true`` and does not fit one."""
     if not options.split:

@@ -39,4 +39,3 @@ def plan_split_entry(
     if isinstance(planned, SplitReview):
         return planned.parts[0].plan, planned
     return plan(replace(options, split=False), env, **kw), None
-

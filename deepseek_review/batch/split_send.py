@@ -122,8 +122,8 @@ def review_split(
         return _report(work, review, entry, "failed", one_line(exc), root)
     except Exception as exc:  # a bug must not lose the rest of the batch's report
         log.debug("internal error in %s", work.topic, exc_info=True)
-        error = f"internal error: {type(exc).__name__}: {exc}"
-        return _report(work, review, entry, "failed", error, root)
+        bug = f"internal error: {type(exc).__name__}: {exc}"
+        return _report(work, review, entry, "failed", bug, root)
     status, error = _status(outcome, halted())
     return _report(work, review, entry, status, error, root, outcome)
 
@@ -133,18 +133,18 @@ def _status(outcome: SplitOutcome, halted: str) -> tuple[Status, str | None]:
     some not started, truncated when one is still cut off, else ok (skipped: nothing sent)."""
     reviews = [*outcome.parts, *outcome.merges, outcome.synthesis]
     n = len(outcome.parts)
+    done = sum(1 for p in outcome.parts if p.status == "done")
     failed = [o for o in reviews if o.status == "failed" and o.error is not None]
     if failed:
         o = failed[0]
         more = f" ({len(failed) - 1} more failed)" if len(failed) > 1 else ""
-        done = sum(1 for p in outcome.parts if p.status == "done")
         assert o.error is not None
         return "failed", (
             f"{_named(o, n)} failed: {one_line(o.error)}{more}; {done} of {n} parts done, "
             "run the batch again to resume"
         )
     if any(o.status == "not run" for o in outcome.parts) or outcome.synthesis.status == "not run":
-        return "pending", f"{halted} ({sum(o.status == 'done' for o in outcome.parts)} of {n} parts done)"
+        return "pending", f"{halted} ({done} of {n} parts done)"
     cut = [o for o in reviews if o.status == "truncated" and o.error is not None]
     if cut:
         assert cut[0].error is not None

@@ -42,9 +42,7 @@ def _entry(result: CliResult, topic: str) -> dict[str, Any]:
     return entry
 
 
-def test_a_split_entry_is_reviewed_in_parts_then_a_synthesis_and_verifies_strictly(
-    big, cli, sim
-):
+def test_a_split_entry_is_reviewed_in_parts_then_a_synthesis_and_verifies_strictly(big, cli, sim):
     _manifest(big)
     r = batch(cli, sim, "--jobs", "2")
     assert r.code == 0, r.err

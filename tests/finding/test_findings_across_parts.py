@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.finding.derive import ReviewFindings, merge
 from deepseek_review.finding.model import Anchored
+from deepseek_review.testing.simulator.server import Simulator
 from tests.support.cli import CliResult
 from tests.support.findings import assert_valid_findings_json, finding
 from tests.support.split import split_records, words, write_texts
@@ -59,7 +59,7 @@ def test_a_finding_of_a_part_that_reviewed_a_range_anchors_inside_that_range(rep
     record = _split(cli, sim, "big.py")
     later = record["parts"][1]
     (ranged,) = later["files"]
-    first, last = ranged["lines"]
+    first, _ = ranged["lines"]
     assert first > 1
     (found,) = _findings(cli, later["answers"][-1])
     assert found["anchor"] == "line"

@@ -34,6 +34,4 @@ def write_texts(root: Path, paths: list[str], nbytes: int, *, seed: int = 0) -> 
 
 def split_records(folder: Path) -> list[dict[str, Any]]:
     """The split records in ``folder``, oldest name first."""
-    return [
-        json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.split.json"))
-    ]
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.split.json"))]
