@@ -144,3 +144,23 @@ def test_the_dry_run_shows_a_split_entrys_parts(big, cli, sim):
     assert rows["large"]["parts"] >= 2 and rows["small"]["parts"] is None
     assert rows["large"]["context_files"] == 12
     assert sim.chat_requests() == []
+
+
+def test_a_budget_reached_stops_starting_parts_and_leaves_the_entry_pending(big, cli, sim):
+    manifest(big, ["large"], per_entry={"large": SPLIT})
+    r = batch(cli, sim, "--jobs", "1", "--max-total-tokens", "1")
+    assert r.code == 11
+    large = _entry(r, "large")
+    assert large["status"] == "pending"
+    assert large["error"].startswith("not started: ") and "1 of " in large["error"]
+    assert len(sim.chat_requests()) == 1
+    (record,) = split_records(big / "reviews")
+    assert [p["status"] for p in record["parts"]][:2] == ["done", "not run"]
+
+
+def test_the_progress_line_of_a_split_entry_says_its_parts(big, cli, sim):
+    _manifest(big)
+    r = cli("batch", "reviews.toml", "--endpoint", sim.base_url)
+    assert r.code == 0, r.err
+    (line,) = [x for x in r.err.splitlines() if "ok large (" in x]
+    assert " parts and a synthesis, " in line
