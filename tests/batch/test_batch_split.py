@@ -164,3 +164,22 @@ def test_the_progress_line_of_a_split_entry_says_its_parts(big, cli, sim):
     assert r.code == 0, r.err
     (line,) = [x for x in r.err.splitlines() if "ok large (" in x]
     assert " parts and a synthesis, " in line
+
+
+def test_batch_split_flag_splits_every_entry_that_does_not_fit(big, cli, sim):
+    defaults = {"context_window": WINDOW, "max_tokens": 1024}
+    manifest(big, ["small", "large"], defaults=defaults, per_entry={"large": {"context": "big"}})
+    r = batch(cli, sim, "--split")
+    assert r.code == 0, r.err
+    assert _entry(r, "small")["split"] is None
+    assert _entry(r, "large")["split"]["parts"] >= 2
+
+
+def test_no_resume_sends_every_part_again(big, cli, sim):
+    _manifest(big)
+    first = batch(cli, sim)
+    sim.reset()
+    r = batch(cli, sim, "--no-resume")
+    assert r.code == 0, r.err
+    assert len(sim.chat_requests()) == len(_entry(first, "large")["receipt_paths"]) + 1
+    assert _entry(r, "large")["split"]["parts_resumed"] == 0
