@@ -11,8 +11,12 @@ cover. Once every part is done, one synthesis review (topic ``<topic>-synthesis`
 Re-running the same command resumes: a part (or the synthesis) whose exact request a chain
 in the output folder already answered to its end, a chain the trust rule admits
 (:mod:`deepseek_review.trust.rule`, as ``--since-last-review`` reads reviews), is not sent
-again. A batch entry with ``split = true`` runs the same way (:func:`run_split` with the
-batch's ``send``: its request slots, events and halts).
+again. After a re-plan (a file changed size, a calibrated count), a part whose request is
+an earlier plan's part's but for its note and topic (the same files, ranges, bytes, model
+and options) reuses that part's chain; the split record says so (``reused_from``).
+
+A batch entry with ``split = true`` runs the same way (:func:`run_split` with the batch's
+``send``: its request slots, events and halts).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from deepseek_review.reviewing.split_plan import (
     framing_tokens,
     planned_within,
 )
+from deepseek_review.reviewing.split_reuse import by_content, reused
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import plural
 
@@ -78,6 +83,8 @@ class PartOutcome:
     chain: list[tuple[str, str, str]] = field(default_factory=list)
     """(receipt, answer, answer sha256) of each segment of the chain that reviewed it."""
     resumed: bool = False
+    reused_from: str | None = None
+    """The topic of the earlier plan's part whose chain it reuses (its content the same)."""
     error: ReviewError | None = None
 
 
@@ -102,7 +109,11 @@ class SplitOutcome:
 
 
 def _finished_chains(
-    root: Path, folder: str, topics: set[str], prefix: str, policy: TrustPolicy | None = None
+    root: Path,
+    folder: str,
+    topics: set[str],
+    prefix: str | tuple[str, ...],
+    policy: TrustPolicy | None = None,
 ) -> dict[str, list[list[ChainSegment]]]:
     """The chains of ``topics`` (or of a topic starting with ``prefix``: the synthesis and
     its merges) in ``folder`` that the trust rule believes every segment of and that ended
@@ -176,11 +187,8 @@ def run_split(
     stamp = utc_stamp(now())
     folder = review.out_dir.relative_to(review.root).as_posix()
     topics = {p.topic for p in review.parts}
-    chains = (
-        _finished_chains(review.root, folder, topics, review.synthesis_topic, policy)
-        if resume
-        else {}
-    )
+    prefixes = (review.synthesis_topic, review.options.topic + "-part-")
+    chains = _finished_chains(review.root, folder, topics, prefixes, policy) if resume else {}
     send = send or _sent_by(client)
     outcomes: list[PartOutcome] = []
     merges: list[PartOutcome] = []
@@ -221,10 +229,16 @@ def _run_parts(
     """Each part not done yet sent, ``review.jobs`` at a time (its outcome appended in part
     order, before it is sent); whether any was."""
     todo: list[tuple[PlannedPart, PartOutcome]] = []
+    same: dict[str, list[list[ChainSegment]]] | None = None
     for p in review.parts:
         o = PartOutcome(p.part.number, p.topic)
         outcomes.append(o)
         done = _done_chain(chains, p.topic, p.plan.prepared.prompt_sha256)
+        if done is None and chains:
+            same = by_content(chains, review) if same is None else same
+            done = reused(same, p)
+            if done is not None:
+                o.reused_from = topic_of(done[0].answer_path.rpartition("/")[2])
         if done is None:
             todo.append((p, o))
             continue
@@ -523,6 +537,7 @@ def _part_data(p: PlannedPart, o: PartOutcome) -> dict[str, Any]:
         "number": p.part.number,
         "topic": p.topic,
         "estimated_tokens": p.plan.token_estimate,
+        **({} if o.reused_from is None else {"reused_from": o.reused_from}),
         "files": files,
         **_chain_data(o),
     }
