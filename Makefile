@@ -89,9 +89,10 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 ## The performance guards of issue #31 (one `run`, --version, batch, verify pinned and
-## unpinned, peak memory, a 20,000-file dry run) and the signing count, each against its limit,
-## written to docs/contributing/benchmarks.md (~5-10 min; needs git, strace, sha256sum, xargs,
-## ssh-keygen and /usr/bin/time besides the venv).
+## unpinned, peak memory, a 20,000-file dry run), #32's planning of 100,000 files and the signing
+## count, each against its limit, written to docs/contributing/benchmarks.md (~5-10 min; needs
+## git, strace, sha256sum, xargs, ssh-keygen and /usr/bin/time besides the venv). One row alone:
+## `.venv/bin/python -m benchmarks split` (the document is written by a whole run only).
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepseek_review.batch.manifest_file import (
     FORMATS,
@@ -57,6 +57,9 @@ from deepseek_review.reviewing.pipeline import (
 from deepseek_review.reviewing.plan import SharedPlans
 from deepseek_review.reviewing.setup import REVIEW_FIELDS, build_review_options
 from deepseek_review.util.path_cache import paths_settled
+
+if TYPE_CHECKING:
+    from deepseek_review.reviewing.split_plan import SplitReview
 
 __all__ = [
     "FORMATS",
@@ -327,6 +330,9 @@ class PlannedEntry:
     nothing_new: str | None = None
     """Why there is nothing to review (``since_last_review`` found no new commit): the entry
     is skipped; ``plan`` is then the whole change's, for its folder and the dry run."""
+    split: SplitReview | None = None
+    """``split = true`` and a context larger than one review: its parts (``plan`` is the
+    first part's)."""
 
     @property
     def topic(self) -> str:
@@ -401,8 +407,9 @@ def _plan_entries(
                     root=root,
                     shared=shared_options,
                 )
+                split = None
                 try:
-                    plan_one = plan(options, env, gather=gather, shared=shared)
+                    plan_one, split = _planned(options, env, plan, gather=gather, shared=shared)
                     nothing_new = None
                 except NothingNew as exc:
                     whole = replace(options, git=replace(options.git, since_last_review=False))
@@ -410,11 +417,25 @@ def _plan_entries(
                     nothing_new = exc.message
                 # Sending names them so too (the Ollama pre-flight).
                 plan_one = replace(plan_one, names=own) if own else plan_one
-                planned.append(PlannedEntry(entry, plan_one, nothing_new))
+                planned.append(PlannedEntry(entry, plan_one, nothing_new, split))
         except ReviewError as exc:
             line = _line_of(manifest, entry, exc)
             problems.append(Problem(exc.message, entry.index, line, entry.topic))
     return planned
+
+
+def _planned(
+    options: ReviewOptions,
+    env: Mapping[str, str] | None,
+    plan: Callable[..., ReviewPlan],
+    **kw: Any,
+) -> tuple[ReviewPlan, SplitReview | None]:
+    """An entry's plan, and its parts when it says ``split = true`` and does not fit one."""
+    if not options.split:
+        return plan(options, env, **kw), None
+    from deepseek_review.batch.split_entry import plan_split_entry
+
+    return plan_split_entry(options, env, plan, **kw)
 
 
 def plan_manifest(

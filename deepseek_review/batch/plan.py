@@ -147,11 +147,20 @@ def _refuse_over_cap(work: list[Work]) -> None:
     """Refuse, before anything is sent, a batch whose reviews to run (new or continued) could
     together use more than the operator's ``max_run_tokens``: entries a pull request adds
     (or their ``max_tokens``) cannot run up the bill past it."""
-    to_run = [w.planned.plan for w in work if w.action != "skip"]
-    cap = next((p.options.max_run_tokens for p in to_run), None)
+    to_run = [w.planned for w in work if w.action != "skip"]
+    cap = next((p.plan.options.max_run_tokens for p in to_run), None)
     if cap is not None:
-        total = sum(review_worst_case(p.options, p.token_estimate) for p in to_run)
+        total = sum(_worst_case(p) for p in to_run)
         refuse_over_cap(cap, total, f"the batch ({len(to_run)} reviews to run)")
+
+
+def _worst_case(p: PlannedEntry) -> int:
+    """The most tokens an entry may use (a split entry's: every part and the synthesis)."""
+    if p.split is None:
+        return review_worst_case(p.plan.options, p.plan.token_estimate)
+    from deepseek_review.reviewing.split_plan import worst_case
+
+    return worst_case(p.split)
 
 
 def _check_folders(planned: PlannedManifest, folders: list[Path]) -> None:
@@ -180,6 +189,9 @@ def _decide(
     for p, alone in zip(planned.entries, own, strict=True):
         if p.nothing_new is not None:
             work.append(Work(p, "skip", reason=p.nothing_new))
+            continue
+        if p.split is not None:  # its parts are resumed as run --split resumes them
+            work.append(Work(p, "new"))
             continue
         pooled = len(options.endpoints) > 1 and p.plan.endpoint.source == "endpoint"
         chain = None

@@ -51,7 +51,10 @@ class EntryReport:
     new_tokens_estimated: bool = False
     findings: dict[str, int] | None = None
     """Finding counts by severity, from the findings file beside the chain's last segment
-    (``findings = true``); None without one."""
+    (``findings = true``); None without one; a split entry's: its synthesis's."""
+    split: dict[str, Any] | None = None
+    """A split entry's (``split = true``, in parts): how many parts, how many done, the
+    synthesis's status and answer, the split record; None for an ordinary entry."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +71,7 @@ class EntryReport:
             "error": self.error,
             "reason": self.reason,
             "findings": self.findings,
+            "split": self.split,
         }
 
 

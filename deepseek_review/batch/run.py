@@ -214,6 +214,8 @@ class _Runner:
         """The entry's review job; what differs from ``run``: resuming what exists, and the
         report bookkeeping (every outcome is a report, an error too)."""
         plan = work.planned.plan
+        if work.planned.split is not None:
+            return self._review_split(work, events)
         cap = plan.options.continuation.max_continuations
         done = JobResult()
         status: Status
@@ -307,6 +309,25 @@ class _Runner:
                 chain = tuple(done.segments)
             finally:
                 gate.abandon()
+
+    def _review_split(self, work: Work, events: EntryEvents) -> EntryReport:
+        """A split entry's parts and synthesis (:mod:`.split_send`), each request through the
+        batch's slots."""
+        from deepseek_review.batch.split_send import SplitEntry, review_split
+        from deepseek_review.trust.rule import TrustPolicy
+
+        plan = work.planned.plan  # in a pool: on its first server (parts are not spread yet)
+        client = self.clients[_client_key(plan, self._endpoints(plan)[0])]
+        gate = self.slots.gate(work.planned.entry.index)
+        return review_split(
+            work,
+            SplitEntry(client, gate, events, self.now),
+            root=self.root,
+            jobs=self.options.jobs,
+            policy=TrustPolicy.configured(self.options.trusted_rev),
+            resume=self.options.resume,
+            halted=lambda: self._not_started(work).error or "not started",
+        )
 
     # -- the main thread -----------------------------------------------------------------
 

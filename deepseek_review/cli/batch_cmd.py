@@ -136,12 +136,20 @@ def _log_summary(result: Any, report: Path | None) -> None:
         log.warning("%s", line)
 
 
+def _cost(plans: list[Any], cost_of: Any) -> float | None:
+    """What an entry's reviews cost at most (a split entry's parts; its synthesis is not
+    known before its parts are answered); None when one has no price."""
+    costs = [cost_of(p) for p in plans]
+    return None if None in costs else round(sum(costs), 6)
+
+
 def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> None:
     from deepseek_review.api import cost_estimate
 
     rows = []
     for w in prepared.work:
         plan = w.planned.plan
+        plans = [plan] if w.planned.split is None else [p.plan for p in w.planned.split.parts]
         rows.append(
             {
                 "topic": w.topic,
@@ -150,14 +158,15 @@ def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> No
                 "model": plan.options.model,
                 "output_dir": plan.options.output_dir,
                 "prompt_sha256": plan.prepared.prompt_sha256,
-                "context_files": len(plan.files),
-                "context_bytes": plan.context_bytes,
-                "token_estimate": plan.token_estimate,
+                "parts": None if w.planned.split is None else len(plans),
+                "context_files": len({f.path for p in plans for f in p.files}),
+                "context_bytes": sum(p.context_bytes for p in plans),
+                "token_estimate": sum(p.token_estimate for p in plans),
                 "existing_receipts": [s.receipt_path for s in w.existing],
                 "reason": w.reason,
                 "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
                 "left_out_files": sum(s.files for s in plan.skipped),
-                "cost_estimate": None if w.action == "skip" else cost_estimate(plan),
+                "cost_estimate": None if w.action == "skip" else _cost(plans, cost_estimate),
                 "refused": refused.get(w.topic),
             }
         )
@@ -180,6 +189,7 @@ def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> No
     for r in rows:
         lines.append(
             f"{r['action']:<9} {r['topic']}  ({plural(r['context_files'], 'file')}, "
+            + (f"in {r['parts']} parts and a synthesis, " if r["parts"] else "")
             + (f"{r['left_out_files']} left out, " if r["left_out_files"] else "")
             + f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})"
         )

@@ -255,6 +255,8 @@ class BatchProgress:
         known = e.usage["total_tokens"] if e.usage is not None else None
         segs = len(e.receipt_paths)
         detail = f"{segs} segment{'s' if segs != 1 else ''}, "
+        if e.split is not None:
+            detail = f"{e.split['parts']} parts and a synthesis, {detail}"
         detail += tokens_text(known, e.estimated_tokens)
         if e.status != "skipped":
             detail += f", {e.attempts} request{'s' if e.attempts != 1 else ''}"

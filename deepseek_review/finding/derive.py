@@ -11,15 +11,16 @@ deduplicated by fingerprint.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from deepseek_review.errors import InputError
 from deepseek_review.finding.anchor import Reviewed, anchor
 from deepseek_review.finding.extract import extract
+from deepseek_review.finding.fingerprint import normalised
 from deepseek_review.finding.hunks import NewSide, change_in
-from deepseek_review.finding.location import refusal
+from deepseek_review.finding.location import refusal, repo_path
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
 from deepseek_review.git.objects import blob_id, is_oid, object_format, short
 from deepseek_review.git.runner import git_output, in_git_work_tree
@@ -305,15 +306,49 @@ def asks_for_none(chain: Sequence[ChainSegment]) -> bool:
 
 
 def merge(reviews: Sequence[ReviewFindings]) -> list[Anchored]:
-    """Every review's findings, one per fingerprint (the most severe, then the first),
-    most severe first."""
-    best: dict[str, Anchored] = {}
+    """Every review's findings, each problem once, most severe first. Two findings are one
+    problem when they have the same fingerprint, or the same category, path and quote
+    (whitespace normalised): a split review's synthesis restates its parts' findings,
+    unanchored (it did not see their files), and must not report them twice. Of one problem
+    the best-placed finding is kept (on its lines, then on its file), at the most severe
+    severity any review gave it, with the reviews that reported it
+    (:attr:`Anchored.reported_by`)."""
+    groups: dict[object, list[Anchored]] = {}
+    key_of: dict[object, object] = {}
     for r in reviews:
         for a in r.findings:
-            kept = best.get(a.fingerprint)
-            if kept is None or rank(a.finding.severity) < rank(kept.finding.severity):
-                best[a.fingerprint] = a
-    return sorted(best.values(), key=lambda a: rank(a.finding.severity))
+            same = _same_problem(a)
+            key = key_of.get(a.fingerprint) or (same and key_of.get(same)) or a.fingerprint
+            groups.setdefault(key, []).append(a)
+            key_of.setdefault(a.fingerprint, key)
+            if same:
+                key_of.setdefault(same, key)
+    kept = [_kept(g) for g in groups.values()]
+    return sorted(kept, key=lambda a: rank(a.finding.severity))
+
+
+_PLACES = {"line": 0, "file": 1, "review": 2}
+
+
+def _same_problem(a: Anchored) -> tuple[str, str, str] | None:
+    """What makes two findings one problem besides their fingerprint: category, path and
+    quote; None without a quote (a title alone is too loose to merge on)."""
+    quote = normalised((a.finding.quote or "").splitlines())
+    if not quote:
+        return None
+    return (a.rule_id, repo_path(a.finding.path) or a.finding.path, quote)
+
+
+def _kept(group: list[Anchored]) -> Anchored:
+    """One problem's findings as one: the best placed (then the most severe, then the
+    first), at the most severe severity of any, naming every review that reported it."""
+    if len(group) == 1:
+        return group[0]
+    placed = min(group, key=lambda a: (not a.anchored, _PLACES[a.level], rank(a.finding.severity)))
+    severe = min(group, key=lambda a: rank(a.finding.severity)).finding.severity
+    reviews = tuple(dict.fromkeys(a.review for a in group))
+    finding = replace(placed.finding, severity=severe)
+    return replace(placed, finding=finding, reported_by=reviews if len(reviews) > 1 else ())
 
 
 def receipts_json(collected: Collected) -> list[dict[str, Any]]:

@@ -90,6 +90,9 @@ class Anchored:
     whitespace ignored), ``not found``; None when it has no quote or it was not looked for."""
     baseline: str | None = None
     """``new``, ``unchanged`` or ``absent`` against a baseline (None: no baseline given)."""
+    reported_by: tuple[str, ...] = ()
+    """When several reviews reported it (a split review's parts and its synthesis): each
+    one's answer file, in the order they were read; empty when one review did."""
 
     @property
     def anchored(self) -> bool:
@@ -136,6 +139,7 @@ class Anchored:
             "fingerprint": self.fingerprint,
             "review": self.review,
             **({"baseline": self.baseline} if self.baseline is not None else {}),
+            **({"reported_by": list(self.reported_by)} if self.reported_by else {}),
         }
 
 

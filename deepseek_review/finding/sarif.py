@@ -92,6 +92,7 @@ def _result(
             **({"quoteMatch": a.quote_match} if a.quote_match is not None else {}),
             **({"unanchoredReason": a.reason} if a.reason else {}),
             "review": a.review,
+            **({"reportedBy": list(a.reported_by)} if a.reported_by else {}),
         },
     }
     if a.baseline is not None:

@@ -169,8 +169,8 @@ TABLE: tuple[Option, ...] = (
            _REVIEW | _SETTING, check=Positive(), review=True),
     Option("split", "bool", False,
            "Review a context larger than the model's window in parts that fit, then merge "
-           "their answers in one synthesis review (run only; needs --context-window, or an "
-           "Ollama server that says it)", frozenset({"run"}) | _SETTING,
+           "their answers in one synthesis review (needs --context-window, or an Ollama "
+           "server that says it)", _REVIEW | _SETTING,
            review=True),
     Option("allow_truncated_prompt", "bool", False,
            "Keep an answer even if the server silently clipped the prompt", _REVIEW | _CONT,

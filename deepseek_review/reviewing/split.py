@@ -156,18 +156,18 @@ def groups_of(files: Sequence[ContextFile]) -> list[list[ContextFile]]:
     """The files in groups that belong together, in a fixed order: by folder (a test in the
     folder of the file it tests, when exactly one file has that name), by path within."""
     ordered = sorted(files, key=lambda f: f.path)
-    by_name: dict[str, list[str]] = {}
+    by_name: dict[str, dict[str, None]] = {}
     for f in ordered:
-        named = by_name.setdefault(f.path.rpartition("/")[2], [])
-        if subject_of(f.path) is None and f.path not in named:  # a file's ranges: once
-            named.append(f.path)
+        named = by_name.setdefault(f.path.rpartition("/")[2], {})
+        if subject_of(f.path) is None:  # a file's ranges: once
+            named[f.path] = None
     groups: dict[str, list[ContextFile]] = {}
     for f in ordered:
         folder = f.path.rpartition("/")[0]
         subject = subject_of(f.path)
-        found = by_name.get(subject or "", [])
+        found = by_name.get(subject or "", {})
         if len(found) == 1:
-            folder = found[0].rpartition("/")[0]
+            folder = next(iter(found)).rpartition("/")[0]
         groups.setdefault(folder, []).append(f)
     return [
         sorted(groups[k], key=lambda f: (subject_of(f.path) is not None, f.path))
@@ -194,10 +194,11 @@ def plan_parts(
     current: list[PlannedFile] = []
     used = 0
     count = len(files)
-    files, large = _ranged(files, room, count)
+    known: dict[int, int] = {}
+    files, large = _ranged(files, room, count, known)
     left += large
     for group in groups_of(files):
-        planned = [_planned(f, count) for f in group]
+        planned = [_planned(f, count, known) for f in group]
         cost = sum(p.tokens for p in planned)
         if cost <= room - used:
             current += planned
@@ -234,14 +235,21 @@ def plan_parts(
 RANGE_NOTE_TOKENS = 48
 
 
-def _planned(f: ContextFile, count: int) -> PlannedFile:
+def _planned(f: ContextFile, count: int, known: dict[int, int] | None = None) -> PlannedFile:
+    """``f`` as planned; ``known``: the :func:`file_tokens` of files counted already (by
+    ``id``), and where this one's is kept."""
     lines = None if f.lines is None else f.lines.span
     extra = 0 if lines is None else RANGE_NOTE_TOKENS
-    return PlannedFile(f.path, f.sha256, f.size, file_tokens(f, count) + extra, lines)
+    tokens = None if known is None else known.get(id(f))
+    if tokens is None:
+        tokens = file_tokens(f, count)
+        if known is not None:
+            known[id(f)] = tokens
+    return PlannedFile(f.path, f.sha256, f.size, tokens + extra, lines)
 
 
 def _ranged(
-    files: Sequence[ContextFile], room: int, count: int
+    files: Sequence[ContextFile], room: int, count: int, known: dict[int, int]
 ) -> tuple[list[ContextFile], list[NotReviewed]]:
     """The files, each larger than a part's ``room`` cut into ranges of its lines that fit
     (:func:`deepseek_review.context.ranges.cut_lines`: at headings, top-level definitions,
@@ -253,15 +261,18 @@ def _ranged(
     for f in files:
         tokens = file_tokens(f, count)
         if tokens <= room:
+            known[id(f)] = tokens  # ``files`` holds ``f``: its id stays its own
             out.append(f)
             continue
         frame = tokens - count_tokens(f.text) + RANGE_NOTE_TOKENS + MESSAGE_SLACK
         budget = (room - frame) * _BYTES_PER_TOKEN.get() / BYTES_PER_TOKEN  # its tokens
         cuts = cut_lines(f.text, max(1, int(budget)), path=f.path)
         ranges = [file_range(f, c.first, c.last) for c in cuts]
-        over = [r for r in ranges if _planned(r, count).tokens > room]
+        over = [r for r in ranges if _planned(r, count, known).tokens > room]
         if over or not ranges:
             left.append(NotReviewed(f.path, too_large(tokens, room)))
+            for r in ranges:  # not planned: their ids may be taken again
+                known.pop(id(r), None)
             continue
         out += ranges
     return out, left
@@ -311,6 +322,7 @@ def part_notes(plan: SplitPlan) -> list[str]:
     sizes = [len(x.encode("utf-8")) + 1 for x in lines]
     total = sum(sizes)
     by_depth = [_folder_counts(plan, depth) for depth in (2, 1)]
+    ordered = [sorted(whole.items()) for whole, _ in by_depth]
     notes = []
     for i, part in enumerate(plan.parts):
         head = (
@@ -321,10 +333,8 @@ def part_notes(plan: SplitPlan) -> list[str]:
             notes.append(head + tail + ":\n" + "\n".join(lines[:i] + lines[i + 1 :]))
             continue
         text = ""
-        for whole, own in by_depth:
-            others = {k: v - own[i].get(k, 0) for k, v in whole.items()}
-            listed = [f"- {k} ({plural(v, 'file')})" for k, v in sorted(others.items()) if v]
-            text = head + tail + ", in:\n" + "\n".join(listed)
+        for (_, own), folders in zip(by_depth, ordered, strict=True):
+            text = _others(head + tail + ", in:\n", folders, own[i])
             if len(text.encode("utf-8")) <= NOTE_MAX_BYTES:
                 break
         else:
@@ -333,6 +343,24 @@ def part_notes(plan: SplitPlan) -> list[str]:
             text = data.decode("utf-8", "ignore").rpartition("\n")[0] + more
         notes.append(text)
     return notes
+
+
+def _others(head: str, folders: list[tuple[str, int]], own: dict[str, int]) -> str:
+    """``head`` and a line for each folder (in order) with files in the other parts, no
+    longer than needed to tell it is over :data:`NOTE_MAX_BYTES` (the note then cuts it
+    there): a part's note costs what it shows, not the whole repository's folders."""
+    lines = []
+    size = len(head.encode("utf-8"))
+    for k, v in folders:
+        n = v - own.get(k, 0)
+        if not n:
+            continue
+        line = f"- {k} ({plural(n, 'file')})"
+        lines.append(line)
+        size += len(line.encode("utf-8")) + 1
+        if size > NOTE_MAX_BYTES + 1:
+            break
+    return head + "\n".join(lines)
 
 
 def _folder_counts(plan: SplitPlan, depth: int) -> tuple[dict[str, int], list[dict[str, int]]]:

@@ -330,8 +330,10 @@ def planned_within(
     allowed = continuations_within(options, tokens, window, margin)
     if allowed == options.continuation.max_continuations:
         return plan
+    # Fewer continuations change no byte of the request, and need nothing the plan did not
+    # check already (their body, the worst case): the same plan, with them.
     fewer = replace(options.continuation, max_continuations=allowed)
-    return plan_review(replace(options, continuation=fewer), env, gather=fixed_gathering(files))
+    return replace(plan, options=replace(options, continuation=fewer))
 
 
 def window_from_server(options: ReviewOptions) -> Callable[[Endpoint], int | None]:
@@ -385,8 +387,13 @@ def _refuse_over_budget(review: SplitReview, max_total_tokens: int | None) -> No
             hint=f"raise {name_of('max_total_tokens')}, lower {name_of('max_tokens')}, or "
             "review less context",
         )
+    refuse_over_cap(review.options.max_run_tokens, worst_case(review), "the split review")
+
+
+def worst_case(review: SplitReview) -> int:
+    """The most tokens a split review may use: every part's and the synthesis's worst case
+    (what ``max_run_tokens`` counts)."""
     from deepseek_review.reviewing.plan import review_worst_case
 
     worst = sum(review_worst_case(review.options, p.plan.token_estimate) for p in review.parts)
-    worst += review_worst_case(review.options, review.synthesis_estimate)
-    refuse_over_cap(review.options.max_run_tokens, worst, "the split review")
+    return worst + review_worst_case(review.options, review.synthesis_estimate)

@@ -11,7 +11,12 @@ cover. Once every part is done, one synthesis review (topic ``<topic>-synthesis`
 Re-running the same command resumes: a part (or the synthesis) whose exact request a chain
 in the output folder already answered to its end, a chain the trust rule admits
 (:mod:`deepseek_review.trust.rule`, as ``--since-last-review`` reads reviews), is not sent
-again.
+again. After a re-plan (a file changed size, a calibrated count), a part whose request is
+an earlier plan's part's but for its note and topic (the same files, ranges, bytes, model
+and options) reuses that part's chain; the split record says so (``reused_from``).
+
+A batch entry with ``split = true`` runs the same way (:func:`run_split` with the batch's
+``send``: its request slots, events and halts).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from deepseek_review.reviewing.split_plan import (
     framing_tokens,
     planned_within,
 )
+from deepseek_review.reviewing.split_reuse import by_content, reused
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import plural
 
@@ -57,6 +63,11 @@ if TYPE_CHECKING:
     from deepseek_review.records.stored import ChainSegment
     from deepseek_review.reviewing.pipeline import ReviewResult
     from deepseek_review.reviewing.pool import PoolSender
+    from deepseek_review.trust.rule import TrustPolicy
+
+#: How a part, a merge or the synthesis is sent: its plan and the progress callback in, its
+#: result out; None when it was not started (a batch's gate refused: halted).
+SendFn = Callable[["ReviewPlan", "ProgressFn | None"], "ReviewResult | None"]
 
 
 @dataclass
@@ -73,6 +84,8 @@ class PartOutcome:
     chain: list[tuple[str, str, str]] = field(default_factory=list)
     """(receipt, answer, answer sha256) of each segment of the chain that reviewed it."""
     resumed: bool = False
+    reused_from: str | None = None
+    """The topic of the earlier plan's part whose chain it reuses (its content the same)."""
     error: ReviewError | None = None
 
 
@@ -97,7 +110,11 @@ class SplitOutcome:
 
 
 def _finished_chains(
-    root: Path, folder: str, topics: set[str], prefix: str
+    root: Path,
+    folder: str,
+    topics: set[str],
+    prefix: str | tuple[str, ...],
+    policy: TrustPolicy | None = None,
 ) -> dict[str, list[list[ChainSegment]]]:
     """The chains of ``topics`` (or of a topic starting with ``prefix``: the synthesis and
     its merges) in ``folder`` that the trust rule believes every segment of and that ended
@@ -114,7 +131,7 @@ def _finished_chains(
     ]
     if not receipts:
         return {}
-    admission, _ = admit(root, receipts, TrustPolicy.configured())
+    admission, _ = admit(root, receipts, policy or TrustPolicy.configured())
     note = admission.note()
     if note is not None:
         log.warning("%s: %s", name_of("split"), note)
@@ -159,22 +176,29 @@ def run_split(
     *,
     progress: ProgressFn | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    send: SendFn | None = None,
+    policy: TrustPolicy | None = None,
+    resume: bool = True,
 ) -> SplitOutcome:
     """Review every part not done yet, then the synthesis once all are; write the split
     record. A part that fails is reported and the others still run; the first failure is
-    the outcome's (the caller raises it)."""
+    the outcome's (the caller raises it). ``send``: how each review is sent (default: as
+    ``run`` sends one, on ``client``); ``policy``: the trust rule finished chains are
+    adopted by (default: the configured one); ``resume`` False adopts none."""
     stamp = utc_stamp(now())
     folder = review.out_dir.relative_to(review.root).as_posix()
     topics = {p.topic for p in review.parts}
-    chains = _finished_chains(review.root, folder, topics, review.synthesis_topic)
+    prefixes = (review.synthesis_topic, review.options.topic + "-part-")
+    chains = _finished_chains(review.root, folder, topics, prefixes, policy) if resume else {}
+    send = send or _sent_by(client)
     outcomes: list[PartOutcome] = []
     merges: list[PartOutcome] = []
     synthesis = PartOutcome(0, review.synthesis_topic)
     sent = False
     try:
-        sent = _run_parts(review, client, chains, outcomes, progress)
+        sent = _run_parts(review, send, chains, outcomes, progress)
         if all(o.status == "done" for o in outcomes):
-            merging = _Merging(review, client, chains, progress, merges)
+            merging = _Merging(review, send, chains, progress, merges)
             sent = merging.run(outcomes, synthesis) or sent
     finally:  # also when interrupted: the record says what is done
         record = None
@@ -185,9 +209,23 @@ def run_split(
     return SplitOutcome(review, tuple(outcomes), synthesis, record, tuple(merges))
 
 
+def _sent_by(via: ChatClient | PoolSender) -> SendFn:
+    """How ``run`` sends each review: at once, on the one server or on the pool's choice."""
+
+    def send(plan: ReviewPlan, progress: ProgressFn | None) -> ReviewResult:
+        from deepseek_review.reviewing.pipeline import send_review
+        from deepseek_review.reviewing.pool import PoolSender
+
+        if isinstance(via, PoolSender):
+            return via.send(plan, progress)
+        return send_review(plan, via, progress=progress)
+
+    return send
+
+
 def _run_parts(
     review: SplitReview,
-    client: ChatClient | PoolSender,
+    send: SendFn,
     chains: dict[str, list[list[ChainSegment]]],
     outcomes: list[PartOutcome],
     progress: ProgressFn | None,
@@ -195,10 +233,16 @@ def _run_parts(
     """Each part not done yet sent, ``review.jobs`` at a time (its outcome appended in part
     order, before it is sent); whether any was."""
     todo: list[tuple[PlannedPart, PartOutcome]] = []
+    same: dict[str, list[list[ChainSegment]]] | None = None
     for p in review.parts:
         o = PartOutcome(p.part.number, p.topic)
         outcomes.append(o)
         done = _done_chain(chains, p.topic, p.plan.prepared.prompt_sha256)
+        if done is None and chains:
+            same = by_content(chains, review) if same is None else same
+            done = reused(same, p)
+            if done is not None:
+                o.reused_from = topic_of(done[0].answer_path.rpartition("/")[2])
         if done is None:
             todo.append((p, o))
             continue
@@ -207,7 +251,7 @@ def _run_parts(
         log.info("part %d of %d: done already (%s)", o.number, n, first)
     if review.jobs <= 1 or len(todo) <= 1:
         for p, o in todo:
-            _send_part(review, client, p, o, progress)
+            _send_part(review, send, p, o, progress)
         return bool(todo)
     from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -215,7 +259,7 @@ def _run_parts(
     # parts' streams would write over each other.
     pool = ThreadPoolExecutor(max_workers=review.jobs, thread_name_prefix="split-part")
     try:
-        futures = [pool.submit(_send_part, review, client, p, o, None) for p, o in todo]
+        futures = [pool.submit(_send_part, review, send, p, o, None) for p, o in todo]
         wait(futures)
         for f in futures:
             f.result()  # an Interrupted in a worker, raised here
@@ -226,7 +270,7 @@ def _run_parts(
 
 def _send_part(
     review: SplitReview,
-    client: ChatClient | PoolSender,
+    send: SendFn,
     p: PlannedPart,
     o: PartOutcome,
     progress: ProgressFn | None,
@@ -238,12 +282,15 @@ def _send_part(
     log.info("part %d of %d: %s (~%d tokens)", o.number, n, files, p.plan.token_estimate)
     o.status = "failed"  # until it is done
     try:
-        result = _sent(client, p.plan, progress)
+        result = send(p.plan, progress)
     except Interrupted:
         raise
     except ReviewError as exc:
         o.error = exc
         log.error("part %d of %d failed: %s", o.number, n, exc.message)
+        return
+    if result is None:
+        o.status = "not run"
         return
     o.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
     o.status = "truncated" if result.truncated else "done"
@@ -253,18 +300,6 @@ def _send_part(
             hint=f"raise {name_of('max_continuations')} or "
             f"{name_of('continuation_max_tokens')} and run again",
         )
-
-
-def _sent(
-    via: ChatClient | PoolSender, plan: ReviewPlan, progress: ProgressFn | None
-) -> ReviewResult:
-    """A part, merge or synthesis sent to the one server, or to the pool's choice."""
-    from deepseek_review.reviewing.pipeline import send_review
-    from deepseek_review.reviewing.pool import PoolSender
-
-    if isinstance(via, PoolSender):
-        return via.send(plan, progress)
-    return send_review(plan, via, progress=progress)
 
 
 def _answers(root: Path, outcomes: Sequence[PartOutcome]) -> list[ContextFile]:
@@ -293,12 +328,12 @@ class _Merging:
     def __init__(
         self,
         review: SplitReview,
-        client: ChatClient | PoolSender,
+        send: SendFn,
         chains: dict[str, list[list[ChainSegment]]],
         progress: ProgressFn | None,
         merges: list[PartOutcome],
     ) -> None:
-        self.review, self.client, self.chains, self.progress = review, client, chains, progress
+        self.review, self.send, self.chains, self.progress = review, send, chains, progress
         self.merges = merges
         self.sent = False
         split = review.split
@@ -437,12 +472,15 @@ class _Merging:
         self.sent = True
         out.status = "failed"  # until it is done
         try:
-            result = _sent(self.client, plan, self.progress)
+            result = self.send(plan, self.progress)
         except Interrupted:
             raise
         except ReviewError as exc:
             out.error = exc
             log.error("%s failed: %s", what, exc.message)
+            return
+        if result is None:
+            out.status = "not run"
             return
         out.chain = [(s.receipt_path, s.answer_path, s.answer_sha256) for s in result.segments]
         out.status = "truncated" if result.truncated else "done"
@@ -503,6 +541,7 @@ def _part_data(p: PlannedPart, o: PartOutcome) -> dict[str, Any]:
         "number": p.part.number,
         "topic": p.topic,
         "estimated_tokens": p.plan.token_estimate,
+        **({} if o.reused_from is None else {"reused_from": o.reused_from}),
         "files": files,
         **_chain_data(o),
     }

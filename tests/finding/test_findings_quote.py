@@ -306,5 +306,5 @@ def test_every_bundled_template_that_asks_for_findings_asks_for_their_quote():
 
     texts = {p.stem: " ".join(p.read_text().split()) for p in Path(prompts_dir()).glob("*.md")}
     asking = sorted(n for n, t in texts.items() if "schemas/findings.schema.json" in t)
-    assert asking == ["code-review", "diff-review", "spec-review"]
+    assert asking == ["code-review", "diff-review", "spec-review", "synthesis"]
     assert [n for n in asking if "`quote` (those lines copied exactly" not in texts[n]] == []

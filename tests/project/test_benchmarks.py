@@ -19,6 +19,7 @@ from benchmarks import (
     bench_memory,
     bench_review,
     bench_sign,
+    bench_split,
     bench_verify,
     bench_version,
     strace,
@@ -42,7 +43,8 @@ needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="needs 
 
 def test_bench_measures_the_guards_of_issue_31_and_the_signing_count() -> None:
     assert available() == [
-        "review", "version", "batch", "pool", "verify", "memory", "gather", "sign", "cache"
+        "review", "version", "batch", "pool", "verify", "memory", "gather", "split", "sign",
+        "cache",
     ]  # fmt: skip
 
 
@@ -165,6 +167,15 @@ def test_gather_row_ours_reads_exactly_what_git_lists(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="needs /usr/bin/time")
+def test_split_row_plans_every_file_against_ten_seconds_and_a_gigabyte(tmp_path: Path) -> None:
+    result = bench_split.run(tmp_path, rounds=1, files=300)
+    assert result.limit == "<= 10 s and <= 1 GB peak (absolute)"
+    assert result.ratio == result.ours.wall / 10.0
+    assert result.held == (result.ours.wall <= 10.0 and result.ours.max_rss <= 10**9)
+    assert "every one of the 300 files" in " ".join(result.notes)
+    assert "## planning a split review of 300 files" in render([("split", result, "")], 1.0)
+
+
 def test_memory_row_renders_from_a_run_of_both_sides_on_the_same_body(tmp_path: Path) -> None:
     result = bench_memory.run(tmp_path, rounds=1, context_bytes=200_000)
     assert result.baseline is not None

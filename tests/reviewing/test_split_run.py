@@ -16,23 +16,9 @@ from deepseek_review.testing.simulator.answer import prompt_token_estimate
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.util.resources import resource_dir
 from tests.support.cli import CliResult, files_under
+from tests.support.split import words, write_texts
 
 WINDOW = 8192
-_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "sigma"]
-
-
-def _text(seed: int, nbytes: int) -> str:
-    """Plain words (the simulator counts a word a token: fewer than bytes / 4), ``nbytes``
-    long or a little more, different for each ``seed``."""
-    lines = []
-    size = 0
-    i = seed
-    while size < nbytes:
-        line = " ".join(_WORDS[(i * 7 + k * 3) % len(_WORDS)] for k in range(8)) + f" {i}\n"
-        lines.append(line)
-        size += len(line)
-        i += 1
-    return "".join(lines)
 
 
 def _build(root: Path) -> list[str]:
@@ -45,10 +31,8 @@ def _build(root: Path) -> list[str]:
             made.append(f"tests/test_mod{p}{m}.py" if m else f"tests/pkg{p}/test_mod{m}.py")
     made += [f"docs/chapter{i}.md" for i in range(6)]
     paths = sorted(set(made))[:39]
-    for i, rel in enumerate(paths):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(_text(i, 4600), encoding="utf-8")
-    (root / "docs" / "big.md").write_text(_text(99, 48_000), encoding="utf-8")
+    write_texts(root, paths, 4600)
+    (root / "docs" / "big.md").write_text(words(99, 48_000), encoding="utf-8")
     return sorted([*paths, "docs/big.md"])
 
 

@@ -113,7 +113,10 @@ def full_answer(
 _FINDINGS_ASK = "schemas/findings.schema.json"
 #: What the simulator's suggestion appends to the line it quotes.
 SUGGESTED = "  # simulated suggestion"
-_FILE_RE = re.compile(r"^## File \d+ of \d+: (.+)\n\n(`{3,})[^\n]*\n", re.M)
+#: A framed context file: its path, the first line of its range (a part of it), its fence.
+_FILE_RE = re.compile(
+    r"^## File \d+ of \d+: (.+)\n\n(?:Only lines (\d+)-[^\n]*\n\n)?(`{3,})[^\n]*\n", re.M
+)
 
 
 def findings_block(messages: Sequence[Mapping[str, Any]], line_offset: int = 0) -> str | None:
@@ -126,16 +129,21 @@ def findings_block(messages: Sequence[Mapping[str, Any]], line_offset: int = 0) 
     prompt = "".join(message_text(m) for m in conversation_key(messages))
     if _FINDINGS_ASK not in prompt:
         return None
+    if _SYNTHESIS_ASK in prompt:  # a split review's synthesis restates what its parts found
+        restated = _restated(prompt)
+        if restated is None:
+            return None
+        return f"```json\n{json.dumps({'findings': restated}, indent=2, ensure_ascii=False)}\n```\n"
     findings = []
     first = _first_nonempty_file(prompt)
     if first is not None:
-        path, line = first
+        path, line, number = first
         digest = key_digest(messages)
         findings.append(
             {
                 "path": path,
-                "start_line": 1 + line_offset,
-                "end_line": 1 + line_offset,
+                "start_line": number + line_offset,
+                "end_line": number + line_offset,
                 "quote": line,
                 "severity": ("critical", "major", "minor", "nit")[int(digest[:2], 16) % 4],
                 "category": "correctness",
@@ -148,12 +156,35 @@ def findings_block(messages: Sequence[Mapping[str, Any]], line_offset: int = 0) 
     return f"```json\n{body}\n```\n"
 
 
-def _first_nonempty_file(prompt: str) -> tuple[str, str] | None:
-    """The path and first line of the first framed context file with text on that line."""
+#: The synthesis template's heading over the parts' reviews.
+_SYNTHESIS_ASK = "# The parts' reviews"
+_BLOCK_RE = re.compile(r"^```json\n(\{.*?)\n```$", re.M | re.S)
+
+
+def _restated(prompt: str) -> list[dict[str, Any]] | None:
+    """Every finding of the findings blocks in a synthesis's context (its parts' answers),
+    restated as the template asks (path, lines, quote, category unchanged; its own title);
+    None when they hold no block."""
+    blocks = []
+    for m in _BLOCK_RE.finditer(prompt):
+        try:
+            data = json.loads(m.group(1))
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("findings"), list):
+            blocks.append(data["findings"])
+    if not blocks:
+        return None
+    return [{**f, "title": f"Restated: {f['title']}"} for b in blocks for f in b]
+
+
+def _first_nonempty_file(prompt: str) -> tuple[str, str, int] | None:
+    """The path, first line and its number (a range's first, as its note says) of the first
+    framed context file with text on that line."""
     for m in _FILE_RE.finditer(prompt):
         first_line = prompt[m.end() :].split("\n", 1)[0]
-        if first_line.strip() and first_line != m.group(2):
-            return m.group(1), first_line
+        if first_line.strip() and first_line != m.group(3):
+            return m.group(1), first_line, int(m.group(2) or 1)
     return None
 
 
