@@ -232,12 +232,13 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
                 else None,
                 "estimated_tokens": result.estimated_tokens,
                 "segments": [_segment_json(root, s) for s in result.segments],
+                **_extraction_json(root, result),
             }
         )
         return
     paths = (
         shown_path(root, p)
-        for s in result.segments
+        for s in (*result.segments, *result.extraction)
         for p in (
             s.answer_path,
             s.receipt_path,
@@ -257,6 +258,13 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
         tokens_text(result.total_tokens, result.estimated_tokens),
         last.finish_reason,
     )
+
+
+def _extraction_json(root: Path, result: ReviewResult) -> dict[str, Any]:
+    """``--json``: the findings extraction's segments, when there was one."""
+    if not result.extraction:
+        return {}
+    return {"extraction": [_segment_json(root, s) for s in result.extraction]}
 
 
 def _signed_files(root: Path, s: Segment) -> list[str]:

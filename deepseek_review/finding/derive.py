@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from deepseek_review.errors import InputError
 from deepseek_review.finding.anchor import Reviewed, anchor
-from deepseek_review.finding.extract import extract
+from deepseek_review.finding.extract import extract, extract_structured
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
@@ -176,10 +176,77 @@ def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
     return None
 
 
-def derive_text(text: str, seen: Reviewed, review: str, *, quotes: bool = True) -> list[Anchored]:
+def derive_text(
+    text: str, seen: Reviewed, review: str, *, quotes: bool = True, structured: bool = False
+) -> list[Anchored]:
     """The anchored findings of a stitched answer (:class:`InputError` if it has none);
-    ``quotes``: anchored by their quotes (:func:`.anchor.anchor`)."""
-    return anchor(extract(text), seen, review, quotes=quotes)
+    ``quotes``: anchored by their quotes (:func:`.anchor.anchor`); ``structured``: ``text``
+    is a structured-output reply, the findings object alone
+    (:func:`.extract.extract_structured`)."""
+    found = extract_structured(text) if structured else extract(text)
+    return anchor(found, seen, review, quotes=quotes)
+
+
+#: The bundled template of a findings extraction (``run --findings-from structured``): a
+#: review of a review's answer, whose reply is the findings as one JSON object.
+EXTRACTION_TEMPLATE = "findings-extraction"
+
+
+def is_extraction(chain: Sequence[ChainSegment]) -> bool:
+    """Whether a chain is a findings extraction (its record names the bundled template)."""
+    record = chain[0].record if chain else None
+    return record is not None and (record.template or ("",))[0] == EXTRACTION_TEMPLATE
+
+
+def extracted_review(root: Path, chain: Sequence[ChainSegment]) -> list[ChainSegment]:
+    """The review chain a findings extraction read: its context files are exactly that
+    chain's answers, in order (:class:`InputError` when they are not)."""
+    from deepseek_review.records.chain import find_chain
+    from deepseek_review.records.naming import sibling
+
+    record = chain[0].record
+    assert record is not None
+    answers = list(file_refs(record.messages))
+    if not answers:
+        raise InputError(f"{chain[0].receipt_path}: a findings extraction that read no answer")
+    try:
+        review = find_chain(root, sibling(answers[-1], "receipt"))
+    except ValueError:
+        raise InputError(f"{answers[-1]}: not an answer file") from None
+    if [s.answer_path for s in review] != answers:
+        raise InputError(
+            f"{chain[0].receipt_path}: its context is not the answers of one review chain"
+        )
+    return review
+
+
+class Source(NamedTuple):
+    """Where a chain's findings come from."""
+
+    text: str
+    """The text holding them: the stitched answer, or a findings extraction's reply."""
+    seen: Reviewed
+    """The files they are anchored in."""
+    review: str
+    """The answer a review-level finding is shown on (the reviewed chain's last)."""
+    last: str
+    """That answer's text (a review-level finding's extent)."""
+    structured: bool
+    """``text`` is a structured-output reply (:func:`.extract.extract_structured`)."""
+
+
+def chain_source(root: Path, chain: Sequence[ChainSegment]) -> Source:
+    """Where a chain's findings come from, every answer's hash checked. A findings
+    extraction's reply is anchored in the files of the review it read, and shown on that
+    review's answer."""
+    answers = [read_answer(root, s) for s in chain]
+    if not is_extraction(chain):
+        seen = reviewed_version(root, chain)
+        return Source("".join(answers), seen, chain[-1].answer_path, answers[-1], False)
+    review = extracted_review(root, chain)
+    last = read_answer(root, review[-1])
+    seen = reviewed_version(root, review)
+    return Source("".join(answers), seen, review[-1].answer_path, last, True)
 
 
 def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
@@ -192,12 +259,10 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
                 f"a continuation without its request record ({seg.receipt_path} has no "
                 f"{seg.record_path}); not read as part of the review"
             )
-    last = chain[-1].answer_path
-    answers = [read_answer(root, s) for s in chain]  # every segment's hash checked
-    seen = reviewed_version(root, chain)
-    found = derive_text("".join(answers), seen, last)
+    src = chain_source(root, chain)
+    found = derive_text(src.text, src.seen, src.review, structured=src.structured)
     receipts = tuple(_receipt_summary(s) for s in chain)
-    return ReviewFindings(last, receipts, tuple(found), _extents(answers[-1], seen, found))
+    return ReviewFindings(src.review, receipts, tuple(found), _extents(src.last, src.seen, found))
 
 
 #: The bundled templates that ask the model for no findings block.

@@ -24,7 +24,10 @@ REASONING_LEVELS = ("none", "low", "medium", "high", "max")
 CHAT_APIS = ("openai", "ollama")
 #: The bundled templates (``prompts/*.md``; a test keeps this equal to the folder): what
 #: ``--template``'s help and completion offer.
-TEMPLATES = ("default", "spec-review", "code-review", "diff-review", "synthesis")
+TEMPLATES = (
+    "default", "spec-review", "code-review", "diff-review", "synthesis", "findings-extraction",
+)  # fmt: skip
+FINDINGS_FROM = ("auto", "structured", "block")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
 
@@ -100,7 +103,8 @@ TABLE: tuple[Option, ...] = (
            _REVIEW | _SETTING, default_text="reviews, at the repository root", review=True,
            under_root=True),
     Option("template", "str", "default",
-           "Bundled template: default, spec-review, code-review, diff-review or synthesis",
+           "Bundled template: default, spec-review, code-review, diff-review, synthesis or "
+           "findings-extraction",
            _REVIEW | _SETTING,
            review=True),
     Option("template_file", "path", None,
@@ -126,6 +130,12 @@ TABLE: tuple[Option, ...] = (
            "Write the findings block of the answer to <stem>.findings.json beside the last "
            "segment (a template that asks for one: code-review, spec-review)",
            _REVIEW | _SETTING, review=True),
+    Option("findings_from", "str", "auto",
+           "Where --findings come from: structured (a second request, receipted, asking for "
+           "them as JSON in the server's structured-output dialect), block (the answer's "
+           "```json block), or auto (structured where the server constrains output to a "
+           "schema, falling back to the block)", _REVIEW | _SETTING,
+           check=OneOf(FINDINGS_FROM), review=True),
     Option("max_continuations", "int", 3, "Continuation requests when cut off; 0 disables",
            _REVIEW | _SETTING | _CONT, check=AtLeast(0), review=True),
     Option("continuation_style", "str", "prefill",

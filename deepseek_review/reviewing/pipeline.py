@@ -62,6 +62,9 @@ class ReviewResult:
     segments: tuple[Segment, ...]
     endpoint: str
     context_files: tuple[str, ...]
+    extraction: tuple[Segment, ...] = ()
+    """The findings extraction's segments (``findings_from`` structured or auto), the one
+    whose findings were used last (:mod:`.extraction`)."""
 
     @property
     def truncated(self) -> bool:
@@ -110,6 +113,7 @@ def send_review(
         segments=tuple(done.segments),
         endpoint=plan.endpoint.url,
         context_files=plan.receipt_paths or tuple(f.path for f in plan.files),
+        extraction=tuple(done.extraction),
     )
 
 

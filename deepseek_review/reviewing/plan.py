@@ -104,6 +104,9 @@ class ReviewOptions:
     limits: ContextLimits = field(default_factory=ContextLimits)
     keep_reasoning: bool = default("keep_reasoning")
     findings: bool = default("findings")
+    findings_from: str = default("findings_from")
+    """``auto``, ``structured`` or ``block``: where ``findings`` come from
+    (:mod:`.extraction`)."""
     continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
     context_window: int | None = default("context_window")
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
@@ -404,6 +407,15 @@ def plan_review(
 def _check_own_options(options: ReviewOptions) -> None:
     """Refuse a topic or a context window no review could have, before anything is read."""
     check_topic(options.topic)
+    check("findings_from", options.findings_from)
+    if options.findings:
+        from deepseek_review.reviewing.extraction import extraction_topic, resolved_mode
+
+        if (
+            resolved_mode(options.findings_from, options.continuation.server, options.api)
+            != "block"
+        ):
+            extraction_topic(options.topic)
     if options.context_window is not None:
         check("context_window", options.context_window)
 

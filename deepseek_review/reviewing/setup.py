@@ -49,6 +49,7 @@ REVIEW_FIELDS = {
     "extra_body": "extra_body",
     "keep_reasoning": "keep_reasoning",
     "findings": "findings",
+    "findings_from": "findings_from",
     "context_window": "context_window",
     "split": "split",
     "allow_truncated_prompt": "allow_truncated_prompt",

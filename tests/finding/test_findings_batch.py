@@ -12,7 +12,12 @@ def test_the_batch_report_carries_each_entrys_finding_counts(repo, cli, make_sim
     manifest(
         repo,
         ["a", "b", "plain"],
-        defaults={"template": "code-review", "findings": True, "max_tokens": 40},
+        defaults={
+            "template": "code-review",
+            "findings": True,
+            "findings_from": "block",
+            "max_tokens": 40,
+        },
         per_entry={"plain": {"template": "default"}},
     )
     got = batch(cli, sim)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deepseek_review.testing.simulator import wire
@@ -63,6 +63,9 @@ class SimulatorConfig:
     line numbers often are."""
     """Asked to continue by a user message (directive style), the model starts its answer
     over instead of going on (a server that repeats what it already said)."""
+    structured_faults: list[str] = field(default_factory=list)
+    """How the next requests for structured output are answered, once each (:mod:`.structured`:
+    invalid, not-json, blank, ignore); then valid JSON."""
     fault_rate: float = 0.0
     fault_kinds: tuple[str, ...] = TRANSIENT_FAULTS
     fault_seed: int = 0
@@ -83,6 +86,8 @@ class SimulatorConfig:
             raise ValueError("answer_words must be >= 2 (the END-OF-REVIEW line)")
         if self.context_overflow not in CONTEXT_OVERFLOWS:
             raise ValueError(f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOWS)}")
+        if set(self.structured_faults) - {"invalid", "not-json", "blank", "ignore"}:
+            raise ValueError("structured_faults: each one of invalid, not-json, blank, ignore")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
         if not 0.0 <= self.fault_rate <= 1.0:
