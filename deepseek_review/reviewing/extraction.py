@@ -137,7 +137,7 @@ def body_options(body: BodyOptions, server: str, schema: Mapping[str, Any]) -> B
 def prompt_text(schema: Mapping[str, Any]) -> str:
     """The extraction's request: what to return, and the schema itself (DeepSeek's JSON mode
     needs it in the prompt, and every model does better for seeing it)."""
-    shown = json.dumps(schema, indent=1, sort_keys=True)
+    shown = json.dumps(schema, separators=(",", ":"), sort_keys=True)
     return (
         "Return every finding of the review below as one JSON object, and nothing else: no "
         "prose, no code fence. It must be valid against this JSON Schema:\n\n"

@@ -367,3 +367,38 @@ def test_server_answers_any_model_name_and_echoes_it(llama_server):
 def test_server_sends_no_usage_in_a_stream_even_when_asked(llama_server):
     lines = _stream(llama_server, USER, max_tokens=3, stream_options={"include_usage": True})
     assert [c.get("usage") for c in lines[:-1]] == [None] * (len(lines) - 1)
+
+
+# --------------------------------------------------------------------------- findings
+
+
+@pytest.fixture(scope="module")
+def extracted(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> Chain:
+    """A review with ``--findings-from structured``: the extraction's output is gibberish
+    but the server's grammar (built from the schema sent) makes it valid JSON."""
+    repo = make_repo(tmp_path_factory.mktemp("extracted"))
+    extra = ("--no-stream", "--max-tokens", "1000", "--findings", "--findings-from", "structured")
+    return Chain(repo, cli(repo, *review_args(llama_server, *extra)))
+
+
+def test_a_structured_extraction_answers_json_valid_against_the_schema_sent(extracted):
+    from jsonschema import Draft202012Validator
+
+    from deepseek_review.finding.extract import wire_schema
+
+    assert extracted.run.code == 0, extracted.run.err[-2000:]
+    (extraction,) = extracted.run.json()["extraction"]
+    record = json.loads((extracted.repo / extraction["record_path"]).read_text())
+    assert record["body"]["response_format"] == {"type": "json_object", "schema": wire_schema()}
+    reply = json.loads((extracted.repo / extraction["answer_path"]).read_text(encoding="utf-8"))
+    assert not list(Draft202012Validator(wire_schema()).iter_errors(reply))
+    findings = json.loads((extracted.repo / extraction["findings_path"]).read_text())
+    assert findings["findings_from"] == "structured"
+
+
+def test_verify_strict_rebuilds_the_structured_extraction_exactly(extracted):
+    (extraction,) = extracted.run.json()["extraction"]
+    checked = cli(extracted.repo, "verify", "--strict", "--json", extraction["receipt_path"])
+    assert checked.code == 0, checked.out + checked.err
+    (receipt,) = checked.json()["receipts"]
+    assert receipt["status"] == "ok"
