@@ -41,6 +41,8 @@ class ReviewFindings:
     extents: Mapping[str, int] = field(default_factory=dict)
     """The number of lines of each file a finding is shown on as a whole (a finding demoted
     to its file or to the review's answer): a SARIF region covering the whole file."""
+    extracted: bool = False
+    """Its findings are a findings extraction's (``answer_path``: the review it read)."""
 
 
 def _extents(answer: str, seen: Reviewed, found: Sequence[Anchored]) -> dict[str, int]:
@@ -262,7 +264,36 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     src = chain_source(root, chain)
     found = derive_text(src.text, src.seen, src.review, structured=src.structured)
     receipts = tuple(_receipt_summary(s) for s in chain)
-    return ReviewFindings(src.review, receipts, tuple(found), _extents(src.last, src.seen, found))
+    extents = _extents(src.last, src.seen, found)
+    return ReviewFindings(src.review, receipts, tuple(found), extents, src.structured)
+
+
+def problem_path(root: Path, chain: Sequence[ChainSegment]) -> str:
+    """Where a chain whose findings cannot be read is listed: its last answer, or for a
+    findings extraction the answer of the review it read (another source of that review's
+    findings, its block or a retried extraction, then makes it no problem:
+    :func:`supersede`)."""
+    if is_extraction(chain):
+        try:
+            return extracted_review(root, chain)[-1].answer_path
+        except InputError:
+            pass
+    return chain[-1].answer_path
+
+
+def supersede(collected: Collected, failed: set[str]) -> None:
+    """A review whose findings were extracted (``run --findings-from structured``) counts by
+    its extraction alone, not also by its own block; a review whose findings were read one
+    way is no problem for another way failing (a retried extraction, a broken block).
+    ``failed``: the reviews an extraction failed for: findings were asked of them, so they
+    are not passed over for having no block (unless read some other way)."""
+    extracted = {r.answer_path for r in collected.reviews if r.extracted}
+    collected.reviews = [
+        r for r in collected.reviews if r.extracted or r.answer_path not in extracted
+    ]
+    read = {r.answer_path for r in collected.reviews}
+    collected.problems = [(p, why) for p, why in collected.problems if p not in read]
+    collected.without_block -= failed - read
 
 
 #: The bundled templates that ask the model for no findings block.
