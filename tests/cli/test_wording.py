@@ -120,7 +120,9 @@ def test_help_lists_the_commands_in_the_order_of_the_workflow(cli: Cli):
 
 
 CHOICES = {
-    ("run", "--template"): "[default|spec-review|code-review|diff-review|synthesis]",
+    ("run", "--template"): (
+        "[default|spec-review|code-review|diff-review|synthesis|findings-extraction]"
+    ),
     ("run", "--reasoning"): "[none|low|medium|high|max]",
     ("run", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
     ("run", "--api"): "[openai|ollama]",
@@ -158,7 +160,14 @@ def complete(words: str, cword: int) -> list[str]:
         (
             "run --template ",
             3,
-            ["default", "spec-review", "code-review", "diff-review", "synthesis"],
+            [
+                "default",
+                "spec-review",
+                "code-review",
+                "diff-review",
+                "synthesis",
+                "findings-extraction",
+            ],
         ),
         ("run --server ", 3, ["ollama", "llama.cpp", "vllm", "deepseek"]),
         ("run --api o", 3, ["openai", "ollama"]),
