@@ -127,8 +127,9 @@ TABLE: tuple[Option, ...] = (
     Option("keep_reasoning", "bool", False, "Write the model's reasoning to <stem>.reasoning.md",
            _REVIEW | _CONT, review=True),
     Option("findings", "bool", False,
-           "Write the findings block of the answer to <stem>.findings.json beside the last "
-           "segment (a template that asks for one: code-review, spec-review)",
+           "Write the review's findings to <stem>.findings.json beside the last segment, or "
+           "beside its findings extraction (--findings-from; a template that asks for "
+           "findings: code-review, spec-review)",
            _REVIEW | _SETTING, review=True),
     Option("findings_from", "str", "auto",
            "Where --findings come from: structured (a second request, receipted, asking for "

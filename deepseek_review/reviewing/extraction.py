@@ -41,6 +41,9 @@ from deepseek_review.reviewing.segment import Segment
 TEMPLATE = "findings-extraction"
 #: The extraction's topic is the review's with this suffix.
 TOPIC_SUFFIX = "-findings"
+#: At most what the extraction's request adds to the review's answers (its template, the
+#: request with the schema, the headings): about 2.5 KB; counted for ``max_run_tokens``.
+FRAMING_TOKENS = 1024
 #: The fields that ask for (or against) reasoning, replaced by "off" in the extraction.
 _REASONING_KEYS = ("thinking", "reasoning_effort", "reasoning", "think")
 

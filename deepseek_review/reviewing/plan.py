@@ -382,7 +382,8 @@ def plan_review(
     count = _counted(endpoint.url, options, sizes)
     out_rel = out_dir.relative_to(root).as_posix()
     _after_once(kept, options, body_options, endpoint.url, out_rel, receipt_paths)
-    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
+    what = "the review" + (" and its findings extraction" if _extracts(options) else "")
+    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), what)
     if check_output:
         _check_output_dir(options, root, out_dir)
     return ReviewPlan(
@@ -489,7 +490,22 @@ def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
     """The most tokens a review of ``prompt_tokens`` can use with its caps and continuations."""
     cont = options.continuation
     later = cont.max_tokens or options.max_tokens
-    return worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
+    total = worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
+    if _extracts(options):
+        from deepseek_review.reviewing.extraction import FRAMING_TOKENS
+
+        # The findings extraction, asked twice at most: its framing, every answer, a reply.
+        answers = options.max_tokens + later * cont.max_continuations
+        total += 2 * (FRAMING_TOKENS + answers + options.max_tokens)
+    return total
+
+
+def _extracts(options: ReviewOptions) -> bool:
+    """Whether the review's findings are asked for by a findings extraction after it."""
+    from deepseek_review.reviewing.extraction import resolved_mode
+
+    mode = resolved_mode(options.findings_from, options.continuation.server, options.api)
+    return options.findings and mode != "block"
 
 
 def _lines(text: str) -> int:

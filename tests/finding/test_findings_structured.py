@@ -13,6 +13,8 @@ import pytest
 from deepseek_review.finding.extract import wire_schema
 from tests.support.cli import review
 from tests.support.findings import assert_valid_findings_json
+from tests.support.signing import signature_check, signed_review
+from tests.support.sshkeys import allowed_signers, needs_openssh
 
 CODE = ("src/pkg/mean.py",)
 STRUCTURED = ("--template", "code-review", "--findings", "--findings-from", "structured")
@@ -273,3 +275,34 @@ def test_two_failed_extractions_and_a_broken_block_leave_the_gate_unpassable(
     assert got.code == 13
     assert "the gate cannot pass" in got.err
     assert "the extraction's answer does not match the schema it was sent" in got.err
+
+
+@needs_openssh
+def test_sign_signs_the_extraction_and_verify_checks_its_signature(
+    repo, cli, simulator, tmp_path, alice
+):
+    out = signed_review(cli, simulator, alice, *STRUCTURED)
+    (extraction,) = out["extraction"]
+    assert extraction["signature_path"] is not None
+    signers = allowed_signers(tmp_path / "allowed", alice.allowed_line())
+    got = cli("verify", "--allowed-signers", str(signers), "--require-signature", "--json",
+              extraction["receipt_path"])  # fmt: skip
+    assert got.code == 0, got.err
+    assert signature_check(got)["status"] == "ok"
+
+
+def test_the_operator_cap_counts_the_extraction_before_anything_is_sent(repo, cli, make_simulator):
+    sim = make_simulator(answer_words=20)
+    cap = ("--max-tokens", "100", "--max-continuations", "0", "--max-run-tokens", "1500")
+    assert review(cli, sim, "--findings-from", "block", "--findings", *cap).code == 0
+    run = extract_run(cli, sim, *cap)
+    assert run.code == 2, run.err
+    assert "--max-run-tokens 1500: the review and its findings extraction may use up to" in run.err
+    assert len(sim.chat_requests()) == 1  # the first review's; nothing more was sent
+
+
+def test_a_topic_too_long_for_its_extraction_is_refused_before_sending(repo, cli, simulator):
+    run = extract_run(cli, simulator, "--topic", "t" * 115)
+    assert run.code == 2
+    assert f"--topic '{'t' * 115}': too long for its findings extraction's topic" in run.err
+    assert simulator.chat_requests() == []
