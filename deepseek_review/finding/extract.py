@@ -214,15 +214,7 @@ def extract_structured(text: str) -> list[Finding]:
     if not text.strip():
         raise InputError(f"no findings: {where} is blank")
     _bounded(text, 0, len(text), where)
-    try:
-        data = safejson.loads(text, what=where)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"no findings: {where} is not valid JSON: {exc.msg} "
-            f"(line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except ValueError as exc:
-        raise InputError(f"no findings: {where} is not valid JSON: {exc}") from None
+    data = _loads(text, where, None)
     error = best_match(Draft202012Validator(wire_schema()).iter_errors(data))
     if error is not None:
         said = error.message if len(error.message) <= 200 else error.message[:200] + "…"
@@ -249,13 +241,18 @@ def _bounded(text: str, start: int, end: int, where: str) -> None:
 
 def _parse(text: str, where: str, *, line: int) -> list[Finding]:
     """The findings of one block's text; ``line``: the answer line before its first line."""
+    return validate(_loads(text, where, line), where)
+
+
+def _loads(text: str, where: str, line: int | None) -> Any:
+    """``text`` parsed (:class:`InputError` saying where it is not JSON); ``line``: the
+    answer line before its first line (None: the whole answer)."""
     try:
-        data = safejson.loads(text, what=where)
+        return safejson.loads(text, what=where)
     except json.JSONDecodeError as exc:
+        at = f"line {exc.lineno}" if line is None else f"answer line {line + exc.lineno}"
         raise InputError(
-            f"no findings: {where} is not valid JSON: {exc.msg} "
-            f"(answer line {line + exc.lineno}, column {exc.colno})"
+            f"no findings: {where} is not valid JSON: {exc.msg} ({at}, column {exc.colno})"
         ) from None
     except ValueError as exc:
         raise InputError(f"no findings: {where} is not valid JSON: {exc}") from None
-    return validate(data, where)

@@ -32,6 +32,7 @@ from deepseek_review.chat.tokens import (
     looks_clipped,
 )
 from deepseek_review.chat.types import Completion
+from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import (
     BadResponse,
     InputError,
@@ -216,25 +217,12 @@ class _Run:
             assert completion is not None, "a job's later request is refused by raising"
             self._received(completion, req.estimate)
             failed: list[str] = []
-            seg = write_segment(
-                SegmentSpec(
-                    root=job.root,
-                    out_dir=job.out_dir,
-                    topic=ex.topic,
-                    model=job.body.model,
-                    endpoint=job.endpoint.url,
-                    prepared=req.prepared,
-                    completion=completion,
-                    content=completion.content,
-                    context_files=req.files,
-                    template=(req.template.name, req.template.sha256),
-                    prompt_token_estimate=req.estimate,
-                    findings=partial(
-                        _extracted, ex, completion, review, text, failed, fallback=fallback
-                    ),
-                ),
-                self.now(),
+            made = partial(_extracted, ex, completion, review, text, failed, fallback=fallback)
+            template = (req.template.name, req.template.sha256)
+            spec = self._first_spec(
+                req.prepared, completion, ex.topic, req.files, template, req.estimate, made
             )
+            seg = write_segment(spec, self.now())
             self.result.extraction.append(seg)
             if seg.findings_path is not None and not failed:
                 return
@@ -330,25 +318,40 @@ class _Run:
             return False
         self._received(completion, p.token_estimate)
         ensure_dir(job.out_dir, shown=job.out_shown)
-        self._write(
-            SegmentSpec(
-                root=job.root,
-                out_dir=job.out_dir,
-                topic=job.topic,
-                model=job.body.model,
-                endpoint=job.endpoint.url,
-                prepared=p.prepared,
-                completion=completion,
-                content=completion.content,
-                context_files=p.files,
-                git=p.git,
-                template=p.template,
-                prompt_token_estimate=p.token_estimate,
-                keep_reasoning=job.keep_reasoning,
-                findings=job.findings and partial(job.findings, completion.content),
-            )
+        findings = job.findings and partial(job.findings, completion.content)
+        spec = self._first_spec(
+            p.prepared, completion, job.topic, p.files, p.template, p.token_estimate, findings
         )
+        self._write(spec._replace(git=p.git, keep_reasoning=job.keep_reasoning))
         return True
+
+    def _first_spec(
+        self,
+        prepared: PreparedRequest,
+        completion: Completion,
+        topic: str,
+        files: tuple[ContextFile, ...],
+        template: tuple[str, str],
+        estimate: int,
+        findings: Callable[[str], bytes | None] | None,
+    ) -> SegmentSpec:
+        """The segment of a chain's first request: the review's, or its findings
+        extraction's (``topic``: its own)."""
+        job = self.job
+        return SegmentSpec(
+            root=job.root,
+            out_dir=job.out_dir,
+            topic=topic,
+            model=job.body.model,
+            endpoint=job.endpoint.url,
+            prepared=prepared,
+            completion=completion,
+            content=completion.content,
+            context_files=files,
+            template=template,
+            prompt_token_estimate=estimate,
+            findings=findings,
+        )
 
     def _write(self, spec: SegmentSpec) -> None:
         """Write one segment (answer, record, receipt last) and add it to the chain: every

@@ -35,6 +35,23 @@ def test_the_batch_report_carries_each_entrys_finding_counts(repo, cli, make_sim
     assert "plain" in got.err and "no findings" in got.err
 
 
+def test_a_batch_extracts_each_entrys_findings_and_reports_their_counts(
+    repo, cli, make_simulator
+):
+    sim = make_simulator(answer_words=60)
+    manifest(repo, ["a", "b"], defaults={"template": "code-review", "findings": True})
+    got = batch(cli, sim)
+    assert got.code == 0, got.err
+    for entry in got.json()["entries"]:
+        assert sum(entry["findings"].values()) == 1
+    extracted = sorted((repo / "reviews").glob("*-findings_*.findings.json"))
+    assert [json.loads(p.read_text("utf-8"))["findings_from"] for p in extracted] == [
+        "structured",
+        "structured",
+    ]
+    assert cli("verify", "--strict").code == 0
+
+
 def test_a_batch_without_findings_reports_none_and_never_loads_the_findings_modules(
     repo, make_simulator
 ):
