@@ -382,8 +382,7 @@ def plan_review(
     count = _counted(endpoint.url, options, sizes)
     out_rel = out_dir.relative_to(root).as_posix()
     _after_once(kept, options, body_options, endpoint.url, out_rel, receipt_paths)
-    what = "the review" + (" and its findings extraction" if _extracts(options) else "")
-    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), what)
+    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), _what(options))
     if check_output:
         _check_output_dir(options, root, out_dir)
     return ReviewPlan(
@@ -498,6 +497,11 @@ def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
         answers = options.max_tokens + later * cont.max_continuations
         total += 2 * (FRAMING_TOKENS + answers + options.max_tokens)
     return total
+
+
+def _what(options: ReviewOptions) -> str:
+    """What ``max_run_tokens`` holds a review's worst case against, in its refusal."""
+    return "the review" + (" and its findings extraction" if _extracts(options) else "")
 
 
 def _extracts(options: ReviewOptions) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from deepseek_review.options.rows import TEMPLATES
 from deepseek_review.testing.simulator import Simulator
 from tests.support.git import commit_all
 
@@ -157,18 +158,7 @@ def complete(words: str, cword: int) -> list[str]:
     [
         ("run --reasoning h", 3, ["high"]),
         ("run --reasoning ", 3, ["none", "low", "medium", "high", "max"]),
-        (
-            "run --template ",
-            3,
-            [
-                "default",
-                "spec-review",
-                "code-review",
-                "diff-review",
-                "synthesis",
-                "findings-extraction",
-            ],
-        ),
+        ("run --template ", 3, list(TEMPLATES)),  # the bundled ones (a test keeps them so)
         ("run --server ", 3, ["ollama", "llama.cpp", "vllm", "deepseek"]),
         ("run --api o", 3, ["openai", "ollama"]),
         ("batch m.toml --format j", 4, ["jsonl"]),

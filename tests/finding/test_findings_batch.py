@@ -35,9 +35,7 @@ def test_the_batch_report_carries_each_entrys_finding_counts(repo, cli, make_sim
     assert "plain" in got.err and "no findings" in got.err
 
 
-def test_a_batch_extracts_each_entrys_findings_and_reports_their_counts(
-    repo, cli, make_simulator
-):
+def test_a_batch_extracts_each_entrys_findings_and_reports_their_counts(repo, cli, make_simulator):
     sim = make_simulator(answer_words=60)
     manifest(repo, ["a", "b"], defaults={"template": "code-review", "findings": True})
     got = batch(cli, sim)
