@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deepseek_review.testing.simulator import wire
+from deepseek_review.testing.simulator.structured import STRUCTURED_FAULTS
 from deepseek_review.testing.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS, TRANSIENT_FAULTS
 
 CHAT_PATH = "/v1/chat/completions"
@@ -86,8 +87,8 @@ class SimulatorConfig:
             raise ValueError("answer_words must be >= 2 (the END-OF-REVIEW line)")
         if self.context_overflow not in CONTEXT_OVERFLOWS:
             raise ValueError(f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOWS)}")
-        if set(self.structured_faults) - {"invalid", "not-json", "blank", "ignore"}:
-            raise ValueError("structured_faults: each one of invalid, not-json, blank, ignore")
+        if set(self.structured_faults) - set(STRUCTURED_FAULTS):
+            raise ValueError(f"structured_faults: each one of {', '.join(STRUCTURED_FAULTS)}")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
         if not 0.0 <= self.fault_rate <= 1.0:
