@@ -238,7 +238,7 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
         return
     paths = (
         shown_path(root, p)
-        for s in (*result.segments, *result.extraction)
+        for s in (*result.segments, *result.extraction, *result.self_check)
         for p in (
             s.answer_path,
             s.receipt_path,
@@ -261,10 +261,9 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
 
 
 def _extraction_json(root: Path, result: ReviewResult) -> dict[str, Any]:
-    """``--json``: the findings extraction's segments, when there was one."""
-    if not result.extraction:
-        return {}
-    return {"extraction": [_segment_json(root, s) for s in result.extraction]}
+    """``--json``: the findings extraction's and the self-check's segments, when made."""
+    out = {"extraction": result.extraction, "self_check": result.self_check}
+    return {k: [_segment_json(root, s) for s in v] for k, v in out.items() if v}
 
 
 def _signed_files(root: Path, s: Segment) -> list[str]:

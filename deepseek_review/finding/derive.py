@@ -21,6 +21,7 @@ from deepseek_review.finding.extract import extract, extract_structured
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
+from deepseek_review.finding.self_check import SELF_CHECK_TEMPLATE
 from deepseek_review.git.runner import git_output
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import read_answer
@@ -41,8 +42,9 @@ class ReviewFindings:
     extents: Mapping[str, int] = field(default_factory=dict)
     """The number of lines of each file a finding is shown on as a whole (a finding demoted
     to its file or to the review's answer): a SARIF region covering the whole file."""
-    extracted: bool = False
-    """Its findings are a findings extraction's (``answer_path``: the review it read)."""
+    rank: int = 0
+    """How far its findings were refined: 0 the answer's block, 1 a findings extraction's,
+    2 a self-check's (``answer_path``: the review's in every case); :func:`supersede`."""
 
 
 def _extents(answer: str, seen: Reviewed, found: Sequence[Anchored]) -> dict[str, int]:
@@ -196,8 +198,17 @@ EXTRACTION_TEMPLATE = "findings-extraction"
 
 def is_extraction(chain: Sequence[ChainSegment]) -> bool:
     """Whether a chain is a findings extraction (its record names the bundled template)."""
+    return _template(chain) == EXTRACTION_TEMPLATE
+
+
+def is_self_check(chain: Sequence[ChainSegment]) -> bool:
+    """Whether a chain is a self-check of a findings file (:mod:`.self_check`)."""
+    return _template(chain) == SELF_CHECK_TEMPLATE
+
+
+def _template(chain: Sequence[ChainSegment]) -> str | None:
     record = chain[0].record if chain else None
-    return record is not None and (record.template or ("",))[0] == EXTRACTION_TEMPLATE
+    return None if record is None or record.template is None else record.template[0]
 
 
 def extracted_review(root: Path, chain: Sequence[ChainSegment]) -> list[ChainSegment]:
@@ -261,11 +272,39 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
                 f"a continuation without its request record ({seg.receipt_path} has no "
                 f"{seg.record_path}); not read as part of the review"
             )
+    if is_self_check(chain):
+        return _self_checked(root, chain)
     src = chain_source(root, chain)
     found = derive_text(src.text, src.seen, src.review, structured=src.structured)
     receipts = tuple(_receipt_summary(s) for s in chain)
     extents = _extents(src.last, src.seen, found)
-    return ReviewFindings(src.review, receipts, tuple(found), extents, src.structured)
+    return ReviewFindings(src.review, receipts, tuple(found), extents, int(src.structured))
+
+
+def _self_checked(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
+    """The findings of the chain whose findings file a self-check read, less those it
+    scored under the threshold its own findings file records."""
+    from deepseek_review.finding.self_check import findings_of, scores
+    from deepseek_review.records.chain import find_chain
+    from deepseek_review.records.naming import sibling
+
+    first, last = chain[0], chain[-1]
+    assert first.record is not None and last.record is not None
+    ((path, ref),) = file_refs(first.record.messages).items()
+    data, own = repo_reader(root)(path), last.record.findings
+    if data is None or sha256_tag(data) != ref.sha256 or own is None:
+        raise InputError(f"{last.receipt_path}: the self-check's findings cannot be read")
+    checked = repo_reader(root)(own[0])
+    threshold = None if checked is None else findings_of(checked, own[0]).get("self_check")
+    if not isinstance(threshold, dict) or type(threshold.get("threshold")) is not int:
+        raise InputError(f"{own[0]}: no self-check threshold")
+    scored = scores("".join(read_answer(root, s) for s in chain), findings_of(data, path))
+    base = chain_findings(root, find_chain(root, sibling(path, "receipt")))
+    kept = tuple(
+        a for a in base.findings if scored.get(a.fingerprint, 10) >= threshold["threshold"]
+    )
+    receipts = base.receipts + tuple(_receipt_summary(s) for s in chain)
+    return ReviewFindings(base.answer_path, receipts, kept, base.extents, 2)
 
 
 def problem_path(root: Path, chain: Sequence[ChainSegment]) -> str:
@@ -287,10 +326,10 @@ def supersede(collected: Collected, failed: set[str]) -> None:
     way is no problem for another way failing (a retried extraction, a broken block).
     ``failed``: the reviews an extraction failed for: findings were asked of them, so they
     are not passed over for having no block (unless read some other way)."""
-    extracted = {r.answer_path for r in collected.reviews if r.extracted}
-    collected.reviews = [
-        r for r in collected.reviews if r.extracted or r.answer_path not in extracted
-    ]
+    best: dict[str, int] = {}
+    for r in collected.reviews:
+        best[r.answer_path] = max(best.get(r.answer_path, 0), r.rank)
+    collected.reviews = [r for r in collected.reviews if r.rank == best[r.answer_path]]
     read = {r.answer_path for r in collected.reviews}
     collected.problems = [(p, why) for p, why in collected.problems if p not in read]
     collected.without_block -= failed - read

@@ -21,6 +21,7 @@ from deepseek_review.finding.derive import (
     derive_text,
     extracted_review,
     is_extraction,
+    is_self_check,
     merge,
     reviewed_texts,
     reviewed_version,
@@ -28,12 +29,14 @@ from deepseek_review.finding.derive import (
 from deepseek_review.finding.export import output_version, pretty, to_json
 from deepseek_review.finding.hunks import NewSide
 from deepseek_review.finding.model import OUTPUT_VERSIONS
+from deepseek_review.finding.self_check import checked, findings_of, scores
 from deepseek_review.git.runner import read_regular_file, resolve_inside
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import find_chain, stitched_text
 from deepseek_review.records.index import ReceiptIndex
 from deepseek_review.records.lines import Lines
 from deepseek_review.records.naming import sibling
+from deepseek_review.records.parts import file_refs
 from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.records.stored import ChainSegment
 from deepseek_review.util.logs import log
@@ -158,13 +161,17 @@ def check_sidecar(
         return "fail", f"{path}: cannot read ({getattr(exc, 'message', exc)})"
     if sha256_tag(data) != digest:
         return "fail", f"{path} does not match the record's sha256 (changed after the review)"
-    version, obtained = output_version(data), _obtained(data)
+    version, obtained = output_version(data), _field(data, "findings_from")
     if version is None or obtained not in (None, *OBTAINED):
         return "fail", f"{path} is not a findings file of a version this tool reads"
     try:
         chain = find_chain(root, receipt_rel, index=index)
         chain = chain[: [s.receipt_path for s in chain].index(receipt_rel) + 1]
-        again, why = rederive(root, chain, stitched_text(root, chain), version, obtained)
+        again: bytes | None
+        if is_self_check(chain):
+            again, why = _recheck(root, chain, stitched_text(root, chain), data), ""
+        else:
+            again, why = rederive(root, chain, stitched_text(root, chain), version, obtained)
     except ReviewError as exc:
         return "fail", f"{path}: cannot re-derive ({exc.message})"
     if again is None:
@@ -174,15 +181,40 @@ def check_sidecar(
     return "ok", f"findings file (version {version}) re-derived from the answer: identical"
 
 
-def _obtained(data: bytes) -> object:
-    """A findings file's ``findings_from`` (None when it has none, or is not JSON)."""
+def _field(data: bytes, key: str) -> object:
+    """A findings file's top-level ``key`` (None when it has none, or is not JSON)."""
     from deepseek_review.util import safejson
 
     try:
         parsed = safejson.loads(data, what="findings")
     except ValueError:
         return None
-    return parsed.get("findings_from") if isinstance(parsed, dict) else None
+    return parsed.get(key) if isinstance(parsed, dict) else None
+
+
+def checked_bytes(data: bytes, where: str, reply: str, threshold: int) -> bytes:
+    """The findings file of a self-check (:mod:`.self_check`) whose context was the findings
+    file ``data`` (at ``where``) and whose answer is ``reply``."""
+    findings = findings_of(data, where)
+    return pretty(checked(findings, scores(reply, findings), threshold)).encode("utf-8")
+
+
+def _recheck(root: Path, chain: Sequence[ChainSegment], text: str, data: bytes) -> bytes:
+    """The findings file a self-check chain gives now (:class:`InputError` when it cannot):
+    from the findings file it read, as the record references it, and its threshold."""
+    from deepseek_review.records.rebuild import repo_reader
+
+    record = chain[0].record
+    assert record is not None
+    ((path, ref),) = file_refs(record.messages).items()
+    source = repo_reader(root)(path)
+    if source is None or sha256_tag(source) != ref.sha256:
+        raise InputError(f"{path} is no longer as the self-check read it")
+    check = _field(data, "self_check")
+    threshold = check.get("threshold") if isinstance(check, dict) else None
+    if type(threshold) is not int:
+        raise InputError("it has no self-check threshold")
+    return checked_bytes(source, path, text, threshold)
 
 
 def counts_beside(root: Path, answer_path: str) -> dict[str, int] | None:

@@ -39,8 +39,9 @@ from deepseek_review.reviewing.segment import Segment
 
 #: The bundled template of the extraction request (also :data:`.derive.EXTRACTION_TEMPLATE`).
 TEMPLATE = "findings-extraction"
-#: The extraction's topic is the review's with this suffix.
+#: The extraction's topic is the review's with this suffix (the self-check's with the other).
 TOPIC_SUFFIX = "-findings"
+SELF_CHECK_SUFFIX = "-self-check"
 #: At most what the extraction's request adds to the review's answers (its template, the
 #: request with the schema, the headings): about 2.5 KB; counted for ``max_run_tokens``.
 FRAMING_TOKENS = 1024
@@ -50,6 +51,14 @@ _REASONING_KEYS = ("thinking", "reasoning_effort", "reasoning", "think")
 #: (text, answer path it is shown on, how it was obtained) → the findings file's bytes
 #: (:class:`InputError` when the text holds no usable findings).
 Maker = Callable[[str, str, str], bytes]
+
+
+class SelfCheck(NamedTuple):
+    """What a review job needs to self-check its findings (``self_check``)."""
+
+    topic: str
+    server: str
+    threshold: int
 
 
 class Extraction(NamedTuple):
@@ -74,7 +83,9 @@ def resolved_mode(findings_from: str, server: str, api: str) -> str:
     return "block" if server == "deepseek" and api == "openai" else "auto"
 
 
-def dialect_for(server: str, api: str, schema: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def dialect_for(
+    server: str, api: str, schema: Mapping[str, Any], name: str = "findings"
+) -> tuple[str, dict[str, Any]]:
     """The name of the server's structured-output dialect and the body fields that carry
     ``schema`` in it: Ollama's native ``format``; llama.cpp's ``response_format`` of type
     ``json_object`` with a ``schema`` (what both llama-server and llama-cpp-python read);
@@ -85,7 +96,7 @@ def dialect_for(server: str, api: str, schema: Mapping[str, Any]) -> tuple[str, 
         return "json_object+schema", {"response_format": {"type": "json_object", "schema": schema}}
     if server == "deepseek":
         return "json_object", {"response_format": {"type": "json_object"}}
-    wrapped = {"name": "findings", "strict": True, "schema": schema}
+    wrapped = {"name": name, "strict": True, "schema": schema}
     return "json_schema", {"response_format": {"type": "json_schema", "json_schema": wrapped}}
 
 
@@ -96,26 +107,28 @@ def enforces_schema(server: str, url: str) -> bool:
     return server != "deepseek" and not (server == "ollama" and is_cloud(url))
 
 
-def extraction_topic(topic: str) -> str:
-    """The extraction's topic (:class:`~deepseek_review.errors.ConfigError` naming the
-    ``topic`` option when the suffix makes it too long to name files)."""
+def extraction_topic(topic: str, suffix: str = TOPIC_SUFFIX) -> str:
+    """The extraction's (or the self-check's) topic (:class:`~deepseek_review.errors.
+    ConfigError` naming the ``topic`` option when the suffix makes it too long)."""
     from deepseek_review.records.naming import check_topic
 
-    name = topic + TOPIC_SUFFIX
+    name = topic + suffix
     try:
         return check_topic(name)
     except ConfigError:
+        what = "findings extraction" if suffix == TOPIC_SUFFIX else "self-check"
         raise ConfigError(
-            f"{name_of('topic')} {topic!r}: too long for its findings extraction's topic "
-            f"{name!r} (at most {120 - len(TOPIC_SUFFIX)} characters with "
-            f"{name_of('findings_from')} structured or auto)"
+            f"{name_of('topic')} {topic!r}: too long for its {what}'s topic {name!r} (at "
+            f"most {120 - len(suffix)} characters)"
         ) from None
 
 
-def body_options(body: BodyOptions, server: str, schema: Mapping[str, Any]) -> BodyOptions:
+def body_options(
+    body: BodyOptions, server: str, schema: Mapping[str, Any], name: str = "findings"
+) -> BodyOptions:
     """The extraction's body options: the review's, with reasoning off and the schema in the
     server's dialect (the review's own reasoning and format fields replaced)."""
-    _, carried = dialect_for(server, body.api, schema)
+    _, carried = dialect_for(server, body.api, schema, name)
     off: dict[str, Any] = (
         {"think": False} if body.api == "ollama" else reasoning_fields(server, "none")
     )
@@ -161,18 +174,34 @@ class Request(NamedTuple):
 
 def request(body: BodyOptions, server: str, topic: str, answers: Sequence[ContextFile]) -> Request:
     """The exact extraction request over the review's ``answers``."""
-    from deepseek_review.chat.tokens import estimate_sizes
     from deepseek_review.finding.extract import wire_schema
 
     schema = wire_schema()
-    template = load_template(TEMPLATE)
-    framed = frame_messages(template, prompt_text(schema), topic, answers)
+    return structured_request(body, server, topic, answers, TEMPLATE, prompt_text(schema), schema)
+
+
+def structured_request(
+    body: BodyOptions,
+    server: str,
+    topic: str,
+    files: Sequence[ContextFile],
+    template_name: str,
+    prompt: str,
+    schema: Mapping[str, Any],
+    name: str = "findings",
+) -> Request:
+    """The exact request of a bundled template over ``files`` asking for JSON valid against
+    ``schema`` (named ``name`` where the dialect names it), reasoning off."""
+    from deepseek_review.chat.tokens import estimate_sizes
+
+    template = load_template(template_name)
+    framed = frame_messages(template, prompt, topic, files)
     messages = tuple(WireMessage(role, parts, None) for role, parts in framed)
     sizes = message_sizes(messages)
-    texts = {f.path: f.text for f in answers}
-    prepared = prepare(body_options(body, server, schema), messages, texts, sizes)
-    files = tuple(ContextFile(f.path, "", f.sha256, f.size) for f in answers)
-    return Request(prepared, estimate_sizes(sizes), template, files)
+    texts = {f.path: f.text for f in files}
+    prepared = prepare(body_options(body, server, schema, name), messages, texts, sizes)
+    kept = tuple(ContextFile(f.path, "", f.sha256, f.size) for f in files)
+    return Request(prepared, estimate_sizes(sizes), template, kept)
 
 
 def answer_files(root: Path, segments: Sequence[Segment]) -> list[ContextFile]:
@@ -188,3 +217,12 @@ def answer_files(root: Path, segments: Sequence[Segment]) -> list[ContextFile]:
             raise InputError(f"{s.answer_path}: changed since its receipt was written")
         files.append(ContextFile(s.answer_path, data.decode("utf-8"), s.answer_sha256, len(data)))
     return files
+
+
+def repo_file(root: Path, rel: str) -> ContextFile:
+    """A file the run wrote (the findings file a self-check reads), as a context file."""
+    try:
+        data = read_regular_file(resolve_inside(root, rel, what="findings")[0])
+    except OSError as exc:
+        raise InputError(f"{rel}: cannot read ({exc.strerror or exc})") from None
+    return ContextFile(rel, data.decode("utf-8"), sha256_tag(data), len(data))

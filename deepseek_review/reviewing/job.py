@@ -33,22 +33,13 @@ from deepseek_review.chat.tokens import (
 )
 from deepseek_review.chat.types import Completion
 from deepseek_review.context.gather import ContextFile
-from deepseek_review.errors import (
-    BadResponse,
-    InputError,
-    Interrupted,
-    PromptDoesNotFit,
-    PromptTruncated,
-    ReviewError,
-)
+from deepseek_review.errors import Interrupted, PromptDoesNotFit, PromptTruncated, ReviewError
 from deepseek_review.ollama.fit import preflight
 from deepseek_review.options.table import SERVER_PRESETS, name_of
 from deepseek_review.records.parts import AnswerRef
 from deepseek_review.records.request_record import Continuation
 from deepseek_review.records.storage import ensure_dir
 from deepseek_review.reviewing.calibration import counter_for, remember
-from deepseek_review.reviewing.extraction import Extraction, answer_files, enforces_schema
-from deepseek_review.reviewing.extraction import request as extraction_request
 from deepseek_review.reviewing.job_spec import (
     EventSink,
     Job,
@@ -200,42 +191,18 @@ class _Run:
         # place for what follows a whole review (its findings).
         # Only a chain this job added to: a finished one found again (a batch resumed) was.
         if job.extraction is not None and r.new and not r.segments[-1].truncated:
-            self._extract(job.extraction)
-        return r
+            from deepseek_review.reviewing.refine import extract
 
-    def _extract(self, ex: Extraction) -> None:
-        """The findings extraction (:mod:`.extraction`): asked at most twice; the findings
-        file is written beside the answer whose findings are used."""
-        job, segments = self.job, self.result.segments
-        review, text = segments[-1].answer_path, "".join(s.content for s in segments)
-        req = extraction_request(job.body, ex.server, ex.topic, answer_files(job.root, segments))
-        why = ""
-        for attempt in (1, 2):
-            fallback = attempt == 2 and ex.mode == "auto"
-            note = f"findings extraction of {review} ({ex.topic})"
-            completion = self._ask(req.prepared, req.prepared.options, note, primary=True)
-            assert completion is not None, "a job's later request is refused by raising"
-            self._received(completion, req.estimate)
-            failed: list[str] = []
-            made = partial(_extracted, ex, completion, review, text, failed, fallback=fallback)
-            template = (req.template.name, req.template.sha256)
-            spec = self._first_spec(
-                req.prepared, completion, ex.topic, req.files, template, req.estimate, made
-            )
-            seg = write_segment(spec, self.now())
-            self.result.extraction.append(seg)
-            if seg.findings_path is not None and not failed:
-                return
-            why = failed[0] if failed else "cut off at the token cap"
-            if seg.findings_path is not None or fallback:
-                return  # the block's findings, or none: said by _extracted
-            self._log(logging.WARNING, "%s: %s; asking once more", seg.answer_path, why)
-        raise BadResponse(
-            f"{self.result.extraction[-1].answer_path}: the findings extraction's answer "
-            f"did not validate twice: {why}",
-            hint=f"{name_of('findings_from')} block reads the review's ```json block instead; "
-            f"the review itself is written ({review})",
-        )
+            extract(self, job.extraction)
+        written = (r.extraction or r.new_segments)[-1:]
+        if job.self_check is not None and written:
+            from deepseek_review.reviewing.refine import self_check
+
+            if written[0].findings_path is None:
+                self._log(logging.WARNING, "no findings file to self-check")
+            else:
+                self_check(self, job.self_check, written[0].findings_path)
+        return r
 
     def _ask(
         self, prepared: PreparedRequest, body: BodyOptions, note: str | None, *, primary: bool
@@ -489,35 +456,6 @@ def _continuation_tail(
         return [WireMessage("assistant", refs, so_far, extra=prefill_extra)]
     directive = continuation_directive()
     return [WireMessage("assistant", refs, so_far), WireMessage("user", (directive,), directive)]
-
-
-def _extracted(
-    ex: Extraction,
-    completion: Completion,
-    review: str,
-    text: str,
-    failed: list[str],
-    answer: str,
-    *,
-    fallback: bool,
-) -> bytes | None:
-    """The findings file of an extraction's answer, or None with why in ``failed``;
-    ``fallback``: then from the review's block (``auto``'s last attempt), saying so."""
-    try:
-        return ex.make(completion.content, review, "structured")
-    except InputError as exc:
-        failed.append(exc.message)
-    if not fallback:
-        return None
-    enforced = "" if enforces_schema(ex.server, ex.url) else " (this server does not enforce it)"
-    log.warning(
-        "%s: %s%s; the findings are taken from the review's block", answer, failed[0], enforced
-    )
-    try:
-        return ex.make(text, review, "block")
-    except InputError as exc:
-        log.warning("%s: %s", review, exc.message)
-        return None
 
 
 def clipped_message(completion: Completion, estimate: int, url: str) -> str | None:

@@ -18,7 +18,13 @@ from deepseek_review.chat.tokens import Count
 from deepseek_review.chat.types import Completion, ProgressFn
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import ReviewError
-from deepseek_review.reviewing.extraction import Extraction, extraction_topic, resolved_mode
+from deepseek_review.reviewing.extraction import (
+    SELF_CHECK_SUFFIX,
+    Extraction,
+    SelfCheck,
+    extraction_topic,
+    resolved_mode,
+)
 from deepseek_review.reviewing.plan import ContinuationOptions, ReviewPlan
 from deepseek_review.reviewing.request import BodyOptions, PreparedRequest, WireMessage
 from deepseek_review.reviewing.segment import Segment
@@ -141,6 +147,8 @@ class Job(NamedTuple):
     """``findings``: makes the findings file of the segment that ends the chain."""
     extraction: Extraction | None = None
     """``findings`` by a findings extraction after the chain (:mod:`.extraction`), instead."""
+    self_check: SelfCheck | None = None
+    """``self_check``: the findings scored in one more request once they are written."""
     git: Mapping[str, Any] | None = None
     """What the chain's primary record pins in git (:mod:`context.pins`), pinned by every
     continuation's record too: the same files, so the whole chain rebuilds from the same
@@ -186,6 +194,11 @@ def job_from_plan(
         reasoning=o.reasoning,
         findings=findings_hook(plan) if o.findings and mode == "block" else None,
         extraction=extraction_of(plan, mode) if o.findings and mode != "block" else None,
+        self_check=SelfCheck(
+            extraction_topic(o.topic, SELF_CHECK_SUFFIX), cont.server, o.self_check_threshold
+        )
+        if o.findings and o.self_check
+        else None,
         git=existing_git if existing else plan.pins,
     )
 
@@ -236,6 +249,8 @@ class JobResult:
     extraction: list[Segment] = field(default_factory=list)
     """The findings extraction's segments (:mod:`.extraction`), each its own primary: the
     one whose findings were used last."""
+    self_check: list[Segment] = field(default_factory=list)
+    """The self-check's segments, likewise."""
 
     @property
     def new_segments(self) -> list[Segment]:

@@ -107,6 +107,8 @@ class ReviewOptions:
     findings_from: str = default("findings_from")
     """``auto``, ``structured`` or ``block``: where ``findings`` come from
     (:mod:`.extraction`)."""
+    self_check: bool = default("self_check")
+    self_check_threshold: int = default("self_check_threshold")
     continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
     context_window: int | None = default("context_window")
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
@@ -490,18 +492,27 @@ def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
     cont = options.continuation
     later = cont.max_tokens or options.max_tokens
     total = worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
-    if _extracts(options):
-        from deepseek_review.reviewing.extraction import FRAMING_TOKENS
+    from deepseek_review.reviewing.extraction import FRAMING_TOKENS
 
-        # The findings extraction, asked twice at most: its framing, every answer, a reply.
-        answers = options.max_tokens + later * cont.max_continuations
+    answers = options.max_tokens + later * cont.max_continuations
+    if _extracts(options):  # asked twice at most: its framing, every answer, a reply
         total += 2 * (FRAMING_TOKENS + answers + options.max_tokens)
+    if options.findings and options.self_check:  # the same, on the findings file (anchored
+        total += 2 * (FRAMING_TOKENS + 2 * answers + options.max_tokens)  # JSON: ~2x them)
     return total
 
 
 def _what(options: ReviewOptions) -> str:
     """What ``max_run_tokens`` holds a review's worst case against, in its refusal."""
-    return "the review" + (" and its findings extraction" if _extracts(options) else "")
+    more = [
+        w
+        for w, on in (
+            ("findings extraction", _extracts(options)),
+            ("self-check", options.findings and options.self_check),
+        )
+        if on
+    ]
+    return "the review" + (f" and its {' and '.join(more)}" if more else "")
 
 
 def _extracts(options: ReviewOptions) -> bool:

@@ -50,6 +50,8 @@ REVIEW_FIELDS = {
     "keep_reasoning": "keep_reasoning",
     "findings": "findings",
     "findings_from": "findings_from",
+    "self_check": "self_check",
+    "self_check_threshold": "self_check_threshold",
     "context_window": "context_window",
     "split": "split",
     "allow_truncated_prompt": "allow_truncated_prompt",

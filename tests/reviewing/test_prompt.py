@@ -32,6 +32,7 @@ BUNDLED = (
     "diff-review",
     "synthesis",
     "findings-extraction",
+    "findings-self-check",
 )
 
 

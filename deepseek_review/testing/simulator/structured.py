@@ -4,7 +4,9 @@ A request that carries a schema in one of the dialects servers read (Ollama's na
 ``format``; OpenAI's ``response_format`` of type ``json_schema``; ``json_object`` with a
 ``schema``, as llama.cpp reads it; llama-server's top-level ``json_schema``) is answered
 with one JSON object valid against it: the findings of the ```json block found in its
-prompt (a findings extraction's context is the review's answer), else none. JSON mode
+prompt (a findings extraction's context is the review's answer), else none; asked for
+``scores`` (a self-check, whose context is a findings file), a score for each finding from
+its fingerprint (:func:`score_of`). JSON mode
 without a schema (``json_object``, ``format: "json"``) gets the same object. The
 ``structured_faults`` knob makes the next such requests answer otherwise, once each:
 ``invalid`` (JSON that is not valid against the schema), ``not-json``, ``blank``, or
@@ -63,6 +65,15 @@ def _findings_in_prompt(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
     return found
 
 
+def score_of(fingerprint: str) -> int:
+    """The simulator's score (0-10) of a finding in a self-check: from its fingerprint."""
+    return int(fingerprint[:2], 16) % 11
+
+
+def _prints(found: list[Any]) -> list[str]:
+    return [f["fingerprint"] for f in found if isinstance(f, dict) and "fingerprint" in f]
+
+
 def _valid(obj: Any, schema: dict[str, Any] | None) -> bool:
     if schema is None:
         return True
@@ -92,7 +103,10 @@ def answer(
         return '{"findings": [ oops'
     if fault == "invalid":
         return json.dumps({"findings": [{"path": "x"}]})
-    obj: dict[str, Any] = {"findings": _findings_in_prompt(messages)}
+    found = _findings_in_prompt(messages)
+    obj: dict[str, Any] = {"findings": found}
+    if schema is not None and "scores" in schema.get("properties", {}):
+        obj = {"scores": [{"fingerprint": f, "score": score_of(f)} for f in _prints(found)]}
     if not _valid(obj, schema):
         obj = {"findings": []}
     return json.dumps(obj, indent=1, ensure_ascii=False)
