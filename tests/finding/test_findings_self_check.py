@@ -11,6 +11,7 @@ from typing import Any
 from deepseek_review.finding.self_check import SCORES_SCHEMA
 from deepseek_review.testing.simulator.structured import score_of
 from tests.support.cli import review
+from tests.support.findings import assert_valid_findings_json
 
 CODE = ("src/pkg/mean.py",)
 CHECKED = ("--findings", "--self-check")
@@ -44,6 +45,7 @@ def test_findings_scored_under_the_threshold_are_dropped_and_every_score_kept(re
     run = checked_run(cli, simulator, "--self-check-threshold", threshold)
     (check,) = run.json()["self_check"]
     found = read(repo, check["findings_path"])
+    assert_valid_findings_json(found)
     assert found["findings"] == []
     assert sum(found["counts"].values()) == 0
     fingerprint = finding["fingerprint"]
