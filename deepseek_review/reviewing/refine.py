@@ -11,7 +11,6 @@ from functools import partial
 from typing import Protocol
 
 from deepseek_review.chat.types import Completion
-from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import BadResponse, InputError
 from deepseek_review.finding.self_check import SCORES_SCHEMA, SELF_CHECK_TEMPLATE, findings_of
 from deepseek_review.finding.self_check import prompt_text as self_check_prompt
@@ -19,6 +18,7 @@ from deepseek_review.finding.sidecar import checked_bytes
 from deepseek_review.options.table import name_of
 from deepseek_review.reviewing.extraction import (
     Extraction,
+    Request,
     SelfCheck,
     answer_files,
     enforces_schema,
@@ -28,7 +28,7 @@ from deepseek_review.reviewing.extraction import (
 from deepseek_review.reviewing.extraction import request as extraction_request
 from deepseek_review.reviewing.job_spec import Job, JobResult
 from deepseek_review.reviewing.request import BodyOptions, PreparedRequest
-from deepseek_review.reviewing.segment import SegmentSpec, write_segment
+from deepseek_review.reviewing.segment import Segment, SegmentSpec, write_segment
 from deepseek_review.util.logs import log
 
 
@@ -47,16 +47,9 @@ class Runner(Protocol):
 
     def _log(self, level: int, msg: str, *args: object) -> None: ...
 
-    def _first_spec(
-        self,
-        prepared: PreparedRequest,
-        completion: Completion,
-        topic: str,
-        files: tuple[ContextFile, ...],
-        template: tuple[str, str],
-        estimate: int,
-        findings: Callable[[str], bytes | None] | None,
-    ) -> SegmentSpec: ...
+    @property
+    def _first_spec(self) -> Callable[..., SegmentSpec]:
+        """:meth:`.job._Run._first_spec`."""
 
 
 def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
@@ -73,18 +66,11 @@ def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
         SCORES_SCHEMA, "scores",
     )  # fmt: skip
     data = found.text.encode("utf-8")
-    template = (req.template.name, req.template.sha256)
     for _ in (1, 2):
         note = f"self-check of {findings_path} ({sc.topic})"
-        completion = run._ask(req.prepared, req.prepared.options, note, primary=True)
-        assert completion is not None, "a job's later request is refused by raising"
-        run._received(completion, req.estimate)
         failed: list[str] = []
-        made = partial(_self_checked, data, findings_path, sc.threshold, completion, failed)
-        spec = run._first_spec(
-            req.prepared, completion, sc.topic, req.files, template, req.estimate, made
-        )
-        seg = write_segment(spec, run.now())
+        made = partial(_self_checked, data, findings_path, sc.threshold, failed=failed)
+        seg = _exchange(run, req, sc.topic, note, made)
         run.result.self_check.append(seg)
         if seg.findings_path is not None:
             return
@@ -107,16 +93,9 @@ def extract(run: Runner, ex: Extraction) -> None:
     for attempt in (1, 2):
         fallback = attempt == 2 and ex.mode == "auto"
         note = f"findings extraction of {review} ({ex.topic})"
-        completion = run._ask(req.prepared, req.prepared.options, note, primary=True)
-        assert completion is not None, "a job's later request is refused by raising"
-        run._received(completion, req.estimate)
         failed: list[str] = []
-        made = partial(_extracted, ex, completion, review, text, failed, fallback=fallback)
-        template = (req.template.name, req.template.sha256)
-        spec = run._first_spec(
-            req.prepared, completion, ex.topic, req.files, template, req.estimate, made
-        )
-        seg = write_segment(spec, run.now())
+        made = partial(_extracted, ex, review=review, text=text, failed=failed, fallback=fallback)
+        seg = _exchange(run, req, ex.topic, note, made)
         run.result.extraction.append(seg)
         if seg.findings_path is not None and not failed:
             return
@@ -132,46 +111,69 @@ def extract(run: Runner, ex: Extraction) -> None:
     )
 
 
+def _exchange(
+    run: Runner,
+    req: Request,
+    topic: str,
+    note: str,
+    made: Callable[[Completion], Callable[[str], bytes | None]],
+) -> Segment:
+    """One request of its own sent and written as the first segment of its chain;
+    ``made``: given the answer, the maker of the findings file beside it."""
+    completion = run._ask(req.prepared, req.prepared.options, note, primary=True)
+    assert completion is not None, "a job's later request is refused by raising"
+    run._received(completion, req.estimate)
+    template = (req.template.name, req.template.sha256)
+    findings = made(completion)
+    spec = run._first_spec(
+        req.prepared, completion, topic, req.files, template, req.estimate, findings
+    )
+    return write_segment(spec, run.now())
+
+
 def _extracted(
     ex: Extraction,
     completion: Completion,
+    *,
     review: str,
     text: str,
     failed: list[str],
-    answer: str,
-    *,
     fallback: bool,
-) -> bytes | None:
-    """The findings file of an extraction's answer, or None with why in ``failed``;
-    ``fallback``: then from the review's block (``auto``'s last attempt), saying so."""
-    try:
-        return ex.make(completion.content, review, "structured")
-    except InputError as exc:
-        failed.append(exc.message)
-    if not fallback:
-        return None
-    enforced = "" if enforces_schema(ex.server, ex.url) else " (this server does not enforce it)"
-    log.warning(
-        "%s: %s%s; the findings are taken from the review's block", answer, failed[0], enforced
-    )
-    try:
-        return ex.make(text, review, "block")
-    except InputError as exc:
-        log.warning("%s: %s", review, exc.message)
-        return None
+) -> Callable[[str], bytes | None]:
+    """The findings file maker of an extraction's answer: bytes, or None with why in
+    ``failed``; ``fallback``: then from the review's block (``auto``'s last attempt)."""
+
+    def make(answer: str) -> bytes | None:
+        try:
+            return ex.make(completion.content, review, "structured")
+        except InputError as exc:
+            failed.append(exc.message)
+        if not fallback:
+            return None
+        enforced = "" if enforces_schema(ex.server, ex.url) else " (not enforced by this server)"
+        log.warning(
+            "%s: %s%s; the findings are taken from the review's block", answer, failed[0], enforced
+        )
+        try:
+            return ex.make(text, review, "block")
+        except InputError as exc:
+            log.warning("%s: %s", review, exc.message)
+            return None
+
+    return make
 
 
 def _self_checked(
-    data: bytes,
-    where: str,
-    threshold: int,
-    completion: Completion,
-    failed: list[str],
-    answer: str,
-) -> bytes | None:
-    """The findings file of a self-check's answer, or None with why in ``failed``."""
-    try:
-        return checked_bytes(data, where, completion.content, threshold)
-    except InputError as exc:
-        failed.append(exc.message)
-        return None
+    data: bytes, where: str, threshold: int, completion: Completion, *, failed: list[str]
+) -> Callable[[str], bytes | None]:
+    """The findings file maker of a self-check's answer: bytes, or None with why in
+    ``failed``."""
+
+    def make(answer: str) -> bytes | None:
+        try:
+            return checked_bytes(data, where, completion.content, threshold)
+        except InputError as exc:
+            failed.append(exc.message)
+            return None
+
+    return make
