@@ -136,6 +136,10 @@ def _steps(story: Story, root: Path, url: str) -> None:
     )
     story.line(f"   first answer:  {segments[0]['answer_path']}")
     story.line("   each with .receipt.json (hashes, usage) and .request.json (the body)")
+    for extraction in result.get("extraction", [])[-1:]:
+        story.line(
+            f"   findings, asked for as JSON in one more request: {extraction['findings_path']}"
+        )
 
     story.step("2. Verify every receipt, without the model")
     story.sh([TOOL, "verify", "reviews"], "2-verify.txt")

@@ -256,7 +256,7 @@ class _Runner:
             new_segments=len(new),
             new_tokens=sum(s.counted_tokens for s in new),
             new_tokens_estimated=not all(s.usage_reported for s in new),
-            findings=finding_counts(self.root, segments, new),
+            findings=finding_counts(self.root, done.extraction or segments, done.extraction or new),
             **segments_usage(segments),
         )
 

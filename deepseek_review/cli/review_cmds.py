@@ -234,12 +234,13 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
                 else None,
                 "estimated_tokens": result.estimated_tokens,
                 "segments": [_segment_json(root, s) for s in result.segments],
+                **_extraction_json(root, result),
             }
         )
         return
     paths = (
         shown_path(root, p)
-        for s in result.segments
+        for s in (*result.segments, *result.extraction, *result.self_check)
         for p in (
             s.answer_path,
             s.receipt_path,
@@ -259,6 +260,12 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
         tokens_text(result.total_tokens, result.estimated_tokens),
         last.finish_reason,
     )
+
+
+def _extraction_json(root: Path, result: ReviewResult) -> dict[str, Any]:
+    """``--json``: the findings extraction's and the self-check's segments, when made."""
+    out = {"extraction": result.extraction, "self_check": result.self_check}
+    return {k: [_segment_json(root, s) for s in v] for k, v in out.items() if v}
 
 
 def _signed_files(root: Path, s: Segment) -> list[str]:

@@ -13,15 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from deepseek_review.errors import InputError
 from deepseek_review.finding.anchor import Reviewed, anchor
-from deepseek_review.finding.extract import extract
+from deepseek_review.finding.extract import extract, extract_structured
 from deepseek_review.finding.fingerprint import normalised
 from deepseek_review.finding.hunks import NewSide, change_in
 from deepseek_review.finding.location import refusal, repo_path
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
+from deepseek_review.finding.self_check import SELF_CHECK_TEMPLATE
 from deepseek_review.git.objects import blob_id, is_oid, object_format, short
 from deepseek_review.git.runner import git_output, in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
@@ -46,6 +47,9 @@ class ReviewFindings:
     sources: Mapping[str, Source] = field(default_factory=dict)
     """The reviewed version of each file a finding anchored to its lines suggests a change
     to: what the change is made against (:mod:`.patch`)."""
+    rank: int = 0
+    """How far its findings were refined: 0 the answer's block, 1 a findings extraction's,
+    2 a self-check's (``answer_path``: the review's in every case); :func:`supersede`."""
 
 
 @dataclass(frozen=True)
@@ -233,10 +237,86 @@ def recorded_change(chain: Sequence[ChainSegment]) -> NewSide | None:
     return None
 
 
-def derive_text(text: str, seen: Reviewed, review: str, *, quotes: bool = True) -> list[Anchored]:
+def derive_text(
+    text: str, seen: Reviewed, review: str, *, quotes: bool = True, structured: bool = False
+) -> list[Anchored]:
     """The anchored findings of a stitched answer (:class:`InputError` if it has none);
-    ``quotes``: anchored by their quotes (:func:`.anchor.anchor`)."""
-    return anchor(extract(text), seen, review, quotes=quotes)
+    ``quotes``: anchored by their quotes (:func:`.anchor.anchor`); ``structured``: ``text``
+    is a structured-output reply, the findings object alone
+    (:func:`.extract.extract_structured`)."""
+    found = extract_structured(text) if structured else extract(text)
+    return anchor(found, seen, review, quotes=quotes)
+
+
+#: The bundled template of a findings extraction (``run --findings-from structured``): a
+#: review of a review's answer, whose reply is the findings as one JSON object.
+EXTRACTION_TEMPLATE = "findings-extraction"
+
+
+def is_extraction(chain: Sequence[ChainSegment]) -> bool:
+    """Whether a chain is a findings extraction (its record names the bundled template)."""
+    return _template(chain) == EXTRACTION_TEMPLATE
+
+
+def is_self_check(chain: Sequence[ChainSegment]) -> bool:
+    """Whether a chain is a self-check of a findings file (:mod:`.self_check`)."""
+    return _template(chain) == SELF_CHECK_TEMPLATE
+
+
+def _template(chain: Sequence[ChainSegment]) -> str | None:
+    record = chain[0].record if chain else None
+    return None if record is None or record.template is None else record.template[0]
+
+
+def extracted_review(root: Path, chain: Sequence[ChainSegment]) -> list[ChainSegment]:
+    """The review chain a findings extraction read: its context files are exactly that
+    chain's answers, in order (:class:`InputError` when they are not)."""
+    from deepseek_review.records.chain import find_chain
+    from deepseek_review.records.naming import sibling
+
+    record = chain[0].record
+    assert record is not None
+    answers = list(file_refs(record.messages))
+    if not answers:
+        raise InputError(f"{chain[0].receipt_path}: a findings extraction that read no answer")
+    try:
+        review = find_chain(root, sibling(answers[-1], "receipt"))
+    except ValueError:
+        raise InputError(f"{answers[-1]}: not an answer file") from None
+    if [s.answer_path for s in review] != answers:
+        raise InputError(
+            f"{chain[0].receipt_path}: its context is not the answers of one review chain"
+        )
+    return review
+
+
+class FindingsSource(NamedTuple):
+    """Where a chain's findings come from."""
+
+    text: str
+    """The text holding them: the stitched answer, or a findings extraction's reply."""
+    seen: Reviewed
+    """The files they are anchored in."""
+    review: str
+    """The answer a review-level finding is shown on (the reviewed chain's last)."""
+    last: str
+    """That answer's text (a review-level finding's extent)."""
+    structured: bool
+    """``text`` is a structured-output reply (:func:`.extract.extract_structured`)."""
+
+
+def chain_source(root: Path, chain: Sequence[ChainSegment]) -> FindingsSource:
+    """Where a chain's findings come from, every answer's hash checked. A findings
+    extraction's reply is anchored in the files of the review it read, and shown on that
+    review's answer."""
+    answers = [read_answer(root, s) for s in chain]
+    if not is_extraction(chain):
+        seen = reviewed_version(root, chain)
+        return FindingsSource("".join(answers), seen, chain[-1].answer_path, answers[-1], False)
+    review = extracted_review(root, chain)
+    last = read_answer(root, review[-1])
+    seen = reviewed_version(root, review)
+    return FindingsSource("".join(answers), seen, review[-1].answer_path, last, True)
 
 
 def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
@@ -249,13 +329,68 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
                 f"a continuation without its request record ({seg.receipt_path} has no "
                 f"{seg.record_path}); not read as part of the review"
             )
-    last = chain[-1].answer_path
-    answers = [read_answer(root, s) for s in chain]  # every segment's hash checked
-    seen = reviewed_version(root, chain)
-    found = derive_text("".join(answers), seen, last)
+    if is_self_check(chain):
+        return _self_checked(root, chain)
+    src = chain_source(root, chain)
+    found = derive_text(src.text, src.seen, src.review, structured=src.structured)
     receipts = tuple(_receipt_summary(s) for s in chain)
-    extents = _extents(answers[-1], seen, found)
-    return ReviewFindings(last, receipts, tuple(found), extents, _sources(root, chain, seen, found))
+    extents = _extents(src.last, src.seen, found)
+    sources = _sources(root, chain, src.seen, found)
+    return ReviewFindings(src.review, receipts, tuple(found), extents, sources, int(src.structured))
+
+
+def _self_checked(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
+    """The findings of the chain whose findings file a self-check read, less those it
+    scored under the threshold its own findings file records."""
+    from deepseek_review.finding.self_check import findings_of, scores
+    from deepseek_review.records.chain import find_chain
+    from deepseek_review.records.naming import sibling
+
+    first, last = chain[0], chain[-1]
+    assert first.record is not None and last.record is not None
+    ((path, ref),) = file_refs(first.record.messages).items()
+    data, own = repo_reader(root)(path), last.record.findings
+    if data is None or sha256_tag(data) != ref.sha256 or own is None:
+        raise InputError(f"{last.receipt_path}: the self-check's findings cannot be read")
+    checked = repo_reader(root)(own[0])
+    threshold = None if checked is None else findings_of(checked, own[0]).get("self_check")
+    if not isinstance(threshold, dict) or type(threshold.get("threshold")) is not int:
+        raise InputError(f"{own[0]}: no self-check threshold")
+    scored = scores("".join(read_answer(root, s) for s in chain), findings_of(data, path))
+    base = chain_findings(root, find_chain(root, sibling(path, "receipt")))
+    kept = tuple(
+        a for a in base.findings if scored.get(a.fingerprint, 10) >= threshold["threshold"]
+    )
+    receipts = base.receipts + tuple(_receipt_summary(s) for s in chain)
+    return ReviewFindings(base.answer_path, receipts, kept, base.extents, base.sources, 2)
+
+
+def problem_path(root: Path, chain: Sequence[ChainSegment]) -> str:
+    """Where a chain whose findings cannot be read is listed: its last answer, or for a
+    findings extraction the answer of the review it read (another source of that review's
+    findings, its block or a retried extraction, then makes it no problem:
+    :func:`supersede`)."""
+    if is_extraction(chain):
+        try:
+            return extracted_review(root, chain)[-1].answer_path
+        except InputError:
+            pass
+    return chain[-1].answer_path
+
+
+def supersede(collected: Collected, failed: set[str]) -> None:
+    """A review whose findings were extracted (``run --findings-from structured``) counts by
+    its extraction alone, not also by its own block; a review whose findings were read one
+    way is no problem for another way failing (a retried extraction, a broken block).
+    ``failed``: the reviews an extraction failed for: findings were asked of them, so they
+    are not passed over for having no block (unless read some other way)."""
+    best: dict[str, int] = {}
+    for r in collected.reviews:
+        best[r.answer_path] = max(best.get(r.answer_path, 0), r.rank)
+    collected.reviews = [r for r in collected.reviews if r.rank == best[r.answer_path]]
+    read = {r.answer_path for r in collected.reviews}
+    collected.problems = [(p, why) for p, why in collected.problems if p not in read]
+    collected.without_block -= failed - read
 
 
 def _sources(

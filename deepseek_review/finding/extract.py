@@ -175,6 +175,56 @@ def extract(text: str) -> list[Finding]:
     return _parse(block.text, where, line=block.line)
 
 
+#: Keys of the findings schema left out of the schema a server is sent: annotations, and the
+#: upper bounds (a grammar built from a bound of 8,000 characters is huge: llama.cpp expands
+#: it; OpenAI's strict mode refuses them). The bounds still hold: :func:`validate` applies them.
+_NOT_SENT = frozenset({"$schema", "$id", "title", "description", "maxLength", "maxItems"})
+
+
+@cache
+def wire_schema() -> dict[str, Any]:
+    """The findings schema as a structured-output request carries it (``run --findings-from
+    structured``): the bundled schema without :data:`_NOT_SENT`, and with ``quote`` required
+    (the findings are anchored by their quotes). A reply is validated against it, as sent,
+    then against the bundled schema."""
+
+    def bare(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = {k: bare(v) for k, v in node.items() if k not in _NOT_SENT and k != "properties"}
+        if "properties" in node:  # property names are not keywords: every one is kept
+            out["properties"] = {k: bare(v) for k, v in node["properties"].items()}
+        return out
+
+    out: dict[str, Any] = bare(schema())
+    finding = out["$defs"]["finding"]
+    required = finding["required"]
+    finding["required"] = [*required[:3], "quote", *required[3:]]
+    return out
+
+
+def extract_structured(text: str) -> list[Finding]:
+    """The findings of a structured-output reply: the whole answer one JSON object valid
+    against :func:`wire_schema` (what was asked for) and the findings schema;
+    :class:`InputError` ("no findings: ...") otherwise. Nothing around it is trimmed."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    where = "the extraction's answer"
+    if not text.strip():
+        raise InputError(f"no findings: {where} is blank")
+    _bounded(text, 0, len(text), where)
+    data = _loads(text, where, None)
+    error = best_match(Draft202012Validator(wire_schema()).iter_errors(data))
+    if error is not None:
+        said = error.message if len(error.message) <= 200 else error.message[:200] + "…"
+        raise InputError(
+            f"no findings: {where} does not match the schema it was sent: "
+            f"{_where(error.absolute_path)}: {said}"
+        )
+    return validate(data, where)
+
+
 def _bounded(text: str, start: int, end: int, where: str) -> None:
     """:class:`FindingsRefused` when ``text[start:end]`` is over :data:`MAX_BLOCK_BYTES` in
     UTF-8. Its length in characters is a lower bound: a block plainly too big is not copied."""
@@ -191,13 +241,18 @@ def _bounded(text: str, start: int, end: int, where: str) -> None:
 
 def _parse(text: str, where: str, *, line: int) -> list[Finding]:
     """The findings of one block's text; ``line``: the answer line before its first line."""
+    return validate(_loads(text, where, line), where)
+
+
+def _loads(text: str, where: str, line: int | None) -> Any:
+    """``text`` parsed (:class:`InputError` saying where it is not JSON); ``line``: the
+    answer line before its first line (None: the whole answer)."""
     try:
-        data = safejson.loads(text, what=where)
+        return safejson.loads(text, what=where)
     except json.JSONDecodeError as exc:
+        at = f"line {exc.lineno}" if line is None else f"answer line {line + exc.lineno}"
         raise InputError(
-            f"no findings: {where} is not valid JSON: {exc.msg} "
-            f"(answer line {line + exc.lineno}, column {exc.colno})"
+            f"no findings: {where} is not valid JSON: {exc.msg} ({at}, column {exc.colno})"
         ) from None
     except ValueError as exc:
         raise InputError(f"no findings: {where} is not valid JSON: {exc}") from None
-    return validate(data, where)

@@ -32,6 +32,7 @@ from deepseek_review.chat.tokens import (
     looks_clipped,
 )
 from deepseek_review.chat.types import Completion
+from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import Interrupted, PromptDoesNotFit, PromptTruncated, ReviewError
 from deepseek_review.ollama.fit import preflight
 from deepseek_review.options.table import SERVER_PRESETS, name_of
@@ -189,6 +190,19 @@ class _Run:
         self._continue()
         # The chain is done here (complete, or cut off with no continuation left): the one
         # place for what follows a whole review (its findings).
+        # Only a chain this job added to: a finished one found again (a batch resumed) was.
+        if job.extraction is not None and r.new and not r.segments[-1].truncated:
+            from deepseek_review.reviewing.refine import extract
+
+            extract(self, job.extraction)
+        written = (r.extraction or r.new_segments)[-1:]
+        if job.self_check is not None and written:
+            from deepseek_review.reviewing.refine import self_check
+
+            if written[0].findings_path is None:
+                self._log(logging.WARNING, "no findings file to self-check")
+            else:
+                self_check(self, job.self_check, written[0].findings_path)
         return r
 
     def _ask(
@@ -272,25 +286,40 @@ class _Run:
             return False
         self._received(completion, p.token_estimate)
         ensure_dir(job.out_dir, shown=job.out_shown)
-        self._write(
-            SegmentSpec(
-                root=job.root,
-                out_dir=job.out_dir,
-                topic=job.topic,
-                model=job.body.model,
-                endpoint=job.endpoint.url,
-                prepared=p.prepared,
-                completion=completion,
-                content=completion.content,
-                context_files=p.files,
-                git=p.git,
-                template=p.template,
-                prompt_token_estimate=p.token_estimate,
-                keep_reasoning=job.keep_reasoning,
-                findings=job.findings and partial(job.findings, completion.content),
-            )
+        findings = job.findings and partial(job.findings, completion.content)
+        spec = self._first_spec(
+            p.prepared, completion, job.topic, p.files, p.template, p.token_estimate, findings
         )
+        self._write(spec._replace(git=p.git, keep_reasoning=job.keep_reasoning))
         return True
+
+    def _first_spec(
+        self,
+        prepared: PreparedRequest,
+        completion: Completion,
+        topic: str,
+        files: tuple[ContextFile, ...],
+        template: tuple[str, str],
+        estimate: int,
+        findings: Callable[[str], bytes | None] | None,
+    ) -> SegmentSpec:
+        """The segment of a chain's first request: the review's, or its findings
+        extraction's (``topic``: its own)."""
+        job = self.job
+        return SegmentSpec(
+            root=job.root,
+            out_dir=job.out_dir,
+            topic=topic,
+            model=job.body.model,
+            endpoint=job.endpoint.url,
+            prepared=prepared,
+            completion=completion,
+            content=completion.content,
+            context_files=files,
+            template=template,
+            prompt_token_estimate=estimate,
+            findings=findings,
+        )
 
     def _write(self, spec: SegmentSpec) -> None:
         """Write one segment (answer, record, receipt last) and add it to the chain: every

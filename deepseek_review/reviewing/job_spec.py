@@ -18,6 +18,13 @@ from deepseek_review.chat.tokens import Count
 from deepseek_review.chat.types import Completion, ProgressFn
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import ReviewError
+from deepseek_review.reviewing.extraction import (
+    SELF_CHECK_SUFFIX,
+    Extraction,
+    SelfCheck,
+    extraction_topic,
+    resolved_mode,
+)
 from deepseek_review.reviewing.plan import ContinuationOptions, ReviewPlan
 from deepseek_review.reviewing.request import BodyOptions, PreparedRequest, WireMessage
 from deepseek_review.reviewing.segment import Segment
@@ -138,6 +145,10 @@ class Job(NamedTuple):
     """The ``reasoning`` level, checked by the pre-flight before the primary."""
     findings: FindingsHook | None = None
     """``findings``: makes the findings file of the segment that ends the chain."""
+    extraction: Extraction | None = None
+    """``findings`` by a findings extraction after the chain (:mod:`.extraction`), instead."""
+    self_check: SelfCheck | None = None
+    """``self_check``: the findings scored in one more request once they are written."""
     git: Mapping[str, Any] | None = None
     """What the chain's primary record pins in git (:mod:`context.pins`), pinned by every
     continuation's record too: the same files, so the whole chain rebuilds from the same
@@ -159,6 +170,7 @@ def job_from_plan(
     (then ``existing_git``: what their primary's record pins, which the new ones pin too)."""
     o = plan.options
     cont = o.continuation
+    mode = resolved_mode(o.findings_from, cont.server, o.api)
     if max_continuations is not None:
         cont = replace(cont, max_continuations=max_continuations)
     return Job(
@@ -183,19 +195,45 @@ def job_from_plan(
         keep_reasoning=o.keep_reasoning,
         label=label,
         reasoning=o.reasoning,
-        findings=findings_hook(plan) if o.findings else None,
+        findings=findings_hook(plan) if o.findings and mode == "block" else None,
+        extraction=extraction_of(plan, mode) if o.findings and mode != "block" else None,
+        self_check=SelfCheck(
+            extraction_topic(o.topic, SELF_CHECK_SUFFIX), cont.server, o.self_check_threshold
+        )
+        if o.findings and o.self_check
+        else None,
         git=existing_git if existing else plan.pins,
     )
 
 
-def findings_hook(plan: ReviewPlan) -> FindingsHook:
-    """The findings file maker of a planned review's chain (its context files as sent)."""
+def _findings_files(plan: ReviewPlan) -> tuple[list[tuple[str, str, Any]], Any]:
+    """The context files (path, sha256, lines) as sent and the change of a planned review."""
     from deepseek_review.finding.hunks import change_in
-    from deepseek_review.finding.sidecar import hook
 
     change = change_in(plan.pins, (p for m in plan.framed for p in m.parts))
-    files = ((f.path, f.sha256, None if f.lines is None else f.lines.span) for f in plan.files)
-    return hook(plan.root, files, change)
+    files = [(f.path, f.sha256, None if f.lines is None else f.lines.span) for f in plan.files]
+    return files, change
+
+
+def findings_hook(plan: ReviewPlan) -> FindingsHook:
+    """The findings file maker of a planned review's chain (its context files as sent)."""
+    from deepseek_review.finding.sidecar import hook
+
+    return hook(plan.root, *_findings_files(plan))
+
+
+def extraction_of(plan: ReviewPlan, mode: str) -> Extraction:
+    """The findings extraction of a planned review (``mode``: structured or auto)."""
+    from deepseek_review.finding.sidecar import maker
+
+    o = plan.options
+    return Extraction(
+        mode=mode,
+        topic=extraction_topic(o.topic),
+        server=o.continuation.server,
+        url=plan.endpoint.url,
+        make=maker(plan.root, *_findings_files(plan)),
+    )
 
 
 @dataclass
@@ -211,6 +249,11 @@ class JobResult:
     """Its first request was admitted (a batch counts the review as started)."""
     not_started: bool = False
     """The gate refused its first request: nothing was sent."""
+    extraction: list[Segment] = field(default_factory=list)
+    """The findings extraction's segments (:mod:`.extraction`), each its own primary: the
+    one whose findings were used last."""
+    self_check: list[Segment] = field(default_factory=list)
+    """The self-check's segments, likewise."""
 
     @property
     def new_segments(self) -> list[Segment]:

@@ -62,6 +62,11 @@ class ReviewResult:
     segments: tuple[Segment, ...]
     endpoint: str
     context_files: tuple[str, ...]
+    extraction: tuple[Segment, ...] = ()
+    """The findings extraction's segments (``findings_from`` structured or auto), the one
+    whose findings were used last (:mod:`.extraction`)."""
+    self_check: tuple[Segment, ...] = ()
+    """The self-check's segments (``self_check``), likewise."""
 
     @property
     def truncated(self) -> bool:
@@ -110,6 +115,8 @@ def send_review(
         segments=tuple(done.segments),
         endpoint=plan.endpoint.url,
         context_files=plan.receipt_paths or tuple(f.path for f in plan.files),
+        extraction=tuple(done.extraction),
+        self_check=tuple(done.self_check),
     )
 
 

@@ -104,6 +104,11 @@ class ReviewOptions:
     limits: ContextLimits = field(default_factory=ContextLimits)
     keep_reasoning: bool = default("keep_reasoning")
     findings: bool = default("findings")
+    findings_from: str = default("findings_from")
+    """``auto``, ``structured`` or ``block``: where ``findings`` come from
+    (:mod:`.extraction`)."""
+    self_check: bool = default("self_check")
+    self_check_threshold: int = default("self_check_threshold")
     continuation: ContinuationOptions = field(default_factory=ContinuationOptions)
     context_window: int | None = default("context_window")
     allow_truncated_prompt: bool = default("allow_truncated_prompt")
@@ -385,7 +390,7 @@ def plan_review(
     count = _counted(endpoint.url, options, sizes)
     out_rel = out_dir.relative_to(root).as_posix()
     _after_once(kept, options, body_options, endpoint.url, out_rel, receipt_paths)
-    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), "the review")
+    refuse_over_cap(options.max_run_tokens, review_worst_case(options, estimate), _what(options))
     if check_output:
         _check_output_dir(options, root, out_dir)
     return ReviewPlan(
@@ -410,6 +415,15 @@ def plan_review(
 def _check_own_options(options: ReviewOptions) -> None:
     """Refuse a topic or a context window no review could have, before anything is read."""
     check_topic(options.topic)
+    check("findings_from", options.findings_from)
+    if options.findings:
+        from deepseek_review.reviewing.extraction import extraction_topic, resolved_mode
+
+        if (
+            resolved_mode(options.findings_from, options.continuation.server, options.api)
+            != "block"
+        ):
+            extraction_topic(options.topic)
     if options.context_window is not None:
         check("context_window", options.context_window)
 
@@ -483,7 +497,36 @@ def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
     """The most tokens a review of ``prompt_tokens`` can use with its caps and continuations."""
     cont = options.continuation
     later = cont.max_tokens or options.max_tokens
-    return worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
+    total = worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
+    from deepseek_review.reviewing.extraction import FRAMING_TOKENS
+
+    answers = options.max_tokens + later * cont.max_continuations
+    if _extracts(options):  # asked twice at most: its framing, every answer, a reply
+        total += 2 * (FRAMING_TOKENS + answers + options.max_tokens)
+    if options.findings and options.self_check:  # the same, on the findings file (anchored
+        total += 2 * (FRAMING_TOKENS + 2 * answers + options.max_tokens)  # JSON: ~2x them)
+    return total
+
+
+def _what(options: ReviewOptions) -> str:
+    """What ``max_run_tokens`` holds a review's worst case against, in its refusal."""
+    more = [
+        w
+        for w, on in (
+            ("findings extraction", _extracts(options)),
+            ("self-check", options.findings and options.self_check),
+        )
+        if on
+    ]
+    return "the review" + (f" and its {' and '.join(more)}" if more else "")
+
+
+def _extracts(options: ReviewOptions) -> bool:
+    """Whether the review's findings are asked for by a findings extraction after it."""
+    from deepseek_review.reviewing.extraction import resolved_mode
+
+    mode = resolved_mode(options.findings_from, options.continuation.server, options.api)
+    return options.findings and mode != "block"
 
 
 def _lines(text: str) -> int:

@@ -19,7 +19,14 @@ from deepseek_review.errors import (
     VerificationFailed,
 )
 from deepseek_review.finding.baseline import compare, only_new, read_baseline
-from deepseek_review.finding.derive import Collected, asks_for_none, chain_findings, merge
+from deepseek_review.finding.derive import (
+    Collected,
+    asks_for_none,
+    chain_findings,
+    merge,
+    problem_path,
+    supersede,
+)
 from deepseek_review.finding.export import FORMATS, check_choice, render
 from deepseek_review.finding.extract import FindingsRefused
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
@@ -53,6 +60,7 @@ def collect(
     admission, _ = admit(root, list(dict.fromkeys(folders)), policy)
     done: set[str] = set(admission.set_aside)
     index = chain_index(root, admission.admitted)
+    failed: set[str] = set()  # the reviews a findings extraction failed for
     for user_path in paths:
         single = not resolve_inside(root, user_path, what="PATH")[0].is_dir()
         for receipt in discover(root, [user_path]).receipts:
@@ -75,13 +83,17 @@ def collect(
             except InputError as exc:
                 if single or isinstance(exc, FindingsRefused):  # no gate passes without it
                     raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
-                last = chain[-1].answer_path
+                last = problem_path(root, chain)
                 if "the answer has no ```json block" in exc.message:  # extract's words
                     out.without_block.add(last)
                     if asks_for_none(chain):
                         out.not_asked.add(last)
                         continue
-                out.problems.append((last, exc.message))
+                own = chain[-1].answer_path  # an extraction's, when listed under its review
+                if last != own:
+                    failed.add(last)
+                out.problems.append((last, exc.message if last == own else f"{own}: {exc.message}"))
+    supersede(out, failed)
     out.findings = merge(out.reviews)
     out.set_aside = dict(admission.set_aside)
     return out, admission

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from deepseek_review.options.rows import TEMPLATES
 from deepseek_review.testing.simulator import Simulator
 from tests.support.git import commit_all
 
@@ -120,7 +121,10 @@ def test_help_lists_the_commands_in_the_order_of_the_workflow(cli: Cli):
 
 
 CHOICES = {
-    ("run", "--template"): "[default|spec-review|code-review|diff-review|synthesis]",
+    ("run", "--template"): (
+        "[default|spec-review|code-review|diff-review|synthesis|findings-extraction|"
+        "findings-self-check]"
+    ),
     ("run", "--reasoning"): "[none|low|medium|high|max]",
     ("run", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
     ("run", "--api"): "[openai|ollama]",
@@ -155,11 +159,7 @@ def complete(words: str, cword: int) -> list[str]:
     [
         ("run --reasoning h", 3, ["high"]),
         ("run --reasoning ", 3, ["none", "low", "medium", "high", "max"]),
-        (
-            "run --template ",
-            3,
-            ["default", "spec-review", "code-review", "diff-review", "synthesis"],
-        ),
+        ("run --template ", 3, list(TEMPLATES)),  # the bundled ones (a test keeps them so)
         ("run --server ", 3, ["ollama", "llama.cpp", "vllm", "deepseek"]),
         ("run --api o", 3, ["openai", "ollama"]),
         ("batch m.toml --format j", 4, ["jsonl"]),

@@ -367,3 +367,52 @@ def test_server_answers_any_model_name_and_echoes_it(llama_server):
 def test_server_sends_no_usage_in_a_stream_even_when_asked(llama_server):
     lines = _stream(llama_server, USER, max_tokens=3, stream_options={"include_usage": True})
     assert [c.get("usage") for c in lines[:-1]] == [None] * (len(lines) - 1)
+
+
+# --------------------------------------------------------------------------- findings
+
+
+@pytest.fixture(scope="module")
+def extracted(
+    llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], Chain]:
+    """``extracted(mode)``: a review with ``--findings-from structured``; the extraction's
+    output is gibberish but the server's grammar (built from the schema sent) makes it
+    valid JSON."""
+    made: dict[str, Chain] = {}
+
+    def get(mode: str) -> Chain:
+        if mode not in made:
+            repo = make_repo(tmp_path_factory.mktemp(f"extracted-{mode}"))
+            extra = (f"--{mode}", "--max-tokens", "1000", "--findings", "--findings-from")
+            made[mode] = Chain(repo, cli(repo, *review_args(llama_server, *extra, "structured")))
+        return made[mode]
+
+    return get
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_structured_extraction_answers_json_valid_against_the_schema_sent(extracted, mode):
+    from jsonschema import Draft202012Validator
+
+    from deepseek_review.finding.extract import wire_schema
+
+    run = extracted(mode)
+    assert run.run.code == 0, run.run.err[-2000:]
+    (extraction,) = run.run.json()["extraction"]
+    record = json.loads((run.repo / extraction["record_path"]).read_text())
+    assert record["body"]["response_format"] == {"type": "json_object", "schema": wire_schema()}
+    reply = json.loads((run.repo / extraction["answer_path"]).read_text(encoding="utf-8"))
+    assert not list(Draft202012Validator(wire_schema()).iter_errors(reply))
+    findings = json.loads((run.repo / extraction["findings_path"]).read_text())
+    assert findings["findings_from"] == "structured"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_verify_strict_rebuilds_the_structured_extraction_exactly(extracted, mode):
+    run = extracted(mode)
+    (extraction,) = run.run.json()["extraction"]
+    checked = cli(run.repo, "verify", "--strict", "--json", extraction["receipt_path"])
+    assert checked.code == 0, checked.out + checked.err
+    (receipt,) = checked.json()["receipts"]
+    assert receipt["status"] == "ok"

@@ -12,7 +12,12 @@ def test_the_batch_report_carries_each_entrys_finding_counts(repo, cli, make_sim
     manifest(
         repo,
         ["a", "b", "plain"],
-        defaults={"template": "code-review", "findings": True, "max_tokens": 40},
+        defaults={
+            "template": "code-review",
+            "findings": True,
+            "findings_from": "block",
+            "max_tokens": 40,
+        },
         per_entry={"plain": {"template": "default"}},
     )
     got = batch(cli, sim)
@@ -28,6 +33,21 @@ def test_the_batch_report_carries_each_entrys_finding_counts(repo, cli, make_sim
         assert len(entries[topic]["answer_paths"]) > 1  # the block came after a seam
     assert entries["plain"]["findings"] is None
     assert "plain" in got.err and "no findings" in got.err
+
+
+def test_a_batch_extracts_each_entrys_findings_and_reports_their_counts(repo, cli, make_simulator):
+    sim = make_simulator(answer_words=60)
+    manifest(repo, ["a", "b"], defaults={"template": "code-review", "findings": True})
+    got = batch(cli, sim)
+    assert got.code == 0, got.err
+    for entry in got.json()["entries"]:
+        assert sum(entry["findings"].values()) == 1
+    extracted = sorted((repo / "reviews").glob("*-findings_*.findings.json"))
+    assert [json.loads(p.read_text("utf-8"))["findings_from"] for p in extracted] == [
+        "structured",
+        "structured",
+    ]
+    assert cli("verify", "--strict").code == 0
 
 
 def test_a_batch_without_findings_reports_none_and_never_loads_the_findings_modules(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.support.findings import (
     CHANGED,
+    FROM_BLOCK,
     LONG,
     PROSE_END,
     assert_valid_rdjson,
@@ -119,7 +120,7 @@ def test_run_findings_writes_the_diff_anchors_and_verify_rederives_them(repo, cl
     stub = make_stub([chat_reply(PROSE_END + block(at(2), at(15)))])
     run = cli(
         "run", "--template", "diff-review", "--diff", two_commits(repo), "-p", "Review.",
-        "--endpoint", stub.base_url, "--retry-wait", "0.01", "--json", "--findings",
+        "--endpoint", stub.base_url, "--retry-wait", "0.01", "--json", *FROM_BLOCK,
     )  # fmt: skip
     assert run.code == 0, run.err
     answer = Path(run.json()["segments"][-1]["answer_path"])

@@ -12,7 +12,7 @@ import pytest
 
 from deepseek_review.errors import InputError
 from deepseek_review.finding.extract import MAX_BLOCK_BYTES, FindingsRefused, extract
-from tests.support.findings import PROSE_END, answer_of, block, item, review_answering
+from tests.support.findings import FROM_BLOCK, PROSE_END, answer_of, block, item, review_answering
 
 #: A finding of ~150 bytes: 120,000 of them make the 17 MiB answer the attack used.
 SMALL = item(title="t", message="m")
@@ -114,7 +114,7 @@ def test_a_refused_review_in_a_folder_fails_the_export_and_the_gate(repo, cli, m
 
 
 def test_run_findings_over_the_limit_warns_and_writes_no_findings_file(repo, cli, make_stub):
-    run = review_answering(cli, make_stub, [many(1001)], "--findings")
+    run = review_answering(cli, make_stub, [many(1001)], *FROM_BLOCK)
     assert run.code == 0, run.err
     assert "findings refused: the block at line 5 holds 1,001 findings" in run.err
     assert not list((repo / "reviews").glob("*.findings.json"))

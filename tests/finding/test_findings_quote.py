@@ -15,6 +15,7 @@ from deepseek_review.errors import InputError
 from deepseek_review.finding.anchor import Reviewed, anchor
 from deepseek_review.finding.sidecar import counts_beside, sidecar_bytes
 from tests.support.findings import (
+    FROM_BLOCK,
     PROSE_END,
     assert_valid_findings_json,
     block,
@@ -223,7 +224,7 @@ def test_a_diff_finding_quoting_a_context_line_of_a_hunk_is_anchored_there(repo,
 def test_the_simulators_wrong_line_numbers_are_corrected_by_its_quote(repo, cli, make_simulator):
     sim = make_simulator(findings_line_offset=7)
     args = ["run", "--template", "code-review", "-c", "src/pkg/mean.py", "-p", "Review."]
-    run = cli(*args, "--endpoint", sim.base_url, "--retry-wait", "0.01", "--findings", "--json")
+    run = cli(*args, "--endpoint", sim.base_url, "--retry-wait", "0.01", *FROM_BLOCK, "--json")
     assert run.code == 0, run.err
     got = cli("findings", "reviews", "--format", "json")
     (f,) = got.json()["findings"]
@@ -235,7 +236,7 @@ def test_the_simulators_wrong_line_numbers_are_corrected_by_its_quote(repo, cli,
 def test_verify_strict_passes_a_review_with_a_version_2_findings_file(repo, cli, make_simulator):
     sim = make_simulator(findings_line_offset=3)
     args = ["run", "--template", "code-review", "-c", "src/pkg/mean.py", "-p", "Review."]
-    run = cli(*args, "--endpoint", sim.base_url, "--retry-wait", "0.01", "--findings", "--json")
+    run = cli(*args, "--endpoint", sim.base_url, "--retry-wait", "0.01", *FROM_BLOCK, "--json")
     assert run.code == 0, run.err
     sidecar = json.loads((repo / last_segment(run)["findings_path"]).read_bytes())
     assert sidecar["schema"] == "deepseek_review_findings_v2"
@@ -260,7 +261,7 @@ def test_a_version_1_findings_file_of_an_older_version_still_verifies(
 
     with monkeypatch.context() as older:
         older.setattr(sidecar, "WRITTEN_VERSION", 1)  # what versions before quotes wrote
-        run = review_answering(cli, make_stub, [PROSE_END + block(item())], "--findings")
+        run = review_answering(cli, make_stub, [PROSE_END + block(item())], *FROM_BLOCK)
     written = json.loads((repo / last_segment(run)["findings_path"]).read_bytes())
     assert written["schema"] == "deepseek_review_findings_v1"
     assert_valid_findings_json(written, version=1)

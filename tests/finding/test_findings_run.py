@@ -7,6 +7,7 @@ import json
 
 from tests.support.builders import sha
 from tests.support.findings import (
+    FROM_BLOCK,
     PROSE_END,
     assert_valid_findings_json,
     block,
@@ -21,7 +22,7 @@ def test_findings_are_written_beside_the_last_segment_and_listed_in_its_record(
 ):
     text = PROSE_END + block(item())
     cut = text.index('"severity"')
-    run = review_answering(cli, make_stub, [text[:cut], text[cut:]], "--findings")
+    run = review_answering(cli, make_stub, [text[:cut], text[cut:]], *FROM_BLOCK)
     assert run.code == 0, run.err
     first, last = run.json()["segments"]
     assert first["findings_path"] is None
@@ -37,7 +38,7 @@ def test_findings_are_written_beside_the_last_segment_and_listed_in_its_record(
 
 
 def test_an_answer_without_a_block_is_a_warning_and_writes_no_file(repo, cli, make_stub):
-    run = review_answering(cli, make_stub, [PROSE_END + "No block.\n"], "--findings")
+    run = review_answering(cli, make_stub, [PROSE_END + "No block.\n"], *FROM_BLOCK)
     assert run.code == 0
     assert 'no findings: the answer has no ```json block holding "findings"' in run.err
     assert last_segment(run)["findings_path"] is None
@@ -51,7 +52,7 @@ def test_without_the_option_no_findings_file_is_written(repo, cli, make_stub):
 
 
 def test_verify_re_derives_the_findings_file(repo, cli, make_stub):
-    review_answering(cli, make_stub, [PROSE_END + block(item())], "--findings")
+    review_answering(cli, make_stub, [PROSE_END + block(item())], *FROM_BLOCK)
     got = cli("verify", "--json")
     assert got.code == 0, got.err
     (receipt,) = got.json()["receipts"]
@@ -62,7 +63,7 @@ def test_verify_re_derives_the_findings_file(repo, cli, make_stub):
 
 
 def test_verify_fails_a_findings_file_changed_after_the_review(repo, cli, make_stub):
-    run = review_answering(cli, make_stub, [PROSE_END + block(item())], "--findings")
+    run = review_answering(cli, make_stub, [PROSE_END + block(item())], *FROM_BLOCK)
     path = repo / last_segment(run)["findings_path"]
     path.write_bytes(path.read_bytes().replace(b'"major"', b'"nit"'))
     got = cli("verify")
@@ -74,7 +75,7 @@ def test_verify_fails_a_findings_file_changed_after_the_review(repo, cli, make_s
 
 
 def test_verify_fails_a_forged_findings_file_even_with_its_hash_in_the_record(repo, cli, make_stub):
-    run = review_answering(cli, make_stub, [PROSE_END + block(item())], "--findings")
+    run = review_answering(cli, make_stub, [PROSE_END + block(item())], *FROM_BLOCK)
     seg = last_segment(run)
     path = repo / seg["findings_path"]
     forged = path.read_bytes().replace(b'"major"', b'"nit"')
@@ -89,7 +90,7 @@ def test_verify_fails_a_forged_findings_file_even_with_its_hash_in_the_record(re
 
 
 def test_verify_fails_a_missing_findings_file(repo, cli, make_stub):
-    run = review_answering(cli, make_stub, [PROSE_END + block(item())], "--findings")
+    run = review_answering(cli, make_stub, [PROSE_END + block(item())], *FROM_BLOCK)
     (repo / last_segment(run)["findings_path"]).unlink()
     got = cli("verify")
     assert got.code == 9
@@ -97,7 +98,7 @@ def test_verify_fails_a_missing_findings_file(repo, cli, make_stub):
 
 
 def test_verify_warns_when_the_reviewed_file_moved_on(repo, cli, make_stub):
-    review_answering(cli, make_stub, [PROSE_END + block(item())], "--findings")
+    review_answering(cli, make_stub, [PROSE_END + block(item())], *FROM_BLOCK)
     (repo / "src" / "pkg" / "mean.py").write_text("# changed\n", encoding="utf-8")
     got = cli("verify")
     assert got.code == 0

@@ -22,7 +22,10 @@ def test_the_demo_prints_a_short_story_and_names_the_files_holding_the_rest(
     lines = done.stdout.splitlines()
     assert len(lines) < 40, done.stdout
     assert "-> 3 segments (length, length, stop)" in done.stdout  # cut off, then continued
-    assert "3 receipts: 3 OK, 0 FAIL" in done.stdout
+    assert "findings, asked for as JSON in one more request: reviews/window_stats-findings_" in (
+        done.stdout
+    )
+    assert "4 receipts: 4 OK, 0 FAIL" in done.stdout  # the review's three, the extraction's
     transcript = tmp_path / "demo" / "transcript"
     for name in ("1-run.json", "2-verify.txt", "3-show.md", "4-summary.md"):
         assert str(transcript / name) in done.stdout or name in {"2-verify.txt"}

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 
 from deepseek_review.util.resources import record_schema_path
 from tests.support.cli import files_under
-from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.findings import FROM_BLOCK, PROSE_END, block, item, review_answering
 from tests.support.git import base_commit, commit, git
 
 BIG = "src/pkg/big.py"
@@ -557,7 +557,7 @@ def test_a_finding_in_a_range_keeps_the_files_line_numbers(
         item(path=BIG, start_line=4, end_line=4),
         item(path=BIG, start_line=9, end_line=9, title="Outside"),
     )
-    run = review_answering(cli, make_stub, [answer], "-c", f"{BIG}#L3-L5", "--findings")
+    run = review_answering(cli, make_stub, [answer], "-c", f"{BIG}#L3-L5", *FROM_BLOCK)
     assert run.code == 0, run.err
     found = json.loads((repo / run.json()["segments"][-1]["findings_path"]).read_text())
     by_title = {f["title"]: f for f in found["findings"]}

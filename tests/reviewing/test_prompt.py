@@ -25,7 +25,15 @@ from deepseek_review.util.textsafe import fence_for
 from tests.support.cli import files_under
 
 Cli = Callable[..., Any]
-BUNDLED = ("default", "spec-review", "code-review", "diff-review", "synthesis")
+BUNDLED = (
+    "default",
+    "spec-review",
+    "code-review",
+    "diff-review",
+    "synthesis",
+    "findings-extraction",
+    "findings-self-check",
+)
 
 
 def sent(

@@ -16,6 +16,7 @@ from deepseek_review.testing.simulator.answer import prompt_token_estimate
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.util.resources import resource_dir
 from tests.support.cli import CliResult, files_under
+from tests.support.findings import FROM_BLOCK
 from tests.support.split import words, write_texts
 
 WINDOW = 8192
@@ -455,7 +456,7 @@ def test_in_ci_parts_committed_in_the_trusted_revision_are_not_sent_again(
 
 
 def test_with_findings_each_part_writes_its_findings_beside_its_chain(big_repo, cli, sim):
-    r = _run(cli, sim, "--findings", "--template", "code-review")
+    r = _run(cli, sim, *FROM_BLOCK, "--template", "code-review")
     assert r.code == 0, r.err
     record = _record(big_repo)
     for p in record["parts"]:

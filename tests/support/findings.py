@@ -17,6 +17,9 @@ from tests.support.git import commit
 from tests.support.stubs import Reply
 
 STANDARDS = Path(__file__).parents[2] / "deepseek_review" / "standards"
+#: ``run --findings`` from the answer's block (the default, ``auto``, asks the server for a
+#: structured extraction first).
+FROM_BLOCK = ("--findings", "--findings-from", "block")
 
 
 def _load(name: str) -> dict[str, Any]:

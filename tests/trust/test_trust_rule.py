@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.builders import sha
 from tests.support.cli import CliResult
-from tests.support.findings import PROSE_END, block, item, review_answering
+from tests.support.findings import FROM_BLOCK, PROSE_END, block, item, review_answering
 from tests.support.git import commit_change, git
 from tests.support.sshkeys import allowed_signers, make_key, needs_openssh
 
@@ -49,7 +49,7 @@ def critical_review(cli: Cli, make_stub: Callable[..., Any], *args: str) -> dict
     CI job's own review (written after the checkout, so git does not track it)."""
     run = review_answering(
         cli, make_stub, [PROSE_END + block(item(severity="critical"))],
-        "--findings", "--output-dir", "ci-review", *args,
+        *FROM_BLOCK, "--output-dir", "ci-review", *args,
     )  # fmt: skip
     assert run.code == 0, run.err
     segment: dict[str, Any] = run.json()["segments"][0]
@@ -187,7 +187,7 @@ def test_locally_an_edited_answer_fails_the_gate_as_a_failed_verification(
 def test_the_gate_passes_on_this_runs_own_clean_review(pull_request, cli, make_stub, monkeypatch):
     monkeypatch.setenv("CI", "true")
     review_answering(cli, make_stub, [PROSE_END + block(item(severity="minor"))],
-                     "--findings", "--output-dir", "ci-review")  # fmt: skip
+                     *FROM_BLOCK, "--output-dir", "ci-review")  # fmt: skip
     got = findings_gate(cli)
     assert got.code == 0, got.err
     assert "set aside" not in got.err

@@ -334,14 +334,16 @@ def plan_completion(
     end_token: bool = False,
     directive_restarts: bool = False,
     findings_line_offset: int = 0,
+    answer: str | None = None,
 ) -> Plan:
     """Resume the full answer where the client's copy stops, within the token budget.
 
     ``end_token``: ending costs a token, so an answer that fills the cap exactly is ``length``.
     ``directive_restarts``: a directive continuation starts the answer over.
     ``findings_line_offset``: the findings block's lines are off by this many.
+    ``answer``: the whole answer, instead (structured output: :mod:`.structured`).
     """
-    full = full_answer(messages, answer_words, findings_line_offset)
+    full = full_answer(messages, answer_words, findings_line_offset) if answer is None else answer
     so_far, prefill = answer_so_far(messages)
     offset = 0 if directive_restarts and not prefill else _common_prefix_length(full, so_far)
     remainder = TOKEN_RE.findall(full[offset:])

@@ -19,6 +19,7 @@ from deepseek_review.errors import ConfigError
 from deepseek_review.testing.simulator.config import TOKENIZERS, SimulatorConfig
 from deepseek_review.testing.simulator.prefix_cache import PROMPT_CACHES
 from deepseek_review.testing.simulator.server import Simulator
+from deepseek_review.testing.simulator.structured import STRUCTURED_FAULTS
 from deepseek_review.testing.simulator.wire import (
     ALL_FAULTS,
     CONTEXT_OVERFLOWS,
@@ -29,6 +30,16 @@ from deepseek_review.testing.simulator.wire import (
 
 def _names(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _structured(text: str) -> list[str]:
+    kinds = [] if text == "none" else list(_names(text))
+    unknown = [k for k in kinds if k not in STRUCTURED_FAULTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown answers {', '.join(unknown)}; known: {', '.join(STRUCTURED_FAULTS)}"
+        )
+    return kinds
 
 
 def _fault_kinds(text: str) -> tuple[str, ...]:
@@ -155,6 +166,10 @@ _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("end_token", "an answer that fills the cap ends with length", {}),
     ("directive_restarts", "a directive continuation starts the answer over", {}),
     ("findings_line_offset", "findings block lines off by this many (quotes stay right)", {}),
+    ("structured_faults",
+     "comma-separated: how the next requests for structured output are answered, once each "
+     f"({', '.join(STRUCTURED_FAULTS)}); then valid JSON",
+     {"type": _structured, "default": "none"}),
     ("fault_rate", "share of requests that fail, 0-1", {}),
     ("fault_kinds", "comma-separated, from the kinds above",
      {"type": _fault_kinds, "default": ",".join(SimulatorConfig.fault_kinds)}),

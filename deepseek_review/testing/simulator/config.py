@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deepseek_review.testing.simulator import wire
 from deepseek_review.testing.simulator.prefix_cache import PROMPT_CACHES
+from deepseek_review.testing.simulator.structured import STRUCTURED_FAULTS
 from deepseek_review.testing.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS, TRANSIENT_FAULTS
 
 CHAT_PATH = "/v1/chat/completions"
@@ -75,6 +76,9 @@ class SimulatorConfig:
     line numbers often are."""
     """Asked to continue by a user message (directive style), the model starts its answer
     over instead of going on (a server that repeats what it already said)."""
+    structured_faults: list[str] = field(default_factory=list)
+    """How the next requests for structured output are answered, once each (:mod:`.structured`:
+    invalid, not-json, blank, ignore); then valid JSON."""
     fault_rate: float = 0.0
     fault_kinds: tuple[str, ...] = TRANSIENT_FAULTS
     fault_seed: int = 0
@@ -97,6 +101,8 @@ class SimulatorConfig:
             raise ValueError(f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOWS)}")
         if self.prompt_cache not in PROMPT_CACHES:
             raise ValueError(f"prompt_cache must be one of {', '.join(PROMPT_CACHES)}")
+        if set(self.structured_faults) - set(STRUCTURED_FAULTS):
+            raise ValueError(f"structured_faults: each one of {', '.join(STRUCTURED_FAULTS)}")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
         if not 0.0 <= self.fault_rate <= 1.0:

@@ -16,7 +16,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any, Protocol
 
 from deepseek_review.options.table import default
-from deepseek_review.testing.simulator import native, tokenizer, wire
+from deepseek_review.testing.simulator import native, structured, tokenizer, wire
 from deepseek_review.testing.simulator.answer import Plan, plan_completion, prompt_token_estimate
 from deepseek_review.testing.simulator.config import (
     CHAT_PATH,
@@ -269,6 +269,9 @@ class Handler(Writer):
             end_token=cfg.end_token,
             directive_restarts=cfg.directive_restarts,
             findings_line_offset=cfg.findings_line_offset,
+            answer=structured.answer(
+                req, req["messages"], cfg.structured_faults, native=native_chat
+            ),
         )
         if cfg.prompt_cache != "none" and not native_chat:
             hit = sim.prefix_cache.serve(

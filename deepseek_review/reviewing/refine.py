@@ -1,0 +1,179 @@
+"""What follows a review's chain when its findings are asked for: the findings extraction
+(:mod:`.extraction`) and the self-check (:mod:`deepseek_review.finding.self_check`), each a
+receipted request of its own, sent through the job's gate and written by its writer."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from typing import Protocol
+
+from deepseek_review.chat.types import Completion
+from deepseek_review.errors import BadResponse, InputError
+from deepseek_review.finding.self_check import SCORES_SCHEMA, SELF_CHECK_TEMPLATE, findings_of
+from deepseek_review.finding.self_check import prompt_text as self_check_prompt
+from deepseek_review.finding.sidecar import checked_bytes
+from deepseek_review.options.table import name_of
+from deepseek_review.reviewing.extraction import (
+    Extraction,
+    Request,
+    SelfCheck,
+    answer_files,
+    enforces_schema,
+    repo_file,
+    structured_request,
+)
+from deepseek_review.reviewing.extraction import request as extraction_request
+from deepseek_review.reviewing.job_spec import Job, JobResult
+from deepseek_review.reviewing.request import BodyOptions, PreparedRequest
+from deepseek_review.reviewing.segment import Segment, SegmentSpec, write_segment
+from deepseek_review.util.logs import log
+
+
+class Runner(Protocol):
+    """What of a running job (:class:`.job._Run`) these requests use."""
+
+    job: Job
+    result: JobResult
+    now: Callable[[], datetime]
+
+    def _ask(
+        self, prepared: PreparedRequest, body: BodyOptions, note: str | None, *, primary: bool
+    ) -> Completion | None: ...
+
+    def _received(self, completion: Completion, estimate: int) -> None: ...
+
+    def _log(self, level: int, msg: str, *args: object) -> None: ...
+
+    @property
+    def _first_spec(self) -> Callable[..., SegmentSpec]:
+        """:meth:`.job._Run._first_spec`."""
+
+
+def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
+    """The self-check of the findings file ``findings_path`` (:mod:`.finding.self_check`):
+    asked at most twice; a reply that does not validate twice is a warning, and the
+    findings stay as they are."""
+    job = run.job
+    found = repo_file(job.root, findings_path)
+    if not findings_of(found.text.encode("utf-8"), findings_path)["findings"]:
+        run._log(logging.INFO, "%s holds no findings: nothing to self-check", findings_path)
+        return
+    req = structured_request(
+        job.body, sc.server, sc.topic, [found], SELF_CHECK_TEMPLATE, self_check_prompt(),
+        SCORES_SCHEMA, "scores",
+    )  # fmt: skip
+    data = found.text.encode("utf-8")
+    for _ in (1, 2):
+        note = f"self-check of {findings_path} ({sc.topic})"
+        failed: list[str] = []
+        made = partial(_self_checked, data, findings_path, sc.threshold, failed=failed)
+        seg = _exchange(run, req, sc.topic, note, made)
+        run.result.self_check.append(seg)
+        if seg.findings_path is not None:
+            return
+        why = failed[0] if failed else "cut off at the token cap"
+        run._log(logging.WARNING, "%s: %s", seg.answer_path, why)
+    run._log(
+        logging.WARNING,
+        "the self-check did not validate twice: %s keeps every finding unchecked",
+        findings_path,
+    )
+
+
+def extract(run: Runner, ex: Extraction) -> None:
+    """The findings extraction (:mod:`.extraction`): asked at most twice; the findings
+    file is written beside the answer whose findings are used."""
+    job, segments = run.job, run.result.segments
+    review, text = segments[-1].answer_path, "".join(s.content for s in segments)
+    req = extraction_request(job.body, ex.server, ex.topic, answer_files(job.root, segments))
+    why = ""
+    for attempt in (1, 2):
+        fallback = attempt == 2 and ex.mode == "auto"
+        note = f"findings extraction of {review} ({ex.topic})"
+        failed: list[str] = []
+        made = partial(_extracted, ex, review=review, text=text, failed=failed, fallback=fallback)
+        seg = _exchange(run, req, ex.topic, note, made)
+        run.result.extraction.append(seg)
+        if seg.findings_path is not None and not failed:
+            return
+        why = failed[0] if failed else "cut off at the token cap"
+        if seg.findings_path is not None or fallback:
+            return  # the block's findings, or none: said by _extracted
+        run._log(logging.WARNING, "%s: %s; asking once more", seg.answer_path, why)
+    raise BadResponse(
+        f"{run.result.extraction[-1].answer_path}: the findings extraction's answer "
+        f"did not validate twice: {why}",
+        hint=f"{name_of('findings_from')} block reads the review's ```json block instead; "
+        f"the review itself is written ({review})",
+    )
+
+
+def _exchange(
+    run: Runner,
+    req: Request,
+    topic: str,
+    note: str,
+    made: Callable[[Completion], Callable[[str], bytes | None]],
+) -> Segment:
+    """One request of its own sent and written as the first segment of its chain;
+    ``made``: given the answer, the maker of the findings file beside it."""
+    completion = run._ask(req.prepared, req.prepared.options, note, primary=True)
+    assert completion is not None, "a job's later request is refused by raising"
+    run._received(completion, req.estimate)
+    template = (req.template.name, req.template.sha256)
+    findings = made(completion)
+    spec = run._first_spec(
+        req.prepared, completion, topic, req.files, template, req.estimate, findings
+    )
+    return write_segment(spec, run.now())
+
+
+def _extracted(
+    ex: Extraction,
+    completion: Completion,
+    *,
+    review: str,
+    text: str,
+    failed: list[str],
+    fallback: bool,
+) -> Callable[[str], bytes | None]:
+    """The findings file maker of an extraction's answer: bytes, or None with why in
+    ``failed``; ``fallback``: then from the review's block (``auto``'s last attempt)."""
+
+    def make(answer: str) -> bytes | None:
+        try:
+            return ex.make(completion.content, review, "structured")
+        except InputError as exc:
+            failed.append(exc.message)
+        if not fallback:
+            return None
+        enforced = "" if enforces_schema(ex.server, ex.url) else " (not enforced by this server)"
+        log.warning(
+            "%s: %s%s; the findings are taken from the review's block", answer, failed[0], enforced
+        )
+        try:
+            return ex.make(text, review, "block")
+        except InputError as exc:
+            log.warning("%s: %s", review, exc.message)
+            return None
+
+    return make
+
+
+def _self_checked(
+    data: bytes, where: str, threshold: int, completion: Completion, *, failed: list[str]
+) -> Callable[[str], bytes | None]:
+    """The findings file maker of a self-check's answer: bytes, or None with why in
+    ``failed``."""
+
+    def make(answer: str) -> bytes | None:
+        try:
+            return checked_bytes(data, where, completion.content, threshold)
+        except InputError as exc:
+            failed.append(exc.message)
+            return None
+
+    return make
