@@ -20,7 +20,18 @@ from benchmarks.common import BenchResult, seconds
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parent / "docs" / "contributing" / "benchmarks.md"
-ORDER = ["review", "version", "batch", "pool", "verify", "memory", "gather", "split", "sign", "cache"]
+ORDER = [
+    "review",
+    "version",
+    "batch",
+    "pool",
+    "verify",
+    "memory",
+    "gather",
+    "split",
+    "sign",
+    "cache",
+]
 
 
 def available() -> list[str]:
