@@ -14,14 +14,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from deepseek_review.context.git_hunks import Chosen, select
 from deepseek_review.context.git_plan import frame_diff
 from deepseek_review.context.pins import FilePin, PinnedBytes, TreeHashes, file_pins, pinned_bytes
-from deepseek_review.errors import ReviewError
+from deepseek_review.errors import InputError, ReviewError
 from deepseek_review.git.diff import Change, Diff, DiffSettings, Range, make_diff
 from deepseek_review.git.objects import UNSHALLOW_HINT, BlobStore, is_oid, short
 from deepseek_review.git.runner import in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.lines import describe, line_slice
+from deepseek_review.records.lines import describe, line_slice, valid_lines
 from deepseek_review.records.parts import FileRef, file_refs
 from deepseek_review.records.rebuild import Reader
 from deepseek_review.records.request_record import RequestRecord
@@ -145,6 +146,19 @@ def _altered_pins(
     return None
 
 
+def _chosen(shown: list[Any], hunks: Any) -> Chosen | None:
+    """The files of a change shown and the runs of hunks of those shown in part (a record of
+    version 3), as :func:`.git_hunks.select` takes them; None when ``hunks`` is malformed."""
+    chosen: dict[str, list[tuple[int, int]]] = {p: [] for p in shown if isinstance(p, str)}
+    for h in [] if hunks is None else hunks if isinstance(hunks, list) else [None]:
+        path = h.get("path") if isinstance(h, dict) else None
+        span = valid_lines(h.get("hunks")) if isinstance(h, dict) else None
+        if path not in chosen or span is None:
+            return None
+        chosen[path].append(span)
+    return chosen
+
+
 def _check_change(
     root: Path, git: Mapping[str, Any], record: RequestRecord
 ) -> CheckResult | str | None:
@@ -165,6 +179,9 @@ def _check_change(
         or not all(isinstance(y, str) for x in left for y in x)
     ):
         return CheckResult("prompt", "fail", "the request record's git.diff is malformed")
+    chosen = _chosen(shown, diff.get("hunks"))
+    if chosen is None:
+        return CheckResult("prompt", "fail", "the request record's git.diff.hunks is malformed")
     keep = set(shown)
     why = {x[0]: x[1] for x in left}
 
@@ -175,7 +192,14 @@ def _check_change(
 
     def same(drivers: bool) -> bool:
         made = make_diff(root, rng, settings, lambda _changes: decide, drivers=drivers)
-        framed = frame_diff(Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left))))
+        if "hunks" in diff:  # a part of a change reviewed in parts: only those hunks
+            try:
+                made = select(made, chosen)
+            except InputError:
+                return False
+        framed = frame_diff(
+            Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left)), None, made.hunks)
+        )
         return sha256_tag(framed.encode("utf-8")) == diff.get("sha256") and framed in sent
 
     try:

@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 
 from deepseek_review.errors import InputError
-from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS, RequestRecord
+from deepseek_review.records.request_record import (
+    RECORD_SCHEMA,
+    RECORD_V2,
+    RECORD_VERSIONS,
+    RequestRecord,
+)
 from deepseek_review.util.resources import record_schema_path
 from tests.support.cli import files_under, review
 from tests.support.schema import record_validator, schema_errors, validator_of
@@ -99,7 +104,7 @@ def test_a_record_with_a_line_range_validates_as_version_2_and_reads_back_to_its
     for path in written:
         raw = path.read_bytes()
         data = json.loads(raw)
-        assert data["record"] == RECORD_SCHEMA
+        assert data["record"] == RECORD_V2
         assert schema_errors(data) == [], path.name
         assert RequestRecord.load(raw, path.name).to_bytes() == raw
 
