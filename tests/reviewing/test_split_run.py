@@ -374,17 +374,6 @@ def test_show_on_the_synthesis_adds_the_story_on_stderr(big_repo, cli, sim):
     assert "part 1 (review-part-01-of-" in r.err
 
 
-@pytest.mark.parametrize(
-    ("flags", "named"),
-    [(["--diff", "HEAD"], "--diff"), (["--staged"], "--staged"), (["--rev", "HEAD"], "--rev")],
-)
-def test_split_is_refused_with_a_change_or_a_revision(big_repo, cli, sim, flags, named):
-    r = cli("run", "--split", *flags, "-c", ".", "-p", "Review.", "--endpoint", sim.base_url)
-    assert r.code == 2
-    assert "--split" in r.err and named in r.err
-    assert sim.chat_requests() == []
-
-
 def test_parts_sent_in_parallel_are_all_reviewed_and_verify(big_repo, cli, sim):
     r = _run(cli, sim, "--jobs", "3")
     assert r.code == 0, r.err
