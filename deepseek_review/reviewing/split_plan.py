@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -336,25 +337,17 @@ def _parts(
             f"template and request (about {base_tokens} tokens) fill it",
             hint=f"lower {name_of('max_tokens')}, or shorten the prompt",
         )
+    planner: Callable[..., SplitPlan] = plan_parts
     if base.git.diff is not None:
-        split = plan_change_parts(
-            changes,
-            files,
-            window=window,
-            max_tokens=options.max_tokens,
-            margin=margin,
-            base_tokens=base_tokens,
-            not_reviewed=left,
-        )
-    else:
-        split = plan_parts(
-            files,
-            window=window,
-            max_tokens=options.max_tokens,
-            margin=margin,
-            base_tokens=base_tokens,
-            not_reviewed=left,
-        )
+        planner = partial(plan_change_parts, changes)
+    split = planner(
+        files,
+        window=window,
+        max_tokens=options.max_tokens,
+        margin=margin,
+        base_tokens=base_tokens,
+        not_reviewed=left,
+    )
     if not split.parts:
         listed = "; ".join(f"{n.path}: {n.reason}" for n in split.not_reviewed[:3])
         raise InputError(f"{name_of('split')}: no file can be reviewed ({listed})")

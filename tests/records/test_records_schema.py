@@ -59,6 +59,24 @@ def test_version_2_is_version_1_with_line_ranges_and_nothing_else() -> None:
     assert set(v2["$defs"]) - set(v1["$defs"]) == {"lines", "fileReference"}
 
 
+def test_version_3_is_version_2_with_runs_of_hunks_and_nothing_else() -> None:
+    """A record is written as version 3 only when a part of a change shows some hunks of a
+    file (``run --split --diff``): the schemas differ in the version's name and in
+    ``git.diff.hunks`` alone."""
+    v2, v3 = (json.loads(record_schema_path(v).read_text("utf-8")) for v in ("v2", "v3"))
+
+    def diff_of(schema: dict[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = schema["properties"]["git"]["properties"]["diff"]["oneOf"][1]
+        return found
+
+    hunks = diff_of(v3)["properties"].pop("hunks")
+    assert hunks["items"]["required"] == ["path", "hunks"]
+    for key in ("$id", "title", "description"):
+        v2.pop(key), v3.pop(key)
+    v2["properties"].pop("record"), v3["properties"].pop("record")
+    assert v2 == v3
+
+
 @pytest.mark.parametrize(
     "args",
     [
