@@ -80,13 +80,14 @@ def file_changes(diff: Diff) -> list[FileChange]:
     return out
 
 
-def select(diff: Diff, chosen: Chosen) -> Diff:
+def select(diff: Diff, chosen: Chosen, changes: Sequence[FileChange] | None = None) -> Diff:
     """``diff`` with only the files ``chosen`` names, in the patch's order, each whole or only
-    its runs of hunks (:class:`InputError` for a run the file does not have)."""
+    its runs of hunks (:class:`InputError` for a run the file does not have). ``changes``:
+    ``diff``'s :func:`file_changes`, when the caller cut it already (once for every part)."""
     texts: list[str] = []
     shown: list[Change] = []
     hunks: list[tuple[str, int, int, int]] = []
-    for fc in file_changes(diff):
+    for fc in file_changes(diff) if changes is None else changes:
         runs = chosen.get(fc.path)
         if runs is None:
             continue
@@ -108,9 +109,15 @@ def select(diff: Diff, chosen: Chosen) -> Diff:
     )
 
 
-def part_plan(whole: GitPlan, files: Sequence[ContextFile], chosen: Chosen) -> GitPlan:
+def part_plan(
+    whole: GitPlan,
+    files: Sequence[ContextFile],
+    chosen: Chosen,
+    changes: Sequence[FileChange] | None = None,
+) -> GitPlan:
     """The git plan of one part of a review in parts: ``chosen``'s part of the change (none
-    when empty) and the whole ``files``, each pinned as in ``whole``."""
+    when empty; ``changes``: see :func:`select`) and the whole ``files``, each pinned as in
+    ``whole``."""
     pins = {p.path: p for p in whole.pins}
     part_pins = [
         pins[f.path]._replace(lines=None if f.lines is None else f.lines.span)
@@ -122,6 +129,6 @@ def part_plan(whole: GitPlan, files: Sequence[ContextFile], chosen: Chosen) -> G
         commits = {k: v for k, v in whole.git["commits"].items() if isinstance(v, str)}
     change = None
     if chosen and whole.diff is not None:
-        part = select(whole.diff, chosen)
+        part = select(whole.diff, chosen, changes)
         change = (part, frame_diff(part))
     return plan(list(files), (), change, part_pins, commits)

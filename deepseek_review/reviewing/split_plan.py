@@ -200,8 +200,9 @@ def plan_split_review(
     secret = _secret_files(options, base.endpoint, base.git.files)
     held = {n.path for n in secret}
     files = [f for f in base.git.files if f.path not in held]
-    changes = [] if base.git.diff is None else file_changes(base.git.diff)
-    change = _change_json(base.git, changes)
+    every = [] if base.git.diff is None else file_changes(base.git.diff)
+    change = _change_json(base.git, every)
+    changes = every
     if changes:
         found = _secret_files(options, base.endpoint, [_as_file(fc) for fc in changes])
         secret += found
@@ -214,7 +215,7 @@ def plan_split_review(
         log.info("%s: the whole context fits one review", name_of("split"))
         return plan_review(replace(options, split=False), env)  # the caller may plan it again
     topics, synthesis_topic = part_topics(options.topic, len(split.parts))
-    planned = _planned_parts(options, env, base, split, topics, window)
+    planned = _planned_parts(options, env, base, split, topics, window, every)
     with counting(split.bytes_per_token):
         estimate = _synthesis_estimate(options, synthesis_topic, len(split.parts))
     review = SplitReview(
@@ -237,6 +238,7 @@ def _planned_parts(
     split: SplitPlan,
     topics: Sequence[str],
     window: int,
+    changes: Sequence[FileChange],
 ) -> list[PlannedPart]:
     """Each part planned to its exact request: its files (or their ranges) and, with a change
     or ``--rev``, its part of git's plan (the change's files and hunks, the pins)."""
@@ -258,7 +260,7 @@ def _planned_parts(
         for f in part.files:
             if f.change:
                 chosen.setdefault(f.path, []).extend([] if f.hunks is None else [f.hunks[:2]])
-        git = part_plan(base.git, part_files, chosen) if from_git else None
+        git = part_plan(base.git, part_files, chosen, changes) if from_git else None
         plan = planned_within(part_options, env, part_files, window, split.margin, git=git)
         if plan.token_estimate > split.part_cap:  # the sum planning made is an upper bound
             raise PromptDoesNotFit(

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.context.git_hunks import Chosen, select
+from deepseek_review.context.git_hunks import Chosen, FileChange, file_changes, select
 from deepseek_review.context.git_plan import frame_diff
 from deepseek_review.context.pins import FilePin, PinnedBytes, TreeHashes, file_pins, pinned_bytes
 from deepseek_review.errors import InputError, ReviewError
-from deepseek_review.git.diff import Change, Diff, DiffSettings, Range, make_diff
+from deepseek_review.git.diff import Diff, DiffSettings, Range, make_diff
 from deepseek_review.git.objects import UNSHALLOW_HINT, BlobStore, is_oid, short
 from deepseek_review.git.runner import in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
@@ -159,6 +159,28 @@ def _chosen(shown: list[Any], hunks: Any) -> Chosen | None:
     return chosen
 
 
+#: The whole changes made in this run, by repository, commits, settings and drivers.
+_WHOLE: dict[tuple[Any, ...], tuple[Diff, list[FileChange]]] = {}
+
+
+def _whole_change(
+    root: Path, rng: Range, settings: DiffSettings, drivers: bool
+) -> tuple[Diff, list[FileChange]]:
+    """The whole change (every file kept) and its files cut at hunks, made once a run: the
+    records of one change (the parts of a change reviewed in parts, a chain's segments) each
+    show some of its files (commits never change, so neither does what git makes of them
+    with the same settings)."""
+    key = (str(root), rng.base, rng.head, settings, drivers)
+    got = _WHOLE.get(key)
+    if got is None:
+        made = make_diff(root, rng, settings, lambda _c: lambda _ch, _bin: None, drivers=drivers)
+        got = made, file_changes(made)
+        if len(_WHOLE) >= 8:
+            _WHOLE.clear()
+        _WHOLE[key] = got
+    return got
+
+
 def _check_change(
     root: Path, git: Mapping[str, Any], record: RequestRecord
 ) -> CheckResult | str | None:
@@ -182,21 +204,16 @@ def _check_change(
     chosen = _chosen(shown, diff.get("hunks"))
     if chosen is None:
         return CheckResult("prompt", "fail", "the request record's git.diff.hunks is malformed")
-    keep = set(shown)
-    why = {x[0]: x[1] for x in left}
-
-    def decide(change: Change, binary: bool) -> str | None:
-        return None if change.path in keep else str(why.get(change.path, "left out"))
-
     sent = "".join(p for m in record.messages for p in m.parts if isinstance(p, str))
 
     def same(drivers: bool) -> bool:
-        made = make_diff(root, rng, settings, lambda _changes: decide, drivers=drivers)
-        if "hunks" in diff:  # a part of a change reviewed in parts: only those hunks
-            try:
-                made = select(made, chosen)
-            except InputError:
-                return False
+        # The files shown (and of a part of a change reviewed in parts, only those hunks)
+        # taken from the whole change, made once a run for every record of it.
+        whole, changes = _whole_change(root, rng, settings, drivers)
+        try:
+            made = select(whole, chosen, changes)
+        except InputError:  # a file or hunks the change does not have
+            return False
         framed = frame_diff(
             Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left)), None, made.hunks)
         )
