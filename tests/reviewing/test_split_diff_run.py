@@ -17,7 +17,7 @@ import pytest
 from deepseek_review.records.split_record import split_schema_path
 from deepseek_review.testing.simulator.answer import prompt_token_estimate
 from deepseek_review.testing.simulator.server import Simulator
-from tests.support.cli import CliResult, files_under
+from tests.support.cli import CliResult, files_under, verify_tampered_split
 from tests.support.git import commit, git
 
 WINDOW = 4096
@@ -206,14 +206,10 @@ def _tamper_forget_a_file_not_reviewed(d: dict[str, Any]) -> None:
 )
 def test_a_tampered_split_record_of_a_change_fails_verify(change, repo, cli, sim, tamper):
     assert _run(cli, sim, *_diff(change)).code == 0
-    (path,) = sorted((repo / "reviews").glob("*.split.json"))
-    data = json.loads(path.read_text())
-    tamper(data)
-    path.write_text(json.dumps(data))
-    r = cli("verify", "reviews")
+    r, name = verify_tampered_split(cli, repo, tamper)
     assert r.code == 9
     assert "Traceback" not in r.err
-    assert f"FAIL reviews/{path.name}: " in r.err
+    assert f"FAIL reviews/{name}: " in r.err
 
 
 def test_a_part_whose_request_record_shows_other_hunks_fails_verify(change, repo, cli, sim):

@@ -15,7 +15,7 @@ import pytest
 from deepseek_review.testing.simulator.answer import prompt_token_estimate
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.util.resources import resource_dir
-from tests.support.cli import CliResult, files_under
+from tests.support.cli import CliResult, files_under, verify_tampered_split
 
 WINDOW = 8192
 _WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "sigma"]
@@ -238,14 +238,10 @@ def _tamper_drop_last_part(d: dict[str, Any]) -> None:
 )
 def test_a_tampered_split_record_fails_verify(big_repo, cli, sim, tamper):
     assert _run(cli, sim).code == 0
-    (path,) = _records(big_repo)
-    data = json.loads(path.read_text())
-    tamper(data)
-    path.write_text(json.dumps(data))
-    r = cli("verify", "reviews")
+    r, name = verify_tampered_split(cli, big_repo, tamper)
     assert r.code == 9
     assert "Traceback" not in r.err
-    assert f"FAIL reviews/{path.name}: " in r.err
+    assert f"FAIL reviews/{name}: " in r.err
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"schema": "deepseek_review_split_v1"}'])
