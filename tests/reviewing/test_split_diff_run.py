@@ -311,3 +311,19 @@ def test_a_failed_part_of_a_change_is_sent_again_alone_on_a_rerun(change, repo, 
     assert "This is part 2 of " in sent[0]
     assert not any("This is part 1 of " in text for text in sent)
     assert cli("verify", "--strict", "reviews").code == 0
+
+
+def test_a_file_whose_change_looks_like_a_secret_is_not_sent_to_a_remote_endpoint(
+    change, repo, cli
+):
+    from tests.support.secrets import PRIVATE_KEY
+
+    b = commit(repo, "leak", {"src/pkg1/leak.md": PRIVATE_KEY})
+    r = cli("run", "--split", "--dry-run", "--json", "--diff", f"{change[0]}..{b}",
+            "-p", "Review.", "--endpoint", "https://example.invalid",
+            "--context-window", str(WINDOW), "--max-tokens", str(MAX_TOKENS))  # fmt: skip
+    assert r.code == 0, r.err
+    plan = r.json()
+    left = {n["path"]: n["reason"] for n in plan["not_reviewed"]}
+    assert left["src/pkg1/leak.md"].startswith("looks like it holds a secret (line ")
+    assert all(f["path"] != "src/pkg1/leak.md" for p in plan["parts"] for f in p["files"])
