@@ -244,7 +244,7 @@ def _planned_parts(
     or ``--rev``, its part of git's plan (the change's files and hunks, the pins)."""
     texts = {f.path: f for f in base.git.files}
     notes = part_notes(split)
-    from_git = base.git.git is not None and (base.git.diff is not None or options.git.rev)
+    from_git = base.git.git is not None and (base.git.diff is not None or bool(options.git.rev))
     planned = []
     for part, topic in zip(split.parts, topics, strict=True):
         prompt = notes[part.number - 1] + "\n\n" + options.prompt
