@@ -36,7 +36,9 @@ def plan_lines(review: SplitReview) -> list[str]:
             f"part {p.part.number:>{width}}/{n}  {p.topic}  {plural(len(p.part.files), 'file')}, "
             f"~{p.plan.token_estimate} tokens (+{cap} answer)"
         )
-        lines += [f"  {f.size:>10}  {_named(f.path, f.lines)}" for f in p.part.files]
+        lines += [
+            f"  {f.size:>10}  {_named(f.path, f.lines, f.change, f.hunks)}" for f in p.part.files
+        ]
     lines.append(
         f"synthesis      {review.synthesis_topic}: the parts' answers, ~{review.synthesis_estimate}"
         f" tokens at most (+{cap} answer)"
@@ -58,7 +60,10 @@ def plan_lines(review: SplitReview) -> list[str]:
     )
     if split.not_reviewed:
         lines.append(f"not reviewed   {plural(len(split.not_reviewed), 'file')}")
-        lines += [f"  {x.path}  {x.reason}" for x in split.not_reviewed]
+        lines += [
+            f"  {_named(x.path, None, x.hunks is not None, x.hunks)}  {x.reason}"
+            for x in split.not_reviewed
+        ]
     return lines
 
 
@@ -82,6 +87,8 @@ def plan_json(review: SplitReview) -> dict[str, Any]:
                 "files": [
                     {"path": f.path, "bytes": f.size, "sha256": f.sha256, "tokens": f.tokens}
                     | ({} if f.lines is None else {"lines": list(f.lines)})
+                    | ({"change": True} if f.change else {})
+                    | ({} if f.hunks is None else {"hunks": list(f.hunks)})
                     for f in p.part.files
                 ],
             }
@@ -94,7 +101,11 @@ def plan_json(review: SplitReview) -> dict[str, Any]:
             "merges_at_most": review.merge_estimate[0],
         },
         "total_tokens": review.total_tokens,
-        "not_reviewed": [{"path": x.path, "reason": x.reason} for x in split.not_reviewed],
+        "not_reviewed": [
+            {"path": x.path, "reason": x.reason}
+            | ({} if x.hunks is None else {"hunks": list(x.hunks)})
+            for x in split.not_reviewed
+        ],
     }
 
 
@@ -169,7 +180,10 @@ def story_lines(record: dict[str, Any]) -> list[str]:
             f"part {p['number']} ({p['topic']}): {p['status']}, {plural(len(files), 'file')}, "
             f"~{p['estimated_tokens']} tokens"
         )
-        lines += [f"  {_named(f['path'], f.get('lines'))}" for f in files]
+        lines += [
+            f"  {_named(f['path'], f.get('lines'), f.get('change', False), f.get('hunks'))}"
+            for f in files
+        ]
         lines += [f"  reviewed by {r}" for r in p["receipts"]]
         if "error" in p:
             lines.append(f"  error: {p['error']}")
@@ -188,7 +202,9 @@ def story_lines(record: dict[str, Any]) -> list[str]:
         lines.append(f"  error: {s['error']}")
     nr = record["not_reviewed"]
     lines.append(f"not reviewed: {plural(len(nr), 'file')}")
-    lines += [f"  {x['path']}: {x['reason']}" for x in nr]
+    lines += [
+        f"  {_named(x['path'], None, 'hunks' in x, x.get('hunks'))}: {x['reason']}" for x in nr
+    ]
     return lines
 
 
@@ -218,6 +234,12 @@ def story_of(root: Path, receipt: str) -> list[str]:
     return []
 
 
-def _named(path: str, lines: Any) -> str:
-    """A file as a context spec names it: ``path``, or ``path#L120-L260`` for a range."""
+def _named(path: str, lines: Any, change: bool = False, hunks: Any = None) -> str:
+    """A file as a context spec names it: ``path``, or ``path#L120-L260`` for a range; a
+    file's change: ``path (change)``, or ``path (change, hunks 3-5 of 9)`` for some hunks."""
+    if change:
+        if not hunks:
+            return f"{path} (change)"
+        which = f"hunk {hunks[0]}" if hunks[0] == hunks[1] else f"hunks {hunks[0]}-{hunks[1]}"
+        return f"{path} (change, {which}{f' of {hunks[2]}' if len(hunks) > 2 else ''})"
     return path if not lines else f"{path}#L{lines[0]}-L{lines[1]}"

@@ -100,7 +100,7 @@ def plan_change(
         raise InputError(
             f"the change {rng.label} is {size} bytes as framed, over "
             f"{name_of('max_context_bytes')} {limits.max_context_bytes} (fewer context lines: "
-            f"{name_of('diff_context')}; or review it in parts)"
+            f"{name_of('diff_context')}; or review it in parts: {name_of('split')})"
         )
     files: list[ContextFile] = []
     skipped: tuple[Skipped, ...] = ()

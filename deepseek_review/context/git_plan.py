@@ -73,6 +73,10 @@ class GitPlan:
     git: dict[str, Any] | None = None
     """The record's pins (:mod:`deepseek_review.context.pins`)."""
     receipt_paths: list[str] = field(default_factory=list)
+    diff: Diff | None = None
+    """The change (``--diff``, ``--staged``), as made; None when none is reviewed."""
+    pins: tuple[FilePin, ...] = ()
+    """Each file's pin, as :attr:`git` lists them."""
 
 
 def frame_diff(diff: Diff) -> str:
@@ -82,20 +86,32 @@ def frame_diff(diff: Diff) -> str:
     sep = "" if diff.text.endswith("\n") or not diff.text else "\n"
     n = len(diff.shown)
     head = f"## Change from {diff.rng.label}: {n} file{'s' if n != 1 else ''} shown\n\n"
+    if diff.hunks:  # a part of a review in parts: the file's other hunks are in other parts
+        head += "".join(
+            f"Of {p} only {_hunks_named(a, b, of)} shown here.\n" for p, a, b, of in diff.hunks
+        )
+        head += "\n"
     left = ["\nLeft out of the change:\n"] if diff.left_out else []
     left += [f"- {p} ({w})\n" for p, w in diff.left_out]
     return "".join([head, fence, "diff\n", diff.text, sep, fence, "\n", *left])  # one copy
 
 
+def _hunks_named(first: int, last: int, of: int) -> str:
+    return f"hunk {first} of {of} is" if first == last else f"hunks {first}-{last} of {of} are"
+
+
 def diff_pins(diff: Diff, framed: str) -> dict[str, Any]:
     data = framed.encode("utf-8")
-    return {
+    pins = {
         **diff.settings.to_json(),
         "sha256": sha256_tag(data),
         "bytes": len(data),
         "shown": [c.path for c in diff.shown],
         "left_out": [list(x) for x in diff.left_out],
     }
+    if diff.hunks:  # request record version 3
+        pins["hunks"] = [{"path": p, "hunks": [a, b]} for p, a, b, _ in diff.hunks]
+    return pins
 
 
 def plan(
@@ -125,4 +141,6 @@ def plan(
             "files": [p.to_json() for p in pins],
         }
     paths = [*(diff_json["shown"] if diff_json else []), *(f.path for f in files)]
-    return GitPlan(files, skipped, lead, scanned, git, list(dict.fromkeys(paths)))
+    made = None if change is None else change[0]
+    receipt = list(dict.fromkeys(paths))
+    return GitPlan(files, skipped, lead, scanned, git, receipt, made, tuple(pins))

@@ -175,6 +175,9 @@ class Diff:
     fence: str | None = None
     """A backtick fence no line of ``text`` can close, found as the patch was split (None:
     :func:`deepseek_review.util.textsafe.fence_for` of the text)."""
+    hunks: tuple[tuple[str, int, int, int], ...] = ()
+    """(path, first, last, of) of each run of hunks shown of a file whose change is shown only
+    in part (a review in parts: ``run --split``); empty: every file's change is shown whole."""
 
 
 def make_diff(

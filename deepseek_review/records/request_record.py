@@ -9,7 +9,10 @@ version (:data:`RECORD_VERSIONS`). Version 2 adds line ranges: a ``$file`` refer
 lines of the file were sent). A record is written in the oldest version that can say what it
 holds (:func:`version_for`, as git writes its index): a record without a range is version 1,
 byte for byte as before, so every reader of version 1 still reads it; one with a range is
-version 2, which a reader of version 1 refuses rather than rebuilding the whole file.
+version 2, which a reader of version 1 refuses rather than rebuilding the whole file. Version 3
+adds runs of hunks: the ``git.diff`` of a part of a change reviewed in parts (``run --split``)
+may list ``"hunks"``, the only hunks of those files the change shows; a reader of version 2
+refuses it rather than making the whole change again.
 
 :meth:`RequestRecord.load` accepts every version written so far. A reader is tolerant of
 what is absent (``None``: records of hand or of other tools check what they can) and of
@@ -30,16 +33,20 @@ from deepseek_review.records.parts import RecordedMessage, parse_messages
 from deepseek_review.util import safejson
 
 RECORD_V1 = "deepseek_review_request_record_v1"
-#: The newest version: version 1 and line ranges (``"lines": [first, last]``).
-RECORD_SCHEMA = "deepseek_review_request_record_v2"
+#: Version 1 and line ranges (``"lines": [first, last]``).
+RECORD_V2 = "deepseek_review_request_record_v2"
+#: The newest version: version 2 and runs of hunks (a part of a change: ``git.diff.hunks``).
+RECORD_SCHEMA = "deepseek_review_request_record_v3"
 #: Every record version this tool wrote, oldest first: each stays readable.
-RECORD_VERSIONS = (RECORD_V1, RECORD_SCHEMA)
+RECORD_VERSIONS = (RECORD_V1, RECORD_V2, RECORD_SCHEMA)
 
 
-def version_for(ranged: bool) -> str:
-    """The version a record is written in: the oldest that can say what it holds (version 2
-    only when a file was sent in part)."""
-    return RECORD_SCHEMA if ranged else RECORD_V1
+def version_for(ranged: bool, hunked: bool = False) -> str:
+    """The version a record is written in: the oldest that can say what it holds (version 3
+    only when a change was sent in part, version 2 only when a file was)."""
+    if hunked:
+        return RECORD_SCHEMA
+    return RECORD_V2 if ranged else RECORD_V1
 
 
 _Types = frozenset[type]

@@ -5,7 +5,10 @@ part failed: it says which are done), never over an existing one. It lists the p
 parameters (window, answer cap, margin, the token estimator), every part with its files
 (path, sha256, bytes, estimated tokens) and the receipts of the chain that reviewed it, the
 synthesis's receipts and context, and every file not reviewed with why. Its JSON Schema is
-``schemas/deepseek-review-split-v1.schema.json``; :func:`load_split` is its one reader.
+``schemas/deepseek-review-split-v<N>.schema.json``, one a version; :func:`load_split` is its
+one reader, of every version. Version 2 is version 1 with a change (``--diff``, ``--staged``):
+its commits and files with their counts of hunks, and the hunks of each part; a record is
+written in the oldest version that can say what it holds (:func:`split_version_for`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from deepseek_review.util import safejson
 from deepseek_review.util.resources import resource_dir
 
 SPLIT_SCHEMA = "deepseek_review_split_v1"
+#: Version 1 and a change: its commits, its files' hunks, each part's.
+SPLIT_V2 = "deepseek_review_split_v2"
+#: Every version written so far, oldest first: each stays readable.
+SPLIT_VERSIONS = (SPLIT_SCHEMA, SPLIT_V2)
 SPLIT_SUFFIX = ".split.json"
 #: What a part or the synthesis can be: reviewed to the end, cut off at the token cap after
 #: every continuation allowed, failed (an error), or not sent (the synthesis, while a part is
@@ -28,24 +35,33 @@ SPLIT_SUFFIX = ".split.json"
 STATUSES = ("done", "truncated", "failed", "not run")
 
 
-def split_schema_path() -> Path:
-    return resource_dir("schemas") / "deepseek-review-split-v1.schema.json"
+def split_version_for(change: bool) -> str:
+    """The version a split record is written in: 2 only for a change."""
+    return SPLIT_V2 if change else SPLIT_SCHEMA
+
+
+def split_schema_path(version: str = SPLIT_SCHEMA) -> Path:
+    """The schema file of ``version`` (a name of :data:`SPLIT_VERSIONS`)."""
+    n = version.rpartition("_")[2]
+    return resource_dir("schemas") / f"deepseek-review-split-{n}.schema.json"
 
 
 @cache
-def _validator() -> Any:
+def _validator(version: str) -> Any:
     import json
 
     import jsonschema
 
-    schema = json.loads(split_schema_path().read_text(encoding="utf-8"))
+    schema = json.loads(split_schema_path(version).read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
 
 
 def check_split(data: Any, where: str) -> dict[str, Any]:
-    """``data`` if it is a split record by the schema, else :class:`VerificationFailed` naming
-    the first problem and its place."""
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    """``data`` if it is a split record by its version's schema, else
+    :class:`VerificationFailed` naming the first problem and its place."""
+    version = data.get("schema") if isinstance(data, dict) else None
+    validator = _validator(version if version in SPLIT_VERSIONS else SPLIT_SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
         at = "/".join(str(p) for p in e.absolute_path) or "the top"

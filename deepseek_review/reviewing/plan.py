@@ -252,7 +252,7 @@ def continuation_body(body: BodyOptions, options: ContinuationOptions) -> BodyOp
     )
 
 
-class _Base:
+class PlanBase:
     """What a review's plan takes from its options but its topic and prompt: the request's
     options, where it goes, where it is written, the template and the context; and whether
     the options a continuation would use check out (None: not asked yet)."""
@@ -273,7 +273,16 @@ class _Base:
         self.after: ReviewError | bool | None = None
 
 
-def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _Base:
+def plan_base(
+    options: ReviewOptions,
+    env: Mapping[str, str],
+    gather: GatherFn = gather_context,
+    *,
+    git: GitPlan | None = None,
+) -> PlanBase:
+    """The first step of a plan (:class:`PlanBase`): the endpoint, the folders, the template
+    and the context as git gives it; ``git``: that context, made already (a split review's
+    part of a change), instead of made from ``options``."""
     body_options = options.body_options()  # validates model, limits, extra body
     endpoint = resolve_endpoint(
         options.endpoint,
@@ -294,11 +303,13 @@ def _base(options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _
     outputs = outputs_of(root, out_dir, out_named, options.outputs)
     # Exclusions travel with the specs, as git's ``:(exclude)`` magic (a change drops them too).
     specs = (*options.context, *(f":(exclude){x}" for x in options.exclude))
+    if git is not None:
+        return PlanBase(body_options, endpoint, root, out_dir, template, git)
     narrow = None
     if options.git.since_last_review:
         narrow = partial(since_last.narrow, root, out_named, options.topic)
     gitplan = plan_git(options.git, root, specs, options.limits, outputs, gather, narrow=narrow)
-    return _Base(body_options, endpoint, root, out_dir, template, gitplan)
+    return PlanBase(body_options, endpoint, root, out_dir, template, gitplan)
 
 
 def _after(
@@ -330,18 +341,18 @@ class SharedPlans:
     def __init__(self) -> None:
         # By the identity of the options' values; the values are kept, so no other object
         # can take one's id while the memo lives.
-        self._bases: dict[tuple[int, ...], tuple[list[Any], _Base | ReviewError]] = {}
+        self._bases: dict[tuple[int, ...], tuple[list[Any], PlanBase | ReviewError]] = {}
 
-    def base(self, options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> _Base:
+    def base(self, options: ReviewOptions, env: Mapping[str, str], gather: GatherFn) -> PlanBase:
         if options.git.diff is not None or options.git.staged:
-            return _base(options, env, gather)
+            return plan_base(options, env, gather)
         values = [v for k, v in vars(options).items() if k not in _PER_REVIEW]
         values.append(env)
         key = tuple(map(id, values))
         known = self._bases.get(key)
         if known is None:
             try:
-                known = values, _base(options, env, gather)
+                known = values, plan_base(options, env, gather)
             except ReviewError as exc:
                 known = values, exc
             self._bases[key] = known
@@ -357,17 +368,22 @@ def plan_review(
     gather: GatherFn = gather_context,
     check_output: bool = True,
     shared: SharedPlans | None = None,
+    git: GitPlan | None = None,
 ) -> ReviewPlan:
     """Check everything and build the exact request, without sending or writing anything.
 
     Everything that can be checked before paying for an answer is checked here: the
     continuation requests' options, and (unless ``check_output`` is off: a batch checks each
     folder once) that the output folder can be written. ``shared`` (a batch's) makes what
-    does not depend on the topic and prompt once for all the reviews that share it.
+    does not depend on the topic and prompt once for all the reviews that share it. ``git``:
+    the context as git gives it, made already (:func:`plan_base`).
     """
     env = os.environ if env is None else env
     _check_own_options(options)
-    base = _base(options, env, gather) if shared is None else shared.base(options, env, gather)
+    if shared is None:
+        base = plan_base(options, env, gather, git=git)
+    else:
+        base = shared.base(options, env, gather)
     root, endpoint, out_dir, template = base.root, base.endpoint, base.out_dir, base.template
     body_options, gitplan = base.body, base.git
     kept = None if shared is None else base  # alone, the files' texts go with the body
@@ -394,22 +410,11 @@ def plan_review(
     if check_output:
         _check_output_dir(options, root, out_dir)
     return ReviewPlan(
-        root=root,
-        endpoint=endpoint,
-        out_dir=out_dir,
-        template=template,
-        files=tuple(files),
-        framed=messages,
-        prepared=prepared,
-        token_estimate=estimate,
-        token_count=count,
-        framed_bytes=sum(sizes),
-        options=options,
-        skipped=skipped,
-        pins=pins,
-        receipt_paths=tuple(receipt_paths),
-        change_lines=change_lines,
-    )
+        root=root, endpoint=endpoint, out_dir=out_dir, template=template, files=tuple(files),
+        framed=messages, prepared=prepared, token_estimate=estimate, token_count=count,
+        framed_bytes=sum(sizes), options=options, skipped=skipped, pins=pins,
+        receipt_paths=tuple(receipt_paths), change_lines=change_lines,
+    )  # fmt: skip
 
 
 def _check_own_options(options: ReviewOptions) -> None:
@@ -452,7 +457,7 @@ def _refuse_prompt(options: ReviewOptions, endpoint: Endpoint, sent: list[Contex
 
 
 def _after_once(
-    kept: _Base | None,
+    kept: PlanBase | None,
     options: ReviewOptions,
     body: BodyOptions,
     url: str,

@@ -204,8 +204,10 @@ def _record(
     c = spec.completion
     is_cont = spec.continuation is not None
     ranged = any(has_ranges(m.parts) for m in spec.prepared.messages)
+    diff = None if spec.git is None else spec.git.get("diff")
+    hunked = isinstance(diff, Mapping) and "hunks" in diff
     return RequestRecord(
-        record=version_for(ranged),
+        record=version_for(ranged, hunked),
         tool=f"deepseek-review {__version__}",
         kind="continuation" if is_cont else "primary",
         created_at=created_at(now),

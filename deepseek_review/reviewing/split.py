@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from deepseek_review.chat.tokens import (
     BYTES_PER_TOKEN,
@@ -86,6 +87,12 @@ class PlannedFile:
     lines: tuple[int, int] | None = None
     """The lines sent (1-based, inclusive) when the file is larger than a part: each of its
     ranges is planned as a file of its own; None: the whole file."""
+    change: bool = False
+    """The file's change (``--diff``, ``--staged``), not its text: sha256 and size are of its
+    section of the patch (or of the runs of hunks sent)."""
+    hunks: tuple[int, int, int] | None = None
+    """(first, last, of): only these hunks of the file's change, when the change alone is
+    larger than a part; None: the whole change."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,8 @@ class Part:
 class NotReviewed:
     path: str
     reason: str
+    hunks: tuple[int, int] | None = None
+    """Only these hunks of the file's change are not reviewed (each larger than a part)."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +161,15 @@ def file_tokens(f: ContextFile, count: int) -> int:
     return count_tokens(frame) + count_tokens(f.text)
 
 
-def groups_of(files: Sequence[ContextFile]) -> list[list[ContextFile]]:
+class _Pathed(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+_P = TypeVar("_P", bound=_Pathed)
+
+
+def groups_of(files: Sequence[_P]) -> list[list[_P]]:
     """The files in groups that belong together, in a fixed order: by folder (a test in the
     folder of the file it tests, when exactly one file has that name), by path within."""
     ordered = sorted(files, key=lambda f: f.path)
@@ -161,7 +178,7 @@ def groups_of(files: Sequence[ContextFile]) -> list[list[ContextFile]]:
         named = by_name.setdefault(f.path.rpartition("/")[2], {})
         if subject_of(f.path) is None:  # a file's ranges: once
             named[f.path] = None
-    groups: dict[str, list[ContextFile]] = {}
+    groups: dict[str, list[_P]] = {}
     for f in ordered:
         folder = f.path.rpartition("/")[0]
         subject = subject_of(f.path)
@@ -189,16 +206,30 @@ def plan_parts(
     as not reviewed. The caller checks that the cap leaves room for a file at all."""
     cap = window - max_tokens - margin
     room = cap - base_tokens
-    parts: list[list[PlannedFile]] = []
     left = list(not_reviewed)
-    current: list[PlannedFile] = []
-    used = 0
     count = len(files)
     known: dict[int, int] = {}
     files, large = _ranged(files, room, count, known)
     left += large
-    for group in groups_of(files):
-        planned = [_planned(f, count, known) for f in group]
+    groups = [[_planned(f, count, known) for f in group] for group in groups_of(files)]
+    return split_plan_of(
+        pack(groups, room),
+        window=window,
+        max_tokens=max_tokens,
+        margin=margin,
+        base_tokens=base_tokens,
+        not_reviewed=left,
+    )
+
+
+def pack(groups: Sequence[Sequence[PlannedFile]], room: int) -> list[list[PlannedFile]]:
+    """``groups`` in parts of at most ``room`` tokens each, in order: a group that does not
+    fit the part being filled starts the next one, and one larger than a part is cut
+    between its files (each of which fits)."""
+    parts: list[list[PlannedFile]] = []
+    current: list[PlannedFile] = []
+    used = 0
+    for planned in groups:
         cost = sum(p.tokens for p in planned)
         if cost <= room - used:
             current += planned
@@ -207,7 +238,7 @@ def plan_parts(
         if cost <= room:  # the group fits a part of its own: it starts one
             if current:
                 parts.append(current)
-            current, used = planned, cost
+            current, used = list(planned), cost
             continue
         for p in planned:  # a group larger than a part: cut between its files
             if p.tokens <= room - used:
@@ -219,13 +250,26 @@ def plan_parts(
                 current, used = [p], p.tokens
     if current:
         parts.append(current)
+    return parts
+
+
+def split_plan_of(
+    parts: Sequence[Sequence[PlannedFile]],
+    *,
+    window: int,
+    max_tokens: int,
+    margin: int,
+    base_tokens: int,
+    not_reviewed: Sequence[NotReviewed],
+) -> SplitPlan:
+    """The plan of ``parts`` (numbered from 1), counted as :func:`count_tokens` counts now."""
     return SplitPlan(
         window=window,
         max_tokens=max_tokens,
         margin=margin,
         base_tokens=base_tokens,
         parts=tuple(Part(i, tuple(p)) for i, p in enumerate(parts, start=1)),
-        not_reviewed=tuple(sorted(left, key=lambda n: n.path)),
+        not_reviewed=tuple(sorted(not_reviewed, key=lambda n: (n.path, n.hunks or (0, 0)))),
         estimator=estimator(),
         bytes_per_token=_BYTES_PER_TOKEN.get(),
     )
@@ -299,10 +343,19 @@ def folders_line(files: Sequence[PlannedFile]) -> str:
     out = []
     for folder, n in counts.items():
         if n == 1:
-            out.append(next(f.path for f in files if f.path.rpartition("/")[0] == folder))
+            out.append(named(next(f for f in files if f.path.rpartition("/")[0] == folder)))
         else:
             out.append(f"{folder or '.'}/ ({plural(n, 'file')})")
     return ", ".join(out)
+
+
+def named(f: PlannedFile) -> str:
+    """A planned file in words: its path, and the hunks of its change when only some are."""
+    if f.hunks is None:
+        return f.path
+    first, last, of = f.hunks
+    which = f"hunk {first}" if first == last else f"hunks {first}-{last}"
+    return f"{f.path} ({which} of {of} of its change)"
 
 
 def part_note(plan: SplitPlan, part: Part) -> str:
@@ -324,10 +377,12 @@ def part_notes(plan: SplitPlan) -> list[str]:
     by_depth = [_folder_counts(plan, depth) for depth in (2, 1)]
     ordered = [sorted(whole.items()) for whole, _ in by_depth]
     notes = []
+    changed = any(f.change for p in plan.parts for f in p.files)
+    what = "change and files" if changed else "files"
     for i, part in enumerate(plan.parts):
         head = (
             f"This is part {part.number} of {n} of a review split to fit the model's context: "
-            "review only the files below. "
+            f"review only the {what} below. "
         )
         if len(head) + len(tail) + 2 + total - sizes[i] <= NOTE_MAX_BYTES:
             notes.append(head + tail + ":\n" + "\n".join(lines[:i] + lines[i + 1 :]))

@@ -11,25 +11,25 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import refuse_over_cap
 from deepseek_review.context.gather import ContextFile, ContextLimits, Gathered, Output
+from deepseek_review.context.git_hunks import FileChange, file_changes, part_plan
+from deepseek_review.context.git_plan import GitPlan, frame_diff
 from deepseek_review.context.ranges import file_range
-from deepseek_review.errors import (
-    ConfigError,
-    InputError,
-    PromptDoesNotFit,
-)
+from deepseek_review.errors import ConfigError, InputError, PromptDoesNotFit
 from deepseek_review.options.table import check, name_of
 from deepseek_review.records.naming import check_topic
 from deepseek_review.reviewing.plan import (
     GatherFn,
+    PlanBase,
     ReviewOptions,
     ReviewPlan,
-    _base,
+    plan_base,
     plan_review,
 )
 from deepseek_review.reviewing.prompt import frame_messages, load_template
@@ -44,11 +44,12 @@ from deepseek_review.reviewing.split import (
     part_notes,
     plan_parts,
 )
+from deepseek_review.reviewing.split_diff import plan_change_parts
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import plural
 
 if TYPE_CHECKING:
-    pass
+    from deepseek_review.git.diff import Diff
 
 SYNTHESIS_TEMPLATE = "synthesis"
 #: What gathering for a split is allowed in all: the parts are held to the window instead.
@@ -82,6 +83,9 @@ class SplitReview:
     """How errors name the options the environment or the config file set."""
     jobs: int = 1
     """Parts sent at the same time."""
+    change: Mapping[str, Any] | None = None
+    """A change's commits and each file it shows with its count of hunks (what the split
+    record says the parts cover); None: files, not a change."""
 
     @property
     def answer_room(self) -> int:
@@ -127,16 +131,6 @@ def fixed_gathering(files: Sequence[ContextFile]) -> GatherFn:
         return Gathered(files)
 
     return gather
-
-
-def refuse_unsplittable(options: ReviewOptions) -> None:
-    """A change, a revision's blobs or ``--since-last-review`` is not split (yet): said so."""
-    for key in ("diff", "staged", "rev", "since_last_review"):
-        if getattr(options.git, key):
-            raise ConfigError(
-                f"{name_of('split')} reviews files of the working tree only: not with "
-                f"{name_of(key)}"
-            )
 
 
 def part_topics(topic: str, n: int) -> tuple[list[str], str]:
@@ -193,26 +187,64 @@ def plan_split_review(
     window, when ``--context-window`` is not given (:func:`window_from_server`). Refused
     before anything is sent: no window known, a window too small for any file, a plan over
     ``--max-total-tokens`` or ``--max-run-tokens``.
+
+    A change (``--diff``, ``--staged``) is split at file, then hunk boundaries
+    (:mod:`.split_diff`); every part's request then holds its part of the change, made from
+    the pinned commits, so that ``verify`` makes it again.
     """
-    refuse_unsplittable(options)
     check_topic(options.topic)
     wide = replace(options, limits=ContextLimits(options.limits.max_file_bytes, _NO_TOTAL))
-    from deepseek_review.context.gather import gather_context
-
-    base = _base(wide, env, gather_context)
+    base = plan_base(wide, env)
     window = _window(options, base.endpoint, window_of)
     left = [NotReviewed(s.path, s.reason) for s in base.git.skipped if not s.own]
     secret = _secret_files(options, base.endpoint, base.git.files)
     held = {n.path for n in secret}
     files = [f for f in base.git.files if f.path not in held]
+    every = [] if base.git.diff is None else file_changes(base.git.diff)
+    change = _change_json(base.git, every)
+    changes = every
+    if changes:
+        found = _secret_files(options, base.endpoint, [_as_file(fc) for fc in changes])
+        secret += found
+        changes = [fc for fc in changes if fc.path not in {n.path for n in found}]
     with counting(_calibrated(options, base.endpoint, env)):
-        split = _parts(options, base.endpoint, window, files, [*left, *secret])
-    if len(split.parts) == 1 and not secret and len(split.parts[0].files) == len(files):
+        split = _parts(options, base, window, files, changes, [*left, *secret])
+    units = len(changes) + len(files)
+    whole = not any(f.hunks for f in split.parts[0].files)
+    if len(split.parts) == 1 and not secret and len(split.parts[0].files) == units and whole:
         log.info("%s: the whole context fits one review", name_of("split"))
         return plan_review(replace(options, split=False), env)  # the caller may plan it again
     topics, synthesis_topic = part_topics(options.topic, len(split.parts))
-    texts = {f.path: f for f in files}
+    planned = _planned_parts(options, env, base, split, topics, window, every)
+    with counting(split.bytes_per_token):
+        estimate = _synthesis_estimate(options, synthesis_topic, len(split.parts))
+    review = SplitReview(
+        options, split, tuple(planned), synthesis_topic, estimate, base.root, base.out_dir,
+        base.endpoint, env, change=change,
+    )  # fmt: skip
+    _refuse_over_budget(review, max_total_tokens)
+    return review
+
+
+def _as_file(fc: FileChange) -> ContextFile:
+    """A file's change as the secret scan reads it."""
+    return ContextFile(fc.path, fc.text, "", 0)
+
+
+def _planned_parts(
+    options: ReviewOptions,
+    env: Mapping[str, str],
+    base: PlanBase,
+    split: SplitPlan,
+    topics: Sequence[str],
+    window: int,
+    changes: Sequence[FileChange],
+) -> list[PlannedPart]:
+    """Each part planned to its exact request: its files (or their ranges) and, with a change
+    or ``--rev``, its part of git's plan (the change's files and hunks, the pins)."""
+    texts = {f.path: f for f in base.git.files}
     notes = part_notes(split)
+    from_git = base.git.git is not None and (base.git.diff is not None or bool(options.git.rev))
     planned = []
     for part, topic in zip(split.parts, topics, strict=True):
         prompt = notes[part.number - 1] + "\n\n" + options.prompt
@@ -222,22 +254,32 @@ def plan_split_review(
         part_files = [
             texts[f.path] if f.lines is None else file_range(texts[f.path], *f.lines)
             for f in part.files
+            if not f.change
         ]
-        plan = planned_within(part_options, env, part_files, window, split.margin)
+        chosen: dict[str, list[tuple[int, int]]] = {}
+        for f in part.files:
+            if f.change:
+                chosen.setdefault(f.path, []).extend([] if f.hunks is None else [f.hunks[:2]])
+        git = part_plan(base.git, part_files, chosen, changes) if from_git else None
+        plan = planned_within(part_options, env, part_files, window, split.margin, git=git)
         if plan.token_estimate > split.part_cap:  # the sum planning made is an upper bound
             raise PromptDoesNotFit(
                 f"part {part.number} is about {plan.token_estimate} tokens, over the part's "
                 f"room of {split.part_cap}: a planning error; nothing was sent"
             )
         planned.append(PlannedPart(part, topic, plan))
-    with counting(split.bytes_per_token):
-        estimate = _synthesis_estimate(options, synthesis_topic, len(split.parts))
-    review = SplitReview(
-        options, split, tuple(planned), synthesis_topic, estimate, base.root, base.out_dir,
-        base.endpoint, env,
-    )  # fmt: skip
-    _refuse_over_budget(review, max_total_tokens)
-    return review
+    return planned
+
+
+def _change_json(git: GitPlan, changes: Sequence[FileChange]) -> dict[str, Any] | None:
+    """The change a split record says its parts cover: its commits, and each file it shows
+    with its count of hunks (the files left out are listed as not reviewed)."""
+    if git.diff is None or git.git is None:
+        return None
+    return {
+        **git.git["commits"],
+        "files": [{"path": fc.path, "hunks": len(fc.hunks)} for fc in changes],
+    }
 
 
 def _calibrated(options: ReviewOptions, endpoint: Endpoint, env: Mapping[str, str]) -> float | None:
@@ -271,15 +313,20 @@ def _window(
 
 def _parts(
     options: ReviewOptions,
-    endpoint: Endpoint,
+    base: PlanBase,
     window: int,
     files: list[ContextFile],
+    changes: list[FileChange],
     left: list[NotReviewed],
 ) -> SplitPlan:
     """The plan of parts, refused when the window leaves no room for a file or none fits."""
+    endpoint = base.endpoint
     margin = margin_for(window)
-    longest_topic = part_topics(options.topic, max(1, len(files)))[1] + "-part-9999-of-9999"
+    units = max(1, len(files) + len(changes))
+    longest_topic = part_topics(options.topic, units)[1] + "-part-9999-of-9999"
     base_tokens = _base_tokens(options, longest_topic)
+    if base.git.diff is not None:
+        base_tokens += _change_frame_tokens(base.git.diff)
     if window - options.max_tokens - margin - base_tokens <= 0:
         said = (
             f"{name_of('context_window')} {window}"
@@ -292,7 +339,10 @@ def _parts(
             f"template and request (about {base_tokens} tokens) fill it",
             hint=f"lower {name_of('max_tokens')}, or shorten the prompt",
         )
-    split = plan_parts(
+    planner: Callable[..., SplitPlan] = plan_parts
+    if base.git.diff is not None:
+        planner = partial(plan_change_parts, changes)
+    split = planner(
         files,
         window=window,
         max_tokens=options.max_tokens,
@@ -304,6 +354,13 @@ def _parts(
         listed = "; ".join(f"{n.path}: {n.reason}" for n in split.not_reviewed[:3])
         raise InputError(f"{name_of('split')}: no file can be reviewed ({listed})")
     return split
+
+
+def _change_frame_tokens(diff: Diff) -> int:
+    """What framing a part of ``diff`` adds to its prompt but its files' sections: the
+    heading, the fences, what was left out of the change (its hunk notes are the units')."""
+    empty = replace(diff, text="", shown=(), hunks=())
+    return count_tokens(frame_diff(empty)) + ANSWER_FRAME
 
 
 def continuations_within(options: ReviewOptions, prompt: int, window: int, margin: int) -> int:
@@ -322,10 +379,13 @@ def planned_within(
     files: Sequence[ContextFile],
     window: int,
     margin: int,
+    *,
+    git: GitPlan | None = None,
 ) -> ReviewPlan:
     """A part's, a merge's or the synthesis's plan, its continuations no more than keep each
-    request within the window (a chain still cut off is then reported as truncated)."""
-    plan = plan_review(options, env, gather=fixed_gathering(files))
+    request within the window (a chain still cut off is then reported as truncated).
+    ``git``: the part's context as git gives it (a part of a change, files of ``--rev``)."""
+    plan = plan_review(options, env, gather=fixed_gathering(files), git=git)
     tokens = max(plan.token_estimate, plan.count.tokens)  # calibrated, when it says more
     allowed = continuations_within(options, tokens, window, margin)
     if allowed == options.continuation.max_continuations:

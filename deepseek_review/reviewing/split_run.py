@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepseek_review.context.gather import ContextFile
+from deepseek_review.context.git_plan import GitOptions
 from deepseek_review.errors import (
     InputError,
     Interrupted,
@@ -38,7 +39,7 @@ from deepseek_review.errors import (
 from deepseek_review.options.table import name_of
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.naming import check_topic, model_slug, stem_for, topic_of, utc_stamp
-from deepseek_review.records.split_record import SPLIT_SCHEMA, SPLIT_SUFFIX, write_split
+from deepseek_review.records.split_record import SPLIT_SUFFIX, split_version_for, write_split
 from deepseek_review.reviewing.plan import (
     ReviewPlan,
 )
@@ -458,6 +459,7 @@ class _Merging:
             template_file=None,
             split=False,
             context_window=self.review.split.window,
+            git=GitOptions(),  # the answers, as the working tree has them: not the change
         )
         split = self.review.split
         return planned_within(options, self.review.env, files, split.window, split.margin)
@@ -498,8 +500,9 @@ def record_data(
 ) -> dict[str, Any]:
     """The split record's content (:mod:`deepseek_review.records.split_record`)."""
     split = review.split
+    change = {} if review.change is None else {"change": dict(review.change)}
     return {
-        "schema": SPLIT_SCHEMA,
+        "schema": split_version_for(review.change is not None),
         "topic": review.options.topic,
         "model": review.options.model,
         "endpoint": review.endpoint.url,
@@ -527,7 +530,12 @@ def record_data(
             "context_files": synthesis.context,
             **_chain_data(synthesis),
         },
-        "not_reviewed": [{"path": n.path, "reason": n.reason} for n in split.not_reviewed],
+        "not_reviewed": [
+            {"path": n.path, "reason": n.reason}
+            | ({} if n.hunks is None else {"hunks": list(n.hunks)})
+            for n in split.not_reviewed
+        ],
+        **change,
     }
 
 
@@ -535,6 +543,8 @@ def _part_data(p: PlannedPart, o: PartOutcome) -> dict[str, Any]:
     files = [
         {"path": f.path, "sha256": f.sha256, "bytes": f.size, "estimated_tokens": f.tokens}
         | ({} if f.lines is None else {"lines": list(f.lines)})
+        | ({"change": True} if f.change else {})
+        | ({} if f.hunks is None else {"hunks": list(f.hunks[:2])})
         for f in p.part.files
     ]
     return {

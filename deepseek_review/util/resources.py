@@ -30,6 +30,6 @@ def schema_path() -> Path:
     return resource_dir("schemas") / "deepseek-review-receipt.schema.json"
 
 
-def record_schema_path(version: str = "v2") -> Path:
+def record_schema_path(version: str = "v3") -> Path:
     """The JSON Schema of request records of ``version`` (one file per version)."""
     return resource_dir("schemas") / f"deepseek-review-request-record-{version}.schema.json"

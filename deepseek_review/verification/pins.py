@@ -14,14 +14,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from deepseek_review.context.git_hunks import Chosen, FileChange, file_changes, select
 from deepseek_review.context.git_plan import frame_diff
 from deepseek_review.context.pins import FilePin, PinnedBytes, TreeHashes, file_pins, pinned_bytes
-from deepseek_review.errors import ReviewError
-from deepseek_review.git.diff import Change, Diff, DiffSettings, Range, make_diff
+from deepseek_review.errors import InputError, ReviewError
+from deepseek_review.git.diff import Diff, DiffSettings, Range, make_diff
 from deepseek_review.git.objects import UNSHALLOW_HINT, BlobStore, is_oid, short
 from deepseek_review.git.runner import in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.lines import describe, line_slice
+from deepseek_review.records.lines import describe, line_slice, valid_lines
 from deepseek_review.records.parts import FileRef, file_refs
 from deepseek_review.records.rebuild import Reader
 from deepseek_review.records.request_record import RequestRecord
@@ -145,6 +146,41 @@ def _altered_pins(
     return None
 
 
+def _chosen(shown: list[Any], hunks: Any) -> Chosen | None:
+    """The files of a change shown and the runs of hunks of those shown in part (a record of
+    version 3), as :func:`.git_hunks.select` takes them; None when ``hunks`` is malformed."""
+    chosen: dict[str, list[tuple[int, int]]] = {p: [] for p in shown if isinstance(p, str)}
+    for h in [] if hunks is None else hunks if isinstance(hunks, list) else [None]:
+        path = h.get("path") if isinstance(h, dict) else None
+        span = valid_lines(h.get("hunks")) if isinstance(h, dict) else None
+        if path not in chosen or span is None:
+            return None
+        chosen[path].append(span)
+    return chosen
+
+
+#: The whole changes made in this run, by repository, commits, settings and drivers.
+_WHOLE: dict[tuple[Any, ...], tuple[Diff, list[FileChange]]] = {}
+
+
+def _whole_change(
+    root: Path, rng: Range, settings: DiffSettings, drivers: bool
+) -> tuple[Diff, list[FileChange]]:
+    """The whole change (every file kept) and its files cut at hunks, made once a run: the
+    records of one change (the parts of a change reviewed in parts, a chain's segments) each
+    show some of its files (commits never change, so neither does what git makes of them
+    with the same settings)."""
+    key = (str(root), rng.base, rng.head, settings, drivers)
+    got = _WHOLE.get(key)
+    if got is None:
+        made = make_diff(root, rng, settings, lambda _c: lambda _ch, _bin: None, drivers=drivers)
+        got = made, file_changes(made)
+        if len(_WHOLE) >= 8:
+            _WHOLE.clear()
+        _WHOLE[key] = got
+    return got
+
+
 def _check_change(
     root: Path, git: Mapping[str, Any], record: RequestRecord
 ) -> CheckResult | str | None:
@@ -165,17 +201,22 @@ def _check_change(
         or not all(isinstance(y, str) for x in left for y in x)
     ):
         return CheckResult("prompt", "fail", "the request record's git.diff is malformed")
-    keep = set(shown)
-    why = {x[0]: x[1] for x in left}
-
-    def decide(change: Change, binary: bool) -> str | None:
-        return None if change.path in keep else str(why.get(change.path, "left out"))
-
+    chosen = _chosen(shown, diff.get("hunks"))
+    if chosen is None:
+        return CheckResult("prompt", "fail", "the request record's git.diff.hunks is malformed")
     sent = "".join(p for m in record.messages for p in m.parts if isinstance(p, str))
 
     def same(drivers: bool) -> bool:
-        made = make_diff(root, rng, settings, lambda _changes: decide, drivers=drivers)
-        framed = frame_diff(Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left))))
+        # The files shown (and of a part of a change reviewed in parts, only those hunks)
+        # taken from the whole change, made once a run for every record of it.
+        whole, changes = _whole_change(root, rng, settings, drivers)
+        try:
+            made = select(whole, chosen, changes)
+        except InputError:  # a file or hunks the change does not have
+            return False
+        framed = frame_diff(
+            Diff(rng, settings, made.text, made.shown, tuple(map(tuple, left)), None, made.hunks)
+        )
         return sha256_tag(framed.encode("utf-8")) == diff.get("sha256") and framed in sent
 
     try:

@@ -6,7 +6,11 @@ receipts exist, verify (:func:`deepseek_review.verification.verify`) and form on
 chain, primary first; the parts together name each file once, none of them also listed as not
 reviewed; a done part's primary receipt names exactly the part's files and its request
 record holds each with the plan's sha256; and a done synthesis's context is exactly the
-parts' answers, part by part, each with the hash its receipt gives it.
+parts' answers, part by part, each with the hash its receipt gives it. Of a change
+(version 2), every file it shows is reviewed exactly once, whole or in runs of hunks that
+follow each other from the first to the last (or listed as not reviewed), and each done
+part's request record shows exactly the part's files and hunks of the change's commits
+(whose bytes ``verify`` makes again from those commits).
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ def check_split_record(root: Path, rel: str, *, strict: bool = False) -> SplitRe
     answers: list[tuple[str, str]] = []  # (path, sha256) of the parts' answers, in order
     for p in parts:
         if p["status"] in ("done", "truncated") and not problems:
-            _check_part(root, p, problems)
+            _check_part(root, p, problems, data.get("change"))
         answers += _answer_hashes(root, p)
     merged = [m for m in [*merges, synthesis] if m["status"] in ("done", "truncated")]
     if merged and not problems and any(p["status"] != "done" for p in parts):
@@ -90,6 +94,8 @@ def check_split_record(root: Path, rel: str, *, strict: bool = False) -> SplitRe
         answers = _check_round(root, r, [m for m in merges if m["round"] == r], answers, problems)
     if synthesis["status"] in ("done", "truncated") and not problems:
         _check_merge(root, "the synthesis", synthesis, answers, problems)
+    if "change" in data and not problems:
+        _check_change_made(root, data, problems)
     done = sum(p["status"] == "done" for p in parts)
     report.summary = (
         f"{done} of {len(parts)} parts done, synthesis {synthesis['status']}, "
@@ -111,6 +117,8 @@ def _check_plan(data: dict[str, Any], problems: list[str]) -> None:
         if p["estimated_tokens"] > cap:
             problems.append(f"part {i}: ~{p['estimated_tokens']} tokens, over part_cap {cap}")
         for f in p["files"]:
+            if f.get("change"):
+                continue  # a change's coverage: _check_change_coverage
             if "lines" in f:
                 spans.setdefault(f["path"], []).append((*f["lines"], i))
                 continue
@@ -125,8 +133,47 @@ def _check_plan(data: dict[str, Any], problems: list[str]) -> None:
             problems.append(f"{path}: its ranges do not follow each other from line 1")
         seen.setdefault(path, ranges[0][2])
     for n in data["not_reviewed"]:
-        if n["path"] in seen:
+        if n["path"] in seen and "hunks" not in n:
             problems.append(f"{n['path']}: in part {seen[n['path']]} and not reviewed too")
+    if "change" in data:
+        _check_change_coverage(data, problems)
+
+
+def _check_change_coverage(data: dict[str, Any], problems: list[str]) -> None:
+    """Every file the change shows is reviewed once: its whole change in one part, or its
+    hunks in runs (in parts, or not reviewed) that follow each other from the first to the
+    last; or it is listed as not reviewed."""
+    counts = {f["path"]: f["hunks"] for f in data["change"]["files"]}
+    whole: dict[str, list[str]] = {}
+    runs: dict[str, list[tuple[int, int, str]]] = {}
+    for p in data["parts"]:
+        for f in p["files"]:
+            if not f.get("change"):
+                continue
+            where = f"part {p['number']}"
+            if "hunks" in f:
+                runs.setdefault(f["path"], []).append((*f["hunks"], where))
+            else:
+                whole.setdefault(f["path"], []).append(where)
+    for n in data["not_reviewed"]:
+        if "hunks" in n:
+            runs.setdefault(n["path"], []).append((*n["hunks"], "not reviewed"))
+        elif n["path"] in counts:
+            whole.setdefault(n["path"], []).append("not reviewed")
+    for path in sorted({*whole, *runs} - set(counts)):
+        problems.append(f"{path}: reviewed as part of the change, which does not show it")
+    for path, count in counts.items():
+        places = whole.get(path, [])
+        spans = sorted(runs.get(path, []))
+        if len(places) + bool(spans) != 1:
+            shown = ", ".join([*places, *(w for *_, w in spans)]) or "nowhere"
+            problems.append(f"{path}: its change is not reviewed exactly once ({shown})")
+        elif spans and (
+            spans[0][0] != 1
+            or spans[-1][1] != count
+            or any(b[0] != a[1] + 1 for a, b in pairwise(spans))
+        ):
+            problems.append(f"{path}: its runs of hunks do not follow each other from 1 to {count}")
 
 
 def _check_receipts(
@@ -184,9 +231,33 @@ def _record(root: Path, receipt: str) -> RequestRecord | None:
         return None
 
 
-def _check_part(root: Path, part: dict[str, Any], problems: list[str]) -> None:
-    planned = [(f["path"], f["sha256"]) for f in part["files"]]
-    _check_reviewed(root, f"part {part['number']}", part, planned, "the part's files", problems)
+def _check_part(
+    root: Path, part: dict[str, Any], problems: list[str], change: dict[str, Any] | None
+) -> None:
+    """A part's chain reviewed its files and (of a change) exactly its part of the change:
+    its request record pins the change's commits and shows the part's files and hunks."""
+    what = f"part {part['number']}"
+    planned = [(f["path"], f["sha256"]) for f in part["files"] if not f.get("change")]
+    changed = [f for f in part["files"] if f.get("change")]
+    shown = list(dict.fromkeys(f["path"] for f in changed))
+    paths = list(dict.fromkeys([*shown, *(p for p, _ in planned)]))
+    record = _check_reviewed(root, what, part, planned, "the part's files", problems, paths)
+    if record is None or change is None:
+        return
+    git = record.git if isinstance(record.git, dict) else {}
+    diff = git.get("diff") if shown else None
+    got = git.get("commits")
+    commits: dict[str, Any] = got if isinstance(got, dict) else {}
+    hunks = [{"path": f["path"], "hunks": f["hunks"]} for f in changed if "hunks" in f]
+    if shown and (
+        not isinstance(diff, dict)
+        or diff.get("shown") != shown
+        or diff.get("hunks", []) != hunks
+        or any(commits.get(k) != change[k] for k in ("base", "head", "merge_base"))
+    ):
+        problems.append(
+            f"{what}: its request record's change is not the part's (commits, files, hunks)"
+        )
 
 
 def _check_reviewed(
@@ -196,21 +267,25 @@ def _check_reviewed(
     files: list[tuple[str, str]],
     named: str,
     problems: list[str],
-) -> None:
+    paths: list[str] | None = None,
+) -> RequestRecord | None:
     """A part's, a merge's or the synthesis's chain: one whole chain whose primary's receipt
-    names exactly ``files``' paths and whose request record names them with their sha256."""
+    names exactly ``paths`` (default: ``files``' paths; a change's files come first) and
+    whose request record names ``files`` with their sha256; its primary's record."""
     chain = _chain_of(root, what, reviewed, problems)
     if not chain:
-        return
-    if list(chain[0].receipt.context_files or ()) != [p for p, _ in files]:
+        return None
+    if list(chain[0].receipt.context_files or ()) != (paths or [p for p, _ in files]):
         problems.append(f"{what}: its receipt's context_files are not {named}")
-        return
+        return None
     record = _record(root, chain[0].receipt_path)
     if record is None or record.context_files is None:
         problems.append(f"{what}: no request record names the hashes of {named}")
-        return
+        return None
     if [(e.path, e.sha256) for e in record.context_files] != files:
         problems.append(f"{what}: its request record's files are not {named} (path, sha256)")
+        return None
+    return record
 
 
 def _answer_hashes(root: Path, part: dict[str, Any]) -> list[tuple[str, str]]:
@@ -263,3 +338,40 @@ def _check_merge(
         problems.append(f"{what}: its context_files are not the answers it merges, in order")
         return
     _check_reviewed(root, what, merge, answers, "the answers it merges", problems)
+
+
+def _check_change_made(root: Path, data: dict[str, Any], problems: list[str]) -> None:
+    """The files the split record says the change shows, with their counts of hunks, are the
+    ones git shows between its commits (with the settings and the files left out that a done
+    part's request record pins): so no file of the change is missing from the plan. Nothing
+    is said when git cannot make it (the parts' receipts say why)."""
+    from deepseek_review.context.git_hunks import file_changes
+    from deepseek_review.git.diff import Change, DiffSettings, Range, make_diff
+
+    change = data["change"]
+    pinned = None
+    for p in data["parts"]:
+        if p["status"] == "done" and any(f.get("change") for f in p["files"]):
+            record = _record(root, p["receipts"][0])
+            pinned = None if record is None or record.git is None else record.git.get("diff")
+            break
+    if not isinstance(pinned, dict):
+        return
+    why = {x[0]: x[1] for x in pinned.get("left_out") or () if isinstance(x, list) and len(x) == 2}
+    try:
+        settings = DiffSettings(
+            pinned["context_lines"], pinned["function_context"], pinned["renames"]
+        )
+        rng = Range(change["base"], change["head"], change["merge_base"])
+
+        def decide(c: Change, binary: bool) -> str | None:
+            return why.get(c.path)
+
+        made = make_diff(root, rng, settings, lambda _changes: decide)
+        shown = [{"path": fc.path, "hunks": len(fc.hunks)} for fc in file_changes(made)]
+    except (ReviewError, KeyError, TypeError):
+        return
+    if shown != change["files"]:
+        problems.append(
+            f"change: its files are not the ones git shows from {rng.label} (path, hunks)"
+        )

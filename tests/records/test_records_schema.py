@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 
 from deepseek_review.errors import InputError
-from deepseek_review.records.request_record import RECORD_SCHEMA, RECORD_VERSIONS, RequestRecord
+from deepseek_review.records.request_record import (
+    RECORD_SCHEMA,
+    RECORD_V2,
+    RECORD_VERSIONS,
+    RequestRecord,
+)
 from deepseek_review.util.resources import record_schema_path
 from tests.support.cli import files_under, review
 from tests.support.schema import record_validator, schema_errors, validator_of
@@ -52,6 +57,24 @@ def test_version_2_is_version_1_with_line_ranges_and_nothing_else() -> None:
                 f"'{RECORD_SCHEMA}' was expected"
             ], path.name
     assert set(v2["$defs"]) - set(v1["$defs"]) == {"lines", "fileReference"}
+
+
+def test_version_3_is_version_2_with_runs_of_hunks_and_nothing_else() -> None:
+    """A record is written as version 3 only when a part of a change shows some hunks of a
+    file (``run --split --diff``): the schemas differ in the version's name and in
+    ``git.diff.hunks`` alone."""
+    v2, v3 = (json.loads(record_schema_path(v).read_text("utf-8")) for v in ("v2", "v3"))
+
+    def diff_of(schema: dict[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = schema["properties"]["git"]["properties"]["diff"]["oneOf"][1]
+        return found
+
+    hunks = diff_of(v3)["properties"].pop("hunks")
+    assert hunks["items"]["required"] == ["path", "hunks"]
+    for key in ("$id", "title", "description"):
+        v2.pop(key), v3.pop(key)
+    v2["properties"].pop("record"), v3["properties"].pop("record")
+    assert v2 == v3
 
 
 @pytest.mark.parametrize(
@@ -99,7 +122,7 @@ def test_a_record_with_a_line_range_validates_as_version_2_and_reads_back_to_its
     for path in written:
         raw = path.read_bytes()
         data = json.loads(raw)
-        assert data["record"] == RECORD_SCHEMA
+        assert data["record"] == RECORD_V2
         assert schema_errors(data) == [], path.name
         assert RequestRecord.load(raw, path.name).to_bytes() == raw
 

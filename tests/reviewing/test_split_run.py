@@ -15,7 +15,7 @@ import pytest
 from deepseek_review.testing.simulator.answer import prompt_token_estimate
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.util.resources import resource_dir
-from tests.support.cli import CliResult, files_under
+from tests.support.cli import CliResult, files_under, verify_tampered_split
 from tests.support.findings import FROM_BLOCK
 from tests.support.split import words, write_texts
 
@@ -223,14 +223,10 @@ def _tamper_drop_last_part(d: dict[str, Any]) -> None:
 )
 def test_a_tampered_split_record_fails_verify(big_repo, cli, sim, tamper):
     assert _run(cli, sim).code == 0
-    (path,) = _records(big_repo)
-    data = json.loads(path.read_text())
-    tamper(data)
-    path.write_text(json.dumps(data))
-    r = cli("verify", "reviews")
+    r, name = verify_tampered_split(cli, big_repo, tamper)
     assert r.code == 9
     assert "Traceback" not in r.err
-    assert f"FAIL reviews/{path.name}: " in r.err
+    assert f"FAIL reviews/{name}: " in r.err
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"schema": "deepseek_review_split_v1"}'])
@@ -357,17 +353,6 @@ def test_show_on_the_synthesis_adds_the_story_on_stderr(big_repo, cli, sim):
     assert r.code == 0, r.err
     assert r.out == (big_repo / synthesis).read_text(encoding="utf-8")
     assert "part 1 (review-part-01-of-" in r.err
-
-
-@pytest.mark.parametrize(
-    ("flags", "named"),
-    [(["--diff", "HEAD"], "--diff"), (["--staged"], "--staged"), (["--rev", "HEAD"], "--rev")],
-)
-def test_split_is_refused_with_a_change_or_a_revision(big_repo, cli, sim, flags, named):
-    r = cli("run", "--split", *flags, "-c", ".", "-p", "Review.", "--endpoint", sim.base_url)
-    assert r.code == 2
-    assert "--split" in r.err and named in r.err
-    assert sim.chat_requests() == []
 
 
 def test_parts_sent_in_parallel_are_all_reviewed_and_verify(big_repo, cli, sim):

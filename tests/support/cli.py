@@ -53,3 +53,15 @@ def review(
 
 Cli = Callable[..., CliResult]
 """The ``cli`` fixture's type: runs the CLI in-process."""
+
+
+def verify_tampered_split(
+    cli: Callable[..., CliResult], root: Path, tamper: Callable[[dict[str, Any]], None]
+) -> tuple[CliResult, str]:
+    """Change the one split record in ``root/reviews`` with ``tamper``, then verify the
+    folder: the outcome, and the record's name."""
+    (path,) = sorted((root / "reviews").glob("*.split.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    tamper(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return cli("verify", "reviews"), path.name
