@@ -341,6 +341,23 @@ def test_action_signs_with_the_key_a_secret_holds(tmp_path, acted, sim):
 
 
 @pytest.mark.slow
+def test_action_max_cost_refuses_before_sending_at_the_workflows_prices(tmp_path, acted, sim):
+    _, first = acted
+    pr = pull_request(tmp_path)
+    price = {"input": 1_000_000.0, "output": 1_000_000.0}  # a token costs 1: over any cap
+    env = {"DEEPSEEK_REVIEW_PRICES": json.dumps({"deepseek-v4-flash": price})}
+    inputs = {"endpoint": sim.base_url, "context": "docs/spec.md", "max-cost": "0.5",
+              "model": "deepseek-v4-flash"}  # fmt: skip
+    sent = len(sim.chat_requests())
+    run = run_action(pr.work, tmp_path, inputs, pr.event, env, {"install": first.steps["install"]})
+    assert run.outcomes["review"] == 2, run.logs
+    assert "--max-cost" in run.logs
+    assert len(sim.chat_requests()) == sent
+    assert not (pr.work / "ci-review").exists() or not any((pr.work / "ci-review").iterdir())
+    assert run.outcomes["restore"] == 0
+
+
+@pytest.mark.slow
 def test_action_refuses_to_sign_without_the_key(tmp_path, acted, sim):
     _, first = acted
     pr = pull_request(tmp_path)
