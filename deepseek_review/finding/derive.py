@@ -10,7 +10,7 @@ deduplicated by fingerprint.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -305,24 +305,45 @@ class FindingsSource(NamedTuple):
     """``text`` is a structured-output reply (:func:`.extract.extract_structured`)."""
 
 
-def chain_source(root: Path, chain: Sequence[ChainSegment]) -> FindingsSource:
+Believed = Callable[[str], bool]
+"""Whether the trust rule believes a segment, by receipt (:meth:`Admission.believed`)."""
+
+
+def _read_through(chain: Sequence[ChainSegment], believed: Believed | None, by: str) -> None:
+    """A chain that another one's findings are read through counts only when the trust rule
+    believes every segment of it (``believed`` None: no rule, as ``verify`` re-derives)."""
+    doubted = [
+        s.receipt_path for s in chain if believed is not None and not believed(s.receipt_path)
+    ]
+    if doubted:
+        raise InputError(f"{by} read {doubted[0]}, which the trust rule set aside")
+
+
+def chain_source(
+    root: Path, chain: Sequence[ChainSegment], believed: Believed | None = None
+) -> FindingsSource:
     """Where a chain's findings come from, every answer's hash checked. A findings
     extraction's reply is anchored in the files of the review it read, and shown on that
-    review's answer."""
+    review's answer (which ``believed`` must believe)."""
     answers = [read_answer(root, s) for s in chain]
     if not is_extraction(chain):
         seen = reviewed_version(root, chain)
         return FindingsSource("".join(answers), seen, chain[-1].answer_path, answers[-1], False)
     review = extracted_review(root, chain)
+    _read_through(review, believed, chain[0].receipt_path)
     last = read_answer(root, review[-1])
     seen = reviewed_version(root, review)
     return FindingsSource("".join(answers), seen, review[-1].answer_path, last, True)
 
 
-def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
+def chain_findings(
+    root: Path, chain: Sequence[ChainSegment], believed: Believed | None = None
+) -> ReviewFindings:
     """The findings of a chain (:class:`InputError` when its findings block is missing or
     invalid, or a continuation has no request record: this tool writes one for every
-    continuation, so a continuation without one was not written by it)."""
+    continuation, so a continuation without one was not written by it). ``believed``: the
+    trust rule's verdict on a chain read through this one (an extraction's review, a
+    self-check's findings)."""
     for seg in chain[1:]:
         if seg.record is None:
             raise InputError(
@@ -330,8 +351,8 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
                 f"{seg.record_path}); not read as part of the review"
             )
     if is_self_check(chain):
-        return _self_checked(root, chain)
-    src = chain_source(root, chain)
+        return _self_checked(root, chain, believed)
+    src = chain_source(root, chain, believed)
     found = derive_text(src.text, src.seen, src.review, structured=src.structured)
     receipts = tuple(_receipt_summary(s) for s in chain)
     extents = _extents(src.last, src.seen, found)
@@ -339,7 +360,9 @@ def chain_findings(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     return ReviewFindings(src.review, receipts, tuple(found), extents, sources, int(src.structured))
 
 
-def _self_checked(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
+def _self_checked(
+    root: Path, chain: Sequence[ChainSegment], believed: Believed | None
+) -> ReviewFindings:
     """The findings of the chain whose findings file a self-check read, less those it
     scored under the threshold its own findings file records."""
     from deepseek_review.finding.self_check import findings_of, scores
@@ -357,7 +380,9 @@ def _self_checked(root: Path, chain: Sequence[ChainSegment]) -> ReviewFindings:
     if not isinstance(threshold, dict) or type(threshold.get("threshold")) is not int:
         raise InputError(f"{own[0]}: no self-check threshold")
     scored = scores("".join(read_answer(root, s) for s in chain), findings_of(data, path))
-    base = chain_findings(root, find_chain(root, sibling(path, "receipt")))
+    checked_chain = find_chain(root, sibling(path, "receipt"))
+    _read_through(checked_chain, believed, first.receipt_path)
+    base = chain_findings(root, checked_chain, believed)
     kept = tuple(
         a for a in base.findings if scored.get(a.fingerprint, 10) >= threshold["threshold"]
     )

@@ -79,7 +79,7 @@ def collect(
                 continue
             done.update(s.receipt_path for s in chain)
             try:
-                out.reviews.append(chain_findings(root, chain))
+                out.reviews.append(chain_findings(root, chain, admission.believed))
             except InputError as exc:
                 if single or isinstance(exc, FindingsRefused):  # no gate passes without it
                     raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
