@@ -70,7 +70,15 @@ def test_it_installs_the_pinned_release_of_this_version():
     version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text("utf-8"), re.M)
     assert version
     assert SPEC["spec"]["inputs"]["package"]["default"] == f"deepseek-review=={version.group(1)}"
-    assert any('pip install --quiet "$[[ inputs.package ]]"' in c for c in JOB["before_script"])
+    assert JOB["variables"]["DSR_PACKAGE"] == "$[[ inputs.package ]]"
+    assert any('pip install --quiet "$DSR_PACKAGE"' in c for c in JOB["before_script"])
+
+
+def test_no_input_is_interpolated_into_a_shell_line():
+    """GitLab substitutes ``$[[ ]]`` as text: in a script line an input's quote would end
+    the string and the rest run as shell code. Inputs reach the shell as variables."""
+    lines = [*JOB["before_script"], *JOB["script"]]
+    assert [line for line in lines if "$[[" in line] == []
 
 
 # --------------------------------------------------------------------------- the script
