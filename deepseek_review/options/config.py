@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from deepseek_review.errors import ConfigError
-from deepseek_review.options.option import ALLOWED_ENV, CRASH_ENV, ENDPOINTS_ENV
+from deepseek_review.options.option import (
+    ALLOWED_ENV,
+    CRASH_ENV,
+    ENDPOINTS_ENV,
+    HOOK_FAIL_ON_ENV,
+)
 from deepseek_review.options.table import CONFIG_FILE as _CONFIG_SCOPE
 from deepseek_review.options.table import ENV, ENV_PREFIX, OPTIONS, SETTING_KEYS, Option
 from deepseek_review.options.values import BadValue
@@ -240,7 +245,7 @@ def _warn_unknown_env(env: Mapping[str, str]) -> None:
     from deepseek_review.util.logs import log
 
     known = {ENV_PREFIX + k.upper() for k, o in OPTIONS.items() if ENV in o.scopes}
-    known |= {ALLOWED_ENV, CRASH_ENV, ENDPOINTS_ENV}
+    known |= {ALLOWED_ENV, CRASH_ENV, ENDPOINTS_ENV, HOOK_FAIL_ON_ENV}
     for name in ours:
         if name not in known:
             _warned.add(name)

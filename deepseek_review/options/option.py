@@ -30,6 +30,9 @@ ALLOWED_ENV = ENV_PREFIX + "ALLOWED_ENDPOINTS"
 #: read where the pool is made (:mod:`deepseek_review.batch.setup`), never from a file.
 ENDPOINTS_ENV = ENV_PREFIX + "ENDPOINTS"
 CRASH_ENV = ENV_PREFIX + "CRASH_AT"
+#: The threshold of the ``deepseek-review`` pre-commit hook's gate, read by its entry in
+#: ``.pre-commit-hooks.yaml`` (passed as ``findings --fail-on``), not by the tool.
+HOOK_FAIL_ON_ENV = ENV_PREFIX + "HOOK_FAIL_ON"
 
 
 # --------------------------------------------------------------------------- the option

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,19 @@ def test_an_unknown_deepseek_review_variable_is_named_with_a_suggestion(repo, cl
 
 def test_the_variables_that_are_not_settings_are_not_called_unknown(repo, cli, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS", "http://127.0.0.1:9")
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
+    assert r.code == 0, r.err
+    assert "not a setting" not in r.err
+
+
+def test_the_variables_the_pre_commit_hooks_read_are_not_called_unknown(repo, cli, monkeypatch):
+    """A hook's variable (``DEEPSEEK_REVIEW_HOOK_FAIL_ON``) is set in the environment the
+    hook's ``run`` and ``findings`` read: they must not call it ignored."""
+    hooks = (Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text("utf-8")
+    named = set(re.findall(r"\$\{?(DEEPSEEK_REVIEW_[A-Z_]+)", hooks))
+    assert named, "the hooks read a variable of ours"
+    for name in named:
+        monkeypatch.setenv(name, "major")
     r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x")
     assert r.code == 0, r.err
     assert "not a setting" not in r.err
