@@ -28,6 +28,7 @@ from deepseek_review.testing.simulator import Simulator
 from tests.support.findings import assert_valid_sarif
 from tests.support.git import commit, git
 from tests.support.reviews import write_repo
+from tests.support.split import words
 from tests.support.sshkeys import allowed_signers, make_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,11 +211,14 @@ class PullRequest:
         }
 
 
-def pull_request(root: Path) -> PullRequest:
-    """An origin with a base commit and a pull request's head (which changes the code and the
-    spec), cloned and checked out at the head, as actions/checkout with fetch-depth 0 does."""
+def pull_request(
+    root: Path, base_files: dict[str, str | bytes | None] | None = None
+) -> PullRequest:
+    """An origin with a base commit (adding ``base_files``) and a pull request's head (which
+    changes the code and the spec), cloned and checked out at the head, as actions/checkout
+    with fetch-depth 0 does."""
     origin = write_repo(root / "origin")
-    base = commit(origin, "base", {})
+    base = commit(origin, "base", base_files or {})
     head = commit(
         origin,
         "pr",
@@ -365,3 +369,26 @@ def test_action_refuses_to_sign_without_the_key(tmp_path, acted, sim):
     run = run_action(pr.work, tmp_path, inputs, pr.event, {}, {"install": first.steps["install"]})
     assert run.outcomes["review"] == 2
     assert "DEEPSEEK_REVIEW_SIGNING_KEY holds no key" in run.logs
+
+
+@pytest.mark.slow
+def test_action_with_split_reviews_in_parts_and_gates_on_the_synthesis(
+    tmp_path, acted, make_simulator
+):
+    """A context larger than the window: ``run --split --json`` reports parts, not segments;
+    the action's outputs and findings steps follow the synthesis's answer."""
+    _, first = acted
+    big = {f"docs/part{i}.md": words(i, 6_000) for i in range(4)}
+    pr = pull_request(tmp_path, big)
+    small = make_simulator(context_window=4096, context_overflow="refuse", answer_words=40)
+    inputs = {"endpoint": small.base_url, "context": "docs/", "split": "true"}
+    env = {"DEEPSEEK_REVIEW_CONTEXT_WINDOW": "4096", "DEEPSEEK_REVIEW_MAX_TOKENS": "512"}
+    run = run_action(pr.work, tmp_path, inputs, pr.event, env, {"install": first.steps["install"]})
+    assert all(code == 0 for code in run.outcomes.values()), run.logs
+    (record,) = (pr.work / "ci-review").glob("*.split.json")
+    split = json.loads(record.read_text(encoding="utf-8"))
+    assert len(split["parts"]) >= 2
+    synthesis = split["synthesis"]["receipts"][-1].removesuffix(".receipt.json") + ".md"
+    assert run.outputs["answer"] == synthesis
+    assert run.outputs["sarif"] and int(run.outputs["findings-count"]) >= 0
+    assert "## deepseek-review findings" in run.summary

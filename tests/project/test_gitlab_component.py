@@ -24,6 +24,7 @@ import yaml
 from tests.support.findings import assert_valid_codequality, assert_valid_sarif
 from tests.support.git import commit, git
 from tests.support.reviews import write_repo
+from tests.support.split import words
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = (ROOT / "templates" / "deepseek-review.yml").read_text(encoding="utf-8")
@@ -84,10 +85,13 @@ def test_no_input_is_interpolated_into_a_shell_line():
 # --------------------------------------------------------------------------- the script
 
 
-def merge_request(root: Path) -> tuple[Path, str, str]:
-    """A repository checked out at a merge request's head; its base and head commits."""
+def merge_request(
+    root: Path, base_files: dict[str, str | bytes | None] | None = None
+) -> tuple[Path, str, str]:
+    """A repository checked out at a merge request's head; its base (adding ``base_files``)
+    and head commits."""
     work = write_repo(root / "work")
-    base = commit(work, "base", {})
+    base = commit(work, "base", base_files or {})
     head = commit(work, "mr", {"src/pkg/mean.py": "def mean(xs):\n    return 0\n"})
     return work, base, head
 
@@ -152,3 +156,20 @@ def test_job_without_an_endpoint_variable_says_which_variable_to_set(tmp_path):
     assert out.returncode == 2
     assert "set the CI/CD variable DEEPSEEK_REVIEW_ENDPOINT" in out.stdout
     assert not (work / "ci-review").exists()
+
+
+@pytest.mark.slow
+def test_job_with_split_reviews_in_parts_and_reports_the_synthesis(tmp_path, make_simulator):
+    """A context larger than the window: ``run --split --json`` lists parts, not segments;
+    the reports are the synthesis's findings."""
+    big = {f"docs/part{i}.md": words(i, 6_000) for i in range(4)}
+    work, base, head = merge_request(tmp_path, big)
+    small = make_simulator(context_window=4096, context_overflow="refuse", answer_words=40)
+    env = {"DEEPSEEK_REVIEW_ENDPOINT": small.base_url, "DEEPSEEK_REVIEW_CONTEXT_WINDOW": "4096",
+           "DEEPSEEK_REVIEW_MAX_TOKENS": "512"}  # fmt: skip
+    out = run_job(work, base, head, {"context": "docs/", "split": True}, env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (record,) = (work / "ci-review").glob("*.split.json")
+    assert len(json.loads(record.read_text(encoding="utf-8"))["parts"]) >= 2
+    assert_valid_codequality(json.loads((work / "gl-code-quality-report.json").read_text("utf-8")))
+    assert "## deepseek-review findings" in out.stdout
