@@ -377,7 +377,7 @@ def test_action_with_split_reviews_in_parts_and_gates_on_the_synthesis(
     """A context larger than the window: ``run --split --json`` reports parts, not segments;
     the action's outputs and findings steps follow the synthesis's answer."""
     _, first = acted
-    big = {f"docs/part{i}.md": words(i, 6_000) for i in range(4)}
+    big: dict[str, str | bytes | None] = {f"docs/part{i}.md": words(i, 6_000) for i in range(4)}
     pr = pull_request(tmp_path, big)
     small = make_simulator(context_window=4096, context_overflow="refuse", answer_words=40)
     inputs = {"endpoint": small.base_url, "context": "docs/", "split": "true"}

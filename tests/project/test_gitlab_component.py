@@ -162,7 +162,7 @@ def test_job_without_an_endpoint_variable_says_which_variable_to_set(tmp_path):
 def test_job_with_split_reviews_in_parts_and_reports_the_synthesis(tmp_path, make_simulator):
     """A context larger than the window: ``run --split --json`` lists parts, not segments;
     the reports are the synthesis's findings."""
-    big = {f"docs/part{i}.md": words(i, 6_000) for i in range(4)}
+    big: dict[str, str | bytes | None] = {f"docs/part{i}.md": words(i, 6_000) for i in range(4)}
     work, base, head = merge_request(tmp_path, big)
     small = make_simulator(context_window=4096, context_overflow="refuse", answer_words=40)
     env = {"DEEPSEEK_REVIEW_ENDPOINT": small.base_url, "DEEPSEEK_REVIEW_CONTEXT_WINDOW": "4096",
