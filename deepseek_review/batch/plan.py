@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deepseek_review.batch.manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
-from deepseek_review.batch.resume import existing_chain, index_folder, trusted_files
+from deepseek_review.batch.resume import believed_segments, existing_chain, index_folder
 from deepseek_review.batch.sizing import one_context_per_model
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import refuse_over_cap
@@ -184,7 +184,7 @@ def _decide(
     """What to do with each entry (skip it: nothing new, or its review complete on disk;
     continue its truncated chain; or review it anew), and the orphan answers in ``folders``."""
     indexes = {folder: index_folder(planned.root, folder) for folder in folders}
-    trusted = trusted_files(options.trusted_rev, planned.root, folders)
+    believed = believed_segments(options.trusted_rev, planned.root, folders)
     work = []
     for p, alone in zip(planned.entries, own, strict=True):
         if p.nothing_new is not None:
@@ -197,9 +197,9 @@ def _decide(
         chain = None
         if options.resume:
             idx = indexes[p.plan.out_dir]
-            chain = existing_chain(idx, planned.root, p, trusted, any_server=pooled)
+            chain = existing_chain(idx, planned.root, p, believed, any_server=pooled)
             if chain is None and alone is not p:  # sent with the entry's own num_ctx step
-                chain = existing_chain(idx, planned.root, alone, trusted, any_server=pooled)
+                chain = existing_chain(idx, planned.root, alone, believed, any_server=pooled)
         if chain is None:
             work.append(Work(p, "new"))
         elif chain[-1].finish_reason == "length":

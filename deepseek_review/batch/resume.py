@@ -3,14 +3,16 @@
 A folder's receipts are loaded once into the records index (:mod:`.records.index`); an entry
 whose exact request (``prompt_sha256``, endpoint, topic) already has a chain there is not sent
 again: a finished chain is skipped, a chain left cut off is continued. A chain that forks or
-loops, or whose answers are missing or outside the repository, is not resumed from, and with
-``--resume-from`` every file of it the naming table says to check must be committed unchanged
-in the trusted revision. Answers without a receipt are listed as orphans (never adopted).
+loops, or whose answers are missing or outside the repository, is not resumed from, and when
+the trust rule is on (``--trusted-rev``/``--resume-from``, ``--allowed-signers``, ``CI=true``)
+every segment of it must be admitted by the rule (:func:`believed_segments`). Answers
+without a receipt are listed as orphans (never adopted).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -22,7 +24,6 @@ from deepseek_review.git.runner import resolve_inside
 from deepseek_review.records.index import Entry, ReceiptIndex
 from deepseek_review.records.naming import RECEIPT_SUFFIX, orphan_files, topic_of
 from deepseek_review.records.stored import ChainSegment, load_segment
-from deepseek_review.trust.rule import committed_unchanged, segment_files
 from deepseek_review.util.logs import log
 
 
@@ -91,20 +92,44 @@ def _answer_inside(root: Path, answer_path: str) -> bool:
     return path.is_file()
 
 
-def trusted_files(trusted_rev: str | None, root: Path, folders: list[Path]) -> set[str] | None:
-    """The files an earlier run left that may be adopted (``--trusted-rev``, also spelled
-    ``--resume-from``: those committed unchanged in ``trusted_rev``, by the trust rule of
-    :mod:`deepseek_review.trust.rule`); None: all of them."""
-    if trusted_rev is None:
+def believed_segments(
+    trusted_rev: str | None, root: Path, folders: list[Path]
+) -> Callable[[str], bool] | None:
+    """Which segments (by receipt) an earlier run left may be adopted: those the trust rule
+    of :mod:`deepseek_review.trust.rule` admits when it is on (``--trusted-rev``, also spelled
+    ``--resume-from``, ``--allowed-signers``, or ``CI=true``), as for every other reader of
+    reviews (a ``split`` entry's parts too); None (the rule off): all of them."""
+    from deepseek_review.trust.rule import TrustPolicy, admit, committed_unchanged
+
+    policy = TrustPolicy.configured(trusted_rev)
+    existing = [f.relative_to(root).as_posix() for f in folders if f.is_dir()]
+    if not policy.enforced:
         return None
-    return committed_unchanged(root, trusted_rev, (f.relative_to(root).as_posix() for f in folders))
+    if not existing:  # nothing to adopt; a revision that is not a commit is refused all the same
+        if policy.trusted_rev is not None:
+            committed_unchanged(root, policy.trusted_rev, [])
+        return None
+    admission, _ = admit(root, existing, policy)
+    set_aside = admission.set_aside
+
+    def believed(rel: str) -> bool:
+        if admission.believed(rel):
+            return True
+        log.warning(
+            "%s: set aside by the trust rule (%s); not resuming from it",
+            rel,
+            set_aside.get(rel, "it does not verify"),
+        )
+        return False
+
+    return believed
 
 
 def existing_chain(
     idx: FolderIndex,
     root: Path,
     planned: PlannedEntry,
-    trusted: set[str] | None = None,
+    believed: Callable[[str], bool] | None = None,
     *,
     any_server: bool = False,
 ) -> list[ChainSegment] | None:
@@ -135,16 +160,7 @@ def existing_chain(
                 primary.receipt_path,
             )
             continue
-        if trusted is not None and not all(
-            f in trusted
-            for s in chain
-            for f in [s.answer_path, *segment_files(s.receipt_path, idx.files)]
-        ):
-            log.warning(
-                "%s: its chain is not committed unchanged in the trusted revision; not "
-                "resuming from it",
-                primary.receipt_path,
-            )
+        if believed is not None and not all(believed(s.receipt_path) for s in chain):
             continue
         chains.append(chain)
     if not chains:

@@ -282,7 +282,34 @@ def test_resume_from_the_base_does_not_believe_a_receipt_the_change_brought(
     assert r.code == 0, r.err
     assert r.json()["entries"][0]["status"] == "ok"
     assert len(operator.chat_requests()) == 1
-    assert "not committed unchanged in the trusted revision" in r.err
+    assert "not committed unchanged in main" in r.err
+
+
+def test_in_ci_a_receipt_the_change_brought_is_not_believed_without_resume_from(
+    pull_request, operator, cli, monkeypatch
+):
+    """``CI=true`` turns the trust rule on for every reader (docs/explanation/trust-model.md),
+    batch resume too: a review the pull request committed does not make the entry skipped."""
+    monkeypatch.setenv("CI", "true")
+    r = batch(cli, operator)
+    assert r.code == 0, r.err
+    assert r.json()["entries"][0]["status"] == "ok"
+    assert len(operator.chat_requests()) == 1
+    assert "not resuming from it" in r.err
+
+
+def test_in_ci_a_review_an_earlier_step_of_the_job_wrote_is_resumed(
+    repo, operator, cli, monkeypatch
+):
+    """Untracked reviews (written in this work tree after the checkout) are the job's own."""
+    write_manifest(repo, "")
+    monkeypatch.setenv("CI", "true")
+    assert batch(cli, operator).code == 0
+    operator.reset()
+    again = batch(cli, operator)
+    assert again.code == 0, again.err
+    assert again.json()["entries"][0]["status"] == "skipped"
+    assert operator.chat_requests() == []
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
@@ -326,6 +353,16 @@ def test_no_resume_redoes_every_entry(pull_request, operator, cli):
 
 
 def test_resume_from_a_revision_that_is_not_a_commit_exits_2(pull_request, operator, cli):
+    r = batch(cli, operator, "--resume-from", "no-such-branch")
+    assert r.code == 2
+    assert "--trusted-rev 'no-such-branch': not a commit of the repository" in r.err
+    assert operator.chat_requests() == []
+
+
+def test_resume_from_a_revision_that_is_not_a_commit_exits_2_before_any_review_exists(
+    repo, operator, cli
+):
+    write_manifest(repo, "")
     r = batch(cli, operator, "--resume-from", "no-such-branch")
     assert r.code == 2
     assert "--trusted-rev 'no-such-branch': not a commit of the repository" in r.err
