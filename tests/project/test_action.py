@@ -391,3 +391,24 @@ def test_action_with_split_reviews_in_parts_and_gates_on_the_synthesis(
     assert run.outputs["answer"] == synthesis
     assert run.outputs["sarif"] and int(run.outputs["findings-count"]) >= 0
     assert "## deepseek-review findings" in run.summary
+
+
+@pytest.mark.slow
+def test_install_runs_no_python_module_the_pull_request_adds(tmp_path):
+    """The install step runs in the pull request's checkout (before the base is checked out),
+    where ``pull_request_target`` has the secrets: ``python -m venv`` / ``-m pip`` would import
+    a ``venv.py`` or ``pip/`` the pull request put at the root (the current folder comes first
+    on ``sys.path``). Python runs isolated (``-I``): no module of the checkout is imported."""
+    plant = 'open("PWNED-by-{}", "w").write("the secret is readable here")\n'
+    pr = pull_request(
+        tmp_path,
+        {"venv.py": plant.format("venv"), "pip/__init__.py": "",
+         "pip/__main__.py": plant.format("pip")},
+    )  # fmt: skip
+    git(pr.work, "checkout", "-q", "--detach", pr.base)  # the planted modules in the checkout
+    ids = [step.get("id", f"step{i}") for i, step in enumerate(ACTION["runs"]["steps"])]
+    skip: dict[str, dict[str, str]] = {i: {} for i in ids if i not in ("python", "install")}
+    run = run_action(pr.work, tmp_path, {}, pr.event, {}, skip)
+    assert run.outcomes["install"] == 0, run.logs
+    assert sorted(p.name for p in pr.work.glob("PWNED-*")) == []
+    assert Path(run.steps["install"]["bin"]).is_file()

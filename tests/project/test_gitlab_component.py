@@ -75,6 +75,14 @@ def test_it_installs_the_pinned_release_of_this_version():
     assert any('pip install --quiet "$DSR_PACKAGE"' in c for c in JOB["before_script"])
 
 
+def test_every_python_the_job_starts_runs_isolated():
+    """The job runs in the merge request's checkout: ``python3 -m venv`` or ``-c`` without
+    ``-I`` would import a ``venv.py`` (or ``json.py``, ``pip/``) it put at its root."""
+    lines = [*JOB["before_script"], *JOB["script"]]
+    started = [m for line in lines for m in re.findall(r"\bpython3?\s+(-\S+)", line)]
+    assert started and set(started) == {"-I"}
+
+
 def test_no_input_is_interpolated_into_a_shell_line():
     """GitLab substitutes ``$[[ ]]`` as text: in a script line an input's quote would end
     the string and the rest run as shell code. Inputs reach the shell as variables."""
