@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from deepseek_review.batch.manifest import PlannedEntry, PlannedManifest, Shard, plan_manifest
 from deepseek_review.batch.resume import believed_segments, existing_chain, index_folder
-from deepseek_review.batch.sizing import one_context_per_model
+from deepseek_review.batch.sizing import one_context_per_model, resized
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.tokens import refuse_over_cap
 from deepseek_review.chat.transport import tls_context
@@ -200,6 +200,10 @@ def _decide(
             chain = existing_chain(idx, planned.root, p, believed, any_server=pooled)
             if chain is None and alone is not p:  # sent with the entry's own num_ctx step
                 chain = existing_chain(idx, planned.root, alone, believed, any_server=pooled)
+            for sized in resized(alone) if chain is None else ():  # or an earlier batch's
+                chain = existing_chain(idx, planned.root, sized, believed, any_server=pooled)
+                if chain is not None:
+                    break
         if chain is None:
             work.append(Work(p, "new"))
         elif chain[-1].finish_reason == "length":

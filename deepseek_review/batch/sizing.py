@@ -10,8 +10,8 @@ is asked to stay loaded for :data:`KEEP_ALIVE` after each request (Ollama's defa
 minutes), unless an entry's ``extra_body`` sets ``keep_alive`` itself.
 
 Both fields are in the body, so in ``prompt_sha256``; a re-run of the same manifest sizes the
-same, and resume also finds a review sent with the entry's own step (as ``run``, or an earlier
-batch of other entries, sent it): :func:`own_plans`.
+same, and resume also finds a review sent with the entry's own step (as ``run`` sent it) or
+with any larger step (as an earlier batch of other entries sized it): :func:`resized`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from deepseek_review.batch.manifest import PlannedEntry
-from deepseek_review.chat.native import is_native
+from deepseek_review.chat.native import STEPS, is_native
 from deepseek_review.reviewing.request import PreparedRequest, with_native_fields
 
 #: How long Ollama keeps the model loaded after each request of a batch.
@@ -68,3 +68,18 @@ def keep_loaded(prepared: PreparedRequest) -> tuple[int, Any] | None:
     if not isinstance(ctx, int) or "keep_alive" not in fields:
         return None
     return ctx, fields["keep_alive"]
+
+
+def resized(entry: PlannedEntry) -> list[PlannedEntry]:
+    """The entry (as planned alone) as any batch could have sized it: with each ``num_ctx``
+    step at least its own and :data:`KEEP_ALIVE`. An earlier batch of other entries (one
+    entry fewer, a smaller largest one) sent the same review with another step: resume
+    looks for each, so a grown manifest does not send its finished entries again."""
+    own = _num_ctx(entry)
+    if own is None:
+        return []
+    out = []
+    for step in (s for s in STEPS if s >= own):
+        prepared = with_native_fields(entry.plan.prepared, step, KEEP_ALIVE)
+        out.append(replace(entry, plan=replace(entry.plan, prepared=prepared)))
+    return out

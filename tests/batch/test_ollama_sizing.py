@@ -78,3 +78,26 @@ def test_a_cut_off_entry_s_continuations_keep_the_batch_s_num_ctx_and_keep_alive
     assert len({b["options"]["num_ctx"] for b in bodies}) == 1
     assert {b["keep_alive"] for b in bodies} == {"30m"}
     assert cli("verify", "reviews").code == 0
+
+
+def test_an_entry_added_with_a_larger_step_does_not_resend_the_finished_ones(
+    repo, make_simulator, cli
+):
+    """The first run sized every entry to "big"'s step; a third entry needs a larger one, so
+    the batch now sizes to that: "small"'s finished review (sent with "big"'s step, neither
+    its own step nor the new one) is the same review of the same content, not sent again."""
+    sim = make_simulator(answer_words=20)
+    _sizes(repo)
+    assert batch(cli, sim, "--api", "ollama").code == 0
+    first = {b["options"]["num_ctx"] for b in _sent(sim)}
+    (repo / "docs" / "more.md").write_text("word " * 38_000 + "\n", encoding="utf-8")
+    commit_all(repo)
+    manifest(repo, ["small", "big", "huge"],
+             per_entry={"big": {"context": "docs/big.md"},
+                        "huge": {"context": ["docs/big.md", "docs/more.md"]}})  # fmt: skip
+    sim.reset()
+    r = batch(cli, sim, "--api", "ollama")
+    assert r.code == 0, r.err
+    assert statuses(r) == {"small": "skipped", "big": "skipped", "huge": "ok"}
+    (sent,) = _sent(sim)
+    assert sent["options"]["num_ctx"] > max(first)
