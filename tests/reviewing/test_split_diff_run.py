@@ -327,3 +327,31 @@ def test_a_file_whose_change_looks_like_a_secret_is_not_sent_to_a_remote_endpoin
     left = {n["path"]: n["reason"] for n in plan["not_reviewed"]}
     assert left["src/pkg1/leak.md"].startswith("looks like it holds a secret (line ")
     assert all(f["path"] != "src/pkg1/leak.md" for p in plan["parts"] for f in p["files"])
+
+
+# --------------------------------------------------------------------------- since the last review
+
+
+def _parts_records(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((root / "reviews").glob("*.split.json"))]
+
+
+def test_since_last_review_splits_only_what_changed_since_the_first_review(change, repo, cli, sim):
+    assert _run(cli, sim, *_diff(change)).code == 0  # the first review, itself split
+    later = _after()
+    later |= {f"src/pkg1/mod{m}.py": _lines(f"p1m{m}", 60, {20, 45}, "later") for m in range(3)}
+    later["docs/big.md"] = _lines("big", 900, set(range(5, 900, 10)), "later")
+    head = commit(repo, "more", later)
+    sim.reset()
+    r = _run(cli, sim, "--diff", f"{change[0]}..{head}", "--since-last-review")
+    assert r.code == 0, r.err
+    (second,) = [d for d in _parts_records(repo) if d["change"]["head"] == head]
+    assert second["change"]["base"] == change[1]  # the first review's head
+    shown = {f["path"] for f in second["change"]["files"]}
+    assert shown == {"docs/big.md", "src/pkg1/mod0.py", "src/pkg1/mod1.py", "src/pkg1/mod2.py"}
+    assert len(second["parts"]) >= 2
+    assert all(req.status == 200 for req in sim.chat_requests())
+    sent = "".join(json.loads(q.body)["messages"][-1]["content"] for q in sim.chat_requests())
+    assert "src/pkg0/mod0.py" not in sent  # changed before the first review only
+    v = cli("verify", "--strict", "reviews")
+    assert v.code == 0, v.err
