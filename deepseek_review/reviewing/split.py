@@ -322,6 +322,17 @@ def _ranged(
     return out, left
 
 
+def planned_files(
+    files: Sequence[ContextFile], room: int
+) -> tuple[list[PlannedFile], list[NotReviewed]]:
+    """``files`` as planned units of a part's ``room``, each larger than that cut into ranges
+    of its lines as :func:`plan_parts` cuts them; those that cannot be cut, not reviewed."""
+    count = len(files)
+    known: dict[int, int] = {}
+    kept, left = _ranged(files, room, count, known)
+    return [_planned(f, count, known) for f in kept], left
+
+
 #: The estimate's per-text overhead, counted twice for a file (its frame and its text).
 MESSAGE_SLACK = 8
 

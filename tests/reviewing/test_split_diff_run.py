@@ -355,3 +355,18 @@ def test_since_last_review_splits_only_what_changed_since_the_first_review(chang
     assert "src/pkg0/mod0.py" not in sent  # changed before the first review only
     v = cli("verify", "--strict", "reviews")
     assert v.code == 0, v.err
+
+
+def test_a_whole_file_beside_a_change_larger_than_a_part_is_cut_into_line_ranges(repo, cli, sim):
+    a = commit(repo, "base", {"src/x.py": _lines("x", 20), "docs/guide.md": _lines("guide", 300)})
+    b = commit(repo, "fix", {"src/x.py": _lines("x", 20, {3}, "new")})
+    r = _run(cli, sim, "--diff", f"{a}..{b}", "-c", "docs/guide.md")
+    assert r.code == 0, r.err
+    record = _record(repo)
+    ranges = [f["lines"] for p in record["parts"] for f in p["files"] if "lines" in f]
+    assert len(ranges) >= 2 and ranges[0][0] == 1 and ranges[-1][1] == 300
+    assert all(q[0] == p[1] + 1 for p, q in pairwise(ranges))  # every line, once
+    assert record["not_reviewed"] == []
+    assert all(req.status == 200 for req in sim.chat_requests())
+    v = cli("verify", "--strict", "reviews")
+    assert v.code == 0, v.err
