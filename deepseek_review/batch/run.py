@@ -313,15 +313,28 @@ class _Runner:
     def _review_split(self, work: Work, events: EntryEvents) -> EntryReport:
         """A split entry's parts and synthesis (:mod:`.split_send`), each request through the
         batch's slots."""
-        from deepseek_review.batch.split_send import SplitEntry, review_split
+        from deepseek_review.batch.split_send import PooledSplitEntry, SplitEntry, review_split
         from deepseek_review.trust.rule import TrustPolicy
 
-        plan = work.planned.plan  # in a pool: on its first server (parts are not spread yet)
-        client = self.clients[_client_key(plan, self._endpoints(plan)[0])]
-        gate = self.slots.gate(work.planned.entry.index)
+        plan = work.planned.plan
+        index = work.planned.entry.index
+        entry: SplitEntry
+        if self.pool is not None and self._pooled(plan):  # its parts spread over the servers
+            entry = PooledSplitEntry(
+                lambda p, ep: self.clients[_client_key(p, ep)],
+                plan,
+                self.pool,
+                self.slots,
+                index,
+                events,
+                self.now,
+            )
+        else:
+            client = self.clients[_client_key(plan, plan.endpoint)]
+            entry = SplitEntry(client, self.slots.gate(index), events, self.now)
         return review_split(
             work,
-            SplitEntry(client, gate, events, self.now),
+            entry,
             root=self.root,
             jobs=self.options.jobs,
             policy=TrustPolicy.configured(self.options.trusted_rev),
