@@ -422,7 +422,8 @@ def _others(head: str, folders: list[tuple[str, int]], own: dict[str, int]) -> s
     then cuts it there): a part's note costs what it shows, not the whole repository's."""
     lines: list[str] = []
     size = len(head.encode("utf-8"))
-    top, direct, subs = "", 0, []  # the group being written
+    top, direct = "", 0  # the group being written
+    subs: list[str] = []
 
     def line() -> str:
         if not top.endswith("/"):  # the top folder's own files

@@ -528,8 +528,15 @@ def test_the_parts_prompts_carry_at_most_1_15_times_the_tokens_of_the_files_them
     write_texts(repo, paths, 2500)
     from deepseek_review.reviewing.split_plan import SplitReview
 
-    review = api.plan_run(repo_root=repo, context=sorted({p.split("/")[0] for p in paths}),
-                          prompt="Review.", context_window=WINDOW, max_tokens=1024, split=True)  # fmt: skip
+    folders = sorted({p.split("/")[0] for p in paths})
+    review = api.plan_run(
+        repo_root=repo,
+        context=folders,
+        prompt="Review.",
+        context_window=WINDOW,
+        max_tokens=1024,
+        split=True,
+    )
     assert isinstance(review, SplitReview)
     sent = sum(p.plan.token_estimate for p in review.parts)
     files = sum(estimate_tokens([(repo / p).read_text()]) for p in paths)
