@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepseek_review.batch.report import EntryReport, Status, existing_usage, one_line
-from deepseek_review.batch.schedule import EntryEvents, PoolGate, RequestSlots
-from deepseek_review.errors import InputError, Interrupted, ReviewError, ServerError
+from deepseek_review.batch.schedule import EntryEvents, PoolGate, RequestSlots, on_pool
+from deepseek_review.errors import InputError, Interrupted, ReviewError
 from deepseek_review.reviewing.job import JobResult, job_from_plan, run_job
 from deepseek_review.reviewing.pipeline import ReviewResult
-from deepseek_review.reviewing.pool import Pool, affinity
+from deepseek_review.reviewing.pool import Pool, Server, affinity, going_on
 from deepseek_review.util.logs import log
 
 if TYPE_CHECKING:
@@ -123,39 +123,32 @@ class PooledSplitEntry(SplitEntry):
     def send(self, plan: ReviewPlan, progress: ProgressFn | None) -> ReviewResult | None:
         done = JobResult()
         gate = PoolGate(self.slots, self.pool, self.index, affinity(plan))
+        url = [plan.endpoint.url]  # the server that answered last
+
+        def send(server: Server) -> None:
+            ep = server.serving(plan.endpoint)
+            events = PartEvents(self.events)
+            events.url, events.on_answer = ep.url, partial(self.pool.answered, server)
+            url[0] = ep.url
+            run_job(
+                going_on(plan, tuple(done.segments))._replace(
+                    endpoint=ep, label=plan.options.topic
+                ),
+                self.client_for(plan, ep),
+                gate=gate,
+                events=events,
+                result=done,
+                now=self.now,
+            )
+
         try:
-            while True:
-                server = gate.start(first=not done.started)
-                if server is None:
-                    if not done.started:
-                        return None
-                    raise Interrupted("interrupted before sending")
-                ep = server.serving(plan.endpoint)
-                events = PartEvents(self.events)
-                events.url, events.on_answer = ep.url, partial(self.pool.answered, server)
-                chain = tuple(done.segments)
-                cap = plan.options.continuation.max_continuations
-                left = max(cap - (len(chain) - 1), 0) if chain else None  # what it wrote counts
-                job = job_from_plan(plan, chain, max_continuations=left, existing_git=plan.pins)
-                try:
-                    run_job(
-                        job._replace(endpoint=ep, label=plan.options.topic),
-                        self.client_for(plan, ep),
-                        gate=gate,
-                        events=events,
-                        result=done,
-                        now=self.now,
-                    )
-                    break
-                except ServerError as exc:
-                    self.pool.drain_or_raise(server, exc)
-                finally:
-                    gate.abandon()
+            if not on_pool(gate, self.pool, done, send):
+                return None
         finally:
             with self.lock:
                 self.new += done.new_segments
         files = plan.receipt_paths or tuple(f.path for f in plan.files)
-        return ReviewResult(tuple(done.segments), ep.url, files)
+        return ReviewResult(tuple(done.segments), url[0], files)
 
 
 def review_split(

@@ -13,12 +13,11 @@ written in the oldest version that can say what it holds (:func:`split_version_f
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from deepseek_review.errors import InputError, VerificationFailed
+from deepseek_review.errors import VerificationFailed
 from deepseek_review.records.canonical import RECEIPT_DECODER, DuplicateKey, pretty_json
 from deepseek_review.records.storage import write_output
 from deepseek_review.util import safejson
@@ -88,19 +87,6 @@ def load_split(root: Path, rel: str) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise VerificationFailed(f"{rel}: not JSON ({exc})") from None
     return check_split(data, rel)
-
-
-def split_records_in(root: Path, folder: str) -> list[str]:
-    """The split records of a folder (repo-relative, sorted); none when it cannot be listed."""
-    from deepseek_review.git.runner import resolve_inside
-
-    try:
-        base, rel_folder = resolve_inside(root, folder or ".", what="folder")
-        names = sorted(n for n in os.listdir(base) if n.endswith(SPLIT_SUFFIX))
-    except (InputError, OSError):
-        return []
-    prefix = "" if rel_folder in ("", ".") else rel_folder + "/"
-    return [prefix + n for n in names]
 
 
 def write_split(path: Path, data: dict[str, Any], *, shown: str) -> None:

@@ -17,10 +17,10 @@ from deepseek_review.git.diff import Range
 from deepseek_review.git.objects import is_ancestor, is_oid, short
 from deepseek_review.git.runner import read_regular_file
 from deepseek_review.options.table import name_of
-from deepseek_review.records.index import receipts_in
+from deepseek_review.records.index import files_in, receipts_in
 from deepseek_review.records.naming import sibling, topic_of
 from deepseek_review.records.request_record import RequestRecord
-from deepseek_review.records.split_record import load_split, split_records_in
+from deepseek_review.records.split_record import SPLIT_SUFFIX, load_split
 from deepseek_review.trust.rule import TrustPolicy, admit
 from deepseek_review.util.logs import log
 
@@ -79,7 +79,7 @@ def _finished_splits(root: Path, folder: str, topic: str) -> list[tuple[str, lis
     over (``verify`` reports them)."""
     out = []
     prefix = folder.rstrip("/") + "/" if folder not in ("", ".") else ""
-    for rel in split_records_in(root, folder):
+    for rel in files_in(root, folder, SPLIT_SUFFIX):
         try:
             data = load_split(root, rel)
         except ReviewError:
