@@ -357,6 +357,19 @@ def test_since_last_review_splits_only_what_changed_since_the_first_review(chang
     assert v.code == 0, v.err
 
 
+def test_a_split_review_with_a_failed_part_does_not_count_as_the_last_review(
+    change, repo, cli, sim
+):
+    sim.script_faults([None, "500"])
+    assert _run(cli, sim, *_diff(change), "--max-attempts", "1").code == 5
+    head = commit(repo, "more", {"src/pkg1/mod0.py": _lines("p1m0", 60, {20}, "later")})
+    r = _run(cli, sim, "--diff", f"{change[0]}..{head}", "--since-last-review", "--dry-run",
+             "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    shown = {f["path"] for p in r.json()["parts"] for f in p["files"]}
+    assert "docs/big.md" in shown  # the whole range again: the first review is not complete
+
+
 def test_a_whole_file_beside_a_change_larger_than_a_part_is_cut_into_line_ranges(repo, cli, sim):
     a = commit(repo, "base", {"src/x.py": _lines("x", 20), "docs/guide.md": _lines("guide", 300)})
     b = commit(repo, "fix", {"src/x.py": _lines("x", 20, {3}, "new")})
