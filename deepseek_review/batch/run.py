@@ -57,6 +57,7 @@ from deepseek_review.batch.schedule import (
     PoolGate,
     Progress,
     RequestSlots,
+    on_pool,
 )
 from deepseek_review.batch.sizing import keep_loaded
 from deepseek_review.chat.client import ChatClient
@@ -64,14 +65,14 @@ from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.retry import Throttle
 from deepseek_review.chat.server_hints import Advice
 from deepseek_review.chat.transport import make_http_client
-from deepseek_review.errors import Interrupted, ReviewError, ServerError
+from deepseek_review.errors import Interrupted, ReviewError
 from deepseek_review.ollama import pricing
 from deepseek_review.options.table import name_of, naming_as, naming_at
 from deepseek_review.records.stored import ChainSegment
 from deepseek_review.reviewing.job import JobResult, job_from_plan, run_job
 from deepseek_review.reviewing.job_spec import Job
 from deepseek_review.reviewing.plan import ReviewPlan
-from deepseek_review.reviewing.pool import Pool, affinity
+from deepseek_review.reviewing.pool import Pool, Server, affinity
 from deepseek_review.reviewing.segment import Segment
 from deepseek_review.util.logs import log
 
@@ -283,45 +284,54 @@ class _Runner:
         if that server stops answering, it is drained and the entry (what it wrote of its
         chain kept) goes on on another."""
         assert self.pool is not None
+        pool = self.pool
         plan = work.planned.plan
-        gate = PoolGate(self.slots, self.pool, work.planned.entry.index, affinity(plan))
-        while True:
-            server = gate.start(first=not done.started)
-            if server is None:
-                if not done.started:
-                    done.not_started = True
-                    return
-                raise Interrupted("interrupted before sending")
+        gate = PoolGate(self.slots, pool, work.planned.entry.index, affinity(plan))
+        wrote = [chain]  # what the chain is when a server is drained under it
+
+        def send(server: Server) -> None:
             ep = server.serving(plan.endpoint)
-            events.url, events.on_answer = ep.url, partial(self.pool.answered, server)
+            events.url, events.on_answer = ep.url, partial(pool.answered, server)
             try:
                 run_job(
-                    self._job(work, chain)._replace(endpoint=ep),
+                    self._job(work, wrote[0])._replace(endpoint=ep),
                     self.clients[_client_key(plan, ep)],
                     gate=gate,
                     events=events,
                     result=done,
                     now=self.now,
                 )
-                return
-            except ServerError as exc:
-                self.pool.drain_or_raise(server, exc)
-                chain = tuple(done.segments)
             finally:
-                gate.abandon()
+                wrote[0] = tuple(done.segments)
+
+        if not on_pool(gate, pool, done, send):
+            done.not_started = True
 
     def _review_split(self, work: Work, events: EntryEvents) -> EntryReport:
         """A split entry's parts and synthesis (:mod:`.split_send`), each request through the
         batch's slots."""
-        from deepseek_review.batch.split_send import SplitEntry, review_split
+        from deepseek_review.batch.split_send import PooledSplitEntry, SplitEntry, review_split
         from deepseek_review.trust.rule import TrustPolicy
 
-        plan = work.planned.plan  # in a pool: on its first server (parts are not spread yet)
-        client = self.clients[_client_key(plan, self._endpoints(plan)[0])]
-        gate = self.slots.gate(work.planned.entry.index)
+        plan = work.planned.plan
+        index = work.planned.entry.index
+        entry: SplitEntry
+        if self.pool is not None and self._pooled(plan):  # its parts spread over the servers
+            entry = PooledSplitEntry(
+                lambda p, ep: self.clients[_client_key(p, ep)],
+                plan,
+                self.pool,
+                self.slots,
+                index,
+                events,
+                self.now,
+            )
+        else:
+            client = self.clients[_client_key(plan, plan.endpoint)]
+            entry = SplitEntry(client, self.slots.gate(index), events, self.now)
         return review_split(
             work,
-            SplitEntry(client, gate, events, self.now),
+            entry,
             root=self.root,
             jobs=self.options.jobs,
             policy=TrustPolicy.configured(self.options.trusted_rev),

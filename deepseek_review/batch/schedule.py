@@ -22,9 +22,10 @@ from deepseek_review.batch.plan import Action
 from deepseek_review.batch.report import STATUSES, EntryReport
 from deepseek_review.chat.endpoint import safe_url
 from deepseek_review.chat.types import Completion
-from deepseek_review.errors import ReviewError, ServerError
+from deepseek_review.errors import Interrupted, ReviewError, ServerError
 from deepseek_review.ollama import pricing
 from deepseek_review.options.table import name_of
+from deepseek_review.reviewing.job import JobResult
 from deepseek_review.reviewing.pool import Pool, Server
 
 
@@ -352,6 +353,24 @@ class PoolGate:
         if self._held:
             self._held = False
             self.release()
+
+
+def on_pool(gate: PoolGate, pool: Pool, done: JobResult, send: Callable[[Server], None]) -> bool:
+    """``send`` a review on the server the pool gives it through ``gate``, again on another
+    when that one stops answering (drained); False when it never started (the batch halts)."""
+    while True:
+        server = gate.start(first=not done.started)
+        if server is None:
+            if not done.started:
+                return False
+            raise Interrupted("interrupted before sending")
+        try:
+            send(server)
+            return True
+        except ServerError as exc:
+            pool.drain_or_raise(server, exc)
+        finally:
+            gate.abandon()
 
 
 class EntryEvents:

@@ -7,7 +7,9 @@ takes one of the batch's ``jobs`` slots; each part's first request asks the boar
 work may start, so a budget, ``fail_fast`` or an interrupt stops starting parts as it stops
 starting entries. The entry is one entry of the report: it starts with its first request,
 its usage is every receipt's, and its status is the worst of its reviews' (a failed part
-fails the entry with a one-line reason; the others still finish).
+fails the entry with a one-line reason; the others still finish). Over a pool of servers
+(:class:`PooledSplitEntry`), each review goes where the pool sends it, as an ordinary entry
+does, and moves on with what it wrote when its server is drained.
 """
 
 from __future__ import annotations
@@ -16,19 +18,22 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepseek_review.batch.report import EntryReport, Status, existing_usage, one_line
-from deepseek_review.batch.schedule import EntryEvents
+from deepseek_review.batch.schedule import EntryEvents, PoolGate, RequestSlots, on_pool
 from deepseek_review.errors import InputError, Interrupted, ReviewError
 from deepseek_review.reviewing.job import JobResult, job_from_plan, run_job
 from deepseek_review.reviewing.pipeline import ReviewResult
+from deepseek_review.reviewing.pool import Pool, Server, affinity, going_on
 from deepseek_review.util.logs import log
 
 if TYPE_CHECKING:
     from deepseek_review.batch.plan import Work
     from deepseek_review.chat.client import ChatClient
+    from deepseek_review.chat.endpoint import Endpoint
     from deepseek_review.chat.types import ProgressFn
     from deepseek_review.reviewing.job_spec import RequestGate
     from deepseek_review.reviewing.plan import ReviewPlan
@@ -93,6 +98,57 @@ class SplitEntry:
             return None
         files = plan.receipt_paths or tuple(f.path for f in plan.files)
         return ReviewResult(tuple(done.segments), plan.endpoint.url, files)
+
+
+class PooledSplitEntry(SplitEntry):
+    """A split entry in a batch over several servers: each of its reviews takes one of the
+    batch's slots and one of a server's (:class:`PoolGate`), so its parts are spread over
+    the pool as entries are; a review whose server stops answering is moved, with what it
+    wrote of its chain, to another (the server drained once for the whole batch)."""
+
+    def __init__(
+        self,
+        client_for: Callable[[ReviewPlan, Endpoint], ChatClient],
+        plan: ReviewPlan,
+        pool: Pool,
+        slots: RequestSlots,
+        index: int,
+        events: EntryEvents,
+        now: Callable[[], datetime],
+    ) -> None:
+        first = client_for(plan, pool.servers[0].serving(plan.endpoint))
+        super().__init__(first, slots.gate(index), events, now)
+        self.client_for, self.pool, self.slots, self.index = client_for, pool, slots, index
+
+    def send(self, plan: ReviewPlan, progress: ProgressFn | None) -> ReviewResult | None:
+        done = JobResult()
+        gate = PoolGate(self.slots, self.pool, self.index, affinity(plan))
+        url = [plan.endpoint.url]  # the server that answered last
+
+        def send(server: Server) -> None:
+            ep = server.serving(plan.endpoint)
+            events = PartEvents(self.events)
+            events.url, events.on_answer = ep.url, partial(self.pool.answered, server)
+            url[0] = ep.url
+            run_job(
+                going_on(plan, tuple(done.segments))._replace(
+                    endpoint=ep, label=plan.options.topic
+                ),
+                self.client_for(plan, ep),
+                gate=gate,
+                events=events,
+                result=done,
+                now=self.now,
+            )
+
+        try:
+            if not on_pool(gate, self.pool, done, send):
+                return None
+        finally:
+            with self.lock:
+                self.new += done.new_segments
+        files = plan.receipt_paths or tuple(f.path for f in plan.files)
+        return ReviewResult(tuple(done.segments), url[0], files)
 
 
 def review_split(

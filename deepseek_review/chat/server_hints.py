@@ -172,4 +172,4 @@ def context_overflow(advice: Advice) -> str:
         "vllm": f"{lower}, or serve the model with a larger --max-model-len",  # vLLM's flag
         "deepseek": f"{lower} (the model's context is fixed)",
     }.get(advice.server or "", f"{lower}, or raise the server's context size")
-    return f"send less context, or {more}"
+    return f"send less context (or review it in parts that fit: {name_of('split')}), or {more}"

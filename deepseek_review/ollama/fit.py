@@ -152,14 +152,16 @@ def _check_fits(
 
 def _fix(need: int, trained: int | None) -> str:
     anyway = f"{name_of('allow_truncated_prompt')} sends it anyway"
+    parts = f"review it in parts that fit ({name_of('split')})"
     if trained is not None and need > trained:
         return (
-            f"the model was trained for {trained} tokens: send less context or lower "
+            f"the model was trained for {trained} tokens: {parts}, send less context or lower "
             f"{name_of('max_tokens')}; {anyway}"
         )
     size = step_for(need) if trained is None else min(step_for(need), trained)
     return (
-        f"use {name_of('api')} ollama (its num_ctx is sized to each request), or restart the "
-        f"server with OLLAMA_CONTEXT_LENGTH={size} ollama serve, or create a Modelfile alias "
-        f"with PARAMETER num_ctx {size}, or lower {name_of('max_tokens')}; {anyway}"
+        f"{parts}, or use {name_of('api')} ollama (its num_ctx is sized to each request), or "
+        f"restart the server with OLLAMA_CONTEXT_LENGTH={size} ollama serve, or create a "
+        f"Modelfile alias with PARAMETER num_ctx {size}, or lower {name_of('max_tokens')}; "
+        f"{anyway}"
     )

@@ -63,9 +63,15 @@ def folder_of(rel: str) -> str:
 
 def receipts_in(root: Path, folder: str) -> list[str]:
     """The receipts of a folder (repo-relative, sorted); none when it cannot be listed."""
+    return files_in(root, folder, RECEIPT_SUFFIX)
+
+
+def files_in(root: Path, folder: str, suffix: str) -> list[str]:
+    """The files of a folder whose names end in ``suffix`` (repo-relative, sorted); none when
+    it cannot be listed."""
     try:
         base, rel_folder = resolve_inside(root, folder or ".", what="folder")
-        names = sorted(n for n in os.listdir(base) if n.endswith(RECEIPT_SUFFIX))
+        names = sorted(n for n in os.listdir(base) if n.endswith(suffix))
     except (InputError, OSError):
         return []
     prefix = "" if rel_folder in ("", ".") else rel_folder + "/"

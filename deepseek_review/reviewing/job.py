@@ -122,7 +122,10 @@ def _refuse_over_window(count: Count, max_tokens: int, url: str, model: str) -> 
         f"the prompt ({count}) plus {name_of('max_tokens')} {max_tokens} needs "
         f"{count.tokens + max_tokens} tokens, but {safe_url(url)} runs {model} with a context "
         f"of {count.window} (its /tokenize's max_model_len); nothing was sent",
-        hint=f"send less context or lower {name_of('max_tokens')}",
+        hint=(
+            f"review it in parts that fit ({name_of('split')}), send less context or lower "
+            f"{name_of('max_tokens')}"
+        ),
     )
 
 

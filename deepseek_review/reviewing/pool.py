@@ -32,9 +32,10 @@ from deepseek_review.chat.retry import Throttle
 from deepseek_review.chat.types import Completion, ProgressFn
 from deepseek_review.errors import Interrupted, ServerError
 from deepseek_review.reviewing.job import JobResult, run_job
-from deepseek_review.reviewing.job_spec import ProgressSink, job_from_plan
+from deepseek_review.reviewing.job_spec import Job, ProgressSink, job_from_plan
 from deepseek_review.reviewing.pipeline import ReviewResult, make_client
 from deepseek_review.reviewing.plan import ReviewOptions, ReviewPlan
+from deepseek_review.reviewing.segment import Segment
 from deepseek_review.util.logs import log
 
 
@@ -255,10 +256,7 @@ class PoolSender:
             if server is None:
                 raise Interrupted("interrupted before sending")
             ep = server.serving(plan.endpoint)
-            chain = tuple(done.segments)
-            cap = plan.options.continuation.max_continuations
-            left = max(cap - (len(chain) - 1), 0) if chain else None  # what it wrote counts
-            job = job_from_plan(plan, chain, max_continuations=left, existing_git=plan.pins)
+            job = going_on(plan, tuple(done.segments))
             try:
                 run_job(
                     job._replace(endpoint=ep),
@@ -273,6 +271,14 @@ class PoolSender:
                 self.pool.give_back(server)
             files = plan.receipt_paths or tuple(f.path for f in plan.files)
             return ReviewResult(tuple(done.segments), ep.url, files)
+
+
+def going_on(plan: ReviewPlan, chain: tuple[Segment, ...]) -> Job:
+    """``plan``'s job going on from ``chain``, what a drained server wrote of it (which counts
+    against the continuations allowed); its primary when ``chain`` is empty."""
+    cap = plan.options.continuation.max_continuations
+    left = max(cap - (len(chain) - 1), 0) if chain else None
+    return job_from_plan(plan, chain, max_continuations=left, existing_git=plan.pins)
 
 
 class _Answers(ProgressSink):

@@ -12,47 +12,85 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deepseek_review.errors import InputError, NothingNew
+from deepseek_review.errors import InputError, NothingNew, ReviewError
 from deepseek_review.git.diff import Range
 from deepseek_review.git.objects import is_ancestor, is_oid, short
 from deepseek_review.git.runner import read_regular_file
 from deepseek_review.options.table import name_of
-from deepseek_review.records.index import receipts_in
+from deepseek_review.records.index import files_in, receipts_in
 from deepseek_review.records.naming import sibling, topic_of
 from deepseek_review.records.request_record import RequestRecord
+from deepseek_review.records.split_record import SPLIT_SUFFIX, load_split
 from deepseek_review.trust.rule import TrustPolicy, admit
 from deepseek_review.util.logs import log
 
 
 def reviewed_heads(root: Path, folder: str, topic: str) -> list[tuple[str, str]]:
     """(commit, record path) of every review of ``topic`` in ``folder`` that the trust rule
-    admits (:mod:`trust.rule`) and whose request record pinned a change's head. Records that
-    cannot be read are passed over; a record's own dates are never read."""
+    admits (:mod:`trust.rule`) and whose request record pinned a change's head; a split review
+    of ``topic`` (``run --split``) counts, with its split record's path, when all its parts
+    are done and every part's record pinned the same head. Records that cannot be read are
+    passed over; a record's own dates are never read."""
     receipts = [
         rel
         for rel in receipts_in(root, folder)
         if topic_of(rel.rpartition("/")[2]) == topic and "_continuation_" not in rel
     ]
-    if not receipts:
+    splits = _finished_splits(root, folder, topic)
+    if not receipts and not splits:
         return []
-    admission, _ = admit(root, receipts, TrustPolicy.configured())
+    admission, _ = admit(
+        root, receipts + [r for _, parts in splits for r in parts], TrustPolicy.configured()
+    )
     note = admission.note()
     if note is not None:
         log.warning("%s: %s", name_of("since_last_review"), note)
     out = []
     for rel in receipts:
-        if not admission.believed(rel):  # set aside, or (locally) does not verify
-            continue
-        record_rel = sibling(rel, "record")
+        head = _pinned_head(root, rel) if admission.believed(rel) else None
+        if head is not None:
+            out.append((head, sibling(rel, "record")))
+    for split_rel, parts in splits:  # every part admitted, all of one head
+        heads = {_pinned_head(root, rel) if admission.believed(rel) else None for rel in parts}
+        if len(heads) == 1 and (head := heads.pop()) is not None:
+            out.append((head, split_rel))
+    return out
+
+
+def _pinned_head(root: Path, receipt: str) -> str | None:
+    """The head of the change the request record of ``receipt`` pinned; None when it pinned
+    none or cannot be read."""
+    record_rel = sibling(receipt, "record")
+    try:
+        record = RequestRecord.load(read_regular_file(root / record_rel), record_rel)
+    except (InputError, OSError):
+        return None
+    commits = record.git.get("commits") if record.git else None
+    diff = record.git.get("diff") if record.git else None
+    head = commits.get("head") if isinstance(commits, dict) else None
+    if isinstance(head, str) and is_oid(head) and isinstance(diff, dict):
+        return head
+    return None
+
+
+def _finished_splits(root: Path, folder: str, topic: str) -> list[tuple[str, list[str]]]:
+    """(split record path, its parts' first receipts) of every split review of ``topic`` in
+    ``folder`` whose parts and synthesis are all done; records that do not load are passed
+    over (``verify`` reports them)."""
+    out = []
+    prefix = folder.rstrip("/") + "/" if folder not in ("", ".") else ""
+    for rel in files_in(root, folder, SPLIT_SUFFIX):
         try:
-            record = RequestRecord.load(read_regular_file(root / record_rel), record_rel)
-        except (InputError, OSError):
+            data = load_split(root, rel)
+        except ReviewError:
             continue
-        commits = record.git.get("commits") if record.git else None
-        diff = record.git.get("diff") if record.git else None
-        head = commits.get("head") if isinstance(commits, dict) else None
-        if isinstance(head, str) and is_oid(head) and isinstance(diff, dict):
-            out.append((head, record_rel))
+        parts = data["parts"]
+        done = all(p.get("status") == "done" and p.get("receipts") for p in parts)
+        if data.get("topic") != topic or not done or data["synthesis"].get("status") != "done":
+            continue
+        firsts = [p["receipts"][0] for p in parts]
+        if all(r.startswith(prefix) for r in firsts):
+            out.append((rel, firsts))
     return out
 
 

@@ -36,6 +36,9 @@ from deepseek_review.util.textsafe import fence_for, plural
 ESTIMATOR = f"bytes/{BYTES_PER_TOKEN}, +4 a text"
 #: Room kept for the part's note ("part i of n", what the other parts cover), in bytes.
 NOTE_MAX_BYTES = 2048
+#: The longest note that names the other parts one by one; longer, it counts their files by
+#: folder, which says the same in fewer tokens (every part carries its note).
+PART_BY_PART_MAX_BYTES = 1024
 _TEST_NAME = re.compile(r"\A(?:test_(?P<a>.+)|(?P<b>.+?)(?:_test|\.test|\.spec|_spec))\Z")
 
 
@@ -322,6 +325,17 @@ def _ranged(
     return out, left
 
 
+def planned_files(
+    files: Sequence[ContextFile], room: int
+) -> tuple[list[PlannedFile], list[NotReviewed]]:
+    """``files`` as planned units of a part's ``room``, each larger than that cut into ranges
+    of its lines as :func:`plan_parts` cuts them; those that cannot be cut, not reviewed."""
+    count = len(files)
+    known: dict[int, int] = {}
+    kept, left = _ranged(files, room, count, known)
+    return [_planned(f, count, known) for f in kept], left
+
+
 #: The estimate's per-text overhead, counted twice for a file (its frame and its text).
 MESSAGE_SLACK = 8
 
@@ -366,7 +380,8 @@ def part_note(plan: SplitPlan, part: Part) -> str:
 def part_notes(plan: SplitPlan) -> list[str]:
     """The words before each part's review request: which part it is, and what the others
     cover (so that the model does not report as missing what another part has): part by
-    part, or, when that is too long, the folders the others cover; at most
+    part (at most :data:`PART_BY_PART_MAX_BYTES`), else the files of the others counted by
+    folder; at most
     :data:`NOTE_MAX_BYTES` bytes each (the room planning kept). Linear in the files, and in
     the parts for each part."""
     n = len(plan.parts)
@@ -384,12 +399,12 @@ def part_notes(plan: SplitPlan) -> list[str]:
             f"This is part {part.number} of {n} of a review split to fit the model's context: "
             f"review only the {what} below. "
         )
-        if len(head) + len(tail) + 2 + total - sizes[i] <= NOTE_MAX_BYTES:
+        if len(head) + len(tail) + 2 + total - sizes[i] <= PART_BY_PART_MAX_BYTES:
             notes.append(head + tail + ":\n" + "\n".join(lines[:i] + lines[i + 1 :]))
             continue
         text = ""
         for (_, own), folders in zip(by_depth, ordered, strict=True):
-            text = _others(head + tail + ", in:\n", folders, own[i])
+            text = _others(head + tail + ", by folder (how many files):\n", folders, own[i])
             if len(text.encode("utf-8")) <= NOTE_MAX_BYTES:
                 break
         else:
@@ -401,20 +416,41 @@ def part_notes(plan: SplitPlan) -> list[str]:
 
 
 def _others(head: str, folders: list[tuple[str, int]], own: dict[str, int]) -> str:
-    """``head`` and a line for each folder (in order) with files in the other parts, no
-    longer than needed to tell it is over :data:`NOTE_MAX_BYTES` (the note then cuts it
-    there): a part's note costs what it shows, not the whole repository's folders."""
-    lines = []
+    """``head`` and the files the other parts hold, counted by folder (in order), a line for
+    each top folder (``- src/: 2 files; in api/ 4, cli/ 9``: every part carries this, so it
+    is kept short), no longer than needed to tell it is over :data:`NOTE_MAX_BYTES` (the note
+    then cuts it there): a part's note costs what it shows, not the whole repository's."""
+    lines: list[str] = []
     size = len(head.encode("utf-8"))
+    top, direct = "", 0  # the group being written
+    subs: list[str] = []
+
+    def line() -> str:
+        if not top.endswith("/"):  # the top folder's own files
+            return f"- {top}: {plural(direct, 'file')}"
+        said = [plural(direct, "file")] if direct else []
+        if subs:
+            said.append("in " + ", ".join(subs))
+        return f"- {top}: " + "; ".join(said)
+
     for k, v in folders:
         n = v - own.get(k, 0)
         if not n:
             continue
-        line = f"- {k} ({plural(n, 'file')})"
-        lines.append(line)
-        size += len(line.encode("utf-8")) + 1
+        head_of = k.partition("/")[0] + "/" if k.endswith("/") else k
+        if head_of != top:
+            if top:
+                lines.append(line())
+            top, direct, subs = head_of, 0, []
+        if k == top:
+            direct = n
+        else:
+            subs.append(f"{k[len(top) :]} {n}")
+        size += len(k) - len(top) + 8
         if size > NOTE_MAX_BYTES + 1:
             break
+    if top:
+        lines.append(line())
     return head + "\n".join(lines)
 
 

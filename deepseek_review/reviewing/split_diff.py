@@ -4,7 +4,8 @@ As files are planned (:mod:`.split`): a file's change is a unit, files of one fo
 together and a test goes with what it tests; a file whose change alone is larger than a part
 is cut between its hunks into runs that each fit, never inside a hunk; a hunk larger than a
 part is listed as not reviewed, with why. The whole files asked for besides the change (``-c``,
-``--whole-files``) are units too, each whole. Within a part, the change comes first, in the
+``--whole-files``) are units too, each larger than a part cut into ranges of its lines as
+:mod:`.split` cuts files. Within a part, the change comes first, in the
 patch's order, then the files. Deterministic: the same change, files and window give the
 same plan.
 """
@@ -22,9 +23,9 @@ from deepseek_review.reviewing.split import (
     PlannedFile,
     SplitPlan,
     count_tokens,
-    file_tokens,
     groups_of,
     pack,
+    planned_files,
     split_plan_of,
 )
 
@@ -54,17 +55,15 @@ def plan_change_parts(
     units: list[PlannedFile] = []
     for fc in changes:
         units += _change_units(fc, room, left)
-    for f in files:
-        tokens = file_tokens(f, len(files))
-        if tokens > room:
-            left.append(NotReviewed(f.path, f"the whole file is about {tokens} tokens, over a "
-                                    f"part's room of {room}"))  # fmt: skip
-        else:
-            units.append(PlannedFile(f.path, f.sha256, f.size, tokens))
+    whole, large = planned_files(files, room)  # a file larger than a part: in line ranges
+    units += whole
+    left += large
     order = {fc.path: i for i, fc in enumerate(changes)}
 
-    def in_prompt(p: PlannedFile) -> tuple[int, int, str]:
-        return (0, order[p.path], "") if p.change else (1, 0, p.path)
+    def in_prompt(p: PlannedFile) -> tuple[int, int, str, tuple[int, int]]:
+        if p.change:
+            return (0, order[p.path], "", (0, 0))
+        return (1, 0, p.path, p.lines or (0, 0))
 
     parts = [sorted(part, key=in_prompt) for part in pack(groups_of(units), room)]
     return split_plan_of(

@@ -13,6 +13,7 @@ import pytest
 from deepseek_review.testing.simulator.server import Simulator
 from tests.support.batch import batch, manifest, statuses
 from tests.support.cli import CliResult
+from tests.support.pool import endpoint_flags, served_by, start_servers
 from tests.support.split import split_records, write_texts
 
 WINDOW = 8192
@@ -183,3 +184,44 @@ def test_no_resume_sends_every_part_again(big, cli, sim):
     assert r.code == 0, r.err
     assert len(sim.chat_requests()) == len(_entry(first, "large")["receipt_paths"]) + 1
     assert _entry(r, "large")["split"]["parts_resumed"] == 0
+
+
+# --------------------------------------------------------------------------- over a pool
+
+
+def _pool(make_simulator: Callable[..., Simulator]) -> list[Simulator]:
+    return start_servers(make_simulator, 2, context_window=WINDOW, context_overflow="refuse",
+                         answer_words=60, latency=0.05)  # fmt: skip
+
+
+def _pool_batch(cli: Callable[..., CliResult], servers: list[Simulator], *args: str) -> CliResult:
+    return cli("batch", "reviews.toml", *endpoint_flags(servers), "--retry-wait", "0.01",
+               "--json", "--jobs", "4", *args)  # fmt: skip
+
+
+def test_the_parts_of_a_split_entry_are_spread_over_the_servers_of_a_pool(big, cli, make_simulator):
+    servers = _pool(make_simulator)
+    _manifest(big)
+    r = _pool_batch(cli, servers)
+    assert r.code == 0, r.err
+    served = served_by(big, {"entries": [_entry(r, "large")]})
+    assert set(served) == {s.chat_url for s in servers}  # each server reviewed parts
+    assert all(q.status == 200 for s in servers for q in s.chat_requests())
+    v = cli("verify", "--strict", "reviews")
+    assert v.code == 0, v.err
+
+
+def test_a_drained_servers_parts_of_a_split_entry_go_to_the_others(big, cli, make_simulator):
+    dying, living = _pool(make_simulator)
+    dying.config.die_after = 1
+    _manifest(big)
+    r = _pool_batch(cli, [dying, living], "--max-attempts", "2")
+    assert r.code == 0, r.err
+    assert statuses(r) == {"small": "ok", "large": "ok"}
+    drained = [line for line in r.err.splitlines() if "stopped answering" in line]
+    assert len(drained) == 1 and dying.base_url in drained[0]
+    (record,) = split_records(big / "reviews")
+    assert all(p["status"] == "done" for p in record["parts"])
+    served = served_by(big, r.json())
+    assert served[dying.chat_url] <= 1 and served[living.chat_url] >= len(record["parts"])
+    assert cli("verify", "--strict", "reviews").code == 0

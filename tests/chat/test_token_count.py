@@ -314,7 +314,7 @@ def test_a_dry_run_against_a_server_without_a_tokenizer_says_it_estimated(
     assert sim.chat_requests() == []
 
 
-def test_a_prompt_vllm_says_is_over_its_window_is_refused_before_sending(
+def test_a_prompt_vllm_says_is_over_its_window_is_refused_before_sending_naming_split(
     repo: Path, make_simulator: Any, cli: Any
 ) -> None:
     sim = make_simulator(tokenizer="vllm", context_window=2048)
@@ -322,6 +322,7 @@ def test_a_prompt_vllm_says_is_over_its_window_is_refused_before_sending(
             "--server", "vllm", "--max-tokens", "4000")  # fmt: skip
     assert r.code == 14, r.err
     assert "max_model_len" in r.err and "nothing was sent" in r.err
+    assert "review it in parts that fit (--split)" in r.err.strip().splitlines()[-1]
     assert sim.chat_requests() == []
 
 

@@ -36,6 +36,20 @@ def test_a_prompt_over_the_loaded_context_is_refused_before_any_chat_request(
     assert files_under(repo / "reviews") == []
 
 
+def test_the_refusal_names_split_and_split_reviews_the_same_context_in_parts(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    big_spec(repo)
+    sim = make_simulator(context_window=4096, preloaded=True)
+    refused = run_big(cli, sim, "--max-tokens", "1024")
+    assert refused.code == 14, refused.err
+    assert "review it in parts that fit (--split)" in refused.err.strip().splitlines()[-1]
+    r = run_big(cli, sim, "--max-tokens", "1024", "--split")
+    assert r.code == 0, r.err
+    assert len(sim.chat_requests()) >= 3  # two parts at least, and the synthesis
+    assert len(list((repo / "reviews").glob("*.split.json"))) == 1
+
+
 def test_a_prompt_that_fits_the_loaded_context_is_sent(
     repo: Path, make_simulator: MakeSim, cli: Any
 ) -> None:
@@ -85,7 +99,7 @@ def test_a_prompt_over_the_models_trained_context_says_so(
     sim = make_simulator(model_context_length=8192, preloaded=True)
     r = run_big(cli, sim)
     assert r.code == 14
-    assert "the model was trained for 8192 tokens: send less context" in r.err
+    assert "the model was trained for 8192 tokens: review it in parts that fit (--split)" in r.err
     assert "OLLAMA_CONTEXT_LENGTH" not in r.err
 
 

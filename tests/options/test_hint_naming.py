@@ -77,11 +77,12 @@ def test_other_tools_flags_stay_literal_while_ours_follow_the_layer() -> None:
     with naming("flag"), naming_at({"max_tokens": "entry 4, line 20"}):
         placed = context_overflow(advice)
     assert flagged == (
-        "send less context, or lower --max-tokens, or serve the model with a larger --max-model-len"
+        "send less context (or review it in parts that fit: --split), or lower --max-tokens, or "
+        "serve the model with a larger --max-model-len"
     )
     assert placed == (
-        "send less context, or lower max_tokens (entry 4, line 20), or serve the model with a "
-        "larger --max-model-len"
+        "send less context (or review it in parts that fit: --split), or lower max_tokens "
+        "(entry 4, line 20), or serve the model with a larger --max-model-len"
     )
 
 

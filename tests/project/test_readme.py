@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from deepseek_review.errors import EXIT_CODES
+from tests.support.git import commit, git
 
 ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
@@ -85,6 +86,54 @@ def test_the_readme_shows_an_example_of_every_command():
 
     for command in commands(help_text("")):
         assert f"deepseek-review {command} " in README, command
+
+
+def shop(root: Path) -> None:
+    """The README's split example: a small shop, one file of it larger than a part."""
+
+    def module(name: str, steps: int) -> str:
+        step = (
+            "def {name}_step_{i}(order, items):\n"
+            '    """Apply step {i} to the order."""\n'
+            "    total = sum(item.price * item.count for item in items)\n"
+            "    if total > {limit}:\n"
+            "        order.discount = total * 0.0{rate}\n"
+            "    return order\n\n\n"
+        )
+        body = "".join(
+            step.format(name=name, i=i, limit=100 + i, rate=i % 9 + 1) for i in range(steps)
+        )
+        return f'"""{name}: part of the shop example."""\n\n' + body
+
+    sizes = {"src/cart/cart.py": 30, "src/cart/totals.py": 25, "src/orders/orders.py": 40}
+    sizes |= {"src/orders/pricing.py": 120, "tests/test_cart.py": 15, "tests/test_orders.py": 20}
+    files: dict[str, str | bytes | None] = {
+        rel: module(rel.rpartition("/")[2][:-3], n) for rel, n in sizes.items()
+    }
+    sections = "".join(
+        f"## Section {i}\n\nThe shop keeps carts, orders and stock apart; section {i} explains"
+        " why.\n\n"
+        for i in range(40)
+    )
+    files |= {"docs/design.md": "# Design\n\n" + sections, "docs/logo.png": bytes(range(256)) * 4}
+    files["README.md"] = "# shop\n\nA small example shop.\n"
+    git(root, "init", "-q")
+    commit(root, "the shop", files)
+
+
+def test_the_readmes_split_dry_run_is_what_the_command_prints(tmp_path, monkeypatch, cli):
+    block = README.split("```console\n$ ", 1)[1].split("```", 1)[0]
+    command, *shown = block.splitlines()
+    root = tmp_path / "shop"
+    root.mkdir()
+    shop(root)
+    monkeypatch.chdir(root)
+    r = cli(*shlex.split(command)[1:])
+    assert r.code == 0, r.err
+    printed = r.out.splitlines()
+    excerpt = [line for line in shown if line != "..."]
+    assert "--split" in command and "--dry-run" in command
+    assert [line for line in printed if line in excerpt] == excerpt
 
 
 # ------------------------------------------------------------------------------- the site

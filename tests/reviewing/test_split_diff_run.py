@@ -327,3 +327,59 @@ def test_a_file_whose_change_looks_like_a_secret_is_not_sent_to_a_remote_endpoin
     left = {n["path"]: n["reason"] for n in plan["not_reviewed"]}
     assert left["src/pkg1/leak.md"].startswith("looks like it holds a secret (line ")
     assert all(f["path"] != "src/pkg1/leak.md" for p in plan["parts"] for f in p["files"])
+
+
+# --------------------------------------------------------------------------- since the last review
+
+
+def _parts_records(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((root / "reviews").glob("*.split.json"))]
+
+
+def test_since_last_review_splits_only_what_changed_since_the_first_review(change, repo, cli, sim):
+    assert _run(cli, sim, *_diff(change)).code == 0  # the first review, itself split
+    later = _after()
+    later |= {f"src/pkg1/mod{m}.py": _lines(f"p1m{m}", 60, {20, 45}, "later") for m in range(3)}
+    later["docs/big.md"] = _lines("big", 900, set(range(5, 900, 10)), "later")
+    head = commit(repo, "more", later)
+    sim.reset()
+    r = _run(cli, sim, "--diff", f"{change[0]}..{head}", "--since-last-review")
+    assert r.code == 0, r.err
+    (second,) = [d for d in _parts_records(repo) if d["change"]["head"] == head]
+    assert second["change"]["base"] == change[1]  # the first review's head
+    shown = {f["path"] for f in second["change"]["files"]}
+    assert shown == {"docs/big.md", "src/pkg1/mod0.py", "src/pkg1/mod1.py", "src/pkg1/mod2.py"}
+    assert len(second["parts"]) >= 2
+    assert all(req.status == 200 for req in sim.chat_requests())
+    sent = "".join(json.loads(q.body)["messages"][-1]["content"] for q in sim.chat_requests())
+    assert "src/pkg0/mod0.py" not in sent  # changed before the first review only
+    v = cli("verify", "--strict", "reviews")
+    assert v.code == 0, v.err
+
+
+def test_a_split_review_with_a_failed_part_does_not_count_as_the_last_review(
+    change, repo, cli, sim
+):
+    sim.script_faults([None, "500"])
+    assert _run(cli, sim, *_diff(change), "--max-attempts", "1").code == 5
+    head = commit(repo, "more", {"src/pkg1/mod0.py": _lines("p1m0", 60, {20}, "later")})
+    r = _run(cli, sim, "--diff", f"{change[0]}..{head}", "--since-last-review", "--dry-run",
+             "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    shown = {f["path"] for p in r.json()["parts"] for f in p["files"]}
+    assert "docs/big.md" in shown  # the whole range again: the first review is not complete
+
+
+def test_a_whole_file_beside_a_change_larger_than_a_part_is_cut_into_line_ranges(repo, cli, sim):
+    a = commit(repo, "base", {"src/x.py": _lines("x", 20), "docs/guide.md": _lines("guide", 300)})
+    b = commit(repo, "fix", {"src/x.py": _lines("x", 20, {3}, "new")})
+    r = _run(cli, sim, "--diff", f"{a}..{b}", "-c", "docs/guide.md")
+    assert r.code == 0, r.err
+    record = _record(repo)
+    ranges = [f["lines"] for p in record["parts"] for f in p["files"] if "lines" in f]
+    assert len(ranges) >= 2 and ranges[0][0] == 1 and ranges[-1][1] == 300
+    assert all(q[0] == p[1] + 1 for p, q in pairwise(ranges))  # every line, once
+    assert record["not_reviewed"] == []
+    assert all(req.status == 200 for req in sim.chat_requests())
+    v = cli("verify", "--strict", "reviews")
+    assert v.code == 0, v.err

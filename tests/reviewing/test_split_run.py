@@ -516,3 +516,29 @@ def test_parts_are_planned_with_what_the_server_counted_before(
     assert "tokens         bytes/2.250 (calibrated from the server" in r.out
     calibrated = _run(cli, sim, "--dry-run", "--json").json()
     assert len(calibrated["parts"]) > len(plain["parts"])
+
+
+def test_the_parts_prompts_carry_at_most_1_15_times_the_tokens_of_the_files_themselves(repo):
+    """Issue 32's overhead: the template, each part's note (which part, what the others cover),
+    the files' headings and fences, over 60 folders, with every part's prompt as sent."""
+    from deepseek_review import api
+    from deepseek_review.chat.tokens import estimate_tokens
+
+    paths = [f"lib{a}/mod{b}/f{c}.py" for a in range(10) for b in range(6) for c in range(8)]
+    write_texts(repo, paths, 2500)
+    from deepseek_review.reviewing.split_plan import SplitReview
+
+    folders = sorted({p.split("/")[0] for p in paths})
+    review = api.plan_run(
+        repo_root=repo,
+        context=folders,
+        prompt="Review.",
+        context_window=WINDOW,
+        max_tokens=1024,
+        split=True,
+    )
+    assert isinstance(review, SplitReview)
+    sent = sum(p.plan.token_estimate for p in review.parts)
+    files = sum(estimate_tokens([(repo / p).read_text()]) for p in paths)
+    assert len(review.parts) >= 50 and review.split.not_reviewed == ()
+    assert sent <= 1.15 * files
