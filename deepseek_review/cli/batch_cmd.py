@@ -143,37 +143,38 @@ def _cost(plans: list[Any], cost_of: Any) -> float | None:
     return None if None in costs else round(sum(costs), 6)
 
 
+def _dry_run_row(w: Any, refused: dict[str, str], spread: Any) -> dict[str, Any]:
+    """One entry of a dry run, as ``--json`` shows it."""
+    from deepseek_review.api import cost_estimate
+
+    plan = w.planned.plan
+    plans = [plan] if w.planned.split is None else [p.plan for p in w.planned.split.parts]
+    return {
+        "topic": w.topic,
+        "action": w.action,
+        "endpoint": plan.endpoint.url,
+        "expected_endpoint": None if spread is None else spread.expected.get(w.topic),
+        "group": None if spread is None else spread.group_of(w.topic),
+        "model": plan.options.model,
+        "output_dir": plan.options.output_dir,
+        "prompt_sha256": plan.prepared.prompt_sha256,
+        "parts": None if w.planned.split is None else len(plans),
+        "context_files": len({f.path for p in plans for f in p.files}),
+        "context_bytes": sum(p.context_bytes for p in plans),
+        "token_estimate": sum(p.token_estimate for p in plans),
+        "existing_receipts": [s.receipt_path for s in w.existing],
+        "reason": w.reason,
+        "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
+        "left_out_files": sum(s.files for s in plan.skipped),
+        "cost_estimate": None if w.action == "skip" else _cost(plans, cost_estimate),
+        "refused": refused.get(w.topic),
+    }
+
+
 def _render_dry_run(
     prepared: Any, as_json: bool, refused: dict[str, str], spread: Any = None
 ) -> None:
-    from deepseek_review.api import cost_estimate
-
-    rows = []
-    for w in prepared.work:
-        plan = w.planned.plan
-        plans = [plan] if w.planned.split is None else [p.plan for p in w.planned.split.parts]
-        rows.append(
-            {
-                "topic": w.topic,
-                "action": w.action,
-                "endpoint": plan.endpoint.url,
-                "expected_endpoint": None if spread is None else spread.expected.get(w.topic),
-                "group": None if spread is None else spread.group_of(w.topic),
-                "model": plan.options.model,
-                "output_dir": plan.options.output_dir,
-                "prompt_sha256": plan.prepared.prompt_sha256,
-                "parts": None if w.planned.split is None else len(plans),
-                "context_files": len({f.path for p in plans for f in p.files}),
-                "context_bytes": sum(p.context_bytes for p in plans),
-                "token_estimate": sum(p.token_estimate for p in plans),
-                "existing_receipts": [s.receipt_path for s in w.existing],
-                "reason": w.reason,
-                "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
-                "left_out_files": sum(s.files for s in plan.skipped),
-                "cost_estimate": None if w.action == "skip" else _cost(plans, cost_estimate),
-                "refused": refused.get(w.topic),
-            }
-        )
+    rows = [_dry_run_row(w, refused, spread) for w in prepared.work]
     to_send = [r for r in rows if r["action"] != "skip"]
     costs = [r["cost_estimate"] for r in to_send]
     total = round(sum(costs), 6) if costs and None not in costs else None
