@@ -4,7 +4,6 @@ over a pool of servers, merged flags > environment > config file > defaults as `
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,22 +12,13 @@ from deepseek_review import ReviewOptions, ReviewResult, api, review
 from deepseek_review.errors import ConfigError
 from deepseek_review.reviewing.split_plan import SplitReview
 from deepseek_review.reviewing.split_run import SplitOutcome
-from tests.support.git import commit_all
-from tests.support.pool import start_servers
+from tests.support.pool import split_files, start_servers
 
 MODEL = "deepseek-v4-flash"
 #: A dollar per million tokens each way: the spec's worst case (8192 answer tokens) is 0.0082.
 PRICES = {"DEEPSEEK_REVIEW_PRICES": json.dumps({MODEL: {"input": 1.0, "output": 1.0}})}
-SPEC = {"context": ["docs/spec.md"], "prompt": "Check."}
+SPEC: dict[str, Any] = {"context": ["docs/spec.md"], "prompt": "Check."}
 WINDOW = 4096
-
-
-def _files(repo: Path, n: int) -> None:
-    """``n`` files of ~1,500 words: a split review of ``docs`` has several parts."""
-    for i in range(n):
-        lines = (" ".join(f"w{i}x{k}" for k in range(j, j + 10)) for j in range(0, 1500, 10))
-        (repo / "docs" / f"part{i}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    commit_all(repo)
 
 
 def _split(**options: Any) -> dict[str, Any]:
@@ -71,7 +61,7 @@ def test_review_of_complete_options_still_holds_max_cost(repo, simulator):
 
 
 def test_a_split_review_spreads_its_parts_over_a_list_of_endpoints(repo, make_simulator):
-    _files(repo, 6)
+    split_files(repo, 6)
     servers = start_servers(make_simulator, 2, answer_words=40, latency=0.05)
     outcome = review(**_split(endpoint=[s.base_url for s in servers], jobs=4))
     assert isinstance(outcome, SplitOutcome)
@@ -81,7 +71,7 @@ def test_a_split_review_spreads_its_parts_over_a_list_of_endpoints(repo, make_si
 
 
 def test_a_split_review_takes_its_pool_from_the_environment(repo, make_simulator):
-    _files(repo, 6)
+    split_files(repo, 6)
     servers = start_servers(make_simulator, 2, answer_words=40)
     env = {"DEEPSEEK_REVIEW_ENDPOINTS": ",".join(s.base_url for s in servers)}
     planned = api.plan_review(**_split(jobs=2), env=env)
@@ -91,7 +81,7 @@ def test_a_split_review_takes_its_pool_from_the_environment(repo, make_simulator
 
 
 def test_split_from_the_config_file_plans_a_split_review_as_run_does(repo, simulator):
-    _files(repo, 6)
+    split_files(repo, 6)
     (repo / ".deepseek-review.toml").write_text("split = true\n", encoding="utf-8")
     planned = api.plan_review(**{**_split(), "split": None}, endpoint=simulator.base_url)
     assert isinstance(planned, SplitReview)
@@ -99,14 +89,14 @@ def test_split_from_the_config_file_plans_a_split_review_as_run_does(repo, simul
 
 
 def test_a_split_review_over_max_total_tokens_is_refused_before_sending(repo, simulator):
-    _files(repo, 6)
+    split_files(repo, 6)
     with pytest.raises(ConfigError, match=r"max_total_tokens"):
         review(**_split(endpoint=simulator.base_url, max_total_tokens=1000))
     assert simulator.chat_requests() == []
 
 
 def test_a_split_review_over_max_cost_is_refused_before_sending(repo, simulator):
-    _files(repo, 6)
+    split_files(repo, 6)
     with pytest.raises(ConfigError, match=r"the split review \(\d+ reviews\) may cost up to"):
         review(**_split(endpoint=simulator.base_url, max_cost=0.001), env=PRICES)
     assert simulator.chat_requests() == []
