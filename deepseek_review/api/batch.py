@@ -12,6 +12,7 @@ from deepseek_review.api.run import PathArg
 
 if TYPE_CHECKING:
     from deepseek_review.batch.run import BatchOptions, BatchReport, EventFn, PreparedBatch
+    from deepseek_review.batch.spread import PoolSpread
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,15 @@ class BatchPlan:
         """A key some entry's endpoint gets, if any."""
         keys = (w.planned.plan.endpoint.api_key for w in self.prepared.work)
         return next((k for k in keys if k), None)
+
+    def spread(self) -> PoolSpread | None:
+        """With several servers: every server of the pool with its concurrency, the affinity
+        groups in the order they run, and the server each entry is expected to start on
+        (:mod:`deepseek_review.batch.spread`); None with one."""
+        from deepseek_review.batch.spread import expected_spread
+
+        o = self.options
+        return expected_spread(self.prepared.work, o.endpoints, o.jobs, o.jobs_per_endpoint)
 
 
 def plan_batch(

@@ -87,31 +87,36 @@ def plan_review(
     env: Mapping[str, str] | None = None,
     repo_root: PathArg | None = None,
     ask_server: bool = False,
+    max_total_tokens: int | None = None,
+    jobs: int | None = None,
+    max_cost: float | None = None,
     **options: Any,
-) -> ReviewPlan:
-    """Check everything and build the exact request of :func:`review`, sending and writing
-    nothing (``run --dry-run``); :func:`send_review` sends it.
+) -> ReviewPlan | SplitReview:
+    """Check everything and build the exact requests of :func:`review`, sending and writing
+    nothing (``run --dry-run``): what ``run`` plans, from every option ``run`` takes.
+
+    Without ``split`` (an option, or the environment's or config file's setting) it is one
+    review's :class:`~deepseek_review.reviewing.pipeline.ReviewPlan` (:func:`send_review`
+    sends it); with it, the parts of a split review, each planned to its exact request
+    (:class:`~deepseek_review.reviewing.split_plan.SplitReview`, sent by :func:`send_split`
+    ``jobs`` parts at a time, over every server when ``endpoint`` is a list of them), or one
+    review's plan when the whole context fits. ``max_total_tokens`` (split reviews) and
+    ``max_cost`` (at the operator's prices, :mod:`deepseek_review.reviewing.cost_cap`) refuse
+    a plan that may use or cost more, before anything is sent.
 
     With ``ask_server`` the server is also asked what :func:`send_review` asks it before its
     first request (an Ollama server: does the prompt fit the context it runs the model with,
     can the model think at ``reasoning``'s level; only its metadata endpoints, never the chat
     one), and refuses as the run would: what ``run --dry-run`` does."""
-    from deepseek_review.options.table import naming_as
-    from deepseek_review.reviewing.setup import review_setup
-
-    for key in _PLAN_RUN_ONLY:  # run's options that plan_run takes
-        if key in options:
-            from deepseek_review.errors import ConfigError
-
-            raise ConfigError(f"{key!r} is not an option of review()")
-    _, planned, names = review_setup(options, repo_root=repo_root, env=env)
-    with naming_as(names):  # a refusal names the variable or file key that was set
-        return _planned(planned, names, env, ask_server)
-
-
-#: ``run``'s options that :func:`plan_run` takes: a split review's, and the cost cap (held
-#: against the plan: ``plan_run(..., max_cost=...)`` then :func:`send_review`).
-_PLAN_RUN_ONLY = ("jobs", "max_total_tokens", "max_cost")
+    return plan_run(
+        env=env,
+        repo_root=repo_root,
+        ask_server=ask_server,
+        max_total_tokens=max_total_tokens,
+        jobs=jobs,
+        max_cost=max_cost,
+        **options,
+    )
 
 
 def _planned(
@@ -138,14 +143,9 @@ def plan_run(
     max_cost: float | None = None,
     **options: Any,
 ) -> ReviewPlan | SplitReview:
-    """What ``run`` does: :func:`plan_review`, or with ``split`` (an option, or the
-    environment's or config file's setting) the parts of a split review
-    (:func:`deepseek_review.reviewing.split_run.plan_split_review`), each planned to its
-    exact request, the window asked of the server when ``context_window`` is not set;
-    refused over ``max_total_tokens`` before anything is sent. :func:`send_split` sends it,
-    ``jobs`` parts at a time (default one). ``max_cost``: refuse, before anything is sent, a
-    review or split review whose worst case costs more at the operator's prices
-    (:mod:`deepseek_review.reviewing.cost_cap`)."""
+    """:func:`plan_review` (its earlier name): what ``run`` plans, a split review's parts
+    (:func:`deepseek_review.reviewing.split_plan.plan_split_review`) with the window asked of
+    the server when ``context_window`` is not set."""
     from deepseek_review.options.table import check, naming_as
     from deepseek_review.reviewing.setup import review_setup
 
@@ -279,26 +279,43 @@ def review(
     progress: ProgressFn | None = None,
     repo_root: PathArg | None = None,
     **fields: Any,
-) -> ReviewResult:
-    """Run one review end to end (``deepseek-review run``).
+) -> ReviewResult | SplitOutcome:
+    """Run a review end to end (``deepseek-review run``).
 
-    Keywords are ``run``'s options in snake_case (``context``, ``prompt`` or ``prompt_file``,
-    ``topic``, ``model``, ``endpoint``, ``max_tokens``, ``max_continuations``, ``server``,
-    ...); ``prompt`` may also be a text stream, read up to ``max_context_bytes``. What they
+    Keywords are ``run``'s options in snake_case, every one of them (``context``, ``prompt``
+    or ``prompt_file``, ``topic``, ``model``, ``endpoint``, ``max_tokens``, ``server``,
+    ``split``, ``jobs``, ``max_total_tokens``, ``max_cost``, ...); ``prompt`` may also be a
+    text stream, read up to ``max_context_bytes``; ``endpoint`` may be a list of servers (a
+    split review's parts spread over them, as ``--endpoint`` given more than once). What they
     leave unset comes from the environment and the repository's config file, exactly as for
-    ``run``. A :class:`~deepseek_review.reviewing.pipeline.ReviewOptions` instead is taken as
-    complete (no config applied), with keywords replacing its fields. ``env`` replaces
-    ``os.environ``.
+    ``run``. The result is the review's
+    :class:`~deepseek_review.reviewing.pipeline.ReviewResult`, or with ``split`` the
+    :class:`~deepseek_review.reviewing.split_run.SplitOutcome` of its parts and synthesis (a
+    part that failed raises its error; re-running resumes). A
+    :class:`~deepseek_review.reviewing.pipeline.ReviewOptions` instead is taken as complete
+    (no config applied, one review), with keywords replacing its fields; ``max_cost`` still
+    holds. ``env`` replaces ``os.environ``.
     """
     if options is None:
-        return send_review(plan_review(env=env, repo_root=repo_root, **fields), progress=progress)
+        planned = plan_review(env=env, repo_root=repo_root, **fields)
+        from deepseek_review.reviewing.plan import ReviewPlan
+
+        if isinstance(planned, ReviewPlan):
+            return send_review(planned, progress=progress)
+        outcome = send_split(planned, progress=progress)
+        if outcome.failure is not None:
+            raise outcome.failure
+        return outcome
     from deepseek_review.reviewing.plan import plan_review as _plan
 
+    max_cost = fields.pop("max_cost", None)
     if fields or repo_root is not None:
         if repo_root is not None:
             fields["repo_root"] = os.fspath(repo_root)
         options = dataclasses.replace(options, **fields)
-    return send_review(_plan(options, env), progress=progress)
+    plan = _plan(options, env)
+    _refuse_over_cost(max_cost, plan.root, env, plan, [plan.token_estimate], "the review")
+    return send_review(plan, progress=progress)
 
 
 def continue_review(

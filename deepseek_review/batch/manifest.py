@@ -223,13 +223,16 @@ def entry_options(
     below: Sequence[Mapping[str, Setting]] | None = None,
     root: Path | None = None,
     shared: EntryOptions | None = None,
+    pool: Sequence[str] = (),
 ) -> ReviewOptions:
     """The entry as :class:`ReviewOptions` (what ``run`` would build from the same options).
 
     ``below`` holds the levels under the entry (the options given to ``batch``,
     ``[defaults]``, the environment and config file) and ``root`` the repository root
     (``repo_root`` found), when the caller found them once for every entry; ``shared`` the
-    options already built for entries like this one, and the outputs they all leave out."""
+    options already built for entries like this one, and the outputs they all leave out;
+    ``pool`` the servers the operator spread the batch over (an entry may name any of them,
+    as it may name the operator's one endpoint)."""
     overrides = overrides or {}
     if below is None:
         below = _levels_below(manifest, overrides, base or {})
@@ -253,7 +256,7 @@ def entry_options(
             raise known[1]
         return replace(known[1], topic=entry.topic, prompt=prompt)
     try:
-        operator = (overrides["endpoint"],) if "endpoint" in overrides else ()
+        operator = (*((overrides["endpoint"],) if "endpoint" in overrides else ()), *pool)
         options = _built_options(manifest, entry, values, prompt, root, retry, timeouts, operator)
     except ReviewError as exc:
         if shared is not None:
@@ -378,6 +381,7 @@ def _plan_entries(
     timeouts: Timeouts | None,
     plan: Callable[..., ReviewPlan],
     written: tuple[Output, ...],
+    pool: Sequence[str],
 ) -> list[PlannedEntry]:
     """Each entry of ``selected`` planned, sharing what entries alike share; the problem of an
     entry that cannot be planned is added to ``problems``, located at its line."""
@@ -406,6 +410,7 @@ def _plan_entries(
                     below=below,
                     root=root,
                     shared=shared_options,
+                    pool=pool,
                 )
                 split = None
                 try:
@@ -450,12 +455,14 @@ def plan_manifest(
     env: Mapping[str, str] | None = None,
     plan: Callable[..., ReviewPlan] = plan_review,
     outputs: Sequence[Output] = (),
+    pool: Sequence[str] = (),
 ) -> PlannedManifest:
     """Read, check and plan a manifest; raise one :class:`ManifestError` listing every problem.
 
     Nothing is sent or written. ``overrides`` are the options given to ``batch`` that apply
     to every entry (checked here too). No entry's folders and globs send what the batch
-    writes: any entry's output folder (all shards'), nor ``outputs`` (the report).
+    writes: any entry's output folder (all shards'), nor ``outputs`` (the report). ``pool``:
+    the URLs of the servers the operator spread the batch over (an entry may name them).
     """
     overrides = _checked_overrides(overrides or {})
     manifest, problems = read_manifest(path, fmt)
@@ -481,6 +488,7 @@ def plan_manifest(
                 timeouts=timeouts,
                 plan=plan,
                 written=written,
+                pool=pool,
             )
     problems.sort(key=lambda p: (p.entry is not None, p.entry or 0))
     if problems:

@@ -243,6 +243,7 @@ def prepare_batch(
         env=env,
         plan=plan,
         outputs=_report_output(options),
+        pool=tuple(ep.url for ep in options.endpoints),
     )
     own = planned.entries  # as ``run`` would send each (resume finds those too)
     planned = replace(planned, entries=one_context_per_model(own))

@@ -24,7 +24,7 @@ import contextvars
 import queue
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
@@ -60,6 +60,7 @@ from deepseek_review.batch.schedule import (
     on_pool,
 )
 from deepseek_review.batch.sizing import keep_loaded
+from deepseek_review.batch.spread import grouped
 from deepseek_review.chat.client import ChatClient
 from deepseek_review.chat.endpoint import Endpoint
 from deepseek_review.chat.retry import Throttle
@@ -344,7 +345,7 @@ class _Runner:
     def run(self) -> BatchReport:
         """Every entry: the skipped reported at once, the others reviewed by the workers."""
         results: dict[int, EntryReport] = {}
-        todo = _grouped(self._skip(results))
+        todo = grouped(self._skip(results))
         self.board.drain(self.on_event)
         try:
             self._work(todo, results)
@@ -422,14 +423,6 @@ class _Runner:
             entries_in_manifest=planned.total_entries,
             elapsed=time.monotonic() - board.started,
         )
-
-
-def _grouped(todo: list[tuple[int, Work]]) -> list[tuple[int, Work]]:
-    """The entries to run, those that share their model and context back to back (in the
-    order each group first appears): a server's prefix cache, and on Ollama its loaded
-    model, serve the next of them. Otherwise the manifest's order."""
-    groups: dict[Hashable, int] = {}
-    return sorted(todo, key=lambda iw: groups.setdefault(affinity(iw[1].planned.plan), len(groups)))
 
 
 def _loaded(root: Path, chain: tuple[ChainSegment, ...]) -> tuple[Segment, ...]:

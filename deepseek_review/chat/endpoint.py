@@ -11,8 +11,8 @@ lower case, no default port), so one server has one spelling in every receipt.
 
 Trust: the operator chooses destinations with flags and the environment. A file in the
 repository under review (its config, a manifest) or a receipt may name only a loopback endpoint
-or one the operator chose (the flag or environment endpoint, or one listed in
-``DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS``).
+or one the operator chose (the flag or environment endpoint, a server of the pool a batch is
+spread over, or one listed in ``DEEPSEEK_REVIEW_ALLOWED_ENDPOINTS``).
 The key (``OLLAMA_API_KEY`` unless ``--api-key-env`` or ``DEEPSEEK_REVIEW_API_KEY_ENV`` names
 another variable) goes only to an endpoint the operator chose, as ``Authorization: Bearer``:
 the default variable over https only; a variable the operator named over https, or plain http

@@ -54,7 +54,7 @@ def batch(flags: Flags) -> None:
     if flags["dry_run"]:
         # The servers are asked what the run would ask before sending (never their chat).
         refused = api.preflight_batch(plan)
-        _render_dry_run(plan.prepared, flags["as_json"], refused)
+        _render_dry_run(plan.prepared, flags["as_json"], refused, plan.spread())
         if refused:
             n, first = len(refused), next(iter(refused.items()))
             raise BatchIncomplete(
@@ -143,33 +143,38 @@ def _cost(plans: list[Any], cost_of: Any) -> float | None:
     return None if None in costs else round(sum(costs), 6)
 
 
-def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> None:
+def _dry_run_row(w: Any, refused: dict[str, str], spread: Any) -> dict[str, Any]:
+    """One entry of a dry run, as ``--json`` shows it."""
     from deepseek_review.api import cost_estimate
 
-    rows = []
-    for w in prepared.work:
-        plan = w.planned.plan
-        plans = [plan] if w.planned.split is None else [p.plan for p in w.planned.split.parts]
-        rows.append(
-            {
-                "topic": w.topic,
-                "action": w.action,
-                "endpoint": plan.endpoint.url,
-                "model": plan.options.model,
-                "output_dir": plan.options.output_dir,
-                "prompt_sha256": plan.prepared.prompt_sha256,
-                "parts": None if w.planned.split is None else len(plans),
-                "context_files": len({f.path for p in plans for f in p.files}),
-                "context_bytes": sum(p.context_bytes for p in plans),
-                "token_estimate": sum(p.token_estimate for p in plans),
-                "existing_receipts": [s.receipt_path for s in w.existing],
-                "reason": w.reason,
-                "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
-                "left_out_files": sum(s.files for s in plan.skipped),
-                "cost_estimate": None if w.action == "skip" else _cost(plans, cost_estimate),
-                "refused": refused.get(w.topic),
-            }
-        )
+    plan = w.planned.plan
+    plans = [plan] if w.planned.split is None else [p.plan for p in w.planned.split.parts]
+    return {
+        "topic": w.topic,
+        "action": w.action,
+        "endpoint": plan.endpoint.url,
+        "expected_endpoint": None if spread is None else spread.expected.get(w.topic),
+        "group": None if spread is None else spread.group_of(w.topic),
+        "model": plan.options.model,
+        "output_dir": plan.options.output_dir,
+        "prompt_sha256": plan.prepared.prompt_sha256,
+        "parts": None if w.planned.split is None else len(plans),
+        "context_files": len({f.path for p in plans for f in p.files}),
+        "context_bytes": sum(p.context_bytes for p in plans),
+        "token_estimate": sum(p.token_estimate for p in plans),
+        "existing_receipts": [s.receipt_path for s in w.existing],
+        "reason": w.reason,
+        "left_out": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
+        "left_out_files": sum(s.files for s in plan.skipped),
+        "cost_estimate": None if w.action == "skip" else _cost(plans, cost_estimate),
+        "refused": refused.get(w.topic),
+    }
+
+
+def _render_dry_run(
+    prepared: Any, as_json: bool, refused: dict[str, str], spread: Any = None
+) -> None:
+    rows = [_dry_run_row(w, refused, spread) for w in prepared.work]
     to_send = [r for r in rows if r["action"] != "skip"]
     costs = [r["cost_estimate"] for r in to_send]
     total = round(sum(costs), 6) if costs and None not in costs else None
@@ -181,6 +186,7 @@ def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> No
                 "entries_in_manifest": prepared.planned.total_entries,
                 "orphans": list(prepared.orphans),
                 "cost_estimate": total,
+                "pool": _pool_json(spread),
                 "entries": rows,
             }
         )
@@ -191,12 +197,65 @@ def _render_dry_run(prepared: Any, as_json: bool, refused: dict[str, str]) -> No
             f"{r['action']:<9} {r['topic']}  ({plural(r['context_files'], 'file')}, "
             + (f"in {r['parts']} parts and a synthesis, " if r["parts"] else "")
             + (f"{r['left_out_files']} left out, " if r["left_out_files"] else "")
-            + f"~{r['token_estimate']} tokens, {r['model']} at {r['endpoint']})"
+            + f"~{r['token_estimate']} tokens, {r['model']} at {_where(r)})"
         )
         if r["refused"]:
             lines.append(f"          refused: {r['refused']}")
-    _write_lines(sys.stdout, lines)
+    _write_lines(sys.stdout, [*lines, *_pool_lines(spread)])
     if total is not None:
         log.info("cost at most %g (each prompt and its whole max_tokens, no cache hit)", total)
     checked = "1 entry" if len(rows) == 1 else f"{len(rows)} entries"
     log.info("dry run: %s checked; nothing was sent and nothing was written", checked)
+
+
+def _where(row: dict[str, Any]) -> str:
+    """Where an entry goes: its endpoint, or in a pool the server it is expected to start on."""
+    if row["expected_endpoint"] is None:
+        return str(row["endpoint"])
+    return f"{row['expected_endpoint']}, group {row['group']}"
+
+
+def _pool_json(spread: Any) -> dict[str, Any] | None:
+    if spread is None:
+        return None
+    return {
+        "jobs": spread.jobs,
+        "servers": [
+            {"endpoint": s.url, "concurrency": s.concurrency, "expected_entries": list(s.topics)}
+            for s in spread.servers
+        ],
+        "groups": [
+            {
+                "group": g.number,
+                "model": g.model,
+                "context_files": g.context_files,
+                "entries": list(g.topics),
+                "expected_endpoints": list(g.servers),
+            }
+            for g in spread.groups
+        ],
+    }
+
+
+def _pool_lines(spread: Any) -> list[str]:
+    """The whole pool: each server, how many requests it gets at once and the entries
+    expected there; each affinity group and where it is expected to run."""
+    if spread is None:
+        return []
+    lines = [f"pool: {plural(len(spread.servers), 'server')}, {spread.jobs} requests at a time"]
+    for s in spread.servers:
+        lines.append(f"  {s.url}: {s.concurrency} at once, {_entries(len(s.topics))} expected")
+    lines.append(
+        "groups (same model and context files): back to back, on one server while it has a slot"
+    )
+    for g in spread.groups:
+        lines.append(
+            f"  group {g.number}: {_entries(len(g.topics))} "
+            f"({', '.join(g.topics)}), {g.model}, {plural(g.context_files, 'file')}: "
+            f"expected on {', '.join(g.servers)}"
+        )
+    return lines
+
+
+def _entries(n: int) -> str:
+    return "1 entry" if n == 1 else f"{n} entries"

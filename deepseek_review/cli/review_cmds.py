@@ -51,7 +51,7 @@ def run(flags: Flags) -> None:
         given["prompt"] = _stdin_prompt()
     # A dry run asks the server what the run would ask before sending (never its chat).
     with given_on_the_command_line(flags["trusted_rev"], flags["allowed_signers"]):
-        planned = api.plan_run(
+        planned = api.plan_review(
             **{**given, "repo_root": root},
             ask_server=flags["dry_run"],
             max_total_tokens=budget,

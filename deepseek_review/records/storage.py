@@ -111,7 +111,13 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _write_temp(
-    folder: Path, data: bytes, *, mode: int, mid_point: str | None, after_point: str | None
+    folder: Path,
+    data: bytes,
+    *,
+    mode: int,
+    mid_point: str | None,
+    after_point: str | None,
+    sync: bool = True,
 ) -> Path:
     """``data`` in a new temporary file in ``folder``, fsynced; removed again on failure.
 
@@ -136,7 +142,8 @@ def _write_temp(
                 view = view[os.write(fd, view) :]
             if crashing and after_point:
                 crash_point(after_point)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except BaseException:
@@ -171,20 +178,28 @@ def write_new(path: Path, data: bytes, *, mode: int = PUBLIC_MODE) -> None:
 
 
 def write_replacing(
-    path: Path, data: bytes, *, mode: int = PUBLIC_MODE, crash: str | None = "mid-report-write"
+    path: Path,
+    data: bytes,
+    *,
+    mode: int = PUBLIC_MODE,
+    crash: str | None = "mid-report-write",
+    sync: bool = True,
 ) -> None:
     """Write ``path`` atomically, replacing it if it exists: only for files meant to be
     rewritten (a batch report, a cache), never for answers, receipts or records. ``crash``:
-    the crash hook's point (None: a cache, outside the write sequence the crash suite tests)."""
+    the crash hook's point (None: a cache, outside the write sequence the crash suite tests).
+    ``sync=False``: a cache, rebuilt if a crash loses it, written without waiting for the disk
+    (still whole or not at all)."""
     folder = path.parent
-    tmp = _write_temp(folder, data, mode=mode, mid_point=crash, after_point=None)
+    tmp = _write_temp(folder, data, mode=mode, mid_point=crash, after_point=None, sync=sync)
     try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(folder)
+    if sync:
+        _fsync_dir(folder)
 
 
 def write_output(path: Path, data: bytes, *, shown: str, mode: int = PUBLIC_MODE) -> None:

@@ -6,8 +6,9 @@ same endpoint and model estimates from them (:func:`counter_for`, :class:`chat.t
 
 The file is ``$XDG_CACHE_HOME/deepseek-review/token-calibration.json`` (``~/.cache/...`` when
 that is unset or not absolute), the owner's only (it names the endpoints and models used),
-rewritten atomically under a lock file, bounded (:data:`MAX_SAMPLES` per endpoint and model,
-:data:`MAX_ENTRIES` of those, the least recently used dropped). It holds no key or secret: an
+rewritten atomically under a lock file (not fsynced: a cache lost in a crash is rebuilt),
+bounded (:data:`MAX_SAMPLES` per endpoint and model, :data:`MAX_ENTRIES` of those, the least
+recently used dropped). It holds no key or secret: an
 endpoint is kept as :func:`chat.endpoint.safe_url` gives it (no userinfo, no query). A cache
 that is missing, unreadable, corrupt or unwritable is ignored (a debug log line): it only ever
 makes estimates better, never a run fail.
@@ -116,11 +117,12 @@ def remember(url: str, model: str, sample: Sample, env: Mapping[str, str] | None
     path = cache_file(env)
     try:
         with _locked(path.parent):
-            data = _read(path)
+            data = dict(_read(path))
             _add(data, key(url, model), sample)
-            write_replacing(path, _encode(data), mode=PRIVATE_MODE, crash=None)
+            write_replacing(path, _encode(data), mode=PRIVATE_MODE, crash=None, sync=False)
+            st = path.stat()  # what was written is what the next reader gets: not read again
             with _lock:
-                _loaded.pop(path, None)
+                _loaded[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), data)
     except (OSError, ValueError) as exc:
         log.debug("token calibration not saved to %s: %s", path, exc)
 
@@ -204,9 +206,11 @@ def _add(data: dict[str, Any], where: tuple[str, str], sample: Sample) -> None:
 
 
 def _encode(data: dict[str, Any]) -> bytes:
+    """Compact: the file is rewritten after every answer, and ``indent`` would take json's
+    pure-Python encoder (several times slower for a full cache)."""
     import json
 
-    return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    return (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 @contextlib.contextmanager

@@ -231,14 +231,12 @@ class _Run:
                 first_answer=primary,
             )
             if completion.usage is not None:
-                remember_usage(self.client.url, body.model, prepared, completion)
                 self.events.answered(completion, completion.usage.total_tokens, False, body.model)
             else:
                 guess = estimate_exchange(
                     len(prepared.body_bytes), completion.content, completion.reasoning
                 )
                 self.events.answered(completion, guess, True, body.model)
-            return completion
         except ReviewError as exc:
             if not isinstance(exc, Interrupted):
                 self.events.failed(exc)
@@ -246,6 +244,9 @@ class _Run:
         finally:
             self.events.returned()
             self.gate.release()
+        if completion.usage is not None:  # a cache, written with the server's slot given back
+            remember_usage(self.client.url, body.model, prepared, completion)
+        return completion
 
     def _received(self, completion: Completion, estimate: int) -> None:
         """Checks and notes on an answer that arrived, before it is written."""

@@ -9,12 +9,13 @@ import sys
 import pytest
 
 import deepseek_review
-from deepseek_review import ReviewError, ReviewOptions, review, run_batch, verify
+from deepseek_review import ReviewError, ReviewOptions, ReviewResult, review, run_batch, verify
 from deepseek_review.errors import InputError
 
 
 def test_review_takes_keywords_and_returns_a_result_dataclass(repo, simulator):
     result = review(context=["docs/spec.md"], prompt="Check.", endpoint=simulator.base_url)
+    assert isinstance(result, ReviewResult)
     assert dataclasses.is_dataclass(result)
     assert not result.truncated
     assert (repo / result.segments[0].answer_path).read_text(encoding="utf-8") == result.text
@@ -24,6 +25,7 @@ def test_review_accepts_options_with_keyword_replacements(repo, make_simulator):
     sim = make_simulator(answer_words=40)
     options = ReviewOptions(context=("docs/spec.md",), prompt="Check.", endpoint=sim.base_url)
     result = review(options, max_tokens=15, topic="lib")
+    assert isinstance(result, ReviewResult)
     assert len(result.segments) > 1
     assert result.segments[0].answer_path.startswith("reviews/lib_deepseek_")
 
@@ -42,6 +44,7 @@ def test_review_reads_the_key_from_the_given_env_not_os_environ(repo, make_simul
         env={"OLLAMA_API_KEY": "sk-lib-key"},
         api_key_env="OLLAMA_API_KEY",
     )
+    assert isinstance(result, ReviewResult)
     assert result.segments
     assert sim.chat_requests()[0].headers["authorization"] == "Bearer sk-lib-key"
 
@@ -112,6 +115,7 @@ def test_review_honours_the_config_file_and_environment_exactly_as_run(configure
     r = cli("run", "-c", "docs/spec.md", "-p", "Check.", "--endpoint", simulator.base_url)
     assert r.code == 0, r.err
     result = review(context=["docs/spec.md"], prompt="Check.", endpoint=simulator.base_url)
+    assert isinstance(result, ReviewResult)
     by_cli, by_library = simulator.chat_requests()
     assert by_library.body == by_cli.body
     assert b'"max_tokens":7777' in by_library.body
@@ -124,6 +128,7 @@ def test_review_takes_flat_continuation_keywords(repo, make_simulator):
     sim = make_simulator(answer_words=40)
     result = review(context="docs/spec.md", prompt="Check.", endpoint=sim.base_url,
                     max_tokens=15, max_continuations=0, server="vllm")  # fmt: skip
+    assert isinstance(result, ReviewResult)
     assert result.truncated
     assert len(result.segments) == 1
 

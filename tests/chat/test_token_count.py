@@ -277,10 +277,12 @@ def _dry(cli: Any, url: str, server: str, *more: str) -> Any:
 def prompt_tokens_of(repo: Path, url: str, server: str) -> int:
     """What the simulator counts for the prompt a run would send (its usage's prompt_tokens)."""
     from deepseek_review import api
+    from deepseek_review.reviewing.plan import ReviewPlan
 
     plan = api.plan_review(
         context=["docs/spec.md"], prompt="x", endpoint=url, server=server, repo_root=repo
     )
+    assert isinstance(plan, ReviewPlan)
     return prompt_token_estimate([{"role": m.role, "content": m.content} for m in plan.messages])
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import deepseek_review
+from deepseek_review import ReviewResult
 from deepseek_review.chat.tokens import bytes_as_tokens
 from deepseek_review.testing.simulator import Simulator
 
@@ -24,6 +25,7 @@ def _streamed(sim: Simulator, api: str) -> tuple[list[int], str]:
         context=["docs/spec.md"], prompt="Check.", endpoint=sim.base_url, api=api,
         keep_reasoning=True, progress=lambda tokens, elapsed: told.append(tokens),
     )  # fmt: skip
+    assert isinstance(result, ReviewResult)
     [segment] = result.segments
     reasoning = "" if segment.reasoning_path is None else Path(segment.reasoning_path).read_text()
     return told, result.text + reasoning

@@ -39,8 +39,10 @@ def user_config(*pairs: str) -> None:
 def planned(repo: Path, rng: str) -> tuple[str, str]:
     """The prompt's sha256 and the user message a review of ``rng`` would send."""
     from deepseek_review import api
+    from deepseek_review.reviewing.plan import ReviewPlan
 
     plan = api.plan_review(prompt="Review.", diff=rng, repo_root=str(repo))
+    assert isinstance(plan, ReviewPlan)
     return plan.prepared.prompt_sha256, plan.texts[-1]
 
 

@@ -11,7 +11,7 @@ import pytest
 from deepseek_review import api
 from deepseek_review.context.git_plan import GitOptions
 from deepseek_review.errors import ReviewError
-from deepseek_review.reviewing.plan import ReviewOptions, plan_review
+from deepseek_review.reviewing.plan import ReviewOptions, ReviewPlan, plan_review
 from tests.support.git import base_commit, commit, git, git_calls
 
 
@@ -81,7 +81,9 @@ def test_a_later_call_sees_where_the_branch_is_now(repo: Path, first_fails: bool
         with pytest.raises(ReviewError):
             api.plan_review(**kw, template="no-such-template")
     else:
-        assert api.plan_review(**kw).pins["commits"]["head"] == first  # type: ignore[index]
+        planned = api.plan_review(**kw)
+        assert isinstance(planned, ReviewPlan)
+        assert planned.pins["commits"]["head"] == first  # type: ignore[index]
     second = commit(repo, "two", {"src/pkg/b.py": "B = 2\n"})
     again = ReviewOptions(
         context=(), prompt="x", repo_root=str(repo), git=GitOptions("main..feature")

@@ -246,8 +246,8 @@ def test_a_batch_flag_is_named_as_the_flag(repo, cli):
 def test_a_library_keyword_of_another_command_is_refused_naming_the_call(repo):
     from deepseek_review import api
 
-    with pytest.raises(ConfigError, match=r"^'jobs' is not an option of review\(\)$"):
-        api.plan_review(context="docs/spec.md", prompt="x", jobs=3)
+    with pytest.raises(ConfigError, match=r"^'fail_fast' is not an option of review\(\)$"):
+        api.plan_review(context="docs/spec.md", prompt="x", fail_fast=True)
 
 
 def test_an_unknown_library_keyword_is_refused_with_the_closest(repo):

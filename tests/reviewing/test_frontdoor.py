@@ -15,6 +15,7 @@ import pytest
 
 from deepseek_review import api
 from deepseek_review.errors import ConfigError
+from deepseek_review.reviewing.plan import ReviewPlan
 from deepseek_review.testing.simulator import Simulator
 from tests.support.cli import review
 
@@ -30,6 +31,7 @@ def test_plan_review_plans_what_run_dry_run_shows(configured, simulator, cli):
             "--dry-run", "--json")  # fmt: skip
     assert r.code == 0, r.err
     plan = api.plan_review(context="docs/spec.md", prompt="Check.", endpoint=simulator.base_url)
+    assert isinstance(plan, ReviewPlan)
     shown = r.json()
     assert (plan.prepared.prompt_sha256, plan.options.model, plan.endpoint.url) == (
         shown["prompt_sha256"],

@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.support.git import commit_all
-from tests.support.pool import endpoint_flags, start_servers
+from tests.support.pool import endpoint_flags, split_files, start_servers
 
 WINDOW = 4096
-
-
-def _files(repo, n: int) -> None:
-    """``n`` files of ~1,500 words: each part holds one or two of them."""
-    for i in range(n):
-        lines = (" ".join(f"w{i}x{k}" for k in range(j, j + 10)) for j in range(0, 1500, 10))
-        (repo / "docs" / f"part{i}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    commit_all(repo)
 
 
 def _split(cli, servers, *extra: str):
@@ -26,7 +17,7 @@ def _split(cli, servers, *extra: str):
 
 
 def test_the_parts_of_a_split_review_are_spread_over_the_servers(repo, make_simulator, cli):
-    _files(repo, 6)
+    split_files(repo, 6)
     servers = start_servers(make_simulator, 2, answer_words=40, latency=0.05)
     r = _split(cli, servers)
     assert r.code == 0, r.err
@@ -36,7 +27,7 @@ def test_the_parts_of_a_split_review_are_spread_over_the_servers(repo, make_simu
 
 
 def test_a_split_review_finishes_on_one_server_when_the_other_dies(repo, make_simulator, cli):
-    _files(repo, 6)
+    split_files(repo, 6)
     dying, living = start_servers(make_simulator, 2, answer_words=40, latency=0.05)
     dying.config.die_after = 1
     r = _split(cli, [dying, living], "--max-attempts", "2")

@@ -51,10 +51,12 @@ def reported_prompt_tokens(repo: Path) -> list[int]:
 
 def planned_sizes(repo: Path, url: str) -> list[int]:
     from deepseek_review import api
+    from deepseek_review.reviewing.plan import ReviewPlan
 
     plan = api.plan_review(
         context=["docs/long.md"], prompt="Check the rules.", endpoint=url, repo_root=repo
     )
+    assert isinstance(plan, ReviewPlan)
     return message_sizes(plan.framed)
 
 

@@ -347,6 +347,7 @@ def test_the_library_signs_what_it_writes_inside_signed_with(repo, cli, simulato
         result = deepseek_review.review(
             context=["docs/spec.md"], prompt="Check.", endpoint=simulator.base_url
         )
+    assert isinstance(result, deepseek_review.ReviewResult)
     assert (
         repo / result.segments[0].receipt_path.replace(".receipt.json", ".intoto.json.sig")
     ).exists()

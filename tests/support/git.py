@@ -51,8 +51,10 @@ def dry(cli: Any, *args: str) -> Any:
 def user_text(repo: Path, *args: str) -> str:
     """The user message a ``--dry-run`` would send (built by the library)."""
     from deepseek_review import api
+    from deepseek_review.reviewing.plan import ReviewPlan
 
     plan = api.plan_review(prompt="Review the change.", repo_root=str(repo), **_kw(args))
+    assert isinstance(plan, ReviewPlan)
     return plan.texts[-1]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_review.testing.simulator import Simulator
+from tests.support.git import commit_all
 
 
 def start_servers(
@@ -30,3 +31,12 @@ def served_by(repo: Path, report: dict[str, Any]) -> Counter[str]:
         for entry in report["entries"]
         for path in entry["receipt_paths"]
     )
+
+
+def split_files(repo: Path, n: int) -> None:
+    """``n`` committed files of ~1,500 words under ``docs``: with a 4,096-token window each
+    part of a split review holds one or two of them."""
+    for i in range(n):
+        lines = (" ".join(f"w{i}x{k}" for k in range(j, j + 10)) for j in range(0, 1500, 10))
+        (repo / "docs" / f"part{i}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    commit_all(repo)

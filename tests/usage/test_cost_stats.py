@@ -95,18 +95,18 @@ def test_a_mix_of_servers_that_report_and_do_not_marks_the_cached_sum_partial(
 def test_deepseeks_api_is_priced_from_the_bundled_list_with_its_date() -> None:
     listed = bundled()
     assert listed.checked and listed.source.startswith("https://api-docs.deepseek.com/")
-    price = shown_price_of({}, "deepseek-chat", DEEPSEEK)
+    price = shown_price_of({}, "deepseek-flash", DEEPSEEK)
     assert price is not None and price.cache_hit < price.input < price.output
 
 
 def test_the_prices_setting_wins_over_the_bundled_list() -> None:
     mine = Price(input=1.0, output=2.0, cache_hit=0.1)
-    assert shown_price_of({"deepseek-chat": mine}, "deepseek-chat", DEEPSEEK) == mine
+    assert shown_price_of({"deepseek-flash": mine}, "deepseek-flash", DEEPSEEK) == mine
 
 
 def test_the_bundled_list_prices_only_deepseeks_own_api() -> None:
     ollama = "http://127.0.0.1:11434/v1/chat/completions"
-    assert shown_price_of({}, "deepseek-chat", ollama) is None
+    assert shown_price_of({}, "deepseek-flash", ollama) is None
 
 
 def test_a_dry_run_against_deepseeks_api_is_priced_from_the_bundled_list(
@@ -114,9 +114,9 @@ def test_a_dry_run_against_deepseeks_api_is_priced_from_the_bundled_list(
 ) -> None:
     # --server deepseek: a dry run asks that server nothing (no test reaches the internet)
     r = cli("run", "--dry-run", "--json", "-c", "docs/spec.md", "-p", "x",
-            "--endpoint", "https://api.deepseek.com", "--model", "deepseek-chat",
+            "--endpoint", "https://api.deepseek.com", "--model", "deepseek-flash",
             "--server", "deepseek")  # fmt: skip
     assert r.code == 0, r.err
     info = r.json()
-    price = bundled().prices["deepseek-chat@api.deepseek.com"]
+    price = bundled().prices["deepseek-flash@api.deepseek.com"]
     assert info["cost_estimate"] == round(price.cost(info["token_estimate"], 8192), 6)
