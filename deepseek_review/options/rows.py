@@ -23,11 +23,9 @@ CONTINUATION_STYLES = ("prefill", "directive")
 REASONING_LEVELS = ("none", "low", "medium", "high", "max")
 CHAT_APIS = ("openai", "ollama")
 #: The bundled templates (``prompts/*.md``; a test keeps this equal to the folder): what
-#: ``--template``'s help and completion offer.
-TEMPLATES = (
-    "default", "spec-review", "code-review", "diff-review", "synthesis", "findings-extraction",
-    "findings-self-check",
-)  # fmt: skip
+#: ``--template``'s help and completion offer. The ones the tool sends itself (the findings
+#: extraction, the self-check) are in ``prompts/internal/``, not offered.
+TEMPLATES = ("default", "spec-review", "code-review", "diff-review", "synthesis")
 FINDINGS_FROM = ("auto", "structured", "block")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
@@ -111,8 +109,7 @@ TABLE: tuple[Option, ...] = (
            _REVIEW | _SETTING, default_text="reviews, at the repository root", review=True,
            under_root=True),
     Option("template", "str", "default",
-           "Bundled template: default, spec-review, code-review, diff-review, synthesis, "
-           "findings-extraction or findings-self-check",
+           "Bundled template: default, spec-review, code-review, diff-review or synthesis",
            _REVIEW | _SETTING,
            review=True),
     Option("template_file", "path", None,

@@ -27,7 +27,7 @@ from deepseek_review.ollama.probe import is_cloud
 from deepseek_review.ollama.reasoning import fields as reasoning_fields
 from deepseek_review.options.table import name_of
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.reviewing.prompt import Template, frame_messages, load_template
+from deepseek_review.reviewing.prompt import Template, frame_messages, load_internal_template
 from deepseek_review.reviewing.request import (
     BodyOptions,
     PreparedRequest,
@@ -190,11 +190,11 @@ def structured_request(
     schema: Mapping[str, Any],
     name: str = "findings",
 ) -> Request:
-    """The exact request of a bundled template over ``files`` asking for JSON valid against
+    """The exact request of an internal template (``prompts/internal/``) over ``files`` asking for JSON valid against
     ``schema`` (named ``name`` where the dialect names it), reasoning off."""
     from deepseek_review.chat.tokens import estimate_sizes
 
-    template = load_template(template_name)
+    template = load_internal_template(template_name)
     framed = frame_messages(template, prompt, topic, files)
     messages = tuple(WireMessage(role, parts, None) for role, parts in framed)
     sizes = message_sizes(messages)
