@@ -115,6 +115,10 @@ class ReviewOptions:
     allow_secrets: bool = default("allow_secrets")
     reasoning: str | None = default("reasoning")
     api: str = default("api")
+    server_declared: bool = True
+    """Whether ``continuation.server`` was declared (a flag, the environment, a file) rather
+    than left at its default: an undeclared one is asked for by the findings extraction
+    (:func:`.extraction.probed_kind`)."""
     endpoint: str | None = default("endpoint")
     endpoint_named_by: str | None = None
     """The repository file (config, manifest) that chose ``endpoint``; None when the operator
@@ -422,12 +426,9 @@ def _check_own_options(options: ReviewOptions) -> None:
     check_topic(options.topic)
     check("findings_from", options.findings_from)
     if options.findings:
-        from deepseek_review.reviewing.extraction import extraction_topic, resolved_mode
+        from deepseek_review.reviewing.extraction import extraction_topic
 
-        if (
-            resolved_mode(options.findings_from, options.continuation.server, options.api)
-            != "block"
-        ):
+        if extraction_mode(options) != "block":
             extraction_topic(options.topic)
     if options.context_window is not None:
         check("context_window", options.context_window)
@@ -526,12 +527,30 @@ def _what(options: ReviewOptions) -> str:
     return "the review" + (f" and its {' and '.join(more)}" if more else "")
 
 
-def _extracts(options: ReviewOptions) -> bool:
-    """Whether the review's findings are asked for by a findings extraction after it."""
+def known_server(options: ReviewOptions, url: str | None = None) -> str | None:
+    """The review's server kind as declared, or as the host of ``url`` (default: the
+    ``endpoint`` option) says; on Ollama's native API, Ollama. None: the server is asked."""
+    from deepseek_review.reviewing.extraction import declared_kind
+
+    if options.api == "ollama":
+        return "ollama"
+    server = options.continuation.server
+    return declared_kind(server, options.server_declared, url or options.endpoint)
+
+
+def extraction_mode(options: ReviewOptions, url: str | None = None) -> str:
+    """What ``findings_from`` means for the review's server (:func:`.extraction.resolved_mode`),
+    as :func:`known_server` knows it."""
     from deepseek_review.reviewing.extraction import resolved_mode
 
-    mode = resolved_mode(options.findings_from, options.continuation.server, options.api)
-    return options.findings and mode != "block"
+    server = known_server(options, url) or options.continuation.server
+    return resolved_mode(options.findings_from, server, options.api)
+
+
+def _extracts(options: ReviewOptions) -> bool:
+    """Whether the review's findings are asked for by a findings extraction after it."""
+
+    return options.findings and extraction_mode(options) != "block"
 
 
 def _lines(text: str) -> int:

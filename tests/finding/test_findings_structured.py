@@ -306,3 +306,56 @@ def test_a_topic_too_long_for_its_extraction_is_refused_before_sending(repo, cli
     assert run.code == 2
     assert f"--topic '{'t' * 115}': too long for its findings extraction's topic" in run.err
     assert simulator.chat_requests() == []
+
+
+JSON_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {"name": "findings", "strict": True, "schema": wire_schema()},
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("ollama", JSON_SCHEMA),
+        ("llama.cpp", {"type": "json_object", "schema": wire_schema()}),
+        ("vllm", JSON_SCHEMA),
+        ("other", JSON_SCHEMA),
+    ],
+)
+def test_a_server_not_declared_gets_the_dialect_of_the_kind_it_answers_as(
+    repo, cli, make_simulator, kind, value
+):
+    sim = make_simulator(server_kind=kind)
+    run = review(cli, sim, "--template", "code-review", "--findings", context=CODE)
+    assert run.code == 0, run.err
+    (extraction,) = run.json()["extraction"]
+    assert sent_body(repo, extraction)["response_format"] == value
+    assert read(repo, extraction["findings_path"])["findings_from"] == "structured"
+
+
+def test_a_vllm_server_not_declared_gets_its_own_reasoning_off_field(repo, cli, make_simulator):
+    sim = make_simulator(server_kind="vllm")
+    run = review(cli, sim, "--template", "code-review", "--findings", context=CODE)
+    body = sent_body(repo, run.json()["extraction"][0])
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_a_declared_server_is_not_asked_what_it_is(repo, cli, make_simulator):
+    sim = make_simulator(server_kind="llama.cpp")
+    run = extract_run(cli, sim, "--server", "vllm")
+    assert run.code == 0, run.err
+    assert sent_body(repo, run.json()["extraction"][0])["response_format"] == JSON_SCHEMA
+    asked = {r.path for r in sim.requests if r.method == "GET"}
+    assert not asked & {"/props", "/version", "/api/version"}
+
+
+def test_the_server_kind_is_asked_once_for_the_extraction_and_the_self_check(
+    repo, cli, make_simulator
+):
+    sim = make_simulator(server_kind="llama.cpp")
+    run = review(cli, sim, "--template", "code-review", "--findings", "--self-check",
+                 context=CODE)  # fmt: skip
+    assert run.code == 0, run.err
+    assert sent_body(repo, run.json()["self_check"][0])["response_format"]["type"] == "json_object"
+    assert [r.path for r in sim.requests if r.path == "/props"] == ["/props"]
