@@ -102,7 +102,7 @@ def extract(run: Runner, ex: Extraction) -> None:
         note = f"findings extraction of {review} ({ex.topic})"
         failed: list[str] = []
         made = partial(_extracted, ex, review=review, text=text, failed=failed, fallback=fallback)
-        seg = _exchange(run, req, ex.topic, note, made)
+        seg = _exchange(run, req, ex.topic, note, made, cut_off_too=fallback)
         run.result.extraction.append(seg)
         if seg.findings_path is not None and not failed:
             return
@@ -133,9 +133,12 @@ def _exchange(
     topic: str,
     note: str,
     made: Callable[[Completion], Callable[[str], bytes | None]],
+    *,
+    cut_off_too: bool = False,
 ) -> Segment:
     """One request of its own sent and written as the first segment of its chain;
-    ``made``: given the answer, the maker of the findings file beside it."""
+    ``made``: given the answer, the maker of the findings file beside it (``cut_off_too``:
+    asked also when the answer is cut off at the token cap)."""
     completion = run._ask(req.prepared, req.prepared.options, note, primary=True)
     assert completion is not None, "a job's later request is refused by raising"
     run._received(completion, req.estimate)
@@ -144,7 +147,7 @@ def _exchange(
     spec = run._first_spec(
         req.prepared, completion, topic, req.files, template, req.estimate, findings
     )
-    return write_segment(spec, run.now())
+    return write_segment(spec._replace(findings_when_cut_off=cut_off_too), run.now())
 
 
 def _extracted(
@@ -160,10 +163,13 @@ def _extracted(
     ``failed``; ``fallback``: then from the review's block (``auto``'s last attempt)."""
 
     def make(answer: str) -> bytes | None:
-        try:
-            return ex.make(completion.content, review, "structured")
-        except InputError as exc:
-            failed.append(exc.message)
+        if completion.finish_reason == "length":
+            failed.append("cut off at the token cap")
+        else:
+            try:
+                return ex.make(completion.content, review, "structured")
+            except InputError as exc:
+                failed.append(exc.message)
         if not fallback:
             return None
         enforced = "" if enforces_schema(ex.server, ex.url) else " (not enforced by this server)"

@@ -359,3 +359,23 @@ def test_the_server_kind_is_asked_once_for_the_extraction_and_the_self_check(
     assert run.code == 0, run.err
     assert sent_body(repo, run.json()["self_check"][0])["response_format"]["type"] == "json_object"
     assert [r.path for r in sim.requests if r.path == "/props"] == ["/props"]
+
+
+def test_auto_takes_the_block_when_the_extraction_is_cut_off_at_the_token_cap(
+    repo, cli, make_simulator
+):
+    sim = make_simulator()  # the review's prose fills its first segment; the block is whole
+    cap = ("--max-tokens", "20", "--continuation-max-tokens", "4000")  # in the next one
+    run = review(cli, sim, "--template", "code-review", "--findings", *cap, context=CODE)
+    assert run.code == 0, run.err
+    first, second = run.json()["extraction"]
+    assert (first["finish_reason"], second["finish_reason"]) == ("length", "length")
+    found = read(repo, second["findings_path"])
+    assert (found["findings_from"], len(found["findings"])) == ("block", 1)
+    assert (
+        f"{second['answer_path']}: cut off at the token cap; the findings are taken from the "
+        "review's block"
+    ) in run.err
+    got = cli("verify", "--json", second["receipt_path"])
+    checks = {c["name"]: c for c in got.json()["receipts"][0]["checks"]}
+    assert checks["answer"]["detail"].endswith("re-derived from the answer: identical")
