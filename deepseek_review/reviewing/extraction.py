@@ -28,6 +28,7 @@ from deepseek_review.ollama.probe import CLOUD_HOST, is_cloud, model_facts
 from deepseek_review.ollama.reasoning import fields as reasoning_fields
 from deepseek_review.options.table import name_of
 from deepseek_review.records.canonical import sha256_tag
+from deepseek_review.records.naming import FINDINGS_TOPIC_SUFFIX, SELF_CHECK_TOPIC_SUFFIX
 from deepseek_review.reviewing.prompt import Template, frame_messages, load_internal_template
 from deepseek_review.reviewing.request import (
     BodyOptions,
@@ -43,12 +44,12 @@ if TYPE_CHECKING:
 
 #: The bundled template of the extraction request (also :data:`.derive.EXTRACTION_TEMPLATE`).
 TEMPLATE = "findings-extraction"
-#: The extraction's topic is the review's with this suffix (the self-check's with the other).
-TOPIC_SUFFIX = "-findings"
-SELF_CHECK_SUFFIX = "-self-check"
 #: At most what the extraction's request adds to the review's answers (its template, the
 #: request with the schema, the headings): about 2.5 KB; counted for ``max_run_tokens``.
 FRAMING_TOKENS = 1024
+#: The extraction's topic is the review's with this suffix (the self-check's with the other).
+TOPIC_SUFFIX = FINDINGS_TOPIC_SUFFIX
+SELF_CHECK_SUFFIX = SELF_CHECK_TOPIC_SUFFIX
 #: The hosted API whose host says its kind (as ``CLOUD_HOST`` says Ollama's cloud).
 DEEPSEEK_HOST = "api.deepseek.com"
 #: The fields that ask for (or against) reasoning, replaced by "off" in the extraction.

@@ -379,3 +379,28 @@ def test_auto_takes_the_block_when_the_extraction_is_cut_off_at_the_token_cap(
     got = cli("verify", "--json", second["receipt_path"])
     checks = {c["name"]: c for c in got.json()["receipts"][0]["checks"]}
     assert checks["answer"]["detail"].endswith("re-derived from the answer: identical")
+
+
+@pytest.mark.parametrize("kind", ["receipt_path", "answer_path"])
+def test_findings_on_a_reviews_own_file_reads_its_extraction_as_the_folder_does(
+    repo, cli, make_simulator, kind
+):
+    sim = make_simulator(findings_line_offset=40)  # the block's lines: nowhere in the file
+    run = extract_run(cli, sim)
+    got = cli("findings", "--format", "json", run.json()["segments"][-1][kind])
+    assert got.code == 0, got.err
+    assert [f["quote_match"] for f in json.loads(got.out)["findings"]] == ["exact"]
+    assert got.out == cli("findings", "--format", "json", "reviews").out
+
+
+def test_findings_on_a_reviews_own_file_reads_its_self_check(repo, cli, make_simulator):
+    sim = make_simulator(answer_words=20)
+    run = review(cli, sim, "--template", "code-review", "--findings", "--self-check",
+                 "--self-check-threshold", "10", context=CODE)  # fmt: skip
+    assert run.code == 0, run.err
+    checked = read(repo, run.json()["self_check"][0]["findings_path"])
+    assert checked["self_check"]["dropped"]  # the simulator scores its one finding under 10
+    got = cli("findings", "--format", "json", run.json()["segments"][-1]["answer_path"])
+    assert got.code == 0, got.err
+    assert json.loads(got.out)["findings"] == checked["findings"] == []
+    assert got.out == cli("findings", "--format", "json", "reviews").out
