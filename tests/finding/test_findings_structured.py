@@ -404,3 +404,44 @@ def test_findings_on_a_reviews_own_file_reads_its_self_check(repo, cli, make_sim
     assert got.code == 0, got.err
     assert json.loads(got.out)["findings"] == checked["findings"] == []
     assert got.out == cli("findings", "--format", "json", "reviews").out
+
+
+def test_continue_with_findings_extracts_them_once_the_chain_is_complete(repo, cli, simulator):
+    cut = ("--max-tokens", "60", "--max-continuations", "0")  # the prose alone: cut off
+    first = review(cli, simulator, "--template", "code-review", "--findings", *cut, context=CODE)
+    assert first.json()["status"] == "truncated"
+    assert "extraction" not in first.json()  # a chain still cut off: nothing to extract
+    answer = first.json()["segments"][-1]["answer_path"]
+    got = cli("continue", answer, "--findings", "--continuation-max-tokens", "4000", "--json")
+    assert got.code == 0, got.err
+    (extraction,) = got.json()["extraction"]
+    found = read(repo, extraction["findings_path"])
+    assert (found["findings_from"], len(found["findings"])) == ("structured", 1)
+    record = read(repo, extraction["record_path"])
+    answers = [s["answer_path"] for s in got.json()["segments"]]
+    assert [f["path"] for f in record["context_files"]] == answers
+    assert cli("verify", "--strict").code == 0
+
+
+def test_continue_without_findings_makes_none(repo, cli, simulator):
+    cut = ("--max-tokens", "60", "--max-continuations", "0")
+    first = review(cli, simulator, "--template", "code-review", "--findings", *cut, context=CODE)
+    answer = first.json()["segments"][-1]["answer_path"]
+    got = cli("continue", answer, "--continuation-max-tokens", "4000", "--json")
+    assert got.code == 0, got.err
+    assert "extraction" not in got.json()
+    assert list((repo / "reviews").glob("*.findings.json")) == []
+
+
+def test_continue_with_findings_from_block_writes_them_beside_the_last_segment(
+    repo, cli, simulator
+):
+    cut = ("--max-tokens", "60", "--max-continuations", "0")
+    first = review(cli, simulator, "--template", "code-review", "--findings", *cut, context=CODE)
+    answer = first.json()["segments"][-1]["answer_path"]
+    got = cli("continue", answer, "--findings", "--findings-from", "block",
+              "--continuation-max-tokens", "4000", "--json")  # fmt: skip
+    assert got.code == 0, got.err
+    assert "extraction" not in got.json()
+    last = got.json()["segments"][-1]
+    assert read(repo, last["findings_path"])["findings_from"] == "block"
