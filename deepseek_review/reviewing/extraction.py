@@ -40,7 +40,7 @@ from deepseek_review.reviewing.request import (
 from deepseek_review.reviewing.segment import Segment
 
 if TYPE_CHECKING:
-    from deepseek_review.chat.client import ChatClient
+    from deepseek_review.chat.client import ChatClient, SideAsk
 
 #: The bundled template of the extraction request (also :data:`.derive.EXTRACTION_TEMPLATE`).
 TEMPLATE = "findings-extraction"
@@ -106,9 +106,10 @@ def declared_kind(server: str, declared: bool, url: str | None) -> str | None:
 def probed_kind(client: ChatClient, model: str, server: str) -> str:
     """The kind of a server not declared, by what it answers (asked once per client): Ollama
     by the probe the context check makes (:func:`.ollama.probe.model_facts`), llama.cpp by
-    ``GET /props`` (llama-server's properties: ``default_generation_settings``), vLLM by ``GET
-    /version`` (``{"version"}``); else ``server`` (OpenAI's dialect, which vLLM, LM Studio and
-    Ollama's /v1 read alike)."""
+    ``GET /props`` (llama-server's properties: ``default_generation_settings``) or, for
+    llama-cpp-python, by the count route its tokenizer is asked at
+    (:func:`.chat.tokenize.python_count`), vLLM by ``GET /version`` (``{"version"}``); else
+    ``server`` (OpenAI's dialect, which vLLM, LM Studio and Ollama's /v1 read alike)."""
     if model_facts(client, model) is not None:
         return "ollama"
     key = ("server-kind",)
@@ -116,18 +117,23 @@ def probed_kind(client: ChatClient, model: str, server: str) -> str:
         known = client.learned.get(key)
     if not isinstance(known, str):
         with client.side_requests(timeout=min(5.0, client.timeouts.connect)) as ask:
-            props = ask("/props")
-            if isinstance(props, dict) and isinstance(
-                props.get("default_generation_settings"), dict
-            ):
-                known = "llama.cpp"
-            else:
-                version = ask("/version")
-                vllm = isinstance(version, dict) and isinstance(version.get("version"), str)
-                known = "vllm" if vllm else ""
+            known = _kind_by_routes(ask, model)
         with client.learning:
             client.learned[key] = known
     return known or server
+
+
+def _kind_by_routes(ask: SideAsk, model: str) -> str:
+    """llama.cpp, vllm, or "" (neither answers as it does)."""
+    from deepseek_review.chat.tokenize import python_count
+
+    props = ask("/props")
+    if isinstance(props, dict) and isinstance(props.get("default_generation_settings"), dict):
+        return "llama.cpp"
+    if python_count(ask, model, "") is not None:  # llama-cpp-python: no /props
+        return "llama.cpp"
+    version = ask("/version")
+    return "vllm" if isinstance(version, dict) and isinstance(version.get("version"), str) else ""
 
 
 def dialect_for(

@@ -334,6 +334,14 @@ def test_a_server_not_declared_gets_the_dialect_of_the_kind_it_answers_as(
     assert read(repo, extraction["findings_path"])["findings_from"] == "structured"
 
 
+def test_a_llama_cpp_python_server_not_declared_gets_llama_cpps_dialect(repo, cli, make_simulator):
+    sim = make_simulator(server_kind="other", tokenizer="llama-cpp-python")  # no /props
+    run = review(cli, sim, "--template", "code-review", "--findings", context=CODE)
+    assert run.code == 0, run.err
+    body = sent_body(repo, run.json()["extraction"][0])
+    assert body["response_format"] == {"type": "json_object", "schema": wire_schema()}
+
+
 def test_a_vllm_server_not_declared_gets_its_own_reasoning_off_field(repo, cli, make_simulator):
     sim = make_simulator(server_kind="vllm")
     run = review(cli, sim, "--template", "code-review", "--findings", context=CODE)
