@@ -248,6 +248,7 @@ class _Runner:
             log.debug("internal error in %s", work.topic, exc_info=True)
             status, error = "failed", f"internal error: {type(exc).__name__}: {exc}"
         segments, new = done.segments, done.new_segments
+        refined = [*done.extraction, *done.self_check]  # their tokens count as the review's
         return EntryReport(
             topic=work.topic,
             index=work.planned.entry.index,
@@ -256,10 +257,10 @@ class _Runner:
             receipt_paths=[s.receipt_path for s in segments],
             error=error,
             new_segments=len(new),
-            new_tokens=sum(s.counted_tokens for s in new),
-            new_tokens_estimated=not all(s.usage_reported for s in new),
+            new_tokens=sum(s.counted_tokens for s in [*new, *refined]),
+            new_tokens_estimated=not all(s.usage_reported for s in [*new, *refined]),
             findings=finding_counts(self.root, done.extraction or segments, done.extraction or new),
-            **segments_usage(segments),
+            **segments_usage([*segments, *refined]),
         )
 
     def _job(self, work: Work, chain: tuple[Segment, ...]) -> Job:

@@ -107,7 +107,7 @@ def _llamacpp(ask: SideAsk, model: str, chat: list[dict[str, str]]) -> int | Non
         if counted is not None:
             return counted
     # No template to ask for: each message's content, plus what a template adds to it.
-    for count in (_llamacpp_count, _python_count):
+    for count in (_llamacpp_count, python_count):
         counts = []
         for message in chat:
             n = count(ask, model, message["content"])
@@ -126,7 +126,7 @@ def _llamacpp_count(ask: SideAsk, model: str, text: str) -> int | None:
     return _tokens(ask("/tokenize", {"content": text, "add_special": True}, MAX_ANSWER_BYTES))
 
 
-def _python_count(ask: SideAsk, model: str, text: str) -> int | None:
+def python_count(ask: SideAsk, model: str, text: str) -> int | None:
     """llama-cpp-python's server: ``/extras/tokenize/count`` (which adds the BOS itself)."""
     answer = ask("/extras/tokenize/count", {"input": text, "model": model})
     return _int(answer.get("count")) if isinstance(answer, dict) else None

@@ -23,11 +23,9 @@ CONTINUATION_STYLES = ("prefill", "directive")
 REASONING_LEVELS = ("none", "low", "medium", "high", "max")
 CHAT_APIS = ("openai", "ollama")
 #: The bundled templates (``prompts/*.md``; a test keeps this equal to the folder): what
-#: ``--template``'s help and completion offer.
-TEMPLATES = (
-    "default", "spec-review", "code-review", "diff-review", "synthesis", "findings-extraction",
-    "findings-self-check",
-)  # fmt: skip
+#: ``--template``'s help and completion offer. The ones the tool sends itself (the findings
+#: extraction, the self-check) are in ``prompts/internal/``, not offered.
+TEMPLATES = ("default", "spec-review", "code-review", "diff-review", "synthesis")
 FINDINGS_FROM = ("auto", "structured", "block")
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}"
 
@@ -111,8 +109,7 @@ TABLE: tuple[Option, ...] = (
            _REVIEW | _SETTING, default_text="reviews, at the repository root", review=True,
            under_root=True),
     Option("template", "str", "default",
-           "Bundled template: default, spec-review, code-review, diff-review, synthesis, "
-           "findings-extraction or findings-self-check",
+           "Bundled template: default, spec-review, code-review, diff-review or synthesis",
            _REVIEW | _SETTING,
            review=True),
     Option("template_file", "path", None,
@@ -138,20 +135,20 @@ TABLE: tuple[Option, ...] = (
            "Write the review's findings to <stem>.findings.json beside the last segment, or "
            "beside its findings extraction (--findings-from; a template that asks for "
            "findings: code-review, spec-review)",
-           _REVIEW | _SETTING, review=True),
+           _REVIEW | _SETTING | _CONT, review=True),
     Option("findings_from", "str", "auto",
            "Where --findings come from: structured (a second request, receipted, asking for "
            "them as JSON in the server's structured-output dialect), block (the answer's "
            "```json block), or auto (structured where the server constrains output to a "
-           "schema, falling back to the block)", _REVIEW | _SETTING,
+           "schema, falling back to the block)", _REVIEW | _SETTING | _CONT,
            check=OneOf(FINDINGS_FROM), review=True),
     Option("self_check", "bool", False,
            "With --findings: one more request scores each finding 0-10 against the code it "
            "quotes; those under --self-check-threshold are dropped (kept, with every score, "
-           "in the findings file)", _REVIEW | _SETTING, review=True),
+           "in the findings file)", _REVIEW | _SETTING | _CONT, review=True),
     Option("self_check_threshold", "int", 5,
            "The score (0-10) a finding needs to stay with --self-check",
-           _REVIEW | _SETTING, check=Between(0, 10), review=True),
+           _REVIEW | _SETTING | _CONT, check=Between(0, 10), review=True),
     Option("max_continuations", "int", 3, "Continuation requests when cut off; 0 disables",
            _REVIEW | _SETTING | _CONT, check=AtLeast(0), review=True),
     Option("continuation_style", "str", "prefill",

@@ -73,6 +73,12 @@ def segment_files(stem: str) -> dict[str, str]:
     return {f.kind: stem + f.suffix for f in SEGMENT_FILES}
 
 
+#: A findings extraction's topic is its review's with this suffix (a self-check's with the
+#: other): how ``findings`` finds them beside the review.
+FINDINGS_TOPIC_SUFFIX = "-findings"
+SELF_CHECK_TOPIC_SUFFIX = "-self-check"
+
+
 def sibling(name: str, kind: str) -> str:
     """The file of ``kind`` of the segment that owns ``name`` (a segment file's name or path)."""
     for suffix in _SUFFIXES:  # inlined split_name: verify asks this for every receipt

@@ -48,7 +48,8 @@ from deepseek_review.records.receipt import check_recordable
 from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.records.storage import check_writable_dir
 from deepseek_review.records.stored import ChainSegment
-from deepseek_review.reviewing.job import Job, ProgressSink, run_job
+from deepseek_review.reviewing.continue_findings import FindingsAsk, chain_findings
+from deepseek_review.reviewing.job import Job, JobResult, ProgressSink, run_job
 from deepseek_review.reviewing.pipeline import (
     DEFAULT_MAX_TOKENS,
     ContinuationOptions,
@@ -82,6 +83,11 @@ class ContinueOptions:
     """The operator's cap: continuations whose worst case is over it are refused unsent."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    findings: FindingsAsk = field(default_factory=FindingsAsk)
+    """``--findings`` and its options: the chain's findings, made as ``run`` makes them once
+    the chain is complete (:mod:`.continue_findings`)."""
+    server_declared: bool = True
+    """``continuation.server`` was declared (else the server is asked what it is)."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,8 @@ def continue_existing(
     base, body = _request(options, root, primary, last, endpoint, api)
     folder, out_dir, topic = _writable_folder(options, root, last, primary, body, endpoint)
     _refuse_over_cap(options, body, base, segments)
+    server = (options.continuation.server, options.server_declared)
+    found = chain_findings(options.findings, root, primary, topic, endpoint.url, api, server)
     job = Job(
         root=root,
         out_dir=out_dir,
@@ -245,22 +253,36 @@ def continue_existing(
         keep_reasoning=options.keep_reasoning,
         force=options.force,
         git=None if primary.record is None else primary.record.git,
+        findings=found.hook,
+        extraction=found.extraction,
+        self_check=found.self_check,
     )
-    own = client is None
-    client = client or make_client(endpoint, options)
-    try:
-        done = run_job(job, client, events=ProgressSink(progress))
-    finally:
-        if own:
-            client.close()
+    done = _run(job, options, client, progress)
     return ContinueOutcome(
         result=ReviewResult(
-            tuple(done.segments), endpoint.url, primary.receipt.context_files or ()
+            tuple(done.segments),
+            endpoint.url,
+            primary.receipt.context_files or (),
+            tuple(done.extraction),
+            tuple(done.self_check),
         ),
         new_segments=done.new,
         had_record=primary.record is not None,
         max_continuations=options.continuation.max_continuations,
     )
+
+
+def _run(
+    job: Job, options: ContinueOptions, client: ChatClient | None, progress: ProgressFn | None
+) -> JobResult:
+    """Run the job with ``client``, or a client of its own (closed after)."""
+    own = client is None
+    client = client or make_client(job.endpoint, options)
+    try:
+        return run_job(job, client, events=ProgressSink(progress))
+    finally:
+        if own:
+            client.close()
 
 
 def _already_complete(
@@ -389,6 +411,7 @@ CONTINUE_FIELDS = {
     "force": "force",
     "max_run_tokens": "max_run_tokens",
     **{k: v for k, v in REVIEW_FIELDS.items() if v.startswith(("continuation.", "retry.", "time"))},
+    **{k: f"findings.{k}" for k in FindingsAsk._fields},
 }
 
 
@@ -417,5 +440,7 @@ def continue_options(
         continuation=ContinuationOptions(**g["continuation"]),
         retry=RetryPolicy(**g["retry"]),
         timeouts=Timeouts(**g["timeouts"]),
+        findings=FindingsAsk(**g["findings"]),
+        server_declared=values["server"].source != "default",
     )
     return root, options

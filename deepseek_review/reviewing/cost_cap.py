@@ -19,7 +19,7 @@ from deepseek_review.errors import ConfigError
 from deepseek_review.ollama.pricing import Price, check_trusted, parse, price_of
 from deepseek_review.options.merge import configured_layer
 from deepseek_review.options.table import check, name_of
-from deepseek_review.reviewing.plan import ReviewOptions
+from deepseek_review.reviewing.plan import ReviewOptions, refinement_requests, refinements_named
 from deepseek_review.util.textsafe import plural
 
 #: Hosts whose servers report prompt-cache hits and bill them apart.
@@ -69,7 +69,9 @@ def refuse_plan_over_cost(
     what: str,
 ) -> None:
     """Refuse reviews of ``prompts`` (estimated prompt tokens, one per review) whose worst
-    cases at the operator's price of ``options.model`` add up to more than ``limit``."""
+    cases at the operator's price of ``options.model`` add up to more than ``limit``: each
+    with the findings extraction and self-check that follow it
+    (:func:`.plan.refinement_requests`)."""
     if limit is None:
         return
     check("max_cost", limit)
@@ -77,11 +79,12 @@ def refuse_plan_over_cost(
     cont = options.continuation
     later = cont.max_tokens or options.max_tokens
     cached = reports_cache_hits(cont.server, url)
+    refining = sum(price.cost(p, c) for p, c in refinement_requests(options, url))
     costs = [
-        worst_cost(price, p, options.max_tokens, later, cont.max_continuations, cached)
+        worst_cost(price, p, options.max_tokens, later, cont.max_continuations, cached) + refining
         for p in prompts
     ]
-    refuse_over_cost(limit, costs, what)
+    refuse_over_cost(limit, costs, what + refinements_named(options, url))
 
 
 def refuse_over_cost(limit: float | None, costs: Sequence[float], what: str) -> None:

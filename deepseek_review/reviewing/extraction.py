@@ -18,16 +18,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
 
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import ConfigError, InputError
 from deepseek_review.git.runner import read_regular_file, resolve_inside
-from deepseek_review.ollama.probe import is_cloud
+from deepseek_review.ollama.probe import CLOUD_HOST, is_cloud, model_facts
 from deepseek_review.ollama.reasoning import fields as reasoning_fields
 from deepseek_review.options.table import name_of
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.reviewing.prompt import Template, frame_messages, load_template
+from deepseek_review.records.naming import FINDINGS_TOPIC_SUFFIX, SELF_CHECK_TOPIC_SUFFIX
+from deepseek_review.reviewing.prompt import Template, frame_messages, load_internal_template
 from deepseek_review.reviewing.request import (
     BodyOptions,
     PreparedRequest,
@@ -37,14 +39,19 @@ from deepseek_review.reviewing.request import (
 )
 from deepseek_review.reviewing.segment import Segment
 
+if TYPE_CHECKING:
+    from deepseek_review.chat.client import ChatClient, SideAsk
+
 #: The bundled template of the extraction request (also :data:`.derive.EXTRACTION_TEMPLATE`).
 TEMPLATE = "findings-extraction"
-#: The extraction's topic is the review's with this suffix (the self-check's with the other).
-TOPIC_SUFFIX = "-findings"
-SELF_CHECK_SUFFIX = "-self-check"
 #: At most what the extraction's request adds to the review's answers (its template, the
 #: request with the schema, the headings): about 2.5 KB; counted for ``max_run_tokens``.
 FRAMING_TOKENS = 1024
+#: The extraction's topic is the review's with this suffix (the self-check's with the other).
+TOPIC_SUFFIX = FINDINGS_TOPIC_SUFFIX
+SELF_CHECK_SUFFIX = SELF_CHECK_TOPIC_SUFFIX
+#: The hosted API whose host says its kind (as ``CLOUD_HOST`` says Ollama's cloud).
+DEEPSEEK_HOST = "api.deepseek.com"
 #: The fields that ask for (or against) reasoning, replaced by "off" in the extraction.
 _REASONING_KEYS = ("thinking", "reasoning_effort", "reasoning", "think")
 
@@ -59,6 +66,8 @@ class SelfCheck(NamedTuple):
     topic: str
     server: str
     threshold: int
+    declared: bool = True
+    """``server`` is known (declared, or said by the host); else asked (:func:`probed_kind`)."""
 
 
 class Extraction(NamedTuple):
@@ -71,6 +80,8 @@ class Extraction(NamedTuple):
     server: str
     url: str
     make: Maker
+    declared: bool = True
+    """``server`` is known (declared, or said by the host); else asked (:func:`probed_kind`)."""
 
 
 def resolved_mode(findings_from: str, server: str, api: str) -> str:
@@ -81,6 +92,48 @@ def resolved_mode(findings_from: str, server: str, api: str) -> str:
     if findings_from != "auto":
         return findings_from
     return "block" if server == "deepseek" and api == "openai" else "auto"
+
+
+def declared_kind(server: str, declared: bool, url: str | None) -> str | None:
+    """The server kind the operator declared (``server``), else the one the endpoint's host
+    says (Ollama's cloud, DeepSeek's API); None: only asking the server can tell."""
+    if declared:
+        return server
+    host = (urlsplit(url).hostname or "").lower() if url else ""
+    return {CLOUD_HOST: "ollama", DEEPSEEK_HOST: "deepseek"}.get(host)
+
+
+def probed_kind(client: ChatClient, model: str, server: str) -> str:
+    """The kind of a server not declared, by what it answers (asked once per client): Ollama
+    by the probe the context check makes (:func:`.ollama.probe.model_facts`), llama.cpp by
+    ``GET /props`` (llama-server's properties: ``default_generation_settings``) or, for
+    llama-cpp-python, by the count route its tokenizer is asked at
+    (:func:`.chat.tokenize.python_count`), vLLM by ``GET /version`` (``{"version"}``); else
+    ``server`` (OpenAI's dialect, which vLLM, LM Studio and Ollama's /v1 read alike)."""
+    if model_facts(client, model) is not None:
+        return "ollama"
+    key = ("server-kind",)
+    with client.learning:
+        known = client.learned.get(key)
+    if not isinstance(known, str):
+        with client.side_requests(timeout=min(5.0, client.timeouts.connect)) as ask:
+            known = _kind_by_routes(ask, model)
+        with client.learning:
+            client.learned[key] = known
+    return known or server
+
+
+def _kind_by_routes(ask: SideAsk, model: str) -> str:
+    """llama.cpp, vllm, or "" (neither answers as it does)."""
+    from deepseek_review.chat.tokenize import python_count
+
+    props = ask("/props")
+    if isinstance(props, dict) and isinstance(props.get("default_generation_settings"), dict):
+        return "llama.cpp"
+    if python_count(ask, model, "") is not None:  # llama-cpp-python: no /props
+        return "llama.cpp"
+    version = ask("/version")
+    return "vllm" if isinstance(version, dict) and isinstance(version.get("version"), str) else ""
 
 
 def dialect_for(
@@ -190,11 +243,12 @@ def structured_request(
     schema: Mapping[str, Any],
     name: str = "findings",
 ) -> Request:
-    """The exact request of a bundled template over ``files`` asking for JSON valid against
-    ``schema`` (named ``name`` where the dialect names it), reasoning off."""
+    """The exact request of an internal template (``prompts/internal/``) over ``files``
+    asking for JSON valid against ``schema`` (named ``name`` where the dialect names it),
+    reasoning off."""
     from deepseek_review.chat.tokens import estimate_sizes
 
-    template = load_template(template_name)
+    template = load_internal_template(template_name)
     framed = frame_messages(template, prompt, topic, files)
     messages = tuple(WireMessage(role, parts, None) for role, parts in framed)
     sizes = message_sizes(messages)

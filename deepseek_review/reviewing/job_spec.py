@@ -23,9 +23,13 @@ from deepseek_review.reviewing.extraction import (
     Extraction,
     SelfCheck,
     extraction_topic,
-    resolved_mode,
 )
-from deepseek_review.reviewing.plan import ContinuationOptions, ReviewPlan
+from deepseek_review.reviewing.plan import (
+    ContinuationOptions,
+    ReviewPlan,
+    extraction_mode,
+    known_server,
+)
 from deepseek_review.reviewing.request import BodyOptions, PreparedRequest, WireMessage
 from deepseek_review.reviewing.segment import Segment
 from deepseek_review.util.logs import log
@@ -170,7 +174,8 @@ def job_from_plan(
     (then ``existing_git``: what their primary's record pins, which the new ones pin too)."""
     o = plan.options
     cont = o.continuation
-    mode = resolved_mode(o.findings_from, cont.server, o.api)
+    mode = extraction_mode(o, plan.endpoint.url)
+    known = known_server(o, plan.endpoint.url)
     if max_continuations is not None:
         cont = replace(cont, max_continuations=max_continuations)
     return Job(
@@ -198,7 +203,10 @@ def job_from_plan(
         findings=findings_hook(plan) if o.findings and mode == "block" else None,
         extraction=extraction_of(plan, mode) if o.findings and mode != "block" else None,
         self_check=SelfCheck(
-            extraction_topic(o.topic, SELF_CHECK_SUFFIX), cont.server, o.self_check_threshold
+            extraction_topic(o.topic, SELF_CHECK_SUFFIX),
+            known or cont.server,
+            o.self_check_threshold,
+            known is not None,
         )
         if o.findings and o.self_check
         else None,
@@ -227,12 +235,14 @@ def extraction_of(plan: ReviewPlan, mode: str) -> Extraction:
     from deepseek_review.finding.sidecar import maker
 
     o = plan.options
+    known = known_server(o, plan.endpoint.url)
     return Extraction(
         mode=mode,
         topic=extraction_topic(o.topic),
-        server=o.continuation.server,
+        server=known or o.continuation.server,
         url=plan.endpoint.url,
         make=maker(plan.root, *_findings_files(plan)),
+        declared=known is not None,
     )
 
 

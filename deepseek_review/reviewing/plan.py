@@ -115,6 +115,10 @@ class ReviewOptions:
     allow_secrets: bool = default("allow_secrets")
     reasoning: str | None = default("reasoning")
     api: str = default("api")
+    server_declared: bool = True
+    """Whether ``continuation.server`` was declared (a flag, the environment, a file) rather
+    than left at its default: an undeclared one is asked for by the findings extraction
+    (:func:`.extraction.probed_kind`)."""
     endpoint: str | None = default("endpoint")
     endpoint_named_by: str | None = None
     """The repository file (config, manifest) that chose ``endpoint``; None when the operator
@@ -422,12 +426,9 @@ def _check_own_options(options: ReviewOptions) -> None:
     check_topic(options.topic)
     check("findings_from", options.findings_from)
     if options.findings:
-        from deepseek_review.reviewing.extraction import extraction_topic, resolved_mode
+        from deepseek_review.reviewing.extraction import extraction_topic
 
-        if (
-            resolved_mode(options.findings_from, options.continuation.server, options.api)
-            != "block"
-        ):
+        if extraction_mode(options) != "block":
             extraction_topic(options.topic)
     if options.context_window is not None:
         check("context_window", options.context_window)
@@ -503,35 +504,66 @@ def review_worst_case(options: ReviewOptions, prompt_tokens: int) -> int:
     cont = options.continuation
     later = cont.max_tokens or options.max_tokens
     total = worst_case(prompt_tokens, options.max_tokens, later, cont.max_continuations)
+    return total + sum(p + c for p, c in refinement_requests(options))
+
+
+def refinement_requests(options: ReviewOptions, url: str | None = None) -> list[tuple[int, int]]:
+    """The worst requests that follow a review asking for its findings, as (prompt tokens,
+    answer cap): a findings extraction (its framing and every answer) and a self-check (on
+    the findings file: anchored JSON, ~2x the answers), each asked twice at most."""
     from deepseek_review.reviewing.extraction import FRAMING_TOKENS
 
-    answers = options.max_tokens + later * cont.max_continuations
-    if _extracts(options):  # asked twice at most: its framing, every answer, a reply
-        total += 2 * (FRAMING_TOKENS + answers + options.max_tokens)
-    if options.findings and options.self_check:  # the same, on the findings file (anchored
-        total += 2 * (FRAMING_TOKENS + 2 * answers + options.max_tokens)  # JSON: ~2x them)
-    return total
+    cont = options.continuation
+    answers = options.max_tokens + (cont.max_tokens or options.max_tokens) * cont.max_continuations
+    out: list[tuple[int, int]] = []
+    if _extracts(options, url):
+        out += [(FRAMING_TOKENS + answers, options.max_tokens)] * 2
+    if options.findings and options.self_check:
+        out += [(FRAMING_TOKENS + 2 * answers, options.max_tokens)] * 2
+    return out
 
 
-def _what(options: ReviewOptions) -> str:
-    """What ``max_run_tokens`` holds a review's worst case against, in its refusal."""
+def refinements_named(options: ReviewOptions, url: str | None = None) -> str:
+    """`` and its findings extraction and self-check`` (what follows a review), or ""."""
     more = [
         w
         for w, on in (
-            ("findings extraction", _extracts(options)),
+            ("findings extraction", _extracts(options, url)),
             ("self-check", options.findings and options.self_check),
         )
         if on
     ]
-    return "the review" + (f" and its {' and '.join(more)}" if more else "")
+    return f" and its {' and '.join(more)}" if more else ""
 
 
-def _extracts(options: ReviewOptions) -> bool:
-    """Whether the review's findings are asked for by a findings extraction after it."""
+def _what(options: ReviewOptions) -> str:
+    """What ``max_run_tokens`` holds a review's worst case against, in its refusal."""
+    return "the review" + refinements_named(options)
+
+
+def known_server(options: ReviewOptions, url: str | None = None) -> str | None:
+    """The review's server kind as declared, or as the host of ``url`` (default: the
+    ``endpoint`` option) says; on Ollama's native API, Ollama. None: the server is asked."""
+    from deepseek_review.reviewing.extraction import declared_kind
+
+    if options.api == "ollama":
+        return "ollama"
+    server = options.continuation.server
+    return declared_kind(server, options.server_declared, url or options.endpoint)
+
+
+def extraction_mode(options: ReviewOptions, url: str | None = None) -> str:
+    """What ``findings_from`` means for the review's server (:func:`.extraction.resolved_mode`),
+    as :func:`known_server` knows it."""
     from deepseek_review.reviewing.extraction import resolved_mode
 
-    mode = resolved_mode(options.findings_from, options.continuation.server, options.api)
-    return options.findings and mode != "block"
+    server = known_server(options, url) or options.continuation.server
+    return resolved_mode(options.findings_from, server, options.api)
+
+
+def _extracts(options: ReviewOptions, url: str | None = None) -> bool:
+    """Whether the review's findings are asked for by a findings extraction after it."""
+    return options.findings and extraction_mode(options, url) != "block"
 
 
 def _lines(text: str) -> int:

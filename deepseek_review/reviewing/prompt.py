@@ -46,6 +46,10 @@ DEFAULT_TEMPLATE = "default"
 #: and the request last, so two reviews of the same files share the whole files prefix.
 TEMPLATE_VERSION = 2
 CONTINUATION_DIRECTIVE = "continuation"
+#: The folder under ``prompts/`` of the templates the tool sends itself (the findings
+#: extraction, the self-check): never a ``--template`` choice, found by
+#: :func:`load_internal_template` alone.
+INTERNAL_DIR = "internal"
 PLACEHOLDERS = ("prompt", "context", "file_list", "topic")
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _MARKER_RE = re.compile(r"^<!--\s*(system|user)\s*-->[ \t]*$", re.MULTILINE)
@@ -84,7 +88,7 @@ class Template:
 
 
 def list_templates() -> list[str]:
-    """Names of the bundled review templates."""
+    """Names of the bundled review templates a user can choose (not the internal ones)."""
     return sorted(
         p.stem
         for p in prompts_dir().glob("*.md")
@@ -146,6 +150,12 @@ def load_template(name: str | None = None, file: str | Path | None = None) -> Te
     if bundled is None or not bundled.is_file():
         raise ConfigError(f"unknown template {name!r}; choose from {', '.join(list_templates())}")
     return parse_template(bundled.read_text(encoding="utf-8"), name)
+
+
+def load_internal_template(name: str) -> Template:
+    """A template the tool sends itself (``prompts/internal/<name>.md``), recorded by ``name``."""
+    path = prompts_dir() / INTERNAL_DIR / f"{name}.md"
+    return parse_template(path.read_text(encoding="utf-8"), name)
 
 
 def _bundled_path(name: str) -> Path | None:

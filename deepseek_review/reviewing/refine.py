@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from deepseek_review.chat.types import Completion
 from deepseek_review.errors import BadResponse, InputError
@@ -22,6 +22,7 @@ from deepseek_review.reviewing.extraction import (
     SelfCheck,
     answer_files,
     enforces_schema,
+    probed_kind,
     repo_file,
     structured_request,
 )
@@ -31,11 +32,15 @@ from deepseek_review.reviewing.request import BodyOptions, PreparedRequest
 from deepseek_review.reviewing.segment import Segment, SegmentSpec, write_segment
 from deepseek_review.util.logs import log
 
+if TYPE_CHECKING:
+    from deepseek_review.chat.client import ChatClient
+
 
 class Runner(Protocol):
     """What of a running job (:class:`.job._Run`) these requests use."""
 
     job: Job
+    client: ChatClient
     result: JobResult
     now: Callable[[], datetime]
 
@@ -61,8 +66,9 @@ def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
     if not findings_of(found.text.encode("utf-8"), findings_path)["findings"]:
         run._log(logging.INFO, "%s holds no findings: nothing to self-check", findings_path)
         return
+    server = _server(run, sc.server, sc.declared)
     req = structured_request(
-        job.body, sc.server, sc.topic, [found], SELF_CHECK_TEMPLATE, self_check_prompt(),
+        job.body, server, sc.topic, [found], SELF_CHECK_TEMPLATE, self_check_prompt(),
         SCORES_SCHEMA, "scores",
     )  # fmt: skip
     data = found.text.encode("utf-8")
@@ -88,6 +94,7 @@ def extract(run: Runner, ex: Extraction) -> None:
     file is written beside the answer whose findings are used."""
     job, segments = run.job, run.result.segments
     review, text = segments[-1].answer_path, "".join(s.content for s in segments)
+    ex = ex._replace(server=_server(run, ex.server, ex.declared))
     req = extraction_request(job.body, ex.server, ex.topic, answer_files(job.root, segments))
     why = ""
     for attempt in (1, 2):
@@ -95,7 +102,7 @@ def extract(run: Runner, ex: Extraction) -> None:
         note = f"findings extraction of {review} ({ex.topic})"
         failed: list[str] = []
         made = partial(_extracted, ex, review=review, text=text, failed=failed, fallback=fallback)
-        seg = _exchange(run, req, ex.topic, note, made)
+        seg = _exchange(run, req, ex.topic, note, made, cut_off_too=fallback)
         run.result.extraction.append(seg)
         if seg.findings_path is not None and not failed:
             return
@@ -111,15 +118,27 @@ def extract(run: Runner, ex: Extraction) -> None:
     )
 
 
+def _server(run: Runner, server: str, declared: bool) -> str:
+    """The kind of the server the request goes to: as declared, else as it answers."""
+    if declared:
+        return server
+    found = probed_kind(run.client, run.job.body.model, server)
+    run._log(logging.INFO, "the server answers as %s: its structured output is asked so", found)
+    return found
+
+
 def _exchange(
     run: Runner,
     req: Request,
     topic: str,
     note: str,
     made: Callable[[Completion], Callable[[str], bytes | None]],
+    *,
+    cut_off_too: bool = False,
 ) -> Segment:
     """One request of its own sent and written as the first segment of its chain;
-    ``made``: given the answer, the maker of the findings file beside it."""
+    ``made``: given the answer, the maker of the findings file beside it (``cut_off_too``:
+    asked also when the answer is cut off at the token cap)."""
     completion = run._ask(req.prepared, req.prepared.options, note, primary=True)
     assert completion is not None, "a job's later request is refused by raising"
     run._received(completion, req.estimate)
@@ -128,7 +147,7 @@ def _exchange(
     spec = run._first_spec(
         req.prepared, completion, topic, req.files, template, req.estimate, findings
     )
-    return write_segment(spec, run.now())
+    return write_segment(spec._replace(findings_when_cut_off=cut_off_too), run.now())
 
 
 def _extracted(
@@ -144,10 +163,13 @@ def _extracted(
     ``failed``; ``fallback``: then from the review's block (``auto``'s last attempt)."""
 
     def make(answer: str) -> bytes | None:
-        try:
-            return ex.make(completion.content, review, "structured")
-        except InputError as exc:
-            failed.append(exc.message)
+        if completion.finish_reason == "length":
+            failed.append("cut off at the token cap")
+        else:
+            try:
+                return ex.make(completion.content, review, "structured")
+            except InputError as exc:
+                failed.append(exc.message)
         if not fallback:
             return None
         enforced = "" if enforces_schema(ex.server, ex.url) else " (not enforced by this server)"

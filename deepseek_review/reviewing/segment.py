@@ -107,6 +107,9 @@ class SegmentSpec(NamedTuple):
     findings: Callable[[str], bytes | None] | None = None
     """``run --findings``: given the answer's path, the findings file of the chain ending here
     (None: none to write); asked only when this segment is not cut off."""
+    findings_when_cut_off: bool = False
+    """Ask ``findings`` also when this segment is cut off (a findings extraction whose
+    findings then come from the review's block)."""
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -268,7 +271,8 @@ def _receipt(
 def _write_findings(spec: SegmentSpec, answer_rel: str, path: Path) -> tuple[str, str] | None:
     """The findings file of a chain ending with this segment, written after the answer and
     before the record that lists it: (path, sha256), or None."""
-    if spec.findings is None or spec.completion.finish_reason == "length":
+    cut_off = spec.completion.finish_reason == "length" and not spec.findings_when_cut_off
+    if spec.findings is None or cut_off:
         return None
     data = spec.findings(answer_rel)
     if data is None:

@@ -103,6 +103,7 @@ def build_review_options(
         retry=retry or RetryPolicy(**g["retry"]),
         timeouts=timeouts or Timeouts(**g["timeouts"]),
         endpoint_named_by=values["endpoint"].named_by,
+        server_declared=values["server"].source != "default",
         operator_endpoints=operator_endpoints,
     )
 

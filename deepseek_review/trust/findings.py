@@ -7,7 +7,7 @@ Only here do findings meet the trust rule: deriving, anchoring and rendering the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +20,12 @@ from deepseek_review.errors import (
 )
 from deepseek_review.finding.baseline import compare, only_new, read_baseline
 from deepseek_review.finding.derive import (
+    Believed,
     Collected,
     asks_for_none,
     chain_findings,
+    is_extraction,
+    is_self_check,
     merge,
     problem_path,
     supersede,
@@ -32,8 +35,12 @@ from deepseek_review.finding.extract import FindingsRefused
 from deepseek_review.finding.model import SEVERITIES, Anchored, rank
 from deepseek_review.git.runner import resolve_inside
 from deepseek_review.records.chain import chain_index, find_chain
+from deepseek_review.records.index import ReceiptIndex
+from deepseek_review.records.naming import FINDINGS_TOPIC_SUFFIX as TOPIC_SUFFIX
+from deepseek_review.records.naming import SELF_CHECK_TOPIC_SUFFIX as SELF_CHECK_SUFFIX
+from deepseek_review.records.naming import sibling
 from deepseek_review.records.storage import write_replacing
-from deepseek_review.records.stored import no_such_path
+from deepseek_review.records.stored import ChainSegment, no_such_path
 from deepseek_review.trust.rule import Admission, TrustPolicy, admit
 from deepseek_review.verification import discover
 
@@ -78,21 +85,13 @@ def collect(
                 done.add(receipt)
                 continue
             done.update(s.receipt_path for s in chain)
-            try:
-                out.reviews.append(chain_findings(root, chain, admission.believed))
-            except InputError as exc:
-                if single or isinstance(exc, FindingsRefused):  # no gate passes without it
-                    raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
-                last = problem_path(root, chain)
-                if "the answer has no ```json block" in exc.message:  # extract's words
-                    out.without_block.add(last)
-                    if asks_for_none(chain):
-                        out.not_asked.add(last)
-                        continue
-                own = chain[-1].answer_path  # an extraction's, when listed under its review
-                if last != own:
-                    failed.add(last)
-                out.problems.append((last, exc.message if last == own else f"{own}: {exc.message}"))
+            refined = 0
+            believed = admission.believed
+            if single:  # its findings extraction and self-check, as a folder reads them
+                for later in _refinements(root, chain, admission.admitted, index, done):
+                    done.update(s.receipt_path for s in later)
+                    refined += _read_chain(root, later, out, failed, believed, single=False)
+            _read_chain(root, chain, out, failed, believed, single=single and not refined)
     supersede(out, failed)
     out.findings = merge(out.reviews)
     out.set_aside = dict(admission.set_aside)
@@ -153,6 +152,70 @@ class FindingsExport:
             path, why = unread[0]
             more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
             raise FindingsGate(f"the gate cannot pass: {path}: {why}{more}")
+
+
+def _read_chain(
+    root: Path,
+    chain: list[ChainSegment],
+    out: Collected,
+    failed: set[str],
+    believed: Believed,
+    *,
+    single: bool,
+) -> int:
+    """Add a chain's findings to ``out`` (1), or its problem (0; ``single``: raised, as for a
+    review named alone)."""
+    try:
+        out.reviews.append(chain_findings(root, chain, believed))
+        return 1
+    except InputError as exc:
+        if single or isinstance(exc, FindingsRefused):  # no gate passes without it
+            raise InputError(f"{chain[-1].answer_path}: {exc.message}") from None
+        last = problem_path(root, chain)
+        if "the answer has no ```json block" in exc.message:  # extract's words
+            out.without_block.add(last)
+            if asks_for_none(chain):
+                out.not_asked.add(last)
+                return 0
+        own = chain[-1].answer_path  # an extraction's, when listed under its review
+        if last != own:
+            failed.add(last)
+        out.problems.append((last, exc.message if last == own else f"{own}: {exc.message}"))
+        return 0
+
+
+def _refinements(
+    root: Path,
+    chain: list[ChainSegment],
+    admitted: Collection[str],
+    index: ReceiptIndex[None],
+    done: Collection[str],
+) -> list[list[ChainSegment]]:
+    """The chains beside a review that refine its findings: its findings extractions (their
+    context is exactly its answers) and the self-checks of its findings files or of theirs
+    (their context is that file), admitted by the trust rule, in name order."""
+    folder = chain[-1].receipt_path.rpartition("/")[0] or "."
+    answers = [s.answer_path for s in chain]
+    read = {sibling(chain[-1].receipt_path, "findings")}
+    found: list[list[ChainSegment]] = []
+    for suffix in (TOPIC_SUFFIX, SELF_CHECK_SUFFIX):  # extractions first: their files are read
+        for rel in discover(root, [folder]).receipts:
+            name = rel.rpartition("/")[2]
+            if rel in done or rel not in admitted or f"{suffix}_" not in name:
+                continue
+            try:
+                later = find_chain(root, rel, index=index)
+            except InputError:
+                continue
+            files = list(later[0].receipt.context_files or ())
+            if suffix == TOPIC_SUFFIX:
+                refines = is_extraction(later) and files == answers
+            else:
+                refines = is_self_check(later) and len(files) == 1 and files[0] in read
+            if refines:
+                found.append(later)
+                read.add(sibling(later[-1].receipt_path, "findings"))
+    return found
 
 
 def export(

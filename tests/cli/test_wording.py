@@ -121,10 +121,7 @@ def test_help_lists_the_commands_in_the_order_of_the_workflow(cli: Cli):
 
 
 CHOICES = {
-    ("run", "--template"): (
-        "[default|spec-review|code-review|diff-review|synthesis|findings-extraction|"
-        "findings-self-check]"
-    ),
+    ("run", "--template"): "[default|spec-review|code-review|diff-review|synthesis]",
     ("run", "--reasoning"): "[none|low|medium|high|max]",
     ("run", "--server"): "[ollama|llama.cpp|vllm|deepseek]",
     ("run", "--api"): "[openai|ollama]",

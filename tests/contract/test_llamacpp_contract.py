@@ -416,3 +416,22 @@ def test_verify_strict_rebuilds_the_structured_extraction_exactly(extracted, mod
     assert checked.code == 0, checked.out + checked.err
     (receipt,) = checked.json()["receipts"]
     assert receipt["status"] == "ok"
+
+
+def test_a_server_not_declared_is_asked_what_it_is_and_gets_its_dialect(llama_server, tmp_path):
+    """Without ``--server``, llama-cpp-python (no ``/api/version`` nor ``/props``) is known by
+    its tokenizer's count route and gets llama.cpp's dialect, which its grammar honours (the
+    OpenAI ``json_schema`` type it refuses with a 500)."""
+    from deepseek_review.finding.extract import wire_schema
+
+    repo = make_repo(tmp_path)
+    args = review_args(llama_server, "--max-tokens", "1000", "--findings", "--no-stream")
+    at = args.index("--server")
+    del args[at : at + 2]
+    run = cli(repo, *args)
+    assert run.code == 0, run.err[-2000:]
+    (extraction,) = run.json()["extraction"]
+    record = json.loads((repo / extraction["record_path"]).read_text())
+    assert record["body"]["response_format"] == {"type": "json_object", "schema": wire_schema()}
+    findings = json.loads((repo / extraction["findings_path"]).read_text())
+    assert findings["findings_from"] == "structured"

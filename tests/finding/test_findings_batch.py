@@ -69,3 +69,21 @@ def test_a_batch_without_findings_reports_none_and_never_loads_the_findings_modu
         [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "['ok', 'ok'] [None, None] False"
+
+
+def test_a_batch_counts_the_extraction_and_self_check_in_its_tokens(repo, cli, make_simulator):
+    sim = make_simulator(answer_words=60)
+    manifest(repo, ["a", "b"], defaults={"template": "code-review", "findings": True,
+                                         "self_check": True})  # fmt: skip
+    got = batch(cli, sim, "--jobs", "1")
+    assert got.code == 0, got.err
+    used: dict[str, int] = {}
+    for path in (repo / "reviews").glob("*.receipt.json"):
+        topic = path.name.split("_", 1)[0]  # a, a-findings, a-self-check, ...
+        tokens = json.loads(path.read_text("utf-8"))["usage"]["total_tokens"]
+        used[topic] = used.get(topic, 0) + tokens
+    assert sorted(used) == ["a", "a-findings", "a-self-check", "b", "b-findings", "b-self-check"]
+    assert got.json()["total_tokens"] == sum(used.values())
+    for entry in got.json()["entries"]:
+        mine = sum(n for topic, n in used.items() if topic.split("-")[0] == entry["topic"])
+        assert entry["usage"]["total_tokens"] == mine

@@ -56,17 +56,41 @@ def test_the_fixture_is_50_findings_with_wrong_lines_and_right_quotes():
         assert c["start_line"] != c["true_start"]
 
 
-def test_quotes_anchor_43_of_50_right_where_line_numbers_anchor_none():
+def knowable(case: dict[str, Any]) -> bool:
+    """Whether a finding's quote and claimed line say where it is, found by plain search of
+    the file (not by the anchoring under test): the quote is in one place, or its one place
+    nearest the claimed line is the true one."""
+    lines = (SEEN.texts[case["path"]] or "").split("\n")
+    quote = case["quote"].split("\n")
+    found = [i + 1 for i in range(len(lines)) if lines[i : i + len(quote)] == quote]
+    distance = {p: abs(p - case["start_line"]) for p in found}
+    nearest = [p for p in found if distance[p] == min(distance.values())]
+    return nearest == [case["true_start"]]
+
+
+def test_quotes_anchor_right_every_finding_they_place_where_line_numbers_anchor_none():
+    """The closing note's figure: right before (line numbers) and after (quotes), of 50."""
     before, after = right(anchored(quotes=False)), right(anchored(quotes=True))
     print(f"\nright before (line numbers): {before.total()}/50; after (quotes): {after.total()}/50")
-    assert (before.total(), after.total()) == (0, 43)
+    claimed_right = sum(
+        (c["start_line"], c["end_line"]) == (c["true_start"], c["true_end"]) for c in CASES
+    )
+    assert before.total() == claimed_right
+    assert after.total() == sum(map(knowable, CASES))
+    assert after.total() > before.total()
 
 
 def test_every_quote_found_once_or_nearest_its_place_is_anchored_right():
-    assert right(anchored(quotes=True)) == {"off": 36, "off-near": 7}
+    placed = Counter(c["kind"] for c in CASES if c["kind"] in ("off", "off-near"))
+    assert right(anchored(quotes=True)) == placed
 
 
 def test_no_quote_anchors_a_finding_on_lines_that_do_not_hold_it():
     before, after = on_other_text(anchored(quotes=False)), on_other_text(anchored(quotes=True))
     print(f"\nanchored on other text: before {before}/50, after {after}/50")
-    assert (before, after) == (43, 0)
+    elsewhere = sum(
+        (SEEN.texts[c["path"]] or "").split("\n")[c["start_line"] - 1 : c["end_line"]]
+        != c["quote"].split("\n")
+        for c in CASES
+    )  # the claimed lines do not hold the quote
+    assert (before, after) == (elsewhere, 0)

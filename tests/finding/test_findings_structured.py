@@ -306,3 +306,150 @@ def test_a_topic_too_long_for_its_extraction_is_refused_before_sending(repo, cli
     assert run.code == 2
     assert f"--topic '{'t' * 115}': too long for its findings extraction's topic" in run.err
     assert simulator.chat_requests() == []
+
+
+JSON_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {"name": "findings", "strict": True, "schema": wire_schema()},
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("ollama", JSON_SCHEMA),
+        ("llama.cpp", {"type": "json_object", "schema": wire_schema()}),
+        ("vllm", JSON_SCHEMA),
+        ("other", JSON_SCHEMA),
+    ],
+)
+def test_a_server_not_declared_gets_the_dialect_of_the_kind_it_answers_as(
+    repo, cli, make_simulator, kind, value
+):
+    sim = make_simulator(server_kind=kind)
+    run = review(cli, sim, "--template", "code-review", "--findings", context=CODE)
+    assert run.code == 0, run.err
+    (extraction,) = run.json()["extraction"]
+    assert sent_body(repo, extraction)["response_format"] == value
+    assert read(repo, extraction["findings_path"])["findings_from"] == "structured"
+
+
+def test_a_llama_cpp_python_server_not_declared_gets_llama_cpps_dialect(repo, cli, make_simulator):
+    sim = make_simulator(server_kind="other", tokenizer="llama-cpp-python")  # no /props
+    run = review(cli, sim, "--template", "code-review", "--findings", context=CODE)
+    assert run.code == 0, run.err
+    body = sent_body(repo, run.json()["extraction"][0])
+    assert body["response_format"] == {"type": "json_object", "schema": wire_schema()}
+
+
+def test_a_vllm_server_not_declared_gets_its_own_reasoning_off_field(repo, cli, make_simulator):
+    sim = make_simulator(server_kind="vllm")
+    run = review(cli, sim, "--template", "code-review", "--findings", context=CODE)
+    body = sent_body(repo, run.json()["extraction"][0])
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_a_declared_server_is_not_asked_what_it_is(repo, cli, make_simulator):
+    sim = make_simulator(server_kind="llama.cpp")
+    run = extract_run(cli, sim, "--server", "vllm")
+    assert run.code == 0, run.err
+    assert sent_body(repo, run.json()["extraction"][0])["response_format"] == JSON_SCHEMA
+    asked = {r.path for r in sim.requests if r.method == "GET"}
+    assert not asked & {"/props", "/version", "/api/version"}
+
+
+def test_the_server_kind_is_asked_once_for_the_extraction_and_the_self_check(
+    repo, cli, make_simulator
+):
+    sim = make_simulator(server_kind="llama.cpp")
+    run = review(cli, sim, "--template", "code-review", "--findings", "--self-check",
+                 context=CODE)  # fmt: skip
+    assert run.code == 0, run.err
+    assert sent_body(repo, run.json()["self_check"][0])["response_format"]["type"] == "json_object"
+    assert [r.path for r in sim.requests if r.path == "/props"] == ["/props"]
+
+
+def test_auto_takes_the_block_when_the_extraction_is_cut_off_at_the_token_cap(
+    repo, cli, make_simulator
+):
+    sim = make_simulator()  # the review's prose fills its first segment; the block is whole
+    cap = ("--max-tokens", "20", "--continuation-max-tokens", "4000")  # in the next one
+    run = review(cli, sim, "--template", "code-review", "--findings", *cap, context=CODE)
+    assert run.code == 0, run.err
+    first, second = run.json()["extraction"]
+    assert (first["finish_reason"], second["finish_reason"]) == ("length", "length")
+    found = read(repo, second["findings_path"])
+    assert (found["findings_from"], len(found["findings"])) == ("block", 1)
+    assert (
+        f"{second['answer_path']}: cut off at the token cap; the findings are taken from the "
+        "review's block"
+    ) in run.err
+    got = cli("verify", "--json", second["receipt_path"])
+    checks = {c["name"]: c for c in got.json()["receipts"][0]["checks"]}
+    assert checks["answer"]["detail"].endswith("re-derived from the answer: identical")
+
+
+@pytest.mark.parametrize("kind", ["receipt_path", "answer_path"])
+def test_findings_on_a_reviews_own_file_reads_its_extraction_as_the_folder_does(
+    repo, cli, make_simulator, kind
+):
+    sim = make_simulator(findings_line_offset=40)  # the block's lines: nowhere in the file
+    run = extract_run(cli, sim)
+    got = cli("findings", "--format", "json", run.json()["segments"][-1][kind])
+    assert got.code == 0, got.err
+    assert [f["quote_match"] for f in json.loads(got.out)["findings"]] == ["exact"]
+    assert got.out == cli("findings", "--format", "json", "reviews").out
+
+
+def test_findings_on_a_reviews_own_file_reads_its_self_check(repo, cli, make_simulator):
+    sim = make_simulator(answer_words=20)
+    run = review(cli, sim, "--template", "code-review", "--findings", "--self-check",
+                 "--self-check-threshold", "10", context=CODE)  # fmt: skip
+    assert run.code == 0, run.err
+    checked = read(repo, run.json()["self_check"][0]["findings_path"])
+    assert checked["self_check"]["dropped"]  # the simulator scores its one finding under 10
+    got = cli("findings", "--format", "json", run.json()["segments"][-1]["answer_path"])
+    assert got.code == 0, got.err
+    assert json.loads(got.out)["findings"] == checked["findings"] == []
+    assert got.out == cli("findings", "--format", "json", "reviews").out
+
+
+def test_continue_with_findings_extracts_them_once_the_chain_is_complete(repo, cli, simulator):
+    cut = ("--max-tokens", "60", "--max-continuations", "0")  # the prose alone: cut off
+    first = review(cli, simulator, "--template", "code-review", "--findings", *cut, context=CODE)
+    assert first.json()["status"] == "truncated"
+    assert "extraction" not in first.json()  # a chain still cut off: nothing to extract
+    answer = first.json()["segments"][-1]["answer_path"]
+    got = cli("continue", answer, "--findings", "--continuation-max-tokens", "4000", "--json")
+    assert got.code == 0, got.err
+    (extraction,) = got.json()["extraction"]
+    found = read(repo, extraction["findings_path"])
+    assert (found["findings_from"], len(found["findings"])) == ("structured", 1)
+    record = read(repo, extraction["record_path"])
+    answers = [s["answer_path"] for s in got.json()["segments"]]
+    assert [f["path"] for f in record["context_files"]] == answers
+    assert cli("verify", "--strict").code == 0
+
+
+def test_continue_without_findings_makes_none(repo, cli, simulator):
+    cut = ("--max-tokens", "60", "--max-continuations", "0")
+    first = review(cli, simulator, "--template", "code-review", "--findings", *cut, context=CODE)
+    answer = first.json()["segments"][-1]["answer_path"]
+    got = cli("continue", answer, "--continuation-max-tokens", "4000", "--json")
+    assert got.code == 0, got.err
+    assert "extraction" not in got.json()
+    assert list((repo / "reviews").glob("*.findings.json")) == []
+
+
+def test_continue_with_findings_from_block_writes_them_beside_the_last_segment(
+    repo, cli, simulator
+):
+    cut = ("--max-tokens", "60", "--max-continuations", "0")
+    first = review(cli, simulator, "--template", "code-review", "--findings", *cut, context=CODE)
+    answer = first.json()["segments"][-1]["answer_path"]
+    got = cli("continue", answer, "--findings", "--findings-from", "block",
+              "--continuation-max-tokens", "4000", "--json")  # fmt: skip
+    assert got.code == 0, got.err
+    assert "extraction" not in got.json()
+    last = got.json()["segments"][-1]
+    assert read(repo, last["findings_path"])["findings_from"] == "block"

@@ -64,7 +64,7 @@ def test_a_bad_template_with_a_good_range_is_one_line(repo: Path, cli: Any) -> N
     assert result.code == 2, result.err
     assert result.err == (
         "deepseek-review: error: unknown template 'nope'; choose from code-review, default, "
-        "diff-review, findings-extraction, findings-self-check, spec-review, synthesis\n"
+        "diff-review, spec-review, synthesis\n"
     )
 
 

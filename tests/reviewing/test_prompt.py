@@ -6,6 +6,7 @@ model is really sent.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -31,8 +32,6 @@ BUNDLED = (
     "code-review",
     "diff-review",
     "synthesis",
-    "findings-extraction",
-    "findings-self-check",
 )
 
 
@@ -463,3 +462,22 @@ def test_template_names_in_help_match_the_bundled_templates(repo, cli):
     assert sorted(BUNDLED) == sorted(
         p.stem for p in Path(prompts_dir()).glob("*.md") if "<!-- user -->" in p.read_text()
     )
+
+
+@pytest.mark.parametrize("name", ["findings-extraction", "findings-self-check"])
+def test_a_template_the_tool_sends_itself_is_no_choice_of_the_user(repo, cli, name):
+    r = cli("run", "--dry-run", "-c", "docs/spec.md", "-p", "x", "--template", name)
+    assert r.code == 2
+    assert r.err == (
+        f"deepseek-review: error: unknown template {name!r}; choose from code-review, default, "
+        "diff-review, spec-review, synthesis\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["findings-extraction", "findings-self-check"])
+def test_a_template_the_tool_sends_itself_is_found_by_its_name(name):
+    from deepseek_review.reviewing.prompt import load_internal_template
+
+    data = (prompts_dir() / "internal" / f"{name}.md").read_bytes()
+    template = load_internal_template(name)
+    assert (template.name, template.sha256) == (name, "sha256:" + hashlib.sha256(data).hexdigest())

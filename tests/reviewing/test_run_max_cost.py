@@ -97,3 +97,19 @@ def test_continuations_count_their_resent_prefix_as_cache_hits_only_where_report
     assert reports_cache_hits("deepseek", "https://example.org/v1/chat/completions")
     assert reports_cache_hits("ollama", "https://api.deepseek.com/chat/completions")
     assert not reports_cache_hits("ollama", "http://127.0.0.1:11434/v1/chat/completions")
+
+
+def test_the_cap_counts_the_findings_extraction_that_follows_the_review(
+    repo: Path, simulator: Simulator, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    operator_prices(monkeypatch, {MODEL: DOLLAR})
+    cap = ("--max-cost", "0.002", "--max-tokens", "400", "--max-continuations", "0")
+    asked = ("--template", "code-review", "--findings")
+    block = review(cli, simulator, *cap, *asked, "--findings-from", "block")
+    assert block.code == 0, block.err  # the review alone fits
+    sent = len(simulator.chat_requests())
+    r = review(cli, simulator, *cap, *asked, "--topic", "extracted")
+    assert r.code == 2
+    assert "--max-cost 0.002: the review and its findings extraction may cost up to" in r.err
+    assert "nothing was sent" in r.err
+    assert len(simulator.chat_requests()) == sent

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from deepseek_review.errors import ConfigError
-from deepseek_review.testing.simulator.config import TOKENIZERS, SimulatorConfig
+from deepseek_review.testing.simulator.config import SERVER_KINDS, TOKENIZERS, SimulatorConfig
 from deepseek_review.testing.simulator.prefix_cache import PROMPT_CACHES
 from deepseek_review.testing.simulator.server import Simulator
 from deepseek_review.testing.simulator.structured import STRUCTURED_FAULTS
@@ -181,6 +181,8 @@ _FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("prompt_cache",
      "keep a prefix cache and report its hits as DeepSeek's API, OpenAI-style servers or "
      "llama.cpp do; none: report none (Ollama)", {"choices": PROMPT_CACHES}),
+    ("server_kind", "answer the route that identifies ollama (/api/version), llama.cpp "
+     "(/props) or vllm (/version); other: none", {"choices": SERVER_KINDS}),
     ("models", "comma-separated model names; none: any", {"type": _names}),
     ("api_key", "require this bearer token; none: open", {}),
     ("max_body_bytes", "larger requests get 413", {}),

@@ -18,6 +18,8 @@ from deepseek_review.testing.simulator.wire import ALL_FAULTS, CONTEXT_OVERFLOWS
 CHAT_PATH = "/v1/chat/completions"
 #: What ``tokenizer`` may be (:mod:`.tokenizer`, which imports this module).
 TOKENIZERS = ("none", "llama.cpp", "llama-cpp-python", "vllm")
+#: What ``server_kind`` may be: the server whose identifying routes are answered.
+SERVER_KINDS = ("ollama", "llama.cpp", "vllm", "other")
 
 
 @dataclass
@@ -87,6 +89,9 @@ class SimulatorConfig:
     tokenizer: str = "none"
     """The tokenizer endpoints offered, as ``llama.cpp``, ``llama-cpp-python`` or ``vllm``
     offer them (:mod:`.tokenizer`); ``none``: none (Ollama has none)."""
+    server_kind: str = "ollama"
+    """Which server's identifying route it answers: Ollama's ``GET /api/version``, llama.cpp's
+    ``GET /props``, vLLM's ``GET /version``; ``other``: none of them."""
     models: frozenset[str] | None = None
     api_key: str | None = None
     max_body_bytes: int = 64 * 1024 * 1024
@@ -103,6 +108,8 @@ class SimulatorConfig:
             raise ValueError(f"prompt_cache must be one of {', '.join(PROMPT_CACHES)}")
         if set(self.structured_faults) - set(STRUCTURED_FAULTS):
             raise ValueError(f"structured_faults: each one of {', '.join(STRUCTURED_FAULTS)}")
+        if self.server_kind not in SERVER_KINDS:
+            raise ValueError(f"server_kind must be one of {', '.join(SERVER_KINDS)}")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
         if not 0.0 <= self.fault_rate <= 1.0:

@@ -30,6 +30,16 @@ from deepseek_review.testing.simulator.prefix_cache import PrefixCache
 
 #: Faults answered without generating anything (:meth:`Handler._refuse`).
 _REFUSALS = frozenset({"reset", "500", "502", "503", "429", "429-string", "html", "empty"})
+#: What each server kind answers on the route that tells it apart (``server_kind``).
+_IDENTIFYING: dict[tuple[str, str], object] = {
+    ("/api/version", "ollama"): {"version": "0.33.0-sim"},
+    ("/props", "llama.cpp"): {
+        "default_generation_settings": {"n_ctx": 4096},
+        "total_slots": 1,
+        "build_info": "b0000-sim",
+    },
+    ("/version", "vllm"): {"version": "0.11.0-sim"},
+}
 
 
 class State(Protocol):
@@ -196,8 +206,8 @@ class Handler(Writer):
                 {"id": m, "object": "model", "created": 0, "owned_by": "library"} for m in names
             ]
             self._send_json(200, {"object": "list", "data": data})
-        elif self.command == "GET" and route == "/api/version":
-            self._send_json(200, {"version": "0.33.0-sim"})
+        elif self.command == "GET" and (route, cfg.server_kind) in _IDENTIFYING:
+            self._send_json(200, _IDENTIFYING[route, cfg.server_kind])
         elif self.command == "POST" and route == native.SHOW_PATH:
             try:
                 model = native.check_model(cfg, native.parse(body).get("model"))
