@@ -101,6 +101,8 @@ def _beyond(extra: dict[str, Any]) -> list[str]:
     if extra["cache_hit_share"] is not None:
         share = extra["cache_hit_share"]
         lines.append(f"prompt-cache hits: {share:.1%} of the prompts whose server reports them")
+    elif extra["prompt_cache_hit_tokens"] is None:
+        lines.append("prompt-cache hits: unknown (no server reported its cache use)")
     if extra["tokens_per_second"] is not None:
         lines.append(f"speed: {extra['tokens_per_second']:g} completion tokens per second")
     if extra["cost"] is not None:

@@ -29,7 +29,9 @@ class Extra:
     cache_hit_tokens: int = 0
     cache_miss_tokens: int = 0
     cache_reported: int = 0
-    """Segments whose server reported its prompt-cache use (the others': unknown, not 0)."""
+    """Segments whose server reported its prompt-cache hits (the others': unknown, not 0)."""
+    miss_reported: int = 0
+    """Segments whose server reported its prompt-cache misses."""
     timed_completion_tokens: int = 0
     seconds: float = 0.0
     cost: float = 0.0
@@ -55,18 +57,20 @@ class Extra:
         self.cache_hit_tokens += details.get("prompt_cache_hit_tokens", 0)
         self.cache_miss_tokens += details.get("prompt_cache_miss_tokens", 0)
         self.cache_reported += "prompt_cache_hit_tokens" in details
+        self.miss_reported += "prompt_cache_miss_tokens" in details
         if response.elapsed_seconds and response.usage_reported:
             self.timed_completion_tokens += completion_tokens
             self.seconds += response.elapsed_seconds
 
     def to_json(self) -> dict[str, Any]:
-        """Reasoning tokens; the cache-hit share of prompts whose server reports cache use
-        (null: none did); completion tokens per second of request time (null: none timed)."""
+        """Reasoning tokens; prompt-cache hits and misses (null: no server reported them,
+        never an invented 0) and the hit share of the prompts whose server reports cache use;
+        completion tokens per second of request time (null: none timed)."""
         cached = self.cache_hit_tokens + self.cache_miss_tokens
         return {
             "reasoning_tokens": self.reasoning_tokens,
-            "prompt_cache_hit_tokens": self.cache_hit_tokens,
-            "prompt_cache_miss_tokens": self.cache_miss_tokens,
+            "prompt_cache_hit_tokens": self.cache_hit_tokens if self.cache_reported else None,
+            "prompt_cache_miss_tokens": self.cache_miss_tokens if self.miss_reported else None,
             "cache_hit_share": round(self.cache_hit_tokens / cached, 4) if cached else None,
             "tokens_per_second": (
                 round(self.timed_completion_tokens / self.seconds, 2) if self.seconds else None

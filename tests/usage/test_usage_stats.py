@@ -76,3 +76,27 @@ def test_stats_says_null_where_no_server_reported_cache_use(
     assert review(cli, sim).code == 0
     total = cli("stats", "--json").json()["total"]
     assert total["cache_hit_share"] is None and total["reasoning_tokens"] == 0
+
+
+def test_stats_says_null_not_0_for_cache_hits_and_misses_no_server_reported(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    sim = make_simulator()  # as Ollama and llama-cpp-python: no cache counts
+    assert review(cli, sim).code == 0
+    total = cli("stats", "--json").json()["total"]
+    assert total["prompt_cache_hit_tokens"] is None
+    assert total["prompt_cache_miss_tokens"] is None
+    assert "prompt-cache hits: unknown" in cli("stats").err
+
+
+def test_stats_says_how_many_segments_left_their_cache_hits_out_of_the_sum(
+    repo: Path, make_simulator: MakeSim, cli: Any
+) -> None:
+    assert review(cli, make_simulator(usage_details=True), "--topic", "a").code == 0
+    assert review(cli, make_simulator(), "--topic", "b").code == 0
+    total = cli("stats", "--json").json()["total"]
+    [reported] = [r for r in records(repo) if "usage_details" in r["response"]]
+    details = reported["response"]["usage_details"]
+    assert total["prompt_cache_hit_tokens"] == details["prompt_cache_hit_tokens"]
+    assert total["prompt_cache_miss_tokens"] == details["prompt_cache_miss_tokens"]
+    assert total["segments_without_cache_report"] == 1
