@@ -67,12 +67,42 @@ def test_it_runs_on_merge_requests_and_keeps_its_reports():
     assert "deepseek-review.sarif" in JOB["artifacts"]["paths"]
 
 
-def test_it_installs_the_pinned_release_of_this_version():
-    version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text("utf-8"), re.M)
-    assert version
-    assert SPEC["spec"]["inputs"]["package"]["default"] == f"deepseek-review=={version.group(1)}"
+def test_the_package_input_is_required_no_default_name_anyone_could_publish():
+    """Whatever pip installs runs with the project's CI/CD variables: a default name not
+    published on PyPI could be claimed by anyone, so the user names what they trust."""
+    package = SPEC["spec"]["inputs"]["package"]
+    assert "default" not in package
+    assert "deepseek-review @ git+https://" in package["description"]
     assert JOB["variables"]["DSR_PACKAGE"] == "$[[ inputs.package ]]"
     assert any('pip install --quiet "$DSR_PACKAGE"' in c for c in JOB["before_script"])
+
+
+def test_an_empty_package_input_stops_the_job_before_anything_is_installed(tmp_path):
+    """GitLab accepts an empty value for a required input: the job names the input."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    for name in ("python3", "pip"):  # would install: must not be reached
+        (stub / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\nexit 1\n", "utf-8")
+        (stub / name).chmod(0o755)
+    job = interpolated({"package": ""})
+    out = subprocess.run(
+        [
+            "bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            "set -eo pipefail\n" + "\n".join(job["before_script"]),
+        ],
+        cwd=tmp_path,
+        env={"PATH": f"{stub}{os.pathsep}{os.environ['PATH']}", "DSR_PACKAGE": ""},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 2
+    [line] = out.stdout.splitlines()
+    assert "set the component input package" in line
+    assert not (tmp_path / "ran").exists()
 
 
 def test_every_python_the_job_starts_runs_isolated():
