@@ -9,6 +9,7 @@ is built once (in a module-wide ``PRE_COMMIT_HOME``).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from deepseek_review.testing.simulator import Simulator
 from tests.support.git import commit, git
 from tests.support.packaging import snapshot
 from tests.support.reviews import write_repo
+from tests.support.split import words
 
 ROOT = Path(__file__).resolve().parents[2]
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
@@ -170,3 +172,37 @@ def test_review_hook_on_push_reviews_the_pushed_commits(hook_repo, work, simulat
     (record,) = (work / "reviews").glob("pre-commit_*.request.json")
     pins = record.read_text(encoding="utf-8")
     assert base in pins and head in pins
+
+
+def test_review_hook_with_split_gates_every_part_and_the_synthesis(
+    hook_repo, work, make_simulator
+) -> None:
+    """A change larger than the window, reviewed in parts: the finding sits in a later part
+    (the simulator flags line 1 of the first context file of a part with text there; the
+    first files start with an empty line), so gating part 1 alone would let it pass."""
+    docs: dict[str, str | bytes | None] = {
+        f"docs/a{i}.md": "\n" + words(i, 6_000) for i in range(4)
+    }
+    commit(work, "docs", {**docs, "docs/z.md": words(9, 6_000)})
+    (work / "src" / "pkg" / "mean.py").write_text("def mean(xs):\n    return 0\n", "utf-8")
+    git(work, "add", "src/pkg/mean.py")
+    small = make_simulator(context_window=4096, context_overflow="refuse", answer_words=40)
+    env = {"DEEPSEEK_REVIEW_ENDPOINT": small.base_url, "DEEPSEEK_REVIEW_CONTEXT_WINDOW": "4096",
+           "DEEPSEEK_REVIEW_MAX_TOKENS": "512", "DEEPSEEK_REVIEW_HOOK_FAIL_ON": "nit"}  # fmt: skip
+    config = {
+        "repos": [
+            {
+                "repo": str(hook_repo.path),
+                "rev": hook_repo.rev,
+                "hooks": [{"id": "deepseek-review", "args": ["--split", "-c", "docs/"]}],
+            }
+        ]
+    }
+    (work / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    git(work, "add", ".pre-commit-config.yaml")
+    result = hook_repo.pre_commit(work, "run", "deepseek-review", "--hook-stage", "manual", env=env)
+    (record,) = (work / "reviews").glob("*.split.json")
+    assert len(json.loads(record.read_text(encoding="utf-8"))["parts"]) >= 2
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "docs/z.md" in result.stdout
+    assert "exit code: 13" in result.stdout
