@@ -10,8 +10,8 @@ from deepseek_review.cli.app import (
     QuietOpt,
     RepoRootOpt,
     VerboseOpt,
-    _json_out,
-    _write_lines,
+    json_out,
+    write_lines,
     app,
     example,
     typed_path,
@@ -51,9 +51,9 @@ def stats(
             result.total.without_usage,
         )
     if as_json:
-        _json_out(result.to_json())
+        json_out(result.to_json())
         return
-    _write_lines(sys.stdout, [*_table(result), "", *_server_table(result)])
+    write_lines(sys.stdout, [*_table(result), "", *_server_table(result)])
     note = _price_note(result)
     for line in [*_beyond(result.total.extra.to_json()), *([note] if note else [])]:
         log.info("%s", line)  # on stderr: stdout is the table

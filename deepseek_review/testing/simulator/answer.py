@@ -274,11 +274,11 @@ def answer_so_far(messages: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
 
 def prompt_token_estimate(messages: Sequence[Mapping[str, Any]]) -> int:
     """A tokenizer-free prompt size: words and punctuation, plus 4 per message."""
-    return sum(_count_prompt_tokens(message_text(m)) + 4 for m in messages)
+    return sum(count_prompt_tokens(message_text(m)) + 4 for m in messages)
 
 
 @functools.lru_cache(maxsize=256)
-def _count_prompt_tokens(text: str) -> int:
+def count_prompt_tokens(text: str) -> int:
     """Cached: the same large prompt is often sent again (a continuation resends it), and
     counting its tokens is most of the simulator's work per request."""
     return sum(1 for _ in _PROMPT_TOKEN_RE.finditer(text))
