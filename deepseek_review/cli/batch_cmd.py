@@ -9,10 +9,10 @@ from typing import Any
 
 from deepseek_review.cli.app import (
     STATE,
-    json_out,
-    write_lines,
     example,
+    json_out,
     tokens_text,
+    write_lines,
 )
 from deepseek_review.cli.progress import BatchProgress
 from deepseek_review.cli.signals import graceful_stop

@@ -13,10 +13,10 @@ from deepseek_review.cli.app import (
     QuietOpt,
     RepoRootOpt,
     VerboseOpt,
-    json_out,
-    write_lines,
     app,
     example,
+    json_out,
+    write_lines,
 )
 from deepseek_review.errors import ConfigError
 from deepseek_review.util.textsafe import escape

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from deepseek_review.cli.app import (
     STATE,
-    json_out,
-    write_lines,
     example,
+    json_out,
     shown_path,
     tokens_text,
     typed_path,
+    write_lines,
 )
 from deepseek_review.cli.progress import review_progress
 from deepseek_review.cli.table import Flags, table_command

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deepseek_review.cli.app import json_out, write_lines, shown_path
+from deepseek_review.cli.app import json_out, shown_path, write_lines
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import plural
 

@@ -10,11 +10,11 @@ from deepseek_review.cli.app import (
     QuietOpt,
     RepoRootOpt,
     VerboseOpt,
-    json_out,
-    write_lines,
     app,
     example,
+    json_out,
     typed_path,
+    write_lines,
 )
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import escape

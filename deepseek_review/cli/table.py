@@ -19,8 +19,8 @@ from deepseek_review.cli.app import (
     JsonOpt,
     QuietOpt,
     VerboseOpt,
-    parse_json_object,
     app,
+    parse_json_object,
     typed_path,
 )
 from deepseek_review.options.rows import TEMPLATES

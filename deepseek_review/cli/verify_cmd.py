@@ -12,11 +12,11 @@ from deepseek_review.cli.app import (
     QuietOpt,
     RepoRootOpt,
     VerboseOpt,
-    json_out,
-    write_lines,
     app,
     example,
+    json_out,
     typed_path,
+    write_lines,
 )
 from deepseek_review.errors import VerificationFailed
 from deepseek_review.options.table import OPTIONS

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from deepseek_review.errors import ConfigError
 from deepseek_review.signing import NAMESPACE
-from deepseek_review.signing.sshsig import BadSignature, read_strings, exact_strings
+from deepseek_review.signing.sshsig import BadSignature, exact_strings, read_strings
 
 _SPACE = " \t\r\n"
 """What ends the principals word (ssh-keygen's ``strdelimw``)."""

@@ -45,12 +45,12 @@ from typing import Any
 
 from deepseek_review.records.naming import name_order
 from deepseek_review.records.receipt import parse_receipt
-from deepseek_review.verification.checks import Verifier, LocalChecked
+from deepseek_review.verification.checks import LocalChecked, Verifier
 from deepseek_review.verification.discovery import discover
 from deepseek_review.verification.reports import (
-    PASSED_BY_VALUE,
     CHECKS,
     DEFAULT_FOLDER,
+    PASSED_BY_VALUE,
     REPORT_SCHEMA,
     CheckResult,
     CheckStatus,

@@ -17,8 +17,8 @@ from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.verification.files import Problem, RepoFiles
 from deepseek_review.verification.record_checks import RecordChecks
 from deepseek_review.verification.reports import (
-    PASSED,
     CHECKS,
+    PASSED,
     CheckResult,
     ReceiptReport,
     ReceiptStatus,
