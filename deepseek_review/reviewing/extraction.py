@@ -23,13 +23,12 @@ from urllib.parse import urlsplit
 
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import ConfigError, InputError
-from deepseek_review.finding.derive import EXTRACTION_TEMPLATE
 from deepseek_review.git.runner import read_regular_file, resolve_inside
 from deepseek_review.ollama.probe import CLOUD_HOST, is_cloud, model_facts
 from deepseek_review.ollama.reasoning import fields as reasoning_fields
 from deepseek_review.options.table import name_of
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.naming import FINDINGS_TOPIC_SUFFIX
+from deepseek_review.records.naming import EXTRACTION_TEMPLATE, FINDINGS_TOPIC_SUFFIX
 from deepseek_review.reviewing.prompt import Template, frame_messages, load_internal_template
 from deepseek_review.reviewing.request import (
     BodyOptions,
