@@ -11,7 +11,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from deepseek_review.chat.types import Completion
-from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import BadResponse, InputError
 from deepseek_review.finding.self_check import SCORES_SCHEMA, SELF_CHECK_TEMPLATE, findings_of
 from deepseek_review.finding.self_check import prompt_text as self_check_prompt
@@ -54,16 +53,9 @@ class Runner(Protocol):
 
     def log(self, level: int, msg: str, *args: object) -> None: ...
 
-    def first_spec(
-        self,
-        prepared: PreparedRequest,
-        completion: Completion,
-        topic: str,
-        files: tuple[ContextFile, ...],
-        template: tuple[str, str],
-        estimate: int,
-        findings: Callable[[str], bytes | None] | None,
-    ) -> SegmentSpec: ...
+    @property
+    def first_spec(self) -> Callable[..., SegmentSpec]:
+        """:meth:`.job._Run.first_spec` (its signature is there)."""
 
 
 def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
