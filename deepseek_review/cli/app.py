@@ -161,7 +161,7 @@ def _root(
 # --------------------------------------------------------------------------- helpers
 
 
-def _json_out(obj: Any) -> None:
+def json_out(obj: Any) -> None:
     """One JSON object on stdout: readable UTF-8, but no raw control character (C1, bidi)."""
     import json
 
@@ -170,14 +170,14 @@ def _json_out(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def _write_lines(stream: TextIO, lines: Iterable[str]) -> None:
+def write_lines(stream: TextIO, lines: Iterable[str]) -> None:
     """Human-readable output, one line each, with control characters shown as escapes: the
     lines quote file names, receipts and config values, which anyone may have written."""
     stream.write(escape_lines(list(lines)))
     stream.flush()
 
 
-def _parse_json_object(text: str | None, option: str) -> dict[str, Any]:
+def parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     if not text:
         return {}
     from deepseek_review.util import safejson
@@ -265,7 +265,7 @@ def _end(exit_code: int, line: str, document: dict[str, Any]) -> NoReturn:
     sys.stderr.flush()
     if STATE.json and not STATE.json_written:
         with contextlib.suppress(StdoutClosed):
-            _json_out(document)
+            json_out(document)
     sys.exit(exit_code)
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from deepseek_review.cli.app import (
     STATE,
-    _json_out,
-    _write_lines,
     example,
+    json_out,
     tokens_text,
+    write_lines,
 )
 from deepseek_review.cli.progress import BatchProgress
 from deepseek_review.cli.signals import graceful_stop
@@ -45,7 +45,7 @@ def batch(flags: Flags) -> None:
                 flags["manifest"], clean=not flags["dry_run"], **flags.given(root)
             )
     except api.ManifestError as exc:
-        _write_lines(sys.stderr, (f"deepseek-review: {line}" for line in exc.lines()))
+        write_lines(sys.stderr, (f"deepseek-review: {line}" for line in exc.lines()))
         raise
     STATE.secret = plan.api_key
     key = flags.signing_key(root)
@@ -68,7 +68,7 @@ def batch(flags: Flags) -> None:
     with graceful_stop(stop, Interrupted.exit_code), progress.attached(), api.signed_with(key):
         result = api.execute_batch(plan, stop=stop, on_event=progress)
     if flags["as_json"]:
-        _json_out(result.as_json())
+        json_out(result.as_json())
     _log_summary(result, plan.report)
     _raise_unless_complete(result, plan.report)
 
@@ -179,7 +179,7 @@ def _render_dry_run(
     costs = [r["cost_estimate"] for r in to_send]
     total = round(sum(costs), 6) if costs and None not in costs else None
     if as_json:
-        _json_out(
+        json_out(
             {
                 "dry_run": True,
                 "shard": str(prepared.planned.shard) if prepared.planned.shard else None,
@@ -201,7 +201,7 @@ def _render_dry_run(
         )
         if r["refused"]:
             lines.append(f"          refused: {r['refused']}")
-    _write_lines(sys.stdout, [*lines, *_pool_lines(spread)])
+    write_lines(sys.stdout, [*lines, *_pool_lines(spread)])
     if total is not None:
         log.info("cost at most %g (each prompt and its whole max_tokens, no cache hit)", total)
     checked = "1 entry" if len(rows) == 1 else f"{len(rows)} entries"

@@ -13,10 +13,10 @@ from deepseek_review.cli.app import (
     QuietOpt,
     RepoRootOpt,
     VerboseOpt,
-    _json_out,
-    _write_lines,
     app,
     example,
+    json_out,
+    write_lines,
 )
 from deepseek_review.errors import ConfigError
 from deepseek_review.util.textsafe import escape
@@ -62,7 +62,7 @@ def config(
             {"name": r.name, "key": r.key, "value": _plain(r.value), "message": r.message}
             for r in refused
         ]
-        _json_out({"repo_root": str(root), "settings": data, "refused": marks})
+        json_out({"repo_root": str(root), "settings": data, "refused": marks})
     else:
         width = max(len(k) for k in settings.items)
         lines = [f"repository root: {root}"]
@@ -80,7 +80,7 @@ def config(
         if others:
             lines.append("refused (not a setting here):")
             lines += [f"  {escape(r.message)}" for r in others]
-        _write_lines(sys.stdout, lines)
+        write_lines(sys.stdout, lines)
     if refused:
         n = len(refused)
         raise ConfigError(

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from deepseek_review.cli.app import (
     STATE,
-    _json_out,
-    _write_lines,
     example,
+    json_out,
     shown_path,
     tokens_text,
     typed_path,
+    write_lines,
 )
 from deepseek_review.cli.progress import review_progress
 from deepseek_review.cli.table import Flags, table_command
@@ -135,9 +135,9 @@ def _render_plan(plan: ReviewPlan, as_json: bool) -> None:
 
     cost = cost_estimate(plan)
     if as_json:
-        _json_out(_plan_info(plan, cost))
+        json_out(_plan_info(plan, cost))
         return
-    _write_lines(
+    write_lines(
         sys.stdout,
         [
             f"endpoint       {plan.endpoint.url}",
@@ -217,7 +217,7 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
         )
     if as_json:
         last = result.segments[-1]
-        _json_out(
+        json_out(
             {
                 "status": "truncated" if result.truncated else "ok",
                 "stalled": result.stalled,
@@ -251,7 +251,7 @@ def _render_result(root: Path, result: ReviewResult, as_json: bool) -> None:
         )
         if p
     )
-    _write_lines(sys.stdout, paths)
+    write_lines(sys.stdout, paths)
     last = result.segments[-1]
     log.info(
         "%s: %s, %s, finish_reason %s",
@@ -344,7 +344,7 @@ def show(flags: Flags) -> None:
         from deepseek_review.cli.split_views import story_lines
         from deepseek_review.records.split_record import load_split
 
-        _write_lines(sys.stdout, story_lines(load_split(root, typed_path(root, flags["path"]))))
+        write_lines(sys.stdout, story_lines(load_split(root, typed_path(root, flags["path"]))))
         return
     shown = api.show(
         typed_path(root, flags["path"]),
@@ -375,4 +375,4 @@ def show(flags: Flags) -> None:
 
     story = story_of(root, chain[0].receipt_path)
     if story:  # a split review's synthesis: the story goes to stderr, the answer stays exact
-        _write_lines(sys.stderr, story)
+        write_lines(sys.stderr, story)

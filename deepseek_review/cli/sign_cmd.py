@@ -14,11 +14,11 @@ from deepseek_review.cli.app import (
     RepoRootOpt,
     TrustedRevOpt,
     VerboseOpt,
-    _json_out,
-    _write_lines,
     app,
     example,
+    json_out,
     typed_path,
+    write_lines,
 )
 from deepseek_review.errors import VerificationFailed
 from deepseek_review.options.table import OPTIONS
@@ -66,9 +66,9 @@ def sign(
         f"deepseek-review: sign: {len(report.signed)} signed, {len(report.already)} already "
         f"signed, {len(report.refused)} refused"
     )
-    _write_lines(sys.stderr, lines)
+    write_lines(sys.stderr, lines)
     if as_json:
-        _json_out(report.to_json())
+        json_out(report.to_json())
     if report.refused:
         n = len(report.refused)
         aside = sum(1 for _, why in report.refused if why.startswith("set aside"))
@@ -124,5 +124,5 @@ def attest(
             f"deepseek-review: attest: left out {plural(left.total(), 'segment')}, listed "
             f"under left_out: {why}"
         )
-    _write_lines(sys.stderr, lines)
+    write_lines(sys.stderr, lines)
     print(ATTEST_PREDICATE_TYPE)

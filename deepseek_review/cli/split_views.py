@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deepseek_review.cli.app import _json_out, _write_lines, shown_path
+from deepseek_review.cli.app import json_out, shown_path, write_lines
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import plural
 
@@ -111,9 +111,9 @@ def plan_json(review: SplitReview) -> dict[str, Any]:
 
 def render_split_plan(review: SplitReview, as_json: bool) -> None:
     if as_json:
-        _json_out(plan_json(review))
+        json_out(plan_json(review))
     else:
-        _write_lines(sys.stdout, plan_lines(review))
+        write_lines(sys.stdout, plan_lines(review))
     log.info("dry run: nothing was sent and nothing was written")
 
 
@@ -122,7 +122,7 @@ def render_outcome(root: Path, outcome: SplitOutcome, as_json: bool) -> None:
     split record; a summary on stderr."""
     every = [*outcome.parts, *outcome.merges, outcome.synthesis]
     if as_json:
-        _json_out(
+        json_out(
             {
                 "split": True,
                 "split_record": outcome.record_path,
@@ -153,7 +153,7 @@ def render_outcome(root: Path, outcome: SplitOutcome, as_json: bool) -> None:
         ]
         if outcome.record_path:
             paths.append(shown_path(root, outcome.record_path))
-        _write_lines(sys.stdout, paths)
+        write_lines(sys.stdout, paths)
     done = sum(o.status == "done" for o in outcome.parts)
     resumed = sum(o.resumed for o in outcome.parts)
     log.info(

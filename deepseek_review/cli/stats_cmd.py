@@ -10,11 +10,11 @@ from deepseek_review.cli.app import (
     QuietOpt,
     RepoRootOpt,
     VerboseOpt,
-    _json_out,
-    _write_lines,
     app,
     example,
+    json_out,
     typed_path,
+    write_lines,
 )
 from deepseek_review.util.logs import log
 from deepseek_review.util.textsafe import escape
@@ -51,9 +51,9 @@ def stats(
             result.total.without_usage,
         )
     if as_json:
-        _json_out(result.to_json())
+        json_out(result.to_json())
         return
-    _write_lines(sys.stdout, [*_table(result), "", *_server_table(result)])
+    write_lines(sys.stdout, [*_table(result), "", *_server_table(result)])
     note = _price_note(result)
     for line in [*_beyond(result.total.extra.to_json()), *([note] if note else [])]:
         log.info("%s", line)  # on stderr: stdout is the table

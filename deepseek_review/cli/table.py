@@ -19,8 +19,8 @@ from deepseek_review.cli.app import (
     JsonOpt,
     QuietOpt,
     VerboseOpt,
-    _parse_json_object,
     app,
+    parse_json_object,
     typed_path,
 )
 from deepseek_review.options.rows import TEMPLATES
@@ -140,7 +140,7 @@ class Flags:
             if option.kind == "bool" and not option.negatable and value is False:
                 continue
             if option.kind == "json":
-                value = _parse_json_object(value, option.long_flag)
+                value = parse_json_object(value, option.long_flag)
             if option.under_root and root is not None:
                 typed = [
                     typed_path(root, v) for v in ([value] if isinstance(value, str) else value)

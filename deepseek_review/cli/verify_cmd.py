@@ -12,11 +12,11 @@ from deepseek_review.cli.app import (
     QuietOpt,
     RepoRootOpt,
     VerboseOpt,
-    _json_out,
-    _write_lines,
     app,
     example,
+    json_out,
     typed_path,
+    write_lines,
 )
 from deepseek_review.errors import VerificationFailed
 from deepseek_review.options.table import OPTIONS
@@ -78,9 +78,9 @@ def _render(report: "VerifyReport", as_json: bool) -> None:
     lines = [_line(r) for r in report.receipts if not (STATE.quiet and r.status == "ok")]
     lines += [_orphan_line(p, report.strict) for p in report.orphans]
     lines.append(_summary(report))
-    _write_lines(sys.stderr, lines)
+    write_lines(sys.stderr, lines)
     if as_json:
-        _json_out(report.to_json())
+        json_out(report.to_json())
 
 
 def _failure(report: "VerifyReport") -> str:
@@ -181,7 +181,7 @@ def _render_splits(splits: "list[SplitReport]") -> None:
             lines.append(f"OK   {s.path} ({s.summary})")
         elif not s.ok:
             lines.append(f"FAIL {s.path}: {'; '.join(s.problems)}")
-    _write_lines(sys.stderr, lines)
+    write_lines(sys.stderr, lines)
     failed = [s for s in splits if not s.ok]
     if failed:
         first = failed[0]

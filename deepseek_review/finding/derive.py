@@ -28,6 +28,7 @@ from deepseek_review.git.runner import git_output, in_git_work_tree
 from deepseek_review.records.canonical import sha256_tag
 from deepseek_review.records.chain import read_answer
 from deepseek_review.records.lines import Lines, describe, line_count, line_slice
+from deepseek_review.records.naming import EXTRACTION_TEMPLATE
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.rebuild import repo_reader
 from deepseek_review.records.stored import ChainSegment
@@ -246,11 +247,6 @@ def derive_text(
     (:func:`.extract.extract_structured`)."""
     found = extract_structured(text) if structured else extract(text)
     return anchor(found, seen, review, quotes=quotes)
-
-
-#: The bundled template of a findings extraction (``run --findings-from structured``): a
-#: review of a review's answer, whose reply is the findings as one JSON object.
-EXTRACTION_TEMPLATE = "findings-extraction"
 
 
 def is_extraction(chain: Sequence[ChainSegment]) -> bool:

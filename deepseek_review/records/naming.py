@@ -77,6 +77,10 @@ def segment_files(stem: str) -> dict[str, str]:
 #: other): how ``findings`` finds them beside the review.
 FINDINGS_TOPIC_SUFFIX = "-findings"
 SELF_CHECK_TOPIC_SUFFIX = "-self-check"
+#: The bundled template of a findings extraction (``run --findings-from structured``): a
+#: review of a review's answer, whose reply is the findings as one JSON object; its name in
+#: a receipt is how ``findings`` tells an extraction's chain.
+EXTRACTION_TEMPLATE = "findings-extraction"
 
 
 def sibling(name: str, kind: str) -> str:

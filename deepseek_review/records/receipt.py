@@ -24,7 +24,7 @@ from deepseek_review.records.receipt_fast import (
     CONTINUATION as CONTINUATION,  # the receipt kinds, named here too
 )
 from deepseek_review.records.receipt_fast import PRIMARY as PRIMARY
-from deepseek_review.records.receipt_fast import _as_written as _as_written  # created_at's own form
+from deepseek_review.records.receipt_fast import as_written as as_written  # created_at's own form
 from deepseek_review.records.receipt_fast import plainly_valid
 from deepseek_review.util import safejson
 from deepseek_review.util.resources import schema_path

@@ -55,7 +55,7 @@ def plainly_uri(url: str) -> bool:
     return _PLAIN_URI.fullmatch(url) is not None
 
 
-def _as_written(value: str) -> bool:
+def as_written(value: str) -> bool:
     """True when ``value`` is exactly what :func:`.receipt.created_at` writes for some
     instant: a UTC RFC 3339 date-time, certainly (False only means "ask the full check")."""
     if not value.endswith("+00:00"):
@@ -69,7 +69,7 @@ def _as_written(value: str) -> bool:
 @lru_cache(maxsize=8192)
 def is_date_time(value: str) -> bool:
     """jsonschema's own "date-time" check (format-nongpl): RFC 3339 after upper-casing."""
-    if _as_written(value) or plain_date_time(value.upper()):
+    if as_written(value) or plain_date_time(value.upper()):
         return True
     from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 

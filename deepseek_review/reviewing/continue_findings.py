@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from deepseek_review.records.naming import SELF_CHECK_TOPIC_SUFFIX
 from deepseek_review.records.parts import file_refs
 from deepseek_review.records.stored import ChainSegment
 from deepseek_review.reviewing.extraction import (
-    SELF_CHECK_SUFFIX,
     Extraction,
     SelfCheck,
     declared_kind,
@@ -66,7 +66,7 @@ def chain_findings(
     mode = resolved_mode(ask.findings_from, kind or server[0], api)
     checked = (
         SelfCheck(
-            extraction_topic(topic, SELF_CHECK_SUFFIX),
+            extraction_topic(topic, SELF_CHECK_TOPIC_SUFFIX),
             kind or server[0],
             ask.self_check_threshold,
             kind is not None,

@@ -28,7 +28,7 @@ from deepseek_review.ollama.probe import CLOUD_HOST, is_cloud, model_facts
 from deepseek_review.ollama.reasoning import fields as reasoning_fields
 from deepseek_review.options.table import name_of
 from deepseek_review.records.canonical import sha256_tag
-from deepseek_review.records.naming import FINDINGS_TOPIC_SUFFIX, SELF_CHECK_TOPIC_SUFFIX
+from deepseek_review.records.naming import EXTRACTION_TEMPLATE, FINDINGS_TOPIC_SUFFIX
 from deepseek_review.reviewing.prompt import Template, frame_messages, load_internal_template
 from deepseek_review.reviewing.request import (
     BodyOptions,
@@ -42,14 +42,9 @@ from deepseek_review.reviewing.segment import Segment
 if TYPE_CHECKING:
     from deepseek_review.chat.client import ChatClient, SideAsk
 
-#: The bundled template of the extraction request (also :data:`.derive.EXTRACTION_TEMPLATE`).
-TEMPLATE = "findings-extraction"
 #: At most what the extraction's request adds to the review's answers (its template, the
 #: request with the schema, the headings): about 2.5 KB; counted for ``max_run_tokens``.
 FRAMING_TOKENS = 1024
-#: The extraction's topic is the review's with this suffix (the self-check's with the other).
-TOPIC_SUFFIX = FINDINGS_TOPIC_SUFFIX
-SELF_CHECK_SUFFIX = SELF_CHECK_TOPIC_SUFFIX
 #: The hosted API whose host says its kind (as ``CLOUD_HOST`` says Ollama's cloud).
 DEEPSEEK_HOST = "api.deepseek.com"
 #: The fields that ask for (or against) reasoning, replaced by "off" in the extraction.
@@ -160,7 +155,7 @@ def enforces_schema(server: str, url: str) -> bool:
     return server != "deepseek" and not (server == "ollama" and is_cloud(url))
 
 
-def extraction_topic(topic: str, suffix: str = TOPIC_SUFFIX) -> str:
+def extraction_topic(topic: str, suffix: str = FINDINGS_TOPIC_SUFFIX) -> str:
     """The extraction's (or the self-check's) topic (:class:`~deepseek_review.errors.
     ConfigError` naming the ``topic`` option when the suffix makes it too long)."""
     from deepseek_review.records.naming import check_topic
@@ -169,7 +164,7 @@ def extraction_topic(topic: str, suffix: str = TOPIC_SUFFIX) -> str:
     try:
         return check_topic(name)
     except ConfigError:
-        what = "findings extraction" if suffix == TOPIC_SUFFIX else "self-check"
+        what = "findings extraction" if suffix == FINDINGS_TOPIC_SUFFIX else "self-check"
         raise ConfigError(
             f"{name_of('topic')} {topic!r}: too long for its {what}'s topic {name!r} (at "
             f"most {120 - len(suffix)} characters)"
@@ -230,7 +225,9 @@ def request(body: BodyOptions, server: str, topic: str, answers: Sequence[Contex
     from deepseek_review.finding.extract import wire_schema
 
     schema = wire_schema()
-    return structured_request(body, server, topic, answers, TEMPLATE, prompt_text(schema), schema)
+    return structured_request(
+        body, server, topic, answers, EXTRACTION_TEMPLATE, prompt_text(schema), schema
+    )
 
 
 def structured_request(

@@ -162,6 +162,9 @@ def run_job(
 
 
 class _Run:
+    """One job's run. Its public methods (:meth:`ask`, :meth:`check_answer`,
+    :meth:`first_spec`, :meth:`log`) are what :mod:`.refine` sends its own requests with."""
+
     def __init__(
         self,
         job: Job,
@@ -179,7 +182,8 @@ class _Run:
         self._joined: tuple[WireMessage, ...] | None = None
         """The primary's messages with their texts, once a continuation needs them."""
 
-    def _log(self, level: int, msg: str, *args: object) -> None:
+    def log(self, level: int, msg: str, *args: object) -> None:
+        """Logs for this job: a batch's lines carry its topic."""
         extra = {"batch_topic": self.job.label} if self.job.label else None
         log.log(level, msg, *args, extra=extra)
 
@@ -203,12 +207,12 @@ class _Run:
             from deepseek_review.reviewing.refine import self_check
 
             if written[0].findings_path is None:
-                self._log(logging.WARNING, "no findings file to self-check")
+                self.log(logging.WARNING, "no findings file to self-check")
             else:
                 self_check(self, job.self_check, written[0].findings_path)
         return r
 
-    def _ask(
+    def ask(
         self, prepared: PreparedRequest, body: BodyOptions, note: str | None, *, primary: bool
     ) -> Completion | None:
         """One request through the gate; None when the gate refused the job's first.
@@ -248,12 +252,12 @@ class _Run:
             remember_usage(self.client.url, body.model, prepared, completion)
         return completion
 
-    def _received(self, completion: Completion, estimate: int) -> None:
+    def check_answer(self, completion: Completion, estimate: int) -> None:
         """Checks and notes on an answer that arrived, before it is written."""
         self._check_prompt_kept(completion, estimate)
         if completion.usage is None and not self.told:
             self.told = True
-            self._log(
+            self.log(
                 logging.WARNING,
                 "the server reported no token usage: tokens are unknown (estimated where a "
                 "count is needed; receipts hold zeros, marked usage_reported=false in the "
@@ -267,7 +271,7 @@ class _Run:
         if msg is None:
             return
         if self.job.allow_truncated_prompt:
-            self._log(
+            self.log(
                 logging.WARNING,
                 "%s (%s: keeping the answer)",
                 msg,
@@ -285,19 +289,19 @@ class _Run:
         job = self.job
         # Before the job's first request, outside the gate: the Ollama pre-flight.
         preflight_primary(job, p, self.client)
-        completion = self._ask(p.prepared, job.body, None, primary=True)
+        completion = self.ask(p.prepared, job.body, None, primary=True)
         if completion is None:
             return False
-        self._received(completion, p.token_estimate)
+        self.check_answer(completion, p.token_estimate)
         ensure_dir(job.out_dir, shown=job.out_shown)
         findings = job.findings and partial(job.findings, completion.content)
-        spec = self._first_spec(
+        spec = self.first_spec(
             p.prepared, completion, job.topic, p.files, p.template, p.token_estimate, findings
         )
         self._write(spec._replace(git=p.git, keep_reasoning=job.keep_reasoning))
         return True
 
-    def _first_spec(
+    def first_spec(
         self,
         prepared: PreparedRequest,
         completion: Completion,
@@ -391,13 +395,13 @@ class _Run:
             f"continuation {made}/{options.max_continuations}: "
             f"{segments[-1].answer_path} {why}; asking {body.model} to go on"
         )
-        completion = self._ask(prepared, body, note, primary=False)
+        completion = self.ask(prepared, body, note, primary=False)
         if completion is None:  # refused before the job sent anything
             return False
-        self._received(completion, estimate)
+        self.check_answer(completion, estimate)
         content, echoed = strip_echo(completion.content, so_far)
         if echoed:
-            self._log(
+            self.log(
                 logging.INFO,
                 "the server echoed the %d prefilled characters; kept them out",
                 echoed,

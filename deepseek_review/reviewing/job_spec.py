@@ -18,8 +18,8 @@ from deepseek_review.chat.tokens import Count
 from deepseek_review.chat.types import Completion, ProgressFn
 from deepseek_review.context.gather import ContextFile
 from deepseek_review.errors import ReviewError
+from deepseek_review.records.naming import SELF_CHECK_TOPIC_SUFFIX
 from deepseek_review.reviewing.extraction import (
-    SELF_CHECK_SUFFIX,
     Extraction,
     SelfCheck,
     extraction_topic,
@@ -203,7 +203,7 @@ def job_from_plan(
         findings=findings_hook(plan) if o.findings and mode == "block" else None,
         extraction=extraction_of(plan, mode) if o.findings and mode != "block" else None,
         self_check=SelfCheck(
-            extraction_topic(o.topic, SELF_CHECK_SUFFIX),
+            extraction_topic(o.topic, SELF_CHECK_TOPIC_SUFFIX),
             known or cont.server,
             o.self_check_threshold,
             known is not None,

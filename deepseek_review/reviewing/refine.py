@@ -37,24 +37,25 @@ if TYPE_CHECKING:
 
 
 class Runner(Protocol):
-    """What of a running job (:class:`.job._Run`) these requests use."""
+    """What of a running job (the one :func:`.job.run_job` runs) these requests use: its
+    public methods, so a request of its own passes the same gate, checks and writer."""
 
     job: Job
     client: ChatClient
     result: JobResult
     now: Callable[[], datetime]
 
-    def _ask(
+    def ask(
         self, prepared: PreparedRequest, body: BodyOptions, note: str | None, *, primary: bool
     ) -> Completion | None: ...
 
-    def _received(self, completion: Completion, estimate: int) -> None: ...
+    def check_answer(self, completion: Completion, estimate: int) -> None: ...
 
-    def _log(self, level: int, msg: str, *args: object) -> None: ...
+    def log(self, level: int, msg: str, *args: object) -> None: ...
 
     @property
-    def _first_spec(self) -> Callable[..., SegmentSpec]:
-        """:meth:`.job._Run._first_spec`."""
+    def first_spec(self) -> Callable[..., SegmentSpec]:
+        """:meth:`.job._Run.first_spec` (its signature is there)."""
 
 
 def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
@@ -64,7 +65,7 @@ def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
     job = run.job
     found = repo_file(job.root, findings_path)
     if not findings_of(found.text.encode("utf-8"), findings_path)["findings"]:
-        run._log(logging.INFO, "%s holds no findings: nothing to self-check", findings_path)
+        run.log(logging.INFO, "%s holds no findings: nothing to self-check", findings_path)
         return
     server = _server(run, sc.server, sc.declared)
     req = structured_request(
@@ -81,8 +82,8 @@ def self_check(run: Runner, sc: SelfCheck, findings_path: str) -> None:
         if seg.findings_path is not None:
             return
         why = failed[0] if failed else "cut off at the token cap"
-        run._log(logging.WARNING, "%s: %s", seg.answer_path, why)
-    run._log(
+        run.log(logging.WARNING, "%s: %s", seg.answer_path, why)
+    run.log(
         logging.WARNING,
         "the self-check did not validate twice: %s keeps every finding unchecked",
         findings_path,
@@ -109,7 +110,7 @@ def extract(run: Runner, ex: Extraction) -> None:
         why = failed[0] if failed else "cut off at the token cap"
         if seg.findings_path is not None or fallback:
             return  # the block's findings, or none: said by _extracted
-        run._log(logging.WARNING, "%s: %s; asking once more", seg.answer_path, why)
+        run.log(logging.WARNING, "%s: %s; asking once more", seg.answer_path, why)
     raise BadResponse(
         f"{run.result.extraction[-1].answer_path}: the findings extraction's answer "
         f"did not validate twice: {why}",
@@ -123,7 +124,7 @@ def _server(run: Runner, server: str, declared: bool) -> str:
     if declared:
         return server
     found = probed_kind(run.client, run.job.body.model, server)
-    run._log(logging.INFO, "the server answers as %s: its structured output is asked so", found)
+    run.log(logging.INFO, "the server answers as %s: its structured output is asked so", found)
     return found
 
 
@@ -139,12 +140,12 @@ def _exchange(
     """One request of its own sent and written as the first segment of its chain;
     ``made``: given the answer, the maker of the findings file beside it (``cut_off_too``:
     asked also when the answer is cut off at the token cap)."""
-    completion = run._ask(req.prepared, req.prepared.options, note, primary=True)
+    completion = run.ask(req.prepared, req.prepared.options, note, primary=True)
     assert completion is not None, "a job's later request is refused by raising"
-    run._received(completion, req.estimate)
+    run.check_answer(completion, req.estimate)
     template = (req.template.name, req.template.sha256)
     findings = made(completion)
-    spec = run._first_spec(
+    spec = run.first_spec(
         req.prepared, completion, topic, req.files, template, req.estimate, findings
     )
     return write_segment(spec._replace(findings_when_cut_off=cut_off_too), run.now())

@@ -31,18 +31,19 @@ def content_key(body: Any, topic: str) -> str:
 def by_content(
     chains: dict[str, list[list[ChainSegment]]], review: SplitReview
 ) -> dict[str, list[list[ChainSegment]]]:
-    """The finished chains of any earlier plan's parts (same endpoint), by
-    :func:`content_key`."""
+    """The finished chains of any earlier plan's parts, by :func:`content_key`: answered
+    by the planned endpoint or, over a pool (``--endpoint`` given more than once), by any
+    server of the operator's pool (as a pooled batch resumes whichever answered)."""
     from deepseek_review.chat.endpoint import canonical
 
-    url = canonical(review.endpoint.url)
+    urls = {canonical(e.url) for e in (review.endpoint, *review.options.pool)}
     out: dict[str, list[list[ChainSegment]]] = {}
     for topic, found in chains.items():
         if not _PART_TOPIC.fullmatch(topic.removeprefix(review.options.topic)):
             continue
         for c in found:
             record = c[0].record
-            if record is not None and canonical(c[0].receipt.endpoint) == url:
+            if record is not None and canonical(c[0].receipt.endpoint) in urls:
                 out.setdefault(content_key(record.body, topic), []).append(c)
     return out
 

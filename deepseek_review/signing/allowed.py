@@ -30,7 +30,7 @@ from pathlib import Path
 
 from deepseek_review.errors import ConfigError
 from deepseek_review.signing import NAMESPACE
-from deepseek_review.signing.sshsig import BadSignature, _strings, exact_strings
+from deepseek_review.signing.sshsig import BadSignature, exact_strings, read_strings
 
 _SPACE = " \t\r\n"
 """What ends the principals word (ssh-keygen's ``strdelimw``)."""
@@ -136,7 +136,7 @@ def _well_formed(blob: bytes, key_type: str) -> bool:
     fields = 3 if key_type == "ssh-rsa" or key_type.startswith("ecdsa-sha2-") else None
     fields = {"ssh-ed25519": 2, "ssh-dss": 5}.get(key_type, fields)
     try:
-        out = _strings(blob, 1) if fields is None else exact_strings(blob, fields)
+        out = read_strings(blob, 1) if fields is None else exact_strings(blob, fields)
     except BadSignature:
         return False
     if out[0] != key_type.encode():

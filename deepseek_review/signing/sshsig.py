@@ -95,7 +95,7 @@ class Signature:
 
     @property
     def key_type(self) -> str:
-        return _strings(self.public_key, 1)[0].decode("ascii", "replace")
+        return read_strings(self.public_key, 1)[0].decode("ascii", "replace")
 
     @property
     def fingerprint(self) -> str:
@@ -108,7 +108,7 @@ class BadSignature(ValueError):
     """Not an sshsig signature this tool can read."""
 
 
-def _strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
+def read_strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
     out = []
     for _ in range(count):
         if offset + 4 > len(blob):
@@ -125,7 +125,7 @@ def _strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
 def exact_strings(blob: bytes, count: int, offset: int = 0) -> list[bytes]:
     """Exactly ``count`` strings from ``offset`` to the end of ``blob``; trailing bytes are
     refused, as ssh-keygen refuses them (:class:`BadSignature`)."""
-    out = _strings(blob, count, offset)
+    out = read_strings(blob, count, offset)
     if offset + sum(4 + len(f) for f in out) != len(blob):
         raise BadSignature("trailing data")
     return out
@@ -158,7 +158,7 @@ def parse(armored: bytes) -> Signature:
     (version,) = struct.unpack_from(">I", blob, len(_MAGIC))
     if version != 1:
         raise BadSignature(f"sshsig version {version}")
-    key, namespace = _strings(blob, 2, len(_MAGIC) + 4)
+    key, namespace = read_strings(blob, 2, len(_MAGIC) + 4)
     return Signature(key, namespace.decode("utf-8", "replace"))
 
 

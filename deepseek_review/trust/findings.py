@@ -36,9 +36,7 @@ from deepseek_review.finding.model import SEVERITIES, Anchored, rank
 from deepseek_review.git.runner import resolve_inside
 from deepseek_review.records.chain import chain_index, find_chain
 from deepseek_review.records.index import ReceiptIndex
-from deepseek_review.records.naming import FINDINGS_TOPIC_SUFFIX as TOPIC_SUFFIX
-from deepseek_review.records.naming import SELF_CHECK_TOPIC_SUFFIX as SELF_CHECK_SUFFIX
-from deepseek_review.records.naming import sibling
+from deepseek_review.records.naming import FINDINGS_TOPIC_SUFFIX, SELF_CHECK_TOPIC_SUFFIX, sibling
 from deepseek_review.records.storage import write_replacing
 from deepseek_review.records.stored import ChainSegment, no_such_path
 from deepseek_review.trust.rule import Admission, TrustPolicy, admit
@@ -198,7 +196,10 @@ def _refinements(
     answers = [s.answer_path for s in chain]
     read = {sibling(chain[-1].receipt_path, "findings")}
     found: list[list[ChainSegment]] = []
-    for suffix in (TOPIC_SUFFIX, SELF_CHECK_SUFFIX):  # extractions first: their files are read
+    for suffix in (
+        FINDINGS_TOPIC_SUFFIX,
+        SELF_CHECK_TOPIC_SUFFIX,
+    ):  # extractions first: their files are read
         for rel in discover(root, [folder]).receipts:
             name = rel.rpartition("/")[2]
             if rel in done or rel not in admitted or f"{suffix}_" not in name:
@@ -208,7 +209,7 @@ def _refinements(
             except InputError:
                 continue
             files = list(later[0].receipt.context_files or ())
-            if suffix == TOPIC_SUFFIX:
+            if suffix == FINDINGS_TOPIC_SUFFIX:
                 refines = is_extraction(later) and files == answers
             else:
                 refines = is_self_check(later) and len(files) == 1 and files[0] in read

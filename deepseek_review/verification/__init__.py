@@ -45,12 +45,12 @@ from typing import Any
 
 from deepseek_review.records.naming import name_order
 from deepseek_review.records.receipt import parse_receipt
-from deepseek_review.verification.checks import Verifier, _Local
+from deepseek_review.verification.checks import LocalChecked, Verifier
 from deepseek_review.verification.discovery import discover
 from deepseek_review.verification.reports import (
-    _OK_BY_VALUE,
     CHECKS,
     DEFAULT_FOLDER,
+    PASSED_BY_VALUE,
     REPORT_SCHEMA,
     CheckResult,
     CheckStatus,
@@ -164,14 +164,14 @@ def _parallel(
     jobs: int,
     signatures: SignatureChecks | None,
     exclude: frozenset[str],
-) -> list[_Local]:
+) -> list[LocalChecked]:
     """The local checks of ``receipts`` in a pool of ``jobs`` forked worker processes, each
     chunk's results indexed in ``v`` in receipt order; a chunk a worker could not check
     (it failed, or died) is checked here."""
     global _WORK
     chunks = [receipts[i : i + _CHUNK] for i in range(0, len(receipts), _CHUNK)]
     _WORK = work = _local_checks(v.root, strict, signatures, exclude)
-    done: list[_Local] = []
+    done: list[LocalChecked] = []
     fork = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(jobs, mp_context=fork, initializer=_start_worker)
     try:
@@ -191,8 +191,8 @@ def _parallel(
                         None if result is None else CheckResult(*result),
                         None if who is None else Signed(*who),
                     )
-                checked = [_OK_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
-                d = _Local(rel, data, problems, checked, continues)
+                checked = [PASSED_BY_VALUE.get(c) or CheckResult(*c) for c in checks]
+                d = LocalChecked(rel, data, problems, checked, continues)
                 v.adopt(d, order)
                 done.append(d)
     finally:

@@ -17,8 +17,8 @@ from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.verification.files import Problem, RepoFiles
 from deepseek_review.verification.record_checks import RecordChecks
 from deepseek_review.verification.reports import (
-    _OK,
     CHECKS,
+    PASSED,
     CheckResult,
     ReceiptReport,
     ReceiptStatus,
@@ -46,13 +46,13 @@ class _Receipt:
 
 #: What the chain check needs of a receipt (all a worker process sends back of it).
 _CHAIN_KEYS = ("schema", "answer_path", "previous_answer_path", "context_files")
-#: Set (to True) in a ``_Local``'s data when its request record says the answer was cut off
+#: Set (to True) in a ``LocalChecked``'s data when its request record says the answer was cut off
 #: at the token cap (not a receipt key: the schema is closed).
 _CUT_OFF = "$cut_off"
 
 
 @dataclass(slots=True)
-class _Local:
+class LocalChecked:
     """A receipt after the checks that need no other receipt (picklable, for workers)."""
 
     rel: str
@@ -175,7 +175,7 @@ class Verifier:
         """Every check of one receipt (the index must hold the receipts verified with it)."""
         return self.finish(self.local(rel))
 
-    def local(self, rel: str) -> _Local:
+    def local(self, rel: str) -> LocalChecked:
         """The checks that need no other receipt: schema, answer, context, prompt."""
         r = self.load(rel)
         if r.data is None:
@@ -183,13 +183,13 @@ class Verifier:
             if len(r.problems) > 5:
                 detail += f" (+{len(r.problems) - 5} more)"
             fail = CheckResult("schema", "fail", detail)
-            return _Local(rel, None, r.problems, [fail], r.continues)
+            return LocalChecked(rel, None, r.problems, [fail], r.continues)
         d = r.data
         record = self.records.record(rel)
         answer = self._answer_file(d)
         pins = _pins(record)
         checks = [
-            _OK[d["schema"]],
+            PASSED[d["schema"]],
             self.records.findings(rel, record, self.records.reasoning(rel, record))
             if answer.status == "ok"
             else answer,
@@ -199,19 +199,19 @@ class Verifier:
         kept = {k: d[k] for k in _CHAIN_KEYS if k in d}
         if isinstance(record, RequestRecord) and record.response.finish_reason == "length":
             kept[_CUT_OFF] = True
-        return _Local(rel, kept, [], checks, r.continues)
+        return LocalChecked(rel, kept, [], checks, r.continues)
 
-    def adopt(self, done: _Local, order: tuple[str, str, int, str] | None = None) -> None:
+    def adopt(self, done: LocalChecked, order: tuple[str, str, int, str] | None = None) -> None:
         """Index a receipt that another process loaded and checked (see :func:`verify`);
         ``order``: its :func:`name_order`, if that process made it."""
         if order is not None:
             self._orders[done.rel] = order
         r = _Receipt(done.rel, done.data, done.problems, done.continues)
         self.receipts.add(_entry_of(r))
-        if r.data is not None and done.checks[1] is _OK["answer"]:
+        if r.data is not None and done.checks[1] is PASSED["answer"]:
             self.files.known_file(r.data["answer_path"])  # the worker read it: inside the root
 
-    def finish(self, done: _Local) -> ReceiptReport:
+    def finish(self, done: LocalChecked) -> ReceiptReport:
         """Add the ``chain`` check, which needs the index of every receipt."""
         d = done.data
         if d is None:
@@ -261,7 +261,7 @@ class Verifier:
                 "fail",
                 f"{path} hashes to {digest}, not answer_sha256 (changed after the review)",
             )
-        return _OK["answer"]
+        return PASSED["answer"]
 
     def _chain(self, rel: str, d: dict[str, Any]) -> CheckResult:
         problems: list[str] = []
@@ -286,7 +286,7 @@ class Verifier:
                     problems.append(_chain_problem(broken, prev))
         if problems:
             return CheckResult("chain", "fail", "; ".join(problems))
-        return _OK["chain-primary" if d["schema"] == PRIMARY else "chain"]
+        return PASSED["chain-primary" if d["schema"] == PRIMARY else "chain"]
 
     def _link(self, answer: str) -> str | None:
         """Why ``answer`` (an answer some continuation continues) is not there to continue."""
@@ -300,7 +300,7 @@ class Verifier:
     def _context(self, d: dict[str, Any], pinned: set[str]) -> CheckResult:
         """Every context file is there (those the record pins in git are read from it)."""
         if d["schema"] == CONTINUATION:
-            return _OK["context-continuation"]
+            return PASSED["context-continuation"]
         outside: list[str] = []
         missing: list[str] = []
         for path in d["context_files"]:

@@ -23,7 +23,7 @@ from deepseek_review.records.rebuild import FileHashes, Reader, Rebuilder, rebui
 from deepseek_review.records.receipt import CONTINUATION
 from deepseek_review.records.request_record import RequestRecord
 from deepseek_review.verification.files import Problem, RepoFiles
-from deepseek_review.verification.reports import _OK, CheckResult, listing, soft
+from deepseek_review.verification.reports import PASSED, CheckResult, listing, soft
 
 
 class RecordChecks:
@@ -49,10 +49,10 @@ class RecordChecks:
         """The answer check, its file already matched: now the reasoning file the record
         names (``--keep-reasoning``), whose hash it holds."""
         if not isinstance(record, RequestRecord):
-            return _OK["answer"]
+            return PASSED["answer"]
         path, digest = record.response.reasoning_path, record.response.reasoning_sha256
         if path is None and digest is None:
-            return _OK["answer"]
+            return PASSED["answer"]
         expected = sibling(rel, "reasoning")
         if path != expected or digest is None:
             problem = (
@@ -222,7 +222,7 @@ class RecordChecks:
         rebuilder = self.rebuilder if read is None else Rebuilder(read)
         rebuilt = rebuilder.check(body, d["prompt_sha256"], files)
         if rebuilt is None:
-            return _OK["prompt"]
+            return PASSED["prompt"]
         outside = [p for p in rebuilt.missing if self._outside(p)]
         if outside:
             return CheckResult(

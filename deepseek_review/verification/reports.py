@@ -146,7 +146,7 @@ def listing(items: Sequence[str], limit: int = 5) -> str:
 
 
 #: The passing results, made once (a run makes tens of thousands of them).
-_OK = {
+PASSED = {
     PRIMARY: CheckResult("schema", "ok", PRIMARY),
     CONTINUATION: CheckResult("schema", "ok", CONTINUATION),
     "answer": CheckResult("answer", "ok", "hash matches"),
@@ -156,4 +156,4 @@ _OK = {
     "prompt": CheckResult("prompt", "ok", "request rebuilt byte for byte"),
 }
 
-_OK_BY_VALUE = {(c.name, c.status, c.detail): c for c in _OK.values()}
+PASSED_BY_VALUE = {(c.name, c.status, c.detail): c for c in PASSED.values()}

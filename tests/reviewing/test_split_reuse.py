@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from deepseek_review.testing.simulator.server import Simulator
 from tests.support.cli import CliResult
+from tests.support.pool import endpoint_flags, start_servers
 from tests.support.split import split_records, write_texts
 
 WINDOW = 8192
@@ -60,3 +62,29 @@ def test_a_part_whose_file_changed_is_sent_again_after_a_replan(big, cli, sim):
     assert "reused_from" not in second["parts"][0]
     assert [("reused_from" in p) for p in second["parts"]] == [False, True, True, False]
     assert len(sim.chat_requests()) == 3
+
+
+def test_after_a_replan_over_a_pool_parts_any_server_answered_are_reused(big, cli, make_simulator):
+    servers = start_servers(
+        make_simulator, 2, context_window=WINDOW, context_overflow="refuse", answer_words=60,
+        latency=0.05,
+    )  # fmt: skip
+    flags = [*endpoint_flags(servers), "--jobs", "4"]
+    args = ["run", "--split", "-c", "big", "-p", "Review.", "--max-tokens", "1024"]
+    first = cli(*args, "--context-window", str(WINDOW), *flags)
+    assert first.code == 0, first.err
+    (record,) = split_records(big / "reviews")
+    answered = {_endpoint(big, p["receipts"][0]) for p in record["parts"]}
+    assert answered == {s.chat_url for s in servers}  # each server answered a part
+    write_texts(big, ["big/d/new.py"], 16_000, seed=50)
+    for s in servers:
+        s.reset()
+    r = cli(*args, "--context-window", str(WINDOW), *flags)
+    assert r.code == 0, r.err
+    assert sum(len(s.chat_requests()) for s in servers) == 2  # the new part, the synthesis
+    second = max(split_records(big / "reviews"), key=lambda d: len(d["parts"]))
+    assert [("reused_from" in p) for p in second["parts"]] == [True, True, True, False]
+
+
+def _endpoint(repo: Path, receipt: str) -> str:
+    return str(json.loads((repo / receipt).read_text(encoding="utf-8"))["endpoint"])

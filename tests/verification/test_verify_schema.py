@@ -253,7 +253,7 @@ def test_a_timestamp_taken_as_written_is_rfc_3339_by_the_full_check() -> None:
 
     from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 
-    from deepseek_review.records.receipt import _as_written, created_at
+    from deepseek_review.records.receipt import as_written, created_at
 
     stamps = [
         created_at(datetime.now(UTC)),
@@ -265,6 +265,6 @@ def test_a_timestamp_taken_as_written_is_rfc_3339_by_the_full_check() -> None:
         "2026-12-01T24:00:00+00:00",
         "2026-12-01 03:01:38+00:00",
     ]
-    taken = [s for s in stamps if _as_written(s)]
+    taken = [s for s in stamps if as_written(s)]
     assert taken == stamps[:3]
     assert all(validate_rfc3339(s) for s in taken)

@@ -158,21 +158,28 @@ def findings_block(messages: Sequence[Mapping[str, Any]], line_offset: int = 0) 
 
 #: The synthesis template's heading over the parts' reviews.
 _SYNTHESIS_ASK = "# The parts' reviews"
-_BLOCK_RE = re.compile(r"^```json\n(\{.*?)\n```$", re.M | re.S)
+#: A fenced ``json`` block (backticks or tildes, as the package's reader takes them).
+_BLOCK_RE = re.compile(r"^(`{3,}|~{3,})json[^\n]*\n(.*?)^\1\s*$", re.M | re.S)
+
+
+def findings_blocks(text: str) -> list[list[Any]]:
+    """The ``findings`` lists of the fenced json blocks in ``text`` that hold one, in order."""
+    blocks = []
+    for m in _BLOCK_RE.finditer(text):
+        try:
+            data = json.loads(m.group(2))
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("findings"), list):
+            blocks.append(data["findings"])
+    return blocks
 
 
 def _restated(prompt: str) -> list[dict[str, Any]] | None:
     """Every finding of the findings blocks in a synthesis's context (its parts' answers),
     restated as the template asks (path, lines, quote, category unchanged; its own title);
     None when they hold no block."""
-    blocks = []
-    for m in _BLOCK_RE.finditer(prompt):
-        try:
-            data = json.loads(m.group(1))
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("findings"), list):
-            blocks.append(data["findings"])
+    blocks = findings_blocks(prompt)
     if not blocks:
         return None
     return [{**f, "title": f"Restated: {f['title']}"} for b in blocks for f in b]
@@ -274,11 +281,11 @@ def answer_so_far(messages: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
 
 def prompt_token_estimate(messages: Sequence[Mapping[str, Any]]) -> int:
     """A tokenizer-free prompt size: words and punctuation, plus 4 per message."""
-    return sum(_count_prompt_tokens(message_text(m)) + 4 for m in messages)
+    return sum(count_prompt_tokens(message_text(m)) + 4 for m in messages)
 
 
 @functools.lru_cache(maxsize=256)
-def _count_prompt_tokens(text: str) -> int:
+def count_prompt_tokens(text: str) -> int:
     """Cached: the same large prompt is often sent again (a continuation resends it), and
     counting its tokens is most of the simulator's work per request."""
     return sum(1 for _ in _PROMPT_TOKEN_RE.finditer(text))

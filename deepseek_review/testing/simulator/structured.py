@@ -16,15 +16,17 @@ without a schema (``json_object``, ``format: "json"``) gets the same object. The
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deepseek_review.testing.simulator.answer import conversation_key, message_text
+from deepseek_review.testing.simulator.answer import (
+    conversation_key,
+    findings_blocks,
+    message_text,
+)
 
 #: What ``structured_faults`` may hold.
 STRUCTURED_FAULTS = ("invalid", "not-json", "blank", "ignore")
-_BLOCK_RE = re.compile(r"^(`{3,}|~{3,})json[^\n]*\n(.*?)^\1\s*$", re.M | re.S)
 
 
 def requested(req: Mapping[str, Any], *, native: bool) -> tuple[bool, dict[str, Any] | None]:
@@ -54,15 +56,8 @@ def _findings_in_prompt(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
     """The findings of the last findings block inside the prompt's framed files (the
     review's answer), or none."""
     prompt = "".join(message_text(m) for m in conversation_key(messages))
-    found: list[Any] = []
-    for m in _BLOCK_RE.finditer(prompt):
-        try:
-            data = json.loads(m.group(2))
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("findings"), list):
-            found = data["findings"]
-    return found
+    blocks = findings_blocks(prompt)
+    return blocks[-1] if blocks else []
 
 
 def score_of(fingerprint: str) -> int:

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from deepseek_review.testing.simulator.answer import (
-    _count_prompt_tokens,
+    count_prompt_tokens,
     message_text,
     prompt_token_estimate,
 )
@@ -52,13 +52,13 @@ def answer(cfg: SimulatorConfig, route: str, raw: bytes) -> dict[str, Any]:
         if "messages" in req:
             n = prompt_token_estimate(_messages(req))
         else:
-            n = _count_prompt_tokens(_text(req, "prompt"))
+            n = count_prompt_tokens(_text(req, "prompt"))
         window = cfg.context_window or cfg.model_context_length
         return {"count": n, "max_model_len": window, "tokens": list(range(n))}
     if cfg.tokenizer == "llama-cpp-python":
-        n = _count_prompt_tokens(_text(req, "input")) + 1
+        n = count_prompt_tokens(_text(req, "input")) + 1
         return {"count": n} if route.endswith("/count") else {"tokens": list(range(n))}
-    return {"tokens": list(range(_count_prompt_tokens(_text(req, "content"))))}
+    return {"tokens": list(range(count_prompt_tokens(_text(req, "content"))))}
 
 
 def _text(req: dict[str, Any], key: str) -> str:
