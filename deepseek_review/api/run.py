@@ -93,30 +93,59 @@ def plan_review(
     **options: Any,
 ) -> ReviewPlan | SplitReview:
     """Check everything and build the exact requests of :func:`review`, sending and writing
-    nothing (``run --dry-run``): what ``run`` plans, from every option ``run`` takes.
-
-    Without ``split`` (an option, or the environment's or config file's setting) it is one
-    review's :class:`~deepseek_review.reviewing.pipeline.ReviewPlan` (:func:`send_review`
-    sends it); with it, the parts of a split review, each planned to its exact request
+    nothing (``run --dry-run``), from every option ``run`` takes: one review's
+    :class:`~deepseek_review.reviewing.pipeline.ReviewPlan` (:func:`send_review` sends it),
+    or with ``split`` (option, environment or config file) a split review's parts
     (:class:`~deepseek_review.reviewing.split_plan.SplitReview`, sent by :func:`send_split`
-    ``jobs`` parts at a time, over every server when ``endpoint`` is a list of them), or one
-    review's plan when the whole context fits. ``max_total_tokens`` (split reviews) and
-    ``max_cost`` (at the operator's prices, :mod:`deepseek_review.reviewing.cost_cap`) refuse
-    a plan that may use or cost more, before anything is sent.
+    ``jobs`` at a time, over every server when ``endpoint`` is a list), unless the whole
+    context fits. ``max_total_tokens`` (split reviews) and ``max_cost`` (operator prices,
+    :mod:`deepseek_review.reviewing.cost_cap`) refuse before anything is sent.
 
-    With ``ask_server`` the server is also asked what :func:`send_review` asks it before its
-    first request (an Ollama server: does the prompt fit the context it runs the model with,
-    can the model think at ``reasoning``'s level; only its metadata endpoints, never the chat
-    one), and refuses as the run would: what ``run --dry-run`` does."""
-    return plan_run(
-        env=env,
-        repo_root=repo_root,
-        ask_server=ask_server,
-        max_total_tokens=max_total_tokens,
-        jobs=jobs,
-        max_cost=max_cost,
-        **options,
-    )
+    ``ask_server``: the server is also asked what :func:`send_review` asks before its first
+    request (Ollama: does the prompt fit its context, can the model think at ``reasoning``'s
+    level; metadata endpoints only), refusing as the run would (``run --dry-run``)."""
+    from deepseek_review.options.table import check, naming_as
+    from deepseek_review.reviewing.setup import review_setup
+
+    if jobs is not None:
+        check("jobs", jobs)
+    root, planned, names = review_setup(options, repo_root=repo_root, env=env)
+    with naming_as(names):
+        if planned.split:
+            from deepseek_review.reviewing.split_plan import (
+                SplitReview,
+                plan_split_review,
+                window_from_server,
+            )
+
+            env = os.environ if env is None else env
+            done = plan_split_review(
+                planned,
+                env,
+                window_of=window_from_server(planned),
+                max_total_tokens=max_total_tokens,
+            )
+            if isinstance(done, SplitReview):
+                prompts = [p.plan.token_estimate for p in done.parts] + [done.synthesis_estimate]
+                _refuse_over_cost(max_cost, root, env, done, prompts, "the split review")
+                return dataclasses.replace(done, names=names, jobs=jobs or 1)
+            # The whole context fits: one ordinary review, planned as such.
+            planned = dataclasses.replace(planned, split=False)
+        elif max_total_tokens is not None:
+            from deepseek_review.errors import ConfigError
+            from deepseek_review.options.table import name_of
+
+            raise ConfigError(
+                f"{name_of('max_total_tokens')} applies to {name_of('split')} reviews "
+                f"and batches: for one review, use {name_of('max_run_tokens')}"
+            )
+        plan = _planned(planned, names, env, ask_server)
+        _refuse_over_cost(max_cost, root, env, plan, [plan.token_estimate], "the review")
+        return plan
+
+
+#: The earlier name of :func:`plan_review`, kept for library users.
+plan_run = plan_review
 
 
 def _planned(
@@ -131,61 +160,6 @@ def _planned(
 
         plan = preflight_review(plan)
     return plan
-
-
-def plan_run(
-    *,
-    env: Mapping[str, str] | None = None,
-    repo_root: PathArg | None = None,
-    ask_server: bool = False,
-    max_total_tokens: int | None = None,
-    jobs: int | None = None,
-    max_cost: float | None = None,
-    **options: Any,
-) -> ReviewPlan | SplitReview:
-    """:func:`plan_review` (its earlier name): what ``run`` plans, a split review's parts
-    (:func:`deepseek_review.reviewing.split_plan.plan_split_review`) with the window asked of
-    the server when ``context_window`` is not set."""
-    from deepseek_review.options.table import check, naming_as
-    from deepseek_review.reviewing.setup import review_setup
-
-    if jobs is not None:
-        check("jobs", jobs)
-    root, planned, names = review_setup(options, repo_root=repo_root, env=env)
-    with naming_as(names):
-        if not planned.split:
-            if max_total_tokens is not None:
-                from deepseek_review.errors import ConfigError
-                from deepseek_review.options.table import name_of
-
-                raise ConfigError(
-                    f"{name_of('max_total_tokens')} applies to {name_of('split')} reviews "
-                    f"and batches: for one review, use {name_of('max_run_tokens')}"
-                )
-            plan = _planned(planned, names, env, ask_server)
-            _refuse_over_cost(max_cost, root, env, plan, [plan.token_estimate], "the review")
-            return plan
-        from deepseek_review.reviewing.split_plan import (
-            SplitReview,
-            plan_split_review,
-            window_from_server,
-        )
-
-        env = os.environ if env is None else env
-        done = plan_split_review(
-            planned,
-            env,
-            window_of=window_from_server(planned),
-            max_total_tokens=max_total_tokens,
-        )
-        if isinstance(done, SplitReview):
-            prompts = [p.plan.token_estimate for p in done.parts] + [done.synthesis_estimate]
-            _refuse_over_cost(max_cost, root, env, done, prompts, "the split review")
-            return dataclasses.replace(done, names=names, jobs=jobs or 1)
-        # The whole context fits: one ordinary review, planned as such.
-        plan = _planned(dataclasses.replace(planned, split=False), names, env, ask_server)
-        _refuse_over_cost(max_cost, root, env, plan, [plan.token_estimate], "the review")
-        return plan
 
 
 def _refuse_over_cost(
