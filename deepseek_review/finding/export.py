@@ -60,7 +60,7 @@ def output_version(data: bytes | object) -> int | None:
     return next((v for v, s in SCHEMAS.items() if s == name), None)
 
 
-def pretty(data: dict[str, Any]) -> str:
+def pretty(data: dict[str, Any] | list[dict[str, Any]]) -> str:
     """Indented JSON without raw control characters (C1, bidi): it still decodes to the
     exact values, and is safe to print."""
     return json_safe(pretty_json(data).decode("utf-8"))
@@ -73,7 +73,7 @@ FORMATS: dict[str, Callable[[Collected], str]] = {
     "rdjsonl": lambda c: json_safe(to_rdjsonl(c)),
     "github": to_github,
     "markdown": to_markdown,
-    "codequality": lambda c: json_safe(pretty_json(to_codequality(c)).decode("utf-8")),
+    "codequality": lambda c: pretty(to_codequality(c)),
     "patch": to_patch,
 }
 
